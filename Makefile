@@ -1,0 +1,42 @@
+# Front doors: `make run` (the main job) and `make test` (the whole suite). Both install what is
+# missing first (scripts/deps.sh), then build with CMake presets (CMakePresets.json).
+PRESET ?= release
+BUILD  := build/$(PRESET)
+JOBS   ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build run test test-clang sanitize fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+run: build
+	./$(BUILD)/ibdkit run
+
+test: build
+	ctest --preset $(PRESET)
+
+test-clang:
+	$(MAKE) test PRESET=clang
+
+sanitize: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan
+
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	scripts/fuzz.sh build/fuzz/fuzz $(FUZZ_SECONDS)
+
+bench: build
+	./$(BUILD)/ibdkit bench --policy all
+
+clean:
+	rm -rf build

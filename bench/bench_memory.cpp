@@ -1,0 +1,81 @@
+// The seed PR's two buffer benchmarks, for every buffer policy, plus the cleanse primitives.
+#include "bench.h"
+
+#include <ibdkit/memory/cleanse.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/stream/streams.h>
+
+#include <random>
+#include <vector>
+
+namespace ibdkit::bench {
+namespace {
+
+std::vector<std::byte> RandomBytes(std::size_t n, uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<std::byte> v(n);
+    for (auto& b : v) b = std::byte(rng());
+    return v;
+}
+
+// DataStreamAlloc: construct a stream from 8,192 bytes (one allocation + copy) and destroy it.
+template <typename P>
+Case AllocCase()
+{
+    return {"DataStreamAlloc", std::string(P::name), "byte", 8192, [](std::string*) -> Op {
+                auto src = std::make_shared<std::vector<std::byte>>(RandomBytes(8192, 1));
+                return [src] {
+                    DataStream<P> s{std::span<const std::byte>(*src)};
+                    DoNotOptimize(s.data());
+                    ClobberMemory(); // the copied bytes are observable: the copy cannot be elided
+                };
+            }};
+}
+
+// DataStreamSerializeScript: serialize a 999-byte script (3-byte CompactSize + bytes = 1,002
+// bytes) into a fresh stream and destroy it.
+template <typename P>
+Case ScriptCase()
+{
+    return {"DataStreamSerializeScript", std::string(P::name), "byte", 1002, [](std::string*) -> Op {
+                auto raw = RandomBytes(999, 2);
+                auto script = std::make_shared<std::vector<uint8_t>>(reinterpret_cast<const uint8_t*>(raw.data()),
+                                                                     reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+                return [script] {
+                    DataStream<P> s;
+                    s << *script;
+                    DoNotOptimize(s.data());
+                    ClobberMemory();
+                };
+            }};
+}
+
+template <typename Fn>
+Case CleanseCase(const char* variant, Fn fn)
+{
+    return {"Cleanse8K", variant, "byte", 8192, [fn](std::string*) -> Op {
+                auto buf = std::make_shared<std::vector<std::byte>>(8192, std::byte{1});
+                return [buf, fn] {
+                    fn(buf->data(), buf->size());
+                    DoNotOptimize(buf->data());
+                };
+            }};
+}
+
+template <typename... P>
+void RegisterAll()
+{
+    (Registry().push_back(AllocCase<P>()), ...);
+    (Registry().push_back(ScriptCase<P>()), ...);
+}
+
+const bool registered = [] {
+    RegisterAll<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>();
+    Registry().push_back(CleanseCase("core-memset-barrier", [](void* p, std::size_t n) { CleanseCoreStyle(p, n); }));
+    Registry().push_back(CleanseCase("explicit_bzero", [](void* p, std::size_t n) { Cleanse(p, n); }));
+    return true;
+}();
+
+} // namespace
+} // namespace ibdkit::bench

@@ -1,0 +1,26 @@
+// ibdkit — command-line front end over the public API.
+#include "commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv)
+{
+    CLI::App app{"ibdkit — the initial-block-download data path of a Bitcoin node, byte-compatible with "
+                 "Bitcoin Core, with the buffer-memory policy as a first-class choice.\n"
+                 "Policies: plain, zero-after-free (Core's), barrier-only, secure, hardened."};
+    app.set_version_flag("--version", IBDKIT_VERSION);
+    app.require_subcommand(1);
+    ibdkit::cli::RegisterCommands(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ibdkit: error: %s\n", e.what());
+        return 1;
+    }
+    return ibdkit::cli::ExitCode();
+}

@@ -1,0 +1,90 @@
+// ibdkit/error.h — typed errors for untrusted bytes, and Result<T>.
+//
+// Four kinds of failure, four mechanisms (docs/design.md):
+//  1. untrusted bytes (peer, file, database value): an `Errc` code, thrown inside decoders as
+//     `DecodeError` and returned at the public API as `Result<T>`;
+//  2. consensus invalidity: not an error, a validation state with Core's reject reason;
+//  3. environment failures (filesystem, LevelDB): `Status` at the wrapper boundary;
+//  4. programmer errors: assertions.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace ibdkit {
+
+enum class Errc : uint16_t {
+    Ok = 0,
+    EndOfData,               ///< a read past the end of the available bytes
+    NonCanonicalCompactSize, ///< a CompactSize that fits a shorter form
+    SizeTooLarge,            ///< a length or count above its limit (MAX_SIZE, …)
+    VarIntOverflow,          ///< a VARINT that does not fit its target type
+    SuperfluousWitness,      ///< witness flag set but every witness stack empty
+    UnknownOptionalData,     ///< transaction flag byte with unknown bits
+    TrailingData,            ///< bytes left after a complete object
+    BadMagic,                ///< wrong network magic (P2P, block files)
+    BadChecksum,             ///< checksum mismatch (P2P payload, undo record)
+    BadCommand,              ///< malformed P2P command string
+    OversizedMessage,        ///< P2P payload length above the limit
+    InvalidValue,            ///< a field holds a value its format forbids
+    Corrupt,                 ///< stored data is inconsistent (database, block file)
+};
+
+/// Stable, human-readable name of an error code ("EndOfData", …).
+std::string_view ErrcName(Errc e) noexcept;
+
+/// Thrown by stream reads and decoders on malformed untrusted input. Carries a specific code.
+class DecodeError : public std::runtime_error {
+public:
+    explicit DecodeError(Errc code, const char* what = nullptr);
+    Errc code() const noexcept { return m_code; }
+
+private:
+    Errc m_code;
+};
+
+/// An error with a code and a message, for the Result<T> API.
+struct Error {
+    Errc code{Errc::Ok};
+    std::string message;
+};
+
+/// Either a value or an Error. A minimal std::expected (C++23) stand-in.
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : m_v(std::in_place_index<0>, std::move(value)) {}
+    Result(Error err) : m_v(std::in_place_index<1>, std::move(err)) {}
+
+    bool ok() const noexcept { return m_v.index() == 0; }
+    explicit operator bool() const noexcept { return ok(); }
+
+    T& value() & { return std::get<0>(m_v); }
+    const T& value() const& { return std::get<0>(m_v); }
+    T&& value() && { return std::get<0>(std::move(m_v)); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+
+    const Error& error() const { return std::get<1>(m_v); }
+
+private:
+    std::variant<T, Error> m_v;
+};
+
+/// Runs `fn` and turns a DecodeError into a Result error.
+template <typename Fn>
+auto CatchDecode(Fn&& fn) -> Result<decltype(fn())> {
+    try {
+        return fn();
+    } catch (const DecodeError& e) {
+        return Error{e.code(), e.what()};
+    }
+}
+
+} // namespace ibdkit

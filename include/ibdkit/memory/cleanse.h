@@ -1,0 +1,30 @@
+// ibdkit/memory/cleanse.h — zeroing that the compiler cannot remove.
+//
+// Two implementations, both measured in `ibdkit bench --filter Cleanse` (docs/benchmarks.md):
+//  - CleanseCoreStyle: what Bitcoin Core's memory_cleanse does: memset, then an empty asm statement
+//    that takes the pointer as input and clobbers "memory". Kept to reproduce Core's allocators.
+//  - Cleanse: ibdkit's choice, glibc's explicit_bzero — an out-of-line call the optimiser cannot
+//    see into, so the stores cannot be elided, and no "memory" clobber is inlined into the caller.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace ibdkit {
+
+/// Zeroes [p, p+n). Never elided. p may be null when n == 0.
+void Cleanse(void* p, std::size_t n) noexcept;
+
+/// Core's memory_cleanse: memset + asm("" : : "r"(p) : "memory"). Never elided.
+void CleanseCoreStyle(void* p, std::size_t n) noexcept;
+
+/// Core's compiler barrier alone (the seed PR's diagnostic variant): no stores at all.
+void CompilerBarrier(void* p) noexcept;
+
+template <typename T, std::size_t N>
+void Cleanse(std::span<T, N> s) noexcept
+{
+    Cleanse(s.data(), s.size_bytes());
+}
+
+} // namespace ibdkit

@@ -1,0 +1,31 @@
+#include <ibdkit/error.h>
+
+namespace ibdkit {
+
+std::string_view ErrcName(Errc e) noexcept
+{
+    switch (e) {
+    case Errc::Ok: return "Ok";
+    case Errc::EndOfData: return "EndOfData";
+    case Errc::NonCanonicalCompactSize: return "NonCanonicalCompactSize";
+    case Errc::SizeTooLarge: return "SizeTooLarge";
+    case Errc::VarIntOverflow: return "VarIntOverflow";
+    case Errc::SuperfluousWitness: return "SuperfluousWitness";
+    case Errc::UnknownOptionalData: return "UnknownOptionalData";
+    case Errc::TrailingData: return "TrailingData";
+    case Errc::BadMagic: return "BadMagic";
+    case Errc::BadChecksum: return "BadChecksum";
+    case Errc::BadCommand: return "BadCommand";
+    case Errc::OversizedMessage: return "OversizedMessage";
+    case Errc::InvalidValue: return "InvalidValue";
+    case Errc::Corrupt: return "Corrupt";
+    }
+    return "Unknown";
+}
+
+DecodeError::DecodeError(Errc code, const char* what)
+    : std::runtime_error(what ? what : std::string(ErrcName(code))), m_code(code)
+{
+}
+
+} // namespace ibdkit
