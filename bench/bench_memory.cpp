@@ -5,6 +5,10 @@
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/stream/streams.h>
 
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -63,6 +67,34 @@ Case CleanseCase(const char* variant, Fn fn)
             }};
 }
 
+// The "give large buffers back to the kernel" idea for hardened, measured: a 1 MiB buffer filled,
+// then released by zeroing + free, by munmap (the kernel zeroes pages before reuse), or with no
+// hygiene at all.
+Case LargeReleaseCase(const char* variant, int mode)
+{
+    constexpr std::size_t N = 1 << 20;
+    return {"LargeBufferRelease1M", variant, "byte", double(N), [mode](std::string*) -> Op {
+                auto src = std::make_shared<std::vector<std::byte>>(RandomBytes(N, 3));
+                return [src, mode] {
+                    if (mode == 1) {
+                        void* p = mmap(nullptr, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        if (p == MAP_FAILED) std::abort();
+                        std::memcpy(p, src->data(), N);
+                        DoNotOptimize(p);
+                        ClobberMemory();
+                        munmap(p, N);
+                        return;
+                    }
+                    void* p = std::malloc(N);
+                    std::memcpy(p, src->data(), N);
+                    DoNotOptimize(p);
+                    ClobberMemory();
+                    if (mode == 0) Cleanse(p, N);
+                    std::free(p);
+                };
+            }, /*smoke_ok=*/true};
+}
+
 template <typename... P>
 void RegisterAll()
 {
@@ -74,6 +106,9 @@ const bool registered = [] {
     RegisterAll<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>();
     Registry().push_back(CleanseCase("core-memset-barrier", [](void* p, std::size_t n) { CleanseCoreStyle(p, n); }));
     Registry().push_back(CleanseCase("explicit_bzero", [](void* p, std::size_t n) { Cleanse(p, n); }));
+    Registry().push_back(LargeReleaseCase("plain", 2));
+    Registry().push_back(LargeReleaseCase("malloc-cleanse-free", 0));
+    Registry().push_back(LargeReleaseCase("mmap-munmap", 1));
     return true;
 }();
 

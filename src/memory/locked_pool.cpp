@@ -3,6 +3,7 @@
 #include <ibdkit/memory/cleanse.h>
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +30,11 @@ std::size_t PageSize()
 }
 
 std::size_t RoundUp(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
+
+// mlock/munlock through the raw system calls: sanitizer runtimes intercept the libc wrappers and
+// turn them into no-ops that report success, which would hide exactly the failure we report.
+bool LockPages(void* p, std::size_t n) { return syscall(SYS_mlock, p, n) == 0; }
+void UnlockPages(void* p, std::size_t n) { syscall(SYS_munlock, p, n); }
 
 std::mutex g_hook_mutex;
 LockedPool::LogHook g_hook;
@@ -155,7 +161,7 @@ struct LockedPool::Impl {
 #ifdef MADV_DONTDUMP
         madvise(p, size, MADV_DONTDUMP); // keep secrets out of core dumps; best effort
 #endif
-        bool locked = mlock(p, size) == 0;
+        bool locked = LockPages(p, size);
         if (!locked && !warned) {
             warned = true;
             int err = errno;
@@ -171,7 +177,7 @@ struct LockedPool::Impl {
     void ReleaseArena(std::size_t index)
     {
         Arena& a = *arenas[index];
-        if (a.locked()) munlock(a.base(), a.size());
+        if (a.locked()) UnlockPages(a.base(), a.size());
         munmap(a.base(), a.size());
         arenas.erase(arenas.begin() + std::ptrdiff_t(index));
     }

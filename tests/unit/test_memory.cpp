@@ -156,7 +156,7 @@ TEST(MemoryPolicy, DataStreamHardenedLeavesNoSecret)
 {
     // The same through DataStream's own paths: construct, append, read, compact.
     using P = policy::Hardened;
-    static_assert(std::is_same_v<P::Buffer, ByteBuffer<HardenedAllocator<std::byte>>>);
+    static_assert(std::is_same_v<P::Buffer, ByteBuffer<HardenedAllocator<std::byte>, P::INLINE_BYTES>>);
     SnoopUpstream::Reset();
     {
         DataStream<policy::Plain> unused; // plain stream beside it must not matter
@@ -166,6 +166,40 @@ TEST(MemoryPolicy, DataStreamHardenedLeavesNoSecret)
         b.erase(b.begin(), b.begin() + 4096);
     }
     EXPECT_FALSE(AnyFreedByteIsSecret());
+}
+
+TEST(MemoryPolicy, HardenedInlineBytesAreCleansed)
+{
+    // Inline (small-buffer) bytes never reach the heap, but they are cleansed too: on growth to
+    // the heap and on destruction. Observed in the object's own storage after its destructor.
+    using Buf = ByteBuffer<HardenedAllocator<std::byte, SnoopUpstream>, 64>;
+    alignas(Buf) unsigned char storage[sizeof(Buf)];
+    SnoopUpstream::Reset();
+    auto* b = new (storage) Buf();
+    const std::vector<std::byte> small(40, std::byte{SECRET});
+    b->insert(b->end(), small.data(), small.data() + small.size());
+    EXPECT_TRUE(b->is_inline());
+    EXPECT_EQ(SnoopUpstream::allocations, 0u) << "40 bytes need no heap block";
+    b->~Buf();
+    EXPECT_EQ(std::count(std::begin(storage), std::end(storage), SECRET), 0);
+
+    // Growing past the inline capacity abandons the inline bytes: they are cleansed at once.
+    b = new (storage) Buf();
+    b->insert(b->end(), small.data(), small.data() + small.size());
+    b->insert(b->end(), small.data(), small.data() + small.size());
+    EXPECT_FALSE(b->is_inline());
+    EXPECT_EQ(std::count(std::begin(storage), std::end(storage), SECRET), 0);
+    b->~Buf();
+    EXPECT_FALSE(AnyFreedByteIsSecret());
+
+    // A moved-from inline buffer still cleanses its bytes when destroyed.
+    {
+        Buf src;
+        src.insert(src.end(), small.data(), small.data() + small.size());
+        Buf dst(std::move(src));
+        EXPECT_EQ(dst.size(), small.size());
+        EXPECT_TRUE(std::equal(dst.begin(), dst.end(), small.begin()));
+    }
 }
 
 // ---- secure ---------------------------------------------------------------------------------
@@ -240,7 +274,11 @@ TEST(LockedPoolTest, ReportsUnlockedMemoryWhenMlockFails)
     if (pid == 0) {
         close(pipefd[0]);
         rlimit lim{4096, 4096};
-        int rc = setrlimit(RLIMIT_MEMLOCK, &lim) == 0 && DropIpcLock() ? 0 : 10;
+        int rc = 0;
+        auto fail = [&](int code) {
+            if (rc == 0) rc = code; // keep the first failed check
+        };
+        if (setrlimit(RLIMIT_MEMLOCK, &lim) != 0 || !DropIpcLock()) fail(10);
         std::string warnings;
         int hook_calls = 0;
         LockedPool::SetLogHook([&](std::string_view m) {
@@ -250,14 +288,14 @@ TEST(LockedPoolTest, ReportsUnlockedMemoryWhenMlockFails)
         LockedPool pool;
         void* p = pool.alloc(64 * 1024);
         void* q = pool.alloc(LockedPool::ARENA_SIZE * 2); // a second arena: still one warning
-        if (!p || !q) rc = 11;
+        if (!p || !q) fail(11);
         std::memset(p, 1, 64 * 1024); // usable although unlocked
         auto st = pool.stats();
-        if (st.locked != 0) rc = 12;
-        if (st.total < LockedPool::ARENA_SIZE * 3) rc = 13;
-        if (st.lock_failures != 2) rc = 14;
-        if (hook_calls != 1) rc = 15;
-        if (warnings.find("RLIMIT_MEMLOCK") == std::string::npos) rc = 16;
+        if (st.locked != 0) fail(12);
+        if (st.total < LockedPool::ARENA_SIZE * 3) fail(13);
+        if (st.lock_failures != 2) fail(14);
+        if (hook_calls != 1) fail(15);
+        if (warnings.find("RLIMIT_MEMLOCK") == std::string::npos) fail(16);
         pool.free(p);
         pool.free(q);
         ssize_t w = write(pipefd[1], warnings.data(), warnings.size());

@@ -25,15 +25,23 @@
 
 namespace ibdkit {
 
-/// Upstream that gets memory from the global operator new/delete.
+/// Upstream that gets memory from the global operator new/delete, exactly as std::allocator does
+/// (plain new for ordinary alignment, sized delete where the compiler enables it).
 struct NewDeleteUpstream {
     static void* allocate(std::size_t bytes, std::size_t align)
     {
-        return ::operator new(bytes, std::align_val_t{align});
+        if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator new(bytes, std::align_val_t{align});
+        return ::operator new(bytes);
     }
-    static void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept
+    static void deallocate(void* p, [[maybe_unused]] std::size_t bytes, std::size_t align) noexcept
     {
-        ::operator delete(p, bytes, std::align_val_t{align});
+#if defined(__cpp_sized_deallocation)
+        if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, bytes, std::align_val_t{align});
+        ::operator delete(p, bytes);
+#else
+        if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, std::align_val_t{align});
+        ::operator delete(p);
+#endif
     }
 };
 

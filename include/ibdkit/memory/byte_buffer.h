@@ -6,10 +6,17 @@
 //    std::allocator only and copies element by element through any other allocator);
 //  - it tracks the high-water mark of bytes ever written into the current block ("dirty"), and
 //    frees through `deallocate_dirty(p, capacity, dirty)` when the allocator has it, so a
-//    hygienic allocator cleanses only bytes that could hold data, not the untouched capacity.
+//    hygienic allocator cleanses only bytes that could hold data, not the untouched capacity;
+//  - optional inline storage of InlineN bytes (small-buffer optimisation): short buffers — P2P
+//    headers, chainstate keys and values, a CompactSize written before a payload — need no heap
+//    block at all. Inline bytes are cleansed whenever they are abandoned (on growth to the heap and
+//    on destruction) when Alloc is hygienic, so the guarantee also covers them.
 #pragma once
 
+#include <ibdkit/memory/cleanse.h>
+
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -19,7 +26,11 @@
 
 namespace ibdkit {
 
+/// True for allocators that promise hygiene (they accept a dirty-prefix hint).
 template <typename Alloc>
+concept HygienicAllocator = requires(Alloc a, std::byte* p, std::size_t n) { a.deallocate_dirty(p, n, n); };
+
+template <typename Alloc, std::size_t InlineN = 0>
 class ByteBuffer {
 public:
     using value_type = std::byte;
@@ -31,15 +42,13 @@ public:
     using reference = std::byte&;
     using const_reference = const std::byte&;
 
+    static constexpr size_type inline_capacity = InlineN;
+
     ByteBuffer() noexcept = default;
     explicit ByteBuffer(size_type n) { resize(n); }
     ByteBuffer(const std::byte* first, const std::byte* last) { assign(first, last); }
     ByteBuffer(const ByteBuffer& o) { assign(o.begin(), o.end()); }
-    ByteBuffer(ByteBuffer&& o) noexcept
-        : m_data(std::exchange(o.m_data, nullptr)), m_size(std::exchange(o.m_size, 0)),
-          m_cap(std::exchange(o.m_cap, 0)), m_dirty(std::exchange(o.m_dirty, 0))
-    {
-    }
+    ByteBuffer(ByteBuffer&& o) noexcept { TakeFrom(o); }
     ByteBuffer& operator=(const ByteBuffer& o)
     {
         if (this != &o) assign(o.begin(), o.end());
@@ -49,10 +58,7 @@ public:
     {
         if (this != &o) {
             Release();
-            m_data = std::exchange(o.m_data, nullptr);
-            m_size = std::exchange(o.m_size, 0);
-            m_cap = std::exchange(o.m_cap, 0);
-            m_dirty = std::exchange(o.m_dirty, 0);
+            TakeFrom(o);
         }
         return *this;
     }
@@ -64,6 +70,8 @@ public:
     size_type capacity() const noexcept { return m_cap; }
     /// Bytes of the current block that were ever written (what a hygienic free must cleanse).
     size_type dirty() const noexcept { return m_dirty; }
+    /// True while the bytes live in the inline storage.
+    bool is_inline() const noexcept { return InlineN > 0 && m_data == InlineData(); }
     bool empty() const noexcept { return m_size == 0; }
     iterator begin() noexcept { return m_data; }
     iterator end() noexcept { return m_data + m_size; }
@@ -147,10 +155,13 @@ public:
 
     void shrink_to_fit()
     {
-        if (m_size < m_cap) Reallocate(m_size);
+        if (m_size < m_cap && !is_inline()) Reallocate(m_size);
     }
 
 private:
+    std::byte* InlineData() noexcept { return InlineN ? m_inline.data() : nullptr; }
+    const std::byte* InlineData() const noexcept { return InlineN ? m_inline.data() : nullptr; }
+
     void Grow(size_type need)
     {
         if (need <= m_cap) return;
@@ -159,35 +170,83 @@ private:
         Reallocate(cap);
     }
 
+    // Moves the bytes into a block of capacity `cap` (the inline storage when it fits).
     void Reallocate(size_type cap)
     {
+        if (InlineN && cap <= InlineN) {
+            if (is_inline()) return;
+            std::byte* old = m_data;
+            const size_type keep = m_size;
+            if (keep) std::memcpy(InlineData(), old, keep);
+            ReleaseHeap(old, m_cap, m_dirty);
+            m_data = InlineData();
+            m_cap = InlineN;
+            m_dirty = keep;
+            return;
+        }
         Alloc a;
         auto* fresh = std::allocator_traits<Alloc>::allocate(a, cap);
-        if (m_size) std::memcpy(fresh, m_data, m_size);
+        const size_type keep = m_size;
+        if (keep) std::memcpy(fresh, m_data, keep);
         Release();
         m_data = fresh;
         m_cap = cap;
-        m_dirty = m_size;
+        m_size = keep;
+        m_dirty = keep;
     }
 
+    void ReleaseHeap(std::byte* p, size_type cap, size_type dirty) noexcept
+    {
+        Alloc a;
+        if constexpr (HygienicAllocator<Alloc>) {
+            a.deallocate_dirty(p, cap, dirty);
+        } else {
+            std::allocator_traits<Alloc>::deallocate(a, p, cap);
+        }
+    }
+
+    // Gives up the current block: heap blocks go back to the allocator, inline bytes are cleansed
+    // in place (when the allocator is hygienic). Leaves the buffer empty on inline storage.
     void Release() noexcept
     {
-        if (m_data == nullptr) return;
-        Alloc a;
-        if constexpr (requires { a.deallocate_dirty(m_data, m_cap, m_dirty); }) {
-            a.deallocate_dirty(m_data, m_cap, m_dirty);
-        } else {
-            std::allocator_traits<Alloc>::deallocate(a, m_data, m_cap);
+        if (is_inline()) {
+            if constexpr (HygienicAllocator<Alloc>) CleanseSmall(m_data, m_dirty);
+        } else if (m_data != nullptr) {
+            ReleaseHeap(m_data, m_cap, m_dirty);
         }
-        m_data = nullptr;
-        m_cap = 0;
+        m_data = InlineData();
+        m_cap = InlineN;
+        m_size = 0;
         m_dirty = 0;
     }
 
-    std::byte* m_data{nullptr};
+    void TakeFrom(ByteBuffer& o) noexcept
+    {
+        if (o.is_inline()) {
+            // Copy the bytes; the source keeps its dirty mark so its destructor cleanses them.
+            if (o.m_size) std::memcpy(InlineData(), o.m_data, o.m_size);
+            m_data = InlineData();
+            m_cap = InlineN;
+            m_size = o.m_size;
+            m_dirty = o.m_size;
+            o.m_size = 0;
+            return;
+        }
+        m_data = o.m_data;
+        m_size = o.m_size;
+        m_cap = o.m_cap;
+        m_dirty = o.m_dirty;
+        o.m_data = o.InlineData();
+        o.m_cap = InlineN;
+        o.m_size = 0;
+        o.m_dirty = 0;
+    }
+
+    std::byte* m_data{InlineData()};
     size_type m_size{0};
-    size_type m_cap{0};
+    size_type m_cap{InlineN};
     size_type m_dirty{0};
+    alignas(16) std::array<std::byte, InlineN> m_inline;
 };
 
 } // namespace ibdkit

@@ -21,6 +21,14 @@ void CleanseCoreStyle(void* p, std::size_t n) noexcept;
 /// Core's compiler barrier alone (the seed PR's diagnostic variant): no stores at all.
 void CompilerBarrier(void* p) noexcept;
 
+/// Inline form for a few bytes (inline buffers, keys): memset + the same escape as Core, no call.
+inline void CleanseSmall(void* p, std::size_t n) noexcept
+{
+    if (n == 0) return;
+    __builtin_memset(p, 0, n);
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
 template <typename T, std::size_t N>
 void Cleanse(std::span<T, N> s) noexcept
 {

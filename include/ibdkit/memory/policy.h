@@ -46,7 +46,10 @@ struct Secure {
 struct Hardened {
     static constexpr PolicyId id = PolicyId::Hardened;
     static constexpr std::string_view name = "hardened";
-    using Buffer = ByteBuffer<HardenedAllocator<std::byte>>;
+    /// Bytes kept inline before the first heap block: covers P2P headers, chainstate keys and
+    /// values, and a CompactSize written ahead of its payload.
+    static constexpr std::size_t INLINE_BYTES = 64;
+    using Buffer = ByteBuffer<HardenedAllocator<std::byte>, INLINE_BYTES>;
 };
 } // namespace policy
 
