@@ -1,0 +1,95 @@
+// ibdkit/blockfile/blockfile.h — Bitcoin Core's block files (blkNNNNN.dat), read-only.
+//
+// Format (docs/formats.md §6): records `magic[4] | size LE32 | block`, blocks in arrival order,
+// pre-allocated zero tails; with Core ≥ 28 every byte of every file may be XORed with the 8-byte key in
+// `xor.dat` at the byte's absolute file offset. Files are opened read-only and never written.
+#pragma once
+
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/stream/obfuscation.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ibdkit {
+
+/// Reads DIR/xor.dat: the key, or a null key when the file is absent. A present file whose size is
+/// not 8 bytes is an error (Errc::Corrupt).
+Result<ObfuscationKey> ReadXorKey(const std::filesystem::path& blocks_dir);
+
+/// blkNNNNN.dat files of a directory (or a single file path) in numeric order. Files of other names
+/// are ignored; a plain file path is returned as the only element.
+std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file);
+
+/// Where a record was found.
+struct BlockRecordPos {
+    uint32_t file{0};   ///< index into the list of files
+    uint64_t offset{0}; ///< offset of the block bytes (after magic and size) in that file
+    uint32_t size{0};
+};
+
+/// Counts of what a scan met besides good records.
+struct BlockFileScanStats {
+    uint64_t records{0};         ///< well-framed records found
+    uint64_t bytes{0};           ///< bytes of block data in those records
+    uint64_t skipped_bytes{0};   ///< bytes skipped while resynchronising on the magic
+    uint64_t truncated{0};       ///< records whose declared size ran past the end of the file
+    uint64_t zero_tail_bytes{0}; ///< pre-allocated zero bytes at file ends
+};
+
+/// Scans framed records in the given files in order. For each record, calls
+/// `fn(pos, block_bytes)`; the span is valid only during the call (it points into a buffer holding the
+/// deobfuscated file). Garbage between records is skipped by searching for the next magic (as Core's
+/// LoadExternalBlockFile does); a zero run ends a file; a record running past the end of its file is
+/// counted as truncated. Returns an environment error if a file cannot be read.
+Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::path>& files,
+                                          std::span<const uint8_t, 4> magic, const ObfuscationKey& key,
+                                          const std::function<void(const BlockRecordPos&, std::span<const uint8_t>)>& fn);
+
+/// Reads one record's block bytes back (deobfuscated).
+Result<std::vector<uint8_t>> ReadBlockAt(const std::filesystem::path& file, const BlockRecordPos& pos,
+                                         const ObfuscationKey& key);
+
+/// The best chain through a set of scanned headers.
+struct ChainOrder {
+    std::vector<BlockRecordPos> blocks; ///< genesis (or first known) first, tip last
+    std::vector<BlockHash> hashes;      ///< hashes of `blocks`, same order
+    uint64_t orphans{0};                ///< blocks whose ancestry does not reach the genesis
+    uint64_t stale{0};                  ///< blocks connected to the genesis but not on the best chain
+    uint64_t duplicates{0};             ///< records of a block already seen
+};
+
+/// Orders blocks by following prev-hashes from `genesis` and picks the chain with the most work
+/// (ties: the first seen). Input: each record's position and 80-byte header.
+class ChainOrderer {
+public:
+    explicit ChainOrderer(const BlockHash& genesis) : m_genesis(genesis) {}
+    /// Adds a block by its header (the first 80 bytes of the block).
+    void Add(const BlockRecordPos& pos, std::span<const uint8_t, 80> header);
+    ChainOrder Finish() const;
+
+private:
+    struct Node {
+        BlockRecordPos pos;
+        BlockHash hash;
+        BlockHash prev;
+        uint32_t bits;
+    };
+    BlockHash m_genesis;
+    std::vector<Node> m_nodes;
+    uint64_t m_duplicates{0};
+};
+
+/// Approximate proof-of-work of a compact target (2^256 / (target + 1)), as a double: enough to
+/// compare chains in a block-file ordering, not for consensus.
+double BlockProofApprox(uint32_t bits) noexcept;
+
+} // namespace ibdkit

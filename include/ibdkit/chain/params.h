@@ -1,0 +1,73 @@
+// ibdkit/chain/params.h — network parameters: mainnet, testnet3, testnet4, signet, regtest.
+//
+// What the context-free checks and the wire/block-file layers need: message start (magic), genesis
+// block and hash, proof-of-work limit, activation heights, default P2P port. Values are Bitcoin
+// Core's (kernel/chainparams.cpp).
+#pragma once
+
+#include <ibdkit/primitives/block.h>
+#include <ibdkit/primitives/hash.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ibdkit {
+
+enum class ChainType { MAIN, TESTNET, TESTNET4, SIGNET, REGTEST };
+
+/// Consensus rules that differ between networks (Core's Consensus::Params, the parts ibdkit uses).
+struct ConsensusParams {
+    BlockHash hash_genesis_block;
+    int subsidy_halving_interval{210000};
+    /// Height and hash of the block where BIP34 became active (coinbase carries the height).
+    int bip34_height{0};
+    BlockHash bip34_hash;
+    int bip65_height{0};
+    int bip66_height{0};
+    int csv_height{0};
+    /// Height at which segwit (BIP141/143/147) is enforced.
+    int segwit_height{0};
+    uint256 pow_limit;
+    bool pow_allow_min_difficulty_blocks{false};
+    bool pow_no_retargeting{false};
+    int64_t pow_target_spacing{600};
+    int64_t pow_target_timespan{14 * 24 * 60 * 60};
+    bool enforce_bip94{false};
+    /// Signet: blocks carry a solution to `signet_challenge`.
+    bool signet_blocks{false};
+    std::vector<uint8_t> signet_challenge;
+
+    int64_t DifficultyAdjustmentInterval() const noexcept { return pow_target_timespan / pow_target_spacing; }
+};
+
+using MessageStart = std::array<uint8_t, 4>;
+
+struct ChainParams {
+    ChainType type;
+    std::string name;             ///< Core's chain name: "main", "test", "testnet4", "signet", "regtest"
+    MessageStart message_start;   ///< network magic (P2P and block files)
+    uint16_t default_port;
+    ConsensusParams consensus;
+    Block genesis;
+};
+
+/// Parameters of a network (built once, kept for the process lifetime).
+const ChainParams& GetChainParams(ChainType type);
+
+/// Parses a network name: "main"/"mainnet", "test"/"testnet"/"testnet3", "testnet4", "signet",
+/// "regtest" (case-insensitive). nullopt if unknown.
+std::optional<ChainType> ParseChainType(std::string_view name) noexcept;
+/// Core's name for the chain ("main", "test", "testnet4", "signet", "regtest").
+std::string_view ChainTypeName(ChainType type) noexcept;
+/// The network whose magic this is, if any.
+std::optional<ChainType> ChainTypeFromMagic(const MessageStart& magic) noexcept;
+
+/// Block subsidy at a height: 50 BTC halved every subsidy_halving_interval blocks, zero after
+/// 64 halvings (Core's GetBlockSubsidy).
+int64_t GetBlockSubsidy(int height, const ConsensusParams& params) noexcept;
+
+} // namespace ibdkit

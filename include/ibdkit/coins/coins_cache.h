@@ -1,0 +1,86 @@
+// ibdkit/coins/coins_cache.h — the UTXO cache over the chainstate database, with Bitcoin Core's
+// semantics (CCoinsViewCache, coins.cpp) and a memory budget (Core's -dbcache).
+//
+//  - Entries carry FRESH/DIRTY flags (coins/coins_map.h). AddCoin marks DIRTY (and FRESH when the
+//    parent cannot hold an unspent coin there); SpendCoin drops a FRESH entry and otherwise keeps
+//    a spent DIRTY entry so the erase reaches the database; reads fetch through to the database
+//    and cache the result.
+//  - Memory: DynamicMemoryUsage() estimates the map's heap use (nodes + buckets + scripts) the way
+//    Core's memusage does. The caller asks NeedsFlush() after connecting a block and calls
+//    Flush() when the budget is reached.
+//  - Flush() writes every dirty entry with Core's protocol (coins/coins_db.h) and empties the
+//    cache; Sync() writes and keeps unspent entries.
+//
+// Errors: a corrupt record met while fetching throws DecodeError (Errc::Corrupt or the decoder's
+// code); a LevelDB failure throws StoreError. Flush()/Sync() return a StoreStatus.
+#pragma once
+
+#include <ibdkit/coins/coin.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/coins_map.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/transaction.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ibdkit {
+
+class CoinsCache {
+public:
+    /// `db` must outlive the cache. `budget_bytes` is the dbcache budget for NeedsFlush().
+    CoinsCache(CoinsDB& db, std::size_t budget_bytes);
+
+    /// The coin at outpoint, fetched from the database if not cached; a spent (null) coin if none.
+    const Coin& AccessCoin(const OutPoint& outpoint);
+    /// Copy of the unspent coin at outpoint, nullopt if none.
+    std::optional<Coin> GetCoin(const OutPoint& outpoint);
+    bool HaveCoin(const OutPoint& outpoint);
+    bool HaveCoinInCache(const OutPoint& outpoint) const;
+
+    /// Core's AddCoin. Unspendable scripts (OP_RETURN, > MAX_SCRIPT_SIZE) are not added. Without
+    /// possible_overwrite, adding over an unspent coin is a logic error (std::logic_error).
+    void AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite);
+    /// Core's SpendCoin. Returns false if there is no unspent coin at outpoint. The spent coin is
+    /// moved to *moveout when given.
+    bool SpendCoin(const OutPoint& outpoint, Coin* moveout = nullptr);
+    /// Drops a non-dirty entry from the cache (no effect on the database).
+    void Uncache(const OutPoint& outpoint);
+
+    /// The block the cache's state corresponds to (the database's best block until set).
+    BlockHash GetBestBlock();
+    void SetBestBlock(const BlockHash& hash) { m_best_block = hash; }
+
+    /// Writes all dirty entries and the best block to the database and empties the cache.
+    StoreStatus Flush();
+    /// Writes all dirty entries, keeps the unspent ones cached (clean).
+    StoreStatus Sync();
+
+    std::size_t GetCacheSize() const noexcept { return m_map.size(); }
+    std::size_t DirtyCount() const noexcept;
+    /// Estimated heap bytes used by the cache.
+    std::size_t DynamicMemoryUsage() const noexcept;
+    std::size_t Budget() const noexcept { return m_budget; }
+    void SetBudget(std::size_t bytes) noexcept { m_budget = bytes; }
+    /// True once DynamicMemoryUsage() exceeds the budget.
+    bool NeedsFlush() const noexcept { return DynamicMemoryUsage() > m_budget; }
+
+    CoinsDB& db() noexcept { return m_db; }
+
+private:
+    CoinsMap::iterator FetchCoin(const OutPoint& outpoint);
+
+    CoinsDB& m_db;
+    std::size_t m_budget;
+    CoinsMap m_map;
+    BlockHash m_best_block;
+    std::size_t m_cached_coins_usage{0}; ///< heap bytes of the coins' scripts
+};
+
+/// Bytes malloc really uses for an allocation of `alloc` bytes (Core's memusage::MallocUsage).
+constexpr std::size_t MallocUsage(std::size_t alloc) noexcept
+{
+    return alloc == 0 ? 0 : ((alloc + 31) >> 4) << 4;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,128 @@
+// ibdkit/coins/coins_db.h — the chainstate database in Bitcoin Core's format (Core's CCoinsViewDB,
+// txdb.cpp): coin records, the best-block marker, the head-blocks marker and Core's flush protocol.
+//
+// Keys (never obfuscated):
+//   'C' | txid (32) | VARINT(n)   a coin (value: Coin, coins/coin.h)
+//   'B'                           best block hash (uint256)
+//   'H'                           [new tip, old tip] while a flush is in progress (vector<uint256>)
+//
+// Flush protocol (BatchWrite): the first batch erases B and writes H = [new tip, old tip]; dirty
+// coins are written (spent ones erased) in batches of at most `batch_write_bytes`; the last batch
+// erases H and writes B. A database holding H was interrupted mid-flush: ReplayRange() reports the
+// blocks (old tip, new tip] that the caller must replay before the database is consistent again.
+//
+// Every key and value goes through DataStream<Policy> for the policy chosen at open.
+#pragma once
+
+#include <ibdkit/coins/coin.h>
+#include <ibdkit/coins/coins_map.h>
+#include <ibdkit/coins/store.h>
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/transaction.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace ibdkit {
+
+inline constexpr uint8_t DB_COIN = 'C';
+inline constexpr uint8_t DB_BEST_BLOCK = 'B';
+inline constexpr uint8_t DB_HEAD_BLOCKS = 'H';
+
+/// Core's default -dbbatchsize (32 MiB).
+inline constexpr std::size_t DEFAULT_DB_BATCH_SIZE = 32 << 20;
+
+/// The key of a coin record: 'C' | txid | VARINT(n) (Core's CoinEntry).
+struct CoinKey {
+    OutPoint outpoint;
+    template <WriteStream S>
+    friend void Serialize(S& s, const CoinKey& k)
+    {
+        Serialize(s, DB_COIN);
+        Serialize(s, k.outpoint.hash);
+        WriteVarInt(s, k.outpoint.n);
+    }
+    template <ReadStream S>
+    friend void Unserialize(S& s, CoinKey& k)
+    {
+        uint8_t tag;
+        Unserialize(s, tag);
+        if (tag != DB_COIN) throw DecodeError(Errc::InvalidValue, "not a coin key");
+        Unserialize(s, k.outpoint.hash);
+        k.outpoint.n = ReadVarInt<uint32_t>(s);
+    }
+};
+
+/// Decodes a raw coin key; Errc on malformed bytes (trailing bytes are Errc::TrailingData).
+Result<OutPoint> DecodeCoinKey(std::span<const std::byte> key);
+/// Decodes a deobfuscated coin value (Core's Coin serialization); Errc on malformed bytes.
+Result<Coin> DecodeCoinValue(std::span<const std::byte> value);
+
+struct CoinsDBOptions {
+    PolicyId policy{PolicyId::ZeroAfterFree};   ///< buffer policy of every key/value stream
+    std::size_t cache_bytes{8 << 20};           ///< LevelDB block cache + write buffer
+    std::size_t batch_write_bytes{DEFAULT_DB_BATCH_SIZE};
+    bool read_only{false};
+    bool wipe{false};
+    bool obfuscate{true};
+    /// Write options (docs/chainstate.md): the first batch (H) and the last batch (B) of a flush
+    /// are synced, so a power failure leaves either the old state or H + a replayable subset.
+    bool sync_markers{true};
+    /// Test hook: called after each intermediate batch of a flush (crash injection).
+    std::function<void()> after_partial_batch;
+};
+
+/// The blocks to replay after an interrupted flush: everything after `old_tip` up to `new_tip`.
+struct ReplayRange {
+    BlockHash new_tip;
+    BlockHash old_tip; ///< null if the interrupted flush started from an empty database
+};
+
+class CoinsDB {
+public:
+    /// Opens the chainstate at `path`. nullptr + status on failure (see Store::Open).
+    static std::unique_ptr<CoinsDB> Open(const std::filesystem::path& path, const CoinsDBOptions& options,
+                                         StoreStatus* status);
+
+    /// The coin at `outpoint`, nullopt if absent. Errors: Errc::Corrupt / decoder codes for a bad
+    /// record. Throws StoreError on I/O failure.
+    Result<std::optional<Coin>> GetCoin(const OutPoint& outpoint) const;
+    bool HaveCoin(const OutPoint& outpoint) const;
+
+    /// The best block (B); null while H is present or for a new database.
+    Result<BlockHash> GetBestBlock() const;
+    /// [new tip, old tip] if a flush was interrupted, else empty.
+    Result<std::vector<BlockHash>> GetHeadBlocks() const;
+    /// Set when the database holds H: the block range the caller must replay (Core's ReplayBlocks).
+    Result<std::optional<ReplayRange>> NeedsReplay() const;
+
+    /// Core's CCoinsViewDB::BatchWrite: writes the dirty entries of `coins` under the protocol in the
+    /// header comment, and `tip` as the new best block. With `erase`, entries are removed from the
+    /// map as they are written (a full flush); otherwise spent entries are removed and the flags of
+    /// the others cleared (Core's Sync). If the database holds H, `tip` must equal H's new tip.
+    StoreStatus BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase);
+
+    /// Walks every coin in key order: fn(outpoint, coin). Stops early when fn returns false.
+    /// Returns an error for a malformed record or a LevelDB failure.
+    Result<uint64_t> ForEachCoin(const std::function<bool(const OutPoint&, const Coin&)>& fn) const;
+
+    Store& store() noexcept { return *m_store; }
+    const Store& store() const noexcept { return *m_store; }
+    PolicyId policy() const noexcept { return m_options.policy; }
+    /// Approximate bytes on disk of the coin records.
+    uint64_t EstimateSize() const;
+
+private:
+    CoinsDB() = default;
+    std::unique_ptr<Store> m_store;
+    CoinsDBOptions m_options;
+};
+
+} // namespace ibdkit

@@ -1,0 +1,233 @@
+// ibdkit/coins/store.h — a small key-value store over LevelDB with Bitcoin Core's options and
+// value obfuscation (Core's CDBWrapper / CDBBatch, dbwrapper.h).
+//
+//  - Options as Core: no compression (Debian's LevelDB would default to Snappy, which Core's build
+//    cannot read), bloom filter 10 bits/key, block cache = cache/2, write buffer = cache/4,
+//    max_file_size 32 MiB.
+//  - Obfuscation: an 8-byte key stored unobfuscated under the key "\x0e\x00obfuscate_key" (the
+//    serialized std::string "\000obfuscate_key"), value `08` + 8 bytes. A new, empty database gets
+//    a random key (unless disabled); an existing database without one is plain (all-zero key).
+//    Every value is XORed with it; keys never are.
+//  - Keys and values are serialized through DataStream<Policy> (DbBatch<Policy>, ReadValue<Policy>),
+//    so the buffer-memory policy reaches the database path as in Core.
+//  - Read-only open (StoreOptions::read_only) never writes to the directory: LevelDB has no
+//    read-only mode (it replays its log into a new table, writes a new MANIFEST and LOG on every
+//    open), so ibdkit opens the database through an overlay environment: reads come from the
+//    directory, anything LevelDB creates goes to a private scratch directory that is deleted on
+//    close, and deletions/renames of the user's files are only recorded. A held LOCK (bitcoind
+//    running) is detected first with fcntl(F_GETLK).
+//
+// LevelDB types never appear here: the implementation lives in src/coins/store.cpp.
+#pragma once
+
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/stream/obfuscation.h>
+#include <ibdkit/stream/streams.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace ibdkit {
+
+/// Environment failure at the LevelDB boundary.
+struct StoreStatus {
+    enum class Code { Ok, NotFound, IoError, Corruption, Locked, InvalidArgument };
+    Code code{Code::Ok};
+    std::string message;
+
+    bool ok() const noexcept { return code == Code::Ok; }
+    static StoreStatus Ok() { return {}; }
+    static StoreStatus Error(Code c, std::string msg) { return {c, std::move(msg)}; }
+};
+
+/// Thrown by the typed read paths (cache fetch-through) when LevelDB itself fails.
+class StoreError : public std::runtime_error {
+public:
+    explicit StoreError(StoreStatus st) : std::runtime_error(st.message), m_status(std::move(st)) {}
+    const StoreStatus& status() const noexcept { return m_status; }
+
+private:
+    StoreStatus m_status;
+};
+
+struct StoreOptions {
+    std::size_t cache_bytes{8 << 20};        ///< block cache gets half, write buffer a quarter
+    std::size_t max_file_size{32 << 20};     ///< LevelDB table file size (Core: ≥ 32 MiB)
+    bool create_if_missing{true};
+    bool wipe{false};                        ///< destroy an existing database first
+    bool obfuscate{true};                    ///< a new database gets a random obfuscation key
+    bool read_only{false};                   ///< see the header comment: never writes the directory
+};
+
+/// Core's obfuscation key key: the serialized std::string "\000obfuscate_key" (length 14).
+inline constexpr std::array<uint8_t, 15> OBFUSCATE_KEY_KEY{0x0e, 0x00, 'o', 'b', 'f', 'u', 's', 'c',
+                                                          'a', 't', 'e', '_', 'k', 'e', 'y'};
+
+/// A LevelDB write batch (raw keys and already-obfuscated values).
+class KvBatch {
+public:
+    KvBatch();
+    ~KvBatch();
+    KvBatch(const KvBatch&) = delete;
+    KvBatch& operator=(const KvBatch&) = delete;
+
+    void Put(std::span<const std::byte> key, std::span<const std::byte> value);
+    void Delete(std::span<const std::byte> key);
+    void Clear();
+    /// Core's estimate of the batch's size in bytes.
+    std::size_t SizeEstimate() const noexcept { return m_size_estimate; }
+
+private:
+    friend class Store;
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    std::size_t m_size_estimate{0};
+};
+
+class Store;
+
+/// Iterates raw keys in LevelDB order; values are returned deobfuscated by ValueInto.
+class StoreIterator {
+public:
+    ~StoreIterator();
+    void Seek(std::span<const std::byte> key);
+    void SeekToFirst();
+    bool Valid() const;
+    void Next();
+    std::span<const std::byte> Key() const;
+    /// The raw (still obfuscated) value; valid until the next move.
+    std::span<const std::byte> RawValue() const;
+    /// Bytes of the value, deobfuscated, appended to `out` (a DataStream<P> or similar).
+    template <typename Stream>
+    void ValueInto(Stream& out) const;
+    /// Status of the iteration (LevelDB checksum errors surface here).
+    StoreStatus status() const;
+
+private:
+    friend class Store;
+    struct Impl;
+    explicit StoreIterator(std::unique_ptr<Impl> impl, const ObfuscationKey& key);
+    std::unique_ptr<Impl> m_impl;
+    ObfuscationKey m_key;
+};
+
+class Store {
+public:
+    /// Opens (or creates) the database at `path`. On failure returns nullptr and fills *status
+    /// (Locked for a LOCK held by another process, NotFound for a missing database when
+    /// create_if_missing is off or read_only is set, Corruption, IoError).
+    static std::unique_ptr<Store> Open(const std::filesystem::path& path, const StoreOptions& options,
+                                       StoreStatus* status);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    const ObfuscationKey& Obfuscation() const noexcept { return m_obfuscation; }
+    const std::filesystem::path& Path() const noexcept { return m_path; }
+    bool ReadOnly() const noexcept { return m_read_only; }
+
+    /// Raw value of key (still obfuscated), nullopt if absent; throws StoreError on I/O failure.
+    std::optional<std::string> ReadRaw(std::span<const std::byte> key) const;
+    bool Exists(std::span<const std::byte> key) const;
+    /// Applies the batch atomically. `sync` waits for the OS to persist the log record (fdatasync).
+    /// A read-only store refuses every write (InvalidArgument).
+    StoreStatus WriteBatch(KvBatch& batch, bool sync = false);
+    std::unique_ptr<StoreIterator> NewIterator() const;
+    /// True if the database holds no key at all.
+    bool IsEmpty() const;
+    /// Approximate bytes on disk of keys in [begin, end).
+    uint64_t EstimateSize(std::span<const std::byte> begin, std::span<const std::byte> end) const;
+    /// Compacts the whole key range (used by tests and tools; never on read-only stores).
+    void CompactAll();
+
+private:
+    Store() = default;
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    ObfuscationKey m_obfuscation;
+    std::filesystem::path m_path;
+    bool m_read_only{false};
+};
+
+/// True if another process holds the LevelDB LOCK of `dir` (fcntl F_GETLK). Missing LOCK = false.
+bool IsDirectoryLocked(const std::filesystem::path& dir);
+
+// ---- typed access through DataStream<Policy> (Core's CDBBatch::Write / CDBWrapper::Read) ----------
+
+inline constexpr std::size_t DBWRAPPER_PREALLOC_KEY_SIZE = 64;
+inline constexpr std::size_t DBWRAPPER_PREALLOC_VALUE_SIZE = 1024;
+
+template <typename Policy>
+class DbBatch {
+public:
+    explicit DbBatch(const Store& parent) : m_parent(parent) {}
+
+    template <typename K, typename V>
+    void Write(const K& key, const V& value)
+    {
+        m_key.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
+        m_value.reserve(DBWRAPPER_PREALLOC_VALUE_SIZE);
+        m_key << key;
+        m_value << value;
+        m_value.Xor(m_parent.Obfuscation());
+        m_batch.Put(m_key.span(), m_value.span());
+        m_key.clear();
+        m_value.clear();
+    }
+    template <typename K>
+    void Erase(const K& key)
+    {
+        m_key.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
+        m_key << key;
+        m_batch.Delete(m_key.span());
+        m_key.clear();
+    }
+    std::size_t SizeEstimate() const noexcept { return m_batch.SizeEstimate(); }
+    void Clear() { m_batch.Clear(); }
+    KvBatch& Raw() noexcept { return m_batch; }
+
+private:
+    const Store& m_parent;
+    KvBatch m_batch;
+    DataStream<Policy> m_key;
+    DataStream<Policy> m_value;
+};
+
+/// Reads and deserializes the value of `key`. Returns nullopt if absent; a value that does not
+/// decode completely is Errc::Corrupt (or the decoder's own code).
+template <typename Policy, typename V, typename K>
+Result<std::optional<V>> ReadValue(const Store& store, const K& key)
+{
+    DataStream<Policy> ks;
+    ks.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
+    ks << key;
+    std::optional<std::string> raw = store.ReadRaw(ks.span());
+    if (!raw) return std::optional<V>{};
+    return CatchDecode([&]() -> std::optional<V> {
+        DataStream<Policy> vs{std::as_bytes(std::span<const char>(*raw))};
+        vs.Xor(store.Obfuscation());
+        V v{};
+        vs >> v;
+        if (!vs.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after database value");
+        return v;
+    });
+}
+
+template <typename Stream>
+void StoreIterator::ValueInto(Stream& out) const
+{
+    const auto raw = RawValue();
+    const std::size_t before = out.size();
+    out.write(raw);
+    XorBytes(std::span<std::byte>(out.data() + before, raw.size()), m_key);
+}
+
+} // namespace ibdkit

@@ -1,0 +1,28 @@
+// ibdkit/consensus/consensus.h — consensus constants, named as in Bitcoin Core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ibdkit {
+
+/// The maximum allowed size for a serialized block, in bytes (only for buffer size limits).
+inline constexpr unsigned int MAX_BLOCK_SERIALIZED_SIZE = 4'000'000;
+/// The maximum allowed weight for a block (BIP141).
+inline constexpr unsigned int MAX_BLOCK_WEIGHT = 4'000'000;
+/// The maximum allowed number of signature check operations in a block, in weight units.
+inline constexpr int64_t MAX_BLOCK_SIGOPS_COST = 80'000;
+/// Coinbase outputs can be spent only after this many confirmations.
+inline constexpr int COINBASE_MATURITY = 100;
+inline constexpr int WITNESS_SCALE_FACTOR = 4;
+/// 60 is the lower bound for the size of a valid serialized transaction.
+inline constexpr std::size_t MIN_TRANSACTION_WEIGHT = WITNESS_SCALE_FACTOR * 60;
+/// 10 is the lower bound for the size of a serialized transaction.
+inline constexpr std::size_t MIN_SERIALIZABLE_TRANSACTION_WEIGHT = WITNESS_SCALE_FACTOR * 10;
+/// Public keys in a bare multisig counted by the legacy (inaccurate) sigop count.
+inline constexpr unsigned int MAX_PUBKEYS_PER_MULTISIG = 20;
+/// Minimum size of a witness commitment output script (OP_RETURN, push 36, 4-byte tag, 32-byte hash).
+inline constexpr std::size_t MINIMUM_WITNESS_COMMITMENT = 38;
+inline constexpr int NO_WITNESS_COMMITMENT = -1;
+
+} // namespace ibdkit

@@ -1,0 +1,79 @@
+// ibdkit/crypto/sha256.h — SHA-256 and double SHA-256 with runtime dispatch.
+//
+// Back-ends: SHA-NI (x86 SHA extensions), AVX2 8-lane and AVX-512 16-lane (for many 64-byte inputs:
+// merkle pairs), and a portable implementation. The CPU is inspected once (CPUID + XGETBV) and the
+// fastest available back-end is chosen on first use; the choice is process-wide and thread-safe.
+// No global -m flags are needed: SIMD code is compiled per function with target attributes.
+// Design notes and measurements: docs/crypto.md.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace ibdkit {
+
+/// Incremental SHA-256 (FIPS 180-4). Write any number of times, then Finalize once; Reset before
+/// reusing the object after Finalize.
+class Sha256 {
+public:
+    static constexpr std::size_t OUTPUT_SIZE = 32;
+    Sha256() noexcept;
+    Sha256& Write(const uint8_t* data, std::size_t len) noexcept;
+    Sha256& Write(std::span<const uint8_t> data) noexcept { return Write(data.data(), data.size()); }
+    Sha256& Write(std::span<const std::byte> data) noexcept
+    {
+        return Write(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    }
+    void Finalize(uint8_t out[OUTPUT_SIZE]) noexcept;
+    Sha256& Reset() noexcept;
+
+private:
+    uint32_t m_state[8];
+    uint8_t m_buf[64];
+    uint64_t m_bytes{0};
+};
+
+/// Incremental double SHA-256 (SHA256(SHA256(x))), Bitcoin's hash for txids, block hashes and
+/// checksums.
+class Sha256d {
+public:
+    static constexpr std::size_t OUTPUT_SIZE = 32;
+    Sha256d& Write(std::span<const uint8_t> data) noexcept { m_inner.Write(data); return *this; }
+    Sha256d& Write(std::span<const std::byte> data) noexcept { m_inner.Write(data); return *this; }
+    void Finalize(uint8_t out[OUTPUT_SIZE]) noexcept;
+    Sha256d& Reset() noexcept { m_inner.Reset(); return *this; }
+
+private:
+    Sha256 m_inner;
+};
+
+/// One-shot SHA256d of a byte span into out (32 bytes). A 64-byte input takes the Sha256d64 path.
+void Sha256dOf(std::span<const uint8_t> data, uint8_t out[32]) noexcept;
+
+/// SHA256d of `blocks` 64-byte inputs at `in` (each the concatenation of two 32-byte hashes),
+/// writing 32 bytes per input to `out`. The merkle-tree primitive; uses multi-lane SIMD when
+/// available. `out` may equal `in` (in-place halving).
+void Sha256d64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
+
+/// Name of the back-end in use ("sha-ni", "avx2", "avx512", "portable"; the automatic choice may
+/// combine two, e.g. "sha-ni+avx512" = SHA-NI for streams and AVX-512 for Sha256d64).
+std::string_view Sha256Implementation() noexcept;
+
+namespace sha256_detail {
+/// Back-ends that exist on this CPU, for tests that make every back-end agree.
+/// Forcing Avx2 or Avx512 selects them for Sha256d64 (groups of 8 / 16 inputs; the remainder
+/// and single streams use the portable code, so each back-end is tested on its own).
+enum class Backend { Portable, ShaNi, Avx2, Avx512 };
+bool BackendAvailable(Backend b) noexcept;
+/// Forces a back-end for the whole process (for tests and benchmarks); returns false and changes
+/// nothing if it is unavailable. Safe to call while other threads hash: every back-end shares one
+/// state layout, so a stream may switch back-end between blocks.
+bool ForceBackend(Backend b) noexcept;
+/// Returns to automatic selection.
+void ResetBackend() noexcept;
+} // namespace sha256_detail
+
+} // namespace ibdkit

@@ -1,0 +1,256 @@
+// ibdkit/primitives/transaction.h — outpoints, inputs, outputs, transactions (with segwit).
+//
+// Wire format: docs/formats.md §2 and ../shared/docs/formats.md §2.
+//
+// Two transaction types, as in Core:
+//  - MutableTransaction: plain fields, for building and editing; no cached ids.
+//  - Transaction: immutable; its txid, wtxid and serialized sizes are computed once — at decode
+//    straight from the input bytes (no re-serialization), or from a MutableTransaction.
+//
+// Decoding is exactly as lenient as Core's (the witness flag rules, the zero-input ambiguity);
+// semantic rules live in consensus/tx_check.h. Encoding a decoded transaction reproduces its bytes.
+#pragma once
+
+#include <ibdkit/encoding/serialize.h>
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/script.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ibdkit {
+
+/// A reference to an output: txid + output index.
+struct OutPoint {
+    static constexpr uint32_t NULL_INDEX = 0xffffffff;
+    Txid hash;
+    uint32_t n{NULL_INDEX};
+
+    bool IsNull() const noexcept { return hash.IsNull() && n == NULL_INDEX; }
+    friend auto operator<=>(const OutPoint&, const OutPoint&) noexcept = default;
+    friend bool operator==(const OutPoint&, const OutPoint&) noexcept = default;
+    template <typename Op, typename Self>
+    static void SerOps(Op& op, Self& self) { op(self.hash, self.n); }
+};
+
+struct OutPointHasher {
+    std::size_t operator()(const OutPoint& o) const noexcept
+    {
+        return std::size_t(o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL));
+    }
+};
+
+/// An output: amount + locking script.
+struct TxOut {
+    Amount value{-1};
+    Script script_pubkey;
+
+    bool IsNull() const noexcept { return value == -1; }
+    friend bool operator==(const TxOut&, const TxOut&) = default;
+    template <typename Op, typename Self>
+    static void SerOps(Op& op, Self& self) { op(self.value, self.script_pubkey); }
+};
+
+/// An input's witness: a stack of byte strings (Core's CScriptWitness).
+struct ScriptWitness {
+    std::vector<std::vector<uint8_t>> stack;
+
+    bool IsNull() const noexcept { return stack.empty(); }
+    friend bool operator==(const ScriptWitness&, const ScriptWitness&) = default;
+};
+
+/// An input: the output it spends, the unlocking script, the sequence number and the witness.
+struct TxIn {
+    static constexpr uint32_t SEQUENCE_FINAL = 0xffffffff;
+    OutPoint prevout;
+    Script script_sig;
+    uint32_t sequence{SEQUENCE_FINAL};
+    ScriptWitness witness;
+
+    friend bool operator==(const TxIn&, const TxIn&) = default;
+};
+
+/// Typed serialization parameter: with or without the segwit extension (Core's TransactionSerParams).
+struct TxParams {
+    bool allow_witness;
+};
+inline constexpr TxParams TX_WITH_WITNESS{true};
+inline constexpr TxParams TX_NO_WITNESS{false};
+
+/// A transaction under construction: plain fields, ids computed on request.
+struct MutableTransaction {
+    uint32_t version{2};
+    std::vector<TxIn> vin;
+    std::vector<TxOut> vout;
+    uint32_t lock_time{0};
+
+    bool HasWitness() const noexcept
+    {
+        for (const TxIn& in : vin) {
+            if (!in.witness.IsNull()) return true;
+        }
+        return false;
+    }
+    /// Serializes (without witness) and hashes: O(size).
+    Txid GetHash() const;
+};
+
+namespace detail {
+struct TxBuilder;
+}
+
+/// An immutable transaction with its ids and sizes computed once.
+class Transaction {
+public:
+    /// An empty transaction (no inputs, no outputs, version 2); its ids are those of its encoding.
+    Transaction();
+    explicit Transaction(const MutableTransaction& mtx);
+    explicit Transaction(MutableTransaction&& mtx);
+
+    uint32_t version() const noexcept { return m_version; }
+    const std::vector<TxIn>& vin() const noexcept { return m_vin; }
+    const std::vector<TxOut>& vout() const noexcept { return m_vout; }
+    uint32_t lock_time() const noexcept { return m_lock_time; }
+
+    /// The txid: SHA256d of the serialization without witness.
+    const Txid& GetHash() const noexcept { return m_hash; }
+    /// The wtxid: SHA256d of the full serialization (equal to the txid without witness data).
+    const Wtxid& GetWitnessHash() const noexcept { return m_witness_hash; }
+    bool HasWitness() const noexcept { return m_has_witness; }
+    /// One input spending the null outpoint.
+    bool IsCoinBase() const noexcept { return m_vin.size() == 1 && m_vin[0].prevout.IsNull(); }
+
+    /// Serialized size with witness (Core's GetTotalSize()).
+    std::size_t GetTotalSize() const noexcept { return m_total_size; }
+    /// Serialized size without witness (GetSerializeSize(TX_NO_WITNESS(tx))).
+    std::size_t GetStrippedSize() const noexcept { return m_stripped_size; }
+    /// Sum of output values; may exceed MAX_MONEY or overflow for invalid transactions — only
+    /// meaningful after CheckTransaction (wraps around like unsigned arithmetic otherwise).
+    Amount GetValueOut() const noexcept;
+
+    MutableTransaction ToMutable() const;
+
+    friend bool operator==(const Transaction& a, const Transaction& b) noexcept
+    {
+        return a.m_witness_hash == b.m_witness_hash && a.m_hash == b.m_hash;
+    }
+
+private:
+    friend struct detail::TxBuilder;
+    void ComputeIdsBySerializing();
+
+    uint32_t m_version{2};
+    uint32_t m_lock_time{0};
+    std::vector<TxIn> m_vin;
+    std::vector<TxOut> m_vout;
+    Txid m_hash;
+    Wtxid m_witness_hash;
+    uint32_t m_total_size{0};
+    uint32_t m_stripped_size{0};
+    bool m_has_witness{false};
+};
+
+/// BIP141 weight: stripped size × 3 + total size.
+inline std::size_t GetTransactionWeight(const Transaction& tx) noexcept
+{
+    return tx.GetStrippedSize() * 3 + tx.GetTotalSize();
+}
+
+// ---- serialization ----------------------------------------------------------------------------
+
+template <WriteStream S>
+void Serialize(S& s, const ScriptWitness& w)
+{
+    Serialize(s, w.stack);
+}
+
+template <WriteStream S>
+void Serialize(S& s, const TxIn& in)
+{
+    Serialize(s, in.prevout);
+    Serialize(s, in.script_sig);
+    Serialize(s, in.sequence);
+}
+
+namespace detail {
+template <WriteStream S>
+void SerializeTransaction(S& s, TxParams params, uint32_t version, const std::vector<TxIn>& vin,
+                          const std::vector<TxOut>& vout, uint32_t lock_time, bool has_witness)
+{
+    Serialize(s, version);
+    const bool with_witness = params.allow_witness && has_witness;
+    if (with_witness) {
+        const std::byte marker[2]{std::byte{0}, std::byte{1}};
+        s.write(marker);
+    }
+    WriteCompactSize(s, vin.size());
+    for (const TxIn& in : vin) Serialize(s, in);
+    WriteCompactSize(s, vout.size());
+    for (const TxOut& out : vout) Serialize(s, out);
+    if (with_witness) {
+        for (const TxIn& in : vin) Serialize(s, in.witness);
+    }
+    Serialize(s, lock_time);
+}
+} // namespace detail
+
+/// Core's transaction encoding: the marker/flag and witness stacks only when allowed and present.
+template <WriteStream S>
+void Serialize(S& s, const MutableTransaction& tx, TxParams params)
+{
+    detail::SerializeTransaction(s, params, tx.version, tx.vin, tx.vout, tx.lock_time, tx.HasWitness());
+}
+template <WriteStream S>
+void Serialize(S& s, const Transaction& tx, TxParams params)
+{
+    detail::SerializeTransaction(s, params, tx.version(), tx.vin(), tx.vout(), tx.lock_time(), tx.HasWitness());
+}
+
+/// Decodes one transaction from the front of `bytes` (more bytes may follow); *consumed receives
+/// its length. Throws DecodeError: EndOfData, NonCanonicalCompactSize, SizeTooLarge,
+/// SuperfluousWitness ("Superfluous witness record"), UnknownOptionalData ("Unknown transaction
+/// optional data"). txid and wtxid are hashed from `bytes` directly.
+Transaction UnserializeTransactionFrom(std::span<const uint8_t> bytes, TxParams params, std::size_t* consumed);
+
+/// Decodes exactly one transaction (trailing bytes are Errc::TrailingData).
+Result<Transaction> DecodeTransaction(std::span<const uint8_t> bytes, TxParams params = TX_WITH_WITNESS);
+
+/// Encodes a transaction into a new vector.
+std::vector<uint8_t> EncodeTransaction(const Transaction& tx, TxParams params = TX_WITH_WITNESS);
+
+namespace detail {
+/// Streams whose unread bytes are contiguous in memory: SpanReader (remaining()) or DataStream (span()).
+template <typename S>
+std::span<const uint8_t> UnreadBytes(S& s)
+{
+    if constexpr (requires { s.remaining(); }) {
+        auto r = s.remaining();
+        return {reinterpret_cast<const uint8_t*>(r.data()), r.size()};
+    } else {
+        static_assert(requires { s.span(); }, "transactions decode from SpanReader or DataStream");
+        auto r = s.span();
+        return {reinterpret_cast<const uint8_t*>(r.data()), r.size()};
+    }
+}
+} // namespace detail
+
+/// Stream decoding (SpanReader, DataStream): the same parser as every other entry point.
+template <ReadStream S>
+void Unserialize(S& s, Transaction& tx, TxParams params)
+{
+    std::size_t used = 0;
+    tx = UnserializeTransactionFrom(detail::UnreadBytes(s), params, &used);
+    s.ignore(used);
+}
+template <ReadStream S>
+void Unserialize(S& s, MutableTransaction& tx, TxParams params)
+{
+    Transaction t;
+    Unserialize(s, t, params);
+    tx = t.ToMutable();
+}
+
+} // namespace ibdkit

@@ -1,0 +1,144 @@
+#include <ibdkit/coins/coins_cache.h>
+
+#include <stdexcept>
+#include <tuple>
+
+namespace ibdkit {
+
+namespace {
+const Coin EMPTY_COIN{};
+
+std::size_t ScriptHeapUsage(const Coin& c) noexcept
+{
+    return c.out.script_pubkey.is_inline() ? 0 : MallocUsage(c.out.script_pubkey.size());
+}
+} // namespace
+
+CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes) {}
+
+CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
+{
+    auto it = m_map.find(outpoint);
+    if (it != m_map.end()) return it;
+    auto r = m_db.GetCoin(outpoint);
+    if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
+    if (!*r) return m_map.end();
+    auto ret = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::forward_as_tuple(std::move(**r))).first;
+    m_cached_coins_usage += ScriptHeapUsage(ret->second.coin);
+    return ret;
+}
+
+const Coin& CoinsCache::AccessCoin(const OutPoint& outpoint)
+{
+    auto it = FetchCoin(outpoint);
+    return it == m_map.end() ? EMPTY_COIN : it->second.coin;
+}
+
+std::optional<Coin> CoinsCache::GetCoin(const OutPoint& outpoint)
+{
+    auto it = FetchCoin(outpoint);
+    if (it == m_map.end() || it->second.coin.IsSpent()) return std::nullopt;
+    return it->second.coin;
+}
+
+bool CoinsCache::HaveCoin(const OutPoint& outpoint)
+{
+    auto it = FetchCoin(outpoint);
+    return it != m_map.end() && !it->second.coin.IsSpent();
+}
+
+bool CoinsCache::HaveCoinInCache(const OutPoint& outpoint) const
+{
+    auto it = m_map.find(outpoint);
+    return it != m_map.end() && !it->second.coin.IsSpent();
+}
+
+void CoinsCache::AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite)
+{
+    if (coin.IsSpent()) throw std::logic_error("AddCoin: spent coin");
+    if (IsUnspendable(coin.out.script_pubkey)) return;
+    auto [it, inserted] = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::tuple<>());
+    bool fresh = false;
+    if (!inserted) m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
+    if (!possible_overwrite) {
+        if (!it->second.coin.IsSpent()) {
+            throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
+        }
+        // A spent DIRTY entry's spentness has not reached the database yet: re-adding it must not
+        // make it FRESH, or spending it again before a flush would lose the erase (Core's comment).
+        fresh = !it->second.IsDirty();
+    }
+    it->second.coin = std::move(coin);
+    it->second.flags |= CoinsCacheEntry::DIRTY | (fresh ? CoinsCacheEntry::FRESH : 0);
+    m_cached_coins_usage += ScriptHeapUsage(it->second.coin);
+}
+
+bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
+{
+    auto it = FetchCoin(outpoint);
+    if (it == m_map.end() || it->second.coin.IsSpent()) return false;
+    m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
+    if (moveout) *moveout = std::move(it->second.coin);
+    if (it->second.IsFresh()) {
+        m_map.erase(it);
+    } else {
+        it->second.flags |= CoinsCacheEntry::DIRTY;
+        it->second.coin.Clear();
+    }
+    return true;
+}
+
+void CoinsCache::Uncache(const OutPoint& outpoint)
+{
+    auto it = m_map.find(outpoint);
+    if (it != m_map.end() && it->second.flags == 0) {
+        m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
+        m_map.erase(it);
+    }
+}
+
+BlockHash CoinsCache::GetBestBlock()
+{
+    if (m_best_block.IsNull()) {
+        auto r = m_db.GetBestBlock();
+        if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
+        m_best_block = *r;
+    }
+    return m_best_block;
+}
+
+StoreStatus CoinsCache::Flush()
+{
+    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/true);
+    if (!st.ok()) return st;
+    m_map.clear();
+    m_map.rehash(0); // release the bucket array, as Core reallocates its map
+    m_cached_coins_usage = 0;
+    return st;
+}
+
+StoreStatus CoinsCache::Sync()
+{
+    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/false);
+    if (!st.ok()) return st;
+    m_cached_coins_usage = 0;
+    for (const auto& [op, e] : m_map) m_cached_coins_usage += ScriptHeapUsage(e.coin);
+    return st;
+}
+
+std::size_t CoinsCache::DirtyCount() const noexcept
+{
+    std::size_t n = 0;
+    for (const auto& [op, e] : m_map) n += e.IsDirty();
+    return n;
+}
+
+std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
+{
+    // Core's memusage for an unordered_map: one node per element (value + next pointer; the hash
+    // code is not cached for a noexcept hasher) plus the bucket array.
+    constexpr std::size_t node = MallocUsage(sizeof(CoinsMap::value_type) + sizeof(void*));
+    return node * m_map.size() + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage;
+}
+
+} // namespace ibdkit

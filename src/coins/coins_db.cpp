@@ -1,0 +1,247 @@
+#include <ibdkit/coins/coins_db.h>
+
+#include <ibdkit/stream/streams.h>
+
+#include <array>
+
+namespace ibdkit {
+
+namespace {
+
+struct MarkerKey {
+    uint8_t tag;
+    template <WriteStream S>
+    friend void Serialize(S& s, const MarkerKey& k) { Serialize(s, k.tag); }
+};
+
+/// A uint256 stored as a database value (B).
+struct HashValue {
+    uint256 h;
+    template <WriteStream S>
+    friend void Serialize(S& s, const HashValue& v) { Serialize(s, v.h); }
+    template <ReadStream S>
+    friend void Unserialize(S& s, HashValue& v) { Unserialize(s, v.h); }
+};
+
+/// std::vector<uint256> as a database value (H): CompactSize count + hashes, count bounded.
+struct HeadsValue {
+    std::vector<uint256> heads;
+    template <WriteStream S>
+    friend void Serialize(S& s, const HeadsValue& v)
+    {
+        WriteCompactSize(s, v.heads.size());
+        for (const auto& h : v.heads) Serialize(s, h);
+    }
+    template <ReadStream S>
+    friend void Unserialize(S& s, HeadsValue& v)
+    {
+        const uint64_t n = ReadCompactSize(s);
+        if (n > 16) throw DecodeError(Errc::Corrupt, "head blocks record lists too many hashes");
+        v.heads.resize(std::size_t(n));
+        for (auto& h : v.heads) Unserialize(s, h);
+    }
+};
+
+Error WrapError(const Error& e, const char* what)
+{
+    return Error{e.code, std::string(what) + ": " + e.message};
+}
+
+template <typename P>
+StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& coins, const BlockHash& tip,
+                           bool erase, const BlockHash& old_tip)
+{
+    DbBatch<P> batch(store);
+    bool first_written = false;
+    batch.Erase(MarkerKey{DB_BEST_BLOCK});
+    batch.Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
+
+    for (auto it = coins.begin(); it != coins.end();) {
+        if (it->second.IsDirty()) {
+            const CoinKey key{it->first};
+            if (it->second.coin.IsSpent()) {
+                batch.Erase(key);
+            } else {
+                batch.Write(key, it->second.coin);
+            }
+        }
+        if (erase || it->second.coin.IsSpent()) {
+            it = coins.erase(it);
+        } else {
+            it->second.flags = 0;
+            ++it;
+        }
+        if (batch.SizeEstimate() > opt.batch_write_bytes) {
+            // The first partial batch carries H: make it durable before any later coin batch.
+            StoreStatus st = store.WriteBatch(batch.Raw(), opt.sync_markers && !first_written);
+            if (!st.ok()) return st;
+            first_written = true;
+            batch.Clear();
+            if (opt.after_partial_batch) opt.after_partial_batch();
+        }
+    }
+    // Last batch: the database is consistent with `tip` again.
+    batch.Erase(MarkerKey{DB_HEAD_BLOCKS});
+    batch.Write(MarkerKey{DB_BEST_BLOCK}, HashValue{tip.ToUint256()});
+    return store.WriteBatch(batch.Raw(), opt.sync_markers);
+}
+
+template <typename P>
+Result<uint64_t> ForEachCoinImpl(const Store& store, const std::function<bool(const OutPoint&, const Coin&)>& fn)
+{
+    auto it = store.NewIterator();
+    const std::byte prefix{DB_COIN};
+    it->Seek(std::span<const std::byte>(&prefix, 1));
+    DataStream<P> value;
+    uint64_t n = 0;
+    OutPoint op;
+    Coin coin;
+    for (; it->Valid(); it->Next()) {
+        const auto key = it->Key();
+        if (key.empty() || key[0] != prefix) break;
+        try {
+            SpanReader kr(key.subspan(1));
+            kr >> op.hash;
+            op.n = ReadVarInt<uint32_t>(kr);
+            if (!kr.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin key");
+            value.clear();
+            it->ValueInto(value);
+            value >> coin;
+            if (!value.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin value");
+        } catch (const DecodeError& e) {
+            return Error{e.code() == Errc::EndOfData ? Errc::Corrupt : e.code(),
+                         std::string("coin record #") + std::to_string(n) + ": " + e.what()};
+        }
+        ++n;
+        if (!fn(op, coin)) break;
+    }
+    StoreStatus st = it->status();
+    if (!st.ok()) return Error{Errc::Corrupt, st.message};
+    return n;
+}
+
+} // namespace
+
+Result<OutPoint> DecodeCoinKey(std::span<const std::byte> key)
+{
+    return CatchDecode([&] {
+        SpanReader r(key);
+        CoinKey k;
+        r >> k;
+        if (!r.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin key");
+        return k.outpoint;
+    });
+}
+
+Result<Coin> DecodeCoinValue(std::span<const std::byte> value) { return DecodeExact<Coin>(value); }
+
+std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const CoinsDBOptions& options,
+                                       StoreStatus* status)
+{
+    StoreOptions so;
+    so.cache_bytes = options.cache_bytes;
+    so.read_only = options.read_only;
+    so.wipe = options.wipe;
+    so.obfuscate = options.obfuscate;
+    so.create_if_missing = !options.read_only;
+    auto store = Store::Open(path, so, status);
+    if (!store) return nullptr;
+    std::unique_ptr<CoinsDB> db(new CoinsDB);
+    db->m_store = std::move(store);
+    db->m_options = options;
+    return db;
+}
+
+Result<std::optional<Coin>> CoinsDB::GetCoin(const OutPoint& outpoint) const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) -> Result<std::optional<Coin>> {
+        auto r = ReadValue<P, Coin>(*m_store, CoinKey{outpoint});
+        if (!r) {
+            const Errc c = r.error().code == Errc::EndOfData ? Errc::Corrupt : r.error().code;
+            return Error{c, "coin " + outpoint.hash.ToHex() + ":" + std::to_string(outpoint.n) + ": " + r.error().message};
+        }
+        return std::move(*r);
+    });
+}
+
+bool CoinsDB::HaveCoin(const OutPoint& outpoint) const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) {
+        DataStream<P> ks;
+        ks.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
+        ks << CoinKey{outpoint};
+        return m_store->Exists(ks.span());
+    });
+}
+
+Result<BlockHash> CoinsDB::GetBestBlock() const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) -> Result<BlockHash> {
+        auto r = ReadValue<P, HashValue>(*m_store, MarkerKey{DB_BEST_BLOCK});
+        if (!r) return WrapError(r.error(), "best block record");
+        if (!*r) return BlockHash{};
+        return BlockHash((*r)->h);
+    });
+}
+
+Result<std::vector<BlockHash>> CoinsDB::GetHeadBlocks() const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) -> Result<std::vector<BlockHash>> {
+        auto r = ReadValue<P, HeadsValue>(*m_store, MarkerKey{DB_HEAD_BLOCKS});
+        if (!r) return WrapError(r.error(), "head blocks record");
+        std::vector<BlockHash> out;
+        if (*r) {
+            for (const auto& h : (*r)->heads) out.emplace_back(h);
+        }
+        return out;
+    });
+}
+
+Result<std::optional<ReplayRange>> CoinsDB::NeedsReplay() const
+{
+    auto heads = GetHeadBlocks();
+    if (!heads) return heads.error();
+    if (heads->empty()) return std::optional<ReplayRange>{};
+    if (heads->size() != 2) {
+        return Error{Errc::Corrupt, "head blocks record has " + std::to_string(heads->size()) + " entries, expected 2"};
+    }
+    return std::optional<ReplayRange>(ReplayRange{(*heads)[0], (*heads)[1]});
+}
+
+StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase)
+{
+    if (tip.IsNull()) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "BatchWrite: null tip");
+    auto best = GetBestBlock();
+    if (!best) return StoreStatus::Error(StoreStatus::Code::Corruption, best.error().message);
+    BlockHash old_tip = *best;
+    if (old_tip.IsNull()) {
+        // We may be in the middle of a replay: H must name the same new tip (Core asserts this).
+        auto heads = GetHeadBlocks();
+        if (!heads) return StoreStatus::Error(StoreStatus::Code::Corruption, heads.error().message);
+        if (heads->size() == 2) {
+            if ((*heads)[0] != tip) {
+                return StoreStatus::Error(StoreStatus::Code::Corruption,
+                                          "the coins database is in an inconsistent state (interrupted flush to " +
+                                              (*heads)[0].ToHex() + ", now writing " + tip.ToHex() +
+                                              "): replay the blocks or rebuild the chainstate");
+            }
+            old_tip = (*heads)[1];
+        }
+    }
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) {
+        return BatchWriteImpl<P>(*m_store, m_options, coins, tip, erase, old_tip);
+    });
+}
+
+Result<uint64_t> CoinsDB::ForEachCoin(const std::function<bool(const OutPoint&, const Coin&)>& fn) const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) { return ForEachCoinImpl<P>(*m_store, fn); });
+}
+
+uint64_t CoinsDB::EstimateSize() const
+{
+    const std::array<std::byte, 1> b{std::byte{DB_COIN}}, e{std::byte{DB_COIN + 1}};
+    return m_store->EstimateSize(b, e);
+}
+
+} // namespace ibdkit

@@ -1,0 +1,492 @@
+// LevelDB wrapper with Core's options, obfuscation, and a read-only overlay environment.
+#include <ibdkit/coins/store.h>
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <system_error>
+
+namespace ibdkit {
+
+namespace {
+
+leveldb::Slice ToSlice(std::span<const std::byte> s)
+{
+    return leveldb::Slice(reinterpret_cast<const char*>(s.data()), s.size());
+}
+
+StoreStatus FromLevelDb(const leveldb::Status& s, const std::string& what)
+{
+    if (s.ok()) return StoreStatus::Ok();
+    StoreStatus::Code c = StoreStatus::Code::IoError;
+    if (s.IsNotFound()) c = StoreStatus::Code::NotFound;
+    else if (s.IsCorruption()) c = StoreStatus::Code::Corruption;
+    else if (s.IsInvalidArgument()) c = StoreStatus::Code::InvalidArgument;
+    return StoreStatus::Error(c, what + ": " + s.ToString());
+}
+
+/// LevelDB's informational log goes nowhere (Core routes it to debug.log; ibdkit has none). It also
+/// keeps LevelDB from creating LOG / renaming LOG.old in the database directory.
+class NullLogger final : public leveldb::Logger {
+public:
+    void Logv(const char*, std::va_list) override {}
+};
+
+/// A read-only view of `dir`: reads come from the directory, everything LevelDB creates goes to a
+/// scratch directory, and removals/renames of the directory's own files are only recorded. The
+/// user's directory stays byte-identical (and its files' mtimes unchanged).
+class OverlayEnv final : public leveldb::EnvWrapper {
+public:
+    OverlayEnv(leveldb::Env* base, std::string dir, std::string scratch)
+        : leveldb::EnvWrapper(base), m_dir(std::move(dir)), m_scratch(std::move(scratch))
+    {
+    }
+
+    leveldb::Status NewSequentialFile(const std::string& f, leveldb::SequentialFile** r) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->NewSequentialFile(f, r);
+        std::string p;
+        if (!Resolve(name, &p)) return leveldb::Status::NotFound(f);
+        return target()->NewSequentialFile(p, r);
+    }
+    leveldb::Status NewRandomAccessFile(const std::string& f, leveldb::RandomAccessFile** r) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->NewRandomAccessFile(f, r);
+        std::string p;
+        if (!Resolve(name, &p)) return leveldb::Status::NotFound(f);
+        return target()->NewRandomAccessFile(p, r);
+    }
+    leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->NewWritableFile(f, r);
+        Shadow(name);
+        return target()->NewWritableFile(Scratch(name), r);
+    }
+    leveldb::Status NewAppendableFile(const std::string& f, leveldb::WritableFile** r) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->NewAppendableFile(f, r);
+        if (!target()->FileExists(Scratch(name)) && !Hidden(name) && target()->FileExists(f)) {
+            auto st = CopyToScratch(f, name);
+            if (!st.ok()) return st;
+        }
+        Shadow(name);
+        return target()->NewAppendableFile(Scratch(name), r);
+    }
+    bool FileExists(const std::string& f) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->FileExists(f);
+        std::string p;
+        return Resolve(name, &p);
+    }
+    leveldb::Status GetChildren(const std::string& dir, std::vector<std::string>* r) override
+    {
+        if (Strip(dir) != m_dir) return target()->GetChildren(dir, r);
+        std::vector<std::string> orig, scratch;
+        auto st = target()->GetChildren(m_dir, &orig);
+        if (!st.ok()) return st;
+        st = target()->GetChildren(m_scratch, &scratch);
+        if (!st.ok()) return st;
+        std::set<std::string> all;
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            for (auto& n : orig) {
+                if (!m_hidden.count(n)) all.insert(n);
+            }
+        }
+        for (auto& n : scratch) all.insert(n);
+        r->assign(all.begin(), all.end());
+        return leveldb::Status::OK();
+    }
+    leveldb::Status RemoveFile(const std::string& f) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->RemoveFile(f);
+        if (target()->FileExists(Scratch(name))) target()->RemoveFile(Scratch(name));
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_hidden.insert(name);
+        return leveldb::Status::OK();
+    }
+    leveldb::Status CreateDir(const std::string& d) override
+    {
+        if (Strip(d) == m_dir) return leveldb::Status::OK();
+        return target()->CreateDir(d);
+    }
+    leveldb::Status RemoveDir(const std::string& d) override
+    {
+        if (Strip(d) == m_dir) return leveldb::Status::OK();
+        return target()->RemoveDir(d);
+    }
+    leveldb::Status GetFileSize(const std::string& f, uint64_t* s) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->GetFileSize(f, s);
+        std::string p;
+        if (!Resolve(name, &p)) return leveldb::Status::NotFound(f);
+        return target()->GetFileSize(p, s);
+    }
+    leveldb::Status RenameFile(const std::string& src, const std::string& dst) override
+    {
+        std::string sn, dn;
+        const bool so = Ours(src, &sn), dn_ours = Ours(dst, &dn);
+        if (!so && !dn_ours) return target()->RenameFile(src, dst);
+        if (!so || !dn_ours) return leveldb::Status::NotSupported("rename across the read-only overlay");
+        if (target()->FileExists(Scratch(sn))) {
+            Shadow(dn);
+            auto st = target()->RenameFile(Scratch(sn), Scratch(dn));
+            if (st.ok()) {
+                std::lock_guard<std::mutex> lock(m_mutex);
+                m_hidden.insert(sn);
+            }
+            return st;
+        }
+        if (Hidden(sn)) return leveldb::Status::NotFound(src);
+        auto st = CopyToScratch(src, dn);
+        if (!st.ok()) return st;
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_hidden.insert(sn);
+        return st;
+    }
+    leveldb::Status LockFile(const std::string& f, leveldb::FileLock** l) override
+    {
+        std::string name;
+        if (!Ours(f, &name)) return target()->LockFile(f, l);
+        return target()->LockFile(Scratch(name), l);
+    }
+    leveldb::Status NewLogger(const std::string&, leveldb::Logger** result) override
+    {
+        *result = new NullLogger;
+        return leveldb::Status::OK();
+    }
+
+private:
+    static std::string Strip(std::string p)
+    {
+        while (p.size() > 1 && p.back() == '/') p.pop_back();
+        return p;
+    }
+    bool Ours(const std::string& f, std::string* name) const
+    {
+        const auto slash = f.find_last_of('/');
+        if (slash == std::string::npos) return false;
+        if (Strip(f.substr(0, slash)) != m_dir) return false;
+        *name = f.substr(slash + 1);
+        return true;
+    }
+    std::string Scratch(const std::string& name) const { return m_scratch + "/" + name; }
+    bool Hidden(const std::string& name)
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return m_hidden.count(name) != 0;
+    }
+    /// The file now lives in scratch: the original (if any) is shadowed.
+    void Shadow(const std::string& name)
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_hidden.insert(name);
+    }
+    bool Resolve(const std::string& name, std::string* path)
+    {
+        if (target()->FileExists(Scratch(name))) {
+            *path = Scratch(name);
+            return true;
+        }
+        if (Hidden(name)) return false;
+        *path = m_dir + "/" + name;
+        return target()->FileExists(*path);
+    }
+    leveldb::Status CopyToScratch(const std::string& src, const std::string& name)
+    {
+        std::error_code ec;
+        std::filesystem::copy_file(src, Scratch(name), std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec) return leveldb::Status::IOError(src, ec.message());
+        return leveldb::Status::OK();
+    }
+
+    const std::string m_dir;
+    const std::string m_scratch;
+    std::mutex m_mutex;
+    std::set<std::string> m_hidden; ///< names of the directory's files that no longer exist in the view
+};
+
+ObfuscationKey RandomKey()
+{
+    std::random_device rd;
+    ObfuscationKey k;
+    do {
+        for (auto& b : k.bytes) b = std::byte(rd());
+    } while (k.IsNull());
+    return k;
+}
+
+} // namespace
+
+// ---- KvBatch -----------------------------------------------------------------------------------
+
+struct KvBatch::Impl {
+    leveldb::WriteBatch batch;
+};
+
+KvBatch::KvBatch() : m_impl(std::make_unique<Impl>()) {}
+KvBatch::~KvBatch() = default;
+
+void KvBatch::Put(std::span<const std::byte> key, std::span<const std::byte> value)
+{
+    m_impl->batch.Put(ToSlice(key), ToSlice(value));
+    // Core's estimate (dbwrapper.cpp): LevelDB serializes writes as:
+    // - byte: header
+    // - varint: key length (1 byte up to 127B, 2 bytes up to 16383B, ...)
+    // - byte[]: key
+    // - varint: value length
+    // - byte[]: value
+    m_size_estimate += 3 + (key.size() > 127) + key.size() + (value.size() > 127) + value.size();
+}
+
+void KvBatch::Delete(std::span<const std::byte> key)
+{
+    m_impl->batch.Delete(ToSlice(key));
+    m_size_estimate += 2 + (key.size() > 127) + key.size();
+}
+
+void KvBatch::Clear()
+{
+    m_impl->batch.Clear();
+    m_size_estimate = 0;
+}
+
+// ---- StoreIterator -----------------------------------------------------------------------------
+
+struct StoreIterator::Impl {
+    std::unique_ptr<leveldb::Iterator> it;
+};
+
+StoreIterator::StoreIterator(std::unique_ptr<Impl> impl, const ObfuscationKey& key) : m_impl(std::move(impl)), m_key(key) {}
+StoreIterator::~StoreIterator() = default;
+void StoreIterator::Seek(std::span<const std::byte> key) { m_impl->it->Seek(ToSlice(key)); }
+void StoreIterator::SeekToFirst() { m_impl->it->SeekToFirst(); }
+bool StoreIterator::Valid() const { return m_impl->it->Valid(); }
+void StoreIterator::Next() { m_impl->it->Next(); }
+std::span<const std::byte> StoreIterator::Key() const
+{
+    const leveldb::Slice s = m_impl->it->key();
+    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+std::span<const std::byte> StoreIterator::RawValue() const
+{
+    const leveldb::Slice s = m_impl->it->value();
+    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+StoreStatus StoreIterator::status() const { return FromLevelDb(m_impl->it->status(), "iterator"); }
+
+// ---- Store -------------------------------------------------------------------------------------
+
+struct Store::Impl {
+    // Destruction order matters: db first, then env/options objects it uses, then the scratch dir.
+    std::filesystem::path scratch;
+    std::unique_ptr<OverlayEnv> env;
+    std::unique_ptr<NullLogger> logger;
+    std::unique_ptr<leveldb::Cache> block_cache;
+    std::unique_ptr<const leveldb::FilterPolicy> filter;
+    leveldb::Options options;
+    leveldb::ReadOptions read_options;
+    leveldb::ReadOptions iter_options;
+    leveldb::WriteOptions write_options;
+    leveldb::WriteOptions sync_options;
+    std::unique_ptr<leveldb::DB> db;
+
+    ~Impl()
+    {
+        db.reset();
+        env.reset();
+        if (!scratch.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(scratch, ec);
+        }
+    }
+};
+
+bool IsDirectoryLocked(const std::filesystem::path& dir)
+{
+    const auto lock = dir / "LOCK";
+    const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct flock fl;
+    std::memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    const int rc = ::fcntl(fd, F_GETLK, &fl);
+    ::close(fd);
+    return rc == 0 && fl.l_type != F_UNLCK;
+}
+
+std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const StoreOptions& opt, StoreStatus* status)
+{
+    auto fail = [&](StoreStatus st) -> std::unique_ptr<Store> {
+        if (status) *status = std::move(st);
+        return nullptr;
+    };
+    std::error_code ec;
+    std::filesystem::path path = path_in;
+    if (std::filesystem::exists(path, ec)) path = std::filesystem::canonical(path, ec);
+
+    std::unique_ptr<Store> store(new Store);
+    store->m_impl = std::make_unique<Impl>();
+    store->m_path = path;
+    store->m_read_only = opt.read_only;
+    Impl& im = *store->m_impl;
+
+    im.block_cache.reset(leveldb::NewLRUCache(opt.cache_bytes / 2));
+    im.filter.reset(leveldb::NewBloomFilterPolicy(10));
+    im.logger = std::make_unique<NullLogger>();
+    im.options.block_cache = im.block_cache.get();
+    im.options.write_buffer_size = std::max<std::size_t>(opt.cache_bytes / 4, 64 << 10);
+    im.options.filter_policy = im.filter.get();
+    im.options.compression = leveldb::kNoCompression; // Core's LevelDB has no Snappy
+    im.options.info_log = im.logger.get();
+    im.options.paranoid_checks = true;                 // as Core (LevelDB >= 1.16)
+    im.options.max_file_size = std::max<std::size_t>(opt.max_file_size, 32 << 20);
+    im.read_options.verify_checksums = true;
+    im.iter_options.verify_checksums = true;
+    im.iter_options.fill_cache = false;
+    im.sync_options.sync = true;
+
+    if (opt.read_only) {
+        if (!std::filesystem::is_directory(path, ec) || !std::filesystem::exists(path / "CURRENT", ec)) {
+            return fail(StoreStatus::Error(StoreStatus::Code::NotFound,
+                                           "no LevelDB database at " + path.string() + " (missing CURRENT)"));
+        }
+        if (IsDirectoryLocked(path)) {
+            return fail(StoreStatus::Error(StoreStatus::Code::Locked,
+                                           "chainstate " + path.string() +
+                                               " is locked: is bitcoind running? stop it or copy the directory"));
+        }
+        // Private scratch directory for whatever LevelDB writes while opening (log replay, new
+        // MANIFEST, compactions): the user's directory is never written.
+        std::string tmpl = (std::filesystem::temp_directory_path() / "ibdkit-ro-XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) {
+            return fail(StoreStatus::Error(StoreStatus::Code::IoError, "cannot create a scratch directory in " +
+                                                                            std::filesystem::temp_directory_path().string()));
+        }
+        im.scratch = tmpl;
+        im.env = std::make_unique<OverlayEnv>(leveldb::Env::Default(), path.string(), im.scratch.string());
+        im.options.env = im.env.get();
+        im.options.create_if_missing = false;
+        im.options.error_if_exists = false;
+    } else {
+        if (opt.wipe) {
+            leveldb::Options o;
+            o.info_log = im.logger.get();
+            leveldb::DestroyDB(path.string(), o);
+        }
+        if (opt.create_if_missing) std::filesystem::create_directories(path, ec);
+        im.options.create_if_missing = opt.create_if_missing;
+    }
+
+    leveldb::DB* raw = nullptr;
+    leveldb::Status s = leveldb::DB::Open(im.options, path.string(), &raw);
+    if (!s.ok()) {
+        std::string msg = s.ToString();
+        if (!opt.read_only && msg.find("lock") != std::string::npos) {
+            return fail(StoreStatus::Error(StoreStatus::Code::Locked,
+                                           "database " + path.string() + " is locked by another process: " + msg));
+        }
+        return fail(FromLevelDb(s, "cannot open " + path.string()));
+    }
+    im.db.reset(raw);
+
+    // Obfuscation key: read from an existing database; a new, empty one gets a random key.
+    const auto okey = std::as_bytes(std::span<const uint8_t>(OBFUSCATE_KEY_KEY));
+    std::optional<std::string> kv;
+    try {
+        kv = store->ReadRaw(okey);
+    } catch (const StoreError& e) {
+        return fail(e.status());
+    }
+    if (kv) {
+        if (kv->size() != 9 || uint8_t((*kv)[0]) != 8) {
+            return fail(StoreStatus::Error(StoreStatus::Code::Corruption,
+                                           "obfuscation key record has an unexpected format (" +
+                                               std::to_string(kv->size()) + " bytes)"));
+        }
+        std::memcpy(store->m_obfuscation.bytes.data(), kv->data() + 1, 8);
+    } else if (!opt.read_only && opt.obfuscate && store->IsEmpty()) {
+        const ObfuscationKey k = RandomKey();
+        std::array<std::byte, 9> value;
+        value[0] = std::byte{8};
+        std::memcpy(value.data() + 1, k.bytes.data(), 8);
+        KvBatch b;
+        b.Put(okey, value);
+        StoreStatus st = store->WriteBatch(b, true);
+        if (!st.ok()) return fail(st);
+        store->m_obfuscation = k;
+    }
+    if (status) *status = StoreStatus::Ok();
+    return store;
+}
+
+Store::~Store() = default;
+
+std::optional<std::string> Store::ReadRaw(std::span<const std::byte> key) const
+{
+    std::string out;
+    leveldb::Status s = m_impl->db->Get(m_impl->read_options, ToSlice(key), &out);
+    if (s.IsNotFound()) return std::nullopt;
+    if (!s.ok()) throw StoreError(FromLevelDb(s, "read"));
+    return out;
+}
+
+bool Store::Exists(std::span<const std::byte> key) const { return ReadRaw(key).has_value(); }
+
+StoreStatus Store::WriteBatch(KvBatch& batch, bool sync)
+{
+    if (m_read_only) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "write to a read-only store");
+    leveldb::Status s = m_impl->db->Write(sync ? m_impl->sync_options : m_impl->write_options, &batch.m_impl->batch);
+    return FromLevelDb(s, "write batch");
+}
+
+std::unique_ptr<StoreIterator> Store::NewIterator() const
+{
+    auto impl = std::make_unique<StoreIterator::Impl>();
+    impl->it.reset(m_impl->db->NewIterator(m_impl->iter_options));
+    return std::unique_ptr<StoreIterator>(new StoreIterator(std::move(impl), m_obfuscation));
+}
+
+bool Store::IsEmpty() const
+{
+    std::unique_ptr<leveldb::Iterator> it(m_impl->db->NewIterator(m_impl->iter_options));
+    it->SeekToFirst();
+    return !it->Valid();
+}
+
+uint64_t Store::EstimateSize(std::span<const std::byte> begin, std::span<const std::byte> end) const
+{
+    leveldb::Range r(ToSlice(begin), ToSlice(end));
+    uint64_t size = 0;
+    m_impl->db->GetApproximateSizes(&r, 1, &size);
+    return size;
+}
+
+void Store::CompactAll()
+{
+    if (m_read_only) return;
+    m_impl->db->CompactRange(nullptr, nullptr);
+}
+
+} // namespace ibdkit

@@ -1,0 +1,95 @@
+#include <ibdkit/primitives/block.h>
+
+#include "primitives/tx_builder.h"
+#include "primitives/tx_parser.h"
+
+#include <ibdkit/crypto/sha256.h>
+#include <ibdkit/stream/streams.h>
+
+#include <algorithm>
+
+namespace ibdkit {
+
+BlockHeader HeaderFromBytes(std::span<const uint8_t, 80> b) noexcept
+{
+    BlockHeader h;
+    h.version = int32_t(LoadLE<uint32_t>(b.data()));
+    std::memcpy(h.hash_prev_block.AsUint256().data(), b.data() + 4, 32);
+    std::memcpy(h.hash_merkle_root.data(), b.data() + 36, 32);
+    h.time = LoadLE<uint32_t>(b.data() + 68);
+    h.bits = LoadLE<uint32_t>(b.data() + 72);
+    h.nonce = LoadLE<uint32_t>(b.data() + 76);
+    return h;
+}
+
+std::array<uint8_t, 80> HeaderToBytes(const BlockHeader& h) noexcept
+{
+    std::array<uint8_t, 80> b;
+    StoreLE<uint32_t>(b.data(), uint32_t(h.version));
+    std::memcpy(b.data() + 4, h.hash_prev_block.data(), 32);
+    std::memcpy(b.data() + 36, h.hash_merkle_root.data(), 32);
+    StoreLE<uint32_t>(b.data() + 68, h.time);
+    StoreLE<uint32_t>(b.data() + 72, h.bits);
+    StoreLE<uint32_t>(b.data() + 76, h.nonce);
+    return b;
+}
+
+BlockHash BlockHeader::GetHash() const noexcept
+{
+    const auto bytes = HeaderToBytes(*this);
+    BlockHash h;
+    Sha256dOf(bytes, h.AsUint256().data());
+    return h;
+}
+
+std::size_t GetBlockStrippedSize(const Block& block) noexcept
+{
+    std::size_t n = BlockHeader::SIZE + GetSizeOfCompactSize(block.vtx.size());
+    for (const Transaction& tx : block.vtx) n += tx.GetStrippedSize();
+    return n;
+}
+
+std::size_t GetBlockTotalSize(const Block& block) noexcept
+{
+    std::size_t n = BlockHeader::SIZE + GetSizeOfCompactSize(block.vtx.size());
+    for (const Transaction& tx : block.vtx) n += tx.GetTotalSize();
+    return n;
+}
+
+std::size_t GetBlockWeight(const Block& block) noexcept
+{
+    return GetBlockStrippedSize(block) * 3 + GetBlockTotalSize(block);
+}
+
+Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed)
+{
+    detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
+    Block block;
+    detail::ParseBlock(
+        c,
+        [&](uint64_t n, std::size_t remaining) {
+            // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
+            block.vtx.reserve(std::size_t(std::min<uint64_t>(n, remaining / 10)));
+        },
+        [&](detail::ByteCursor& cur) { detail::TxBuilder::Decode(cur, true, block.vtx.emplace_back()); });
+    static_cast<BlockHeader&>(block) = HeaderFromBytes(std::span<const uint8_t, 80>(bytes.data(), 80));
+    if (consumed) *consumed = std::size_t(c.p - bytes.data());
+    return block;
+}
+
+Result<Block> DecodeBlock(std::span<const uint8_t> bytes)
+{
+    return CatchDecode([&]() -> Block {
+        std::size_t used = 0;
+        Block b = UnserializeBlockFrom(bytes, &used);
+        if (used != bytes.size()) throw DecodeError(Errc::TrailingData, "trailing bytes after block");
+        return b;
+    });
+}
+
+std::vector<uint8_t> EncodeBlock(const Block& block, TxParams params)
+{
+    return SerializeToVector(block, params);
+}
+
+} // namespace ibdkit

@@ -1,0 +1,90 @@
+#include <ibdkit/primitives/block_view.h>
+
+#include "primitives/tx_builder.h"
+#include "primitives/tx_parser.h"
+
+#include <ibdkit/crypto/sha256.h>
+
+namespace ibdkit {
+
+ScriptWitness WitnessView::ToOwned() const
+{
+    ScriptWitness w;
+    w.stack.reserve(size());
+    for (ByteSpan item : *this) w.stack.emplace_back(item.begin(), item.end());
+    return w;
+}
+
+Result<TxView> TxView::Parse(ByteSpan bytes, TxParams params)
+{
+    return CatchDecode([&]() -> TxView {
+        const TxLayout l = detail::ParseTxLayout(bytes.data(), bytes.data() + bytes.size(), params.allow_witness);
+        if (l.end != bytes.data() + bytes.size()) throw DecodeError(Errc::TrailingData, "trailing bytes after transaction");
+        return TxView(l);
+    });
+}
+
+Txid TxView::ComputeTxid() const noexcept { return detail::ComputeTxid(m_l); }
+
+Wtxid TxView::ComputeWtxid() const noexcept
+{
+    if (!m_l.has_witness) return Wtxid(detail::ComputeTxid(m_l).ToUint256());
+    return detail::ComputeWtxid(m_l, Txid());
+}
+
+Transaction TxView::ToOwned() const
+{
+    Transaction tx;
+    auto& vin = detail::TxBuilder::Vin(tx);
+    auto& vout = detail::TxBuilder::Vout(tx);
+    vin.reserve(m_l.n_in);
+    for (InputView in : inputs()) {
+        TxIn& o = vin.emplace_back();
+        o.prevout = in.prevout();
+        o.script_sig.assign(in.script_sig.data(), in.script_sig.size());
+        o.sequence = in.sequence;
+        o.witness = in.witness.ToOwned();
+    }
+    vout.reserve(m_l.n_out);
+    for (OutputView out : outputs()) vout.push_back(TxOut{out.value, Script(out.script_pubkey)});
+    detail::TxBuilder::Finish(m_l, tx);
+    return tx;
+}
+
+BlockView BlockView::ParseOrThrow(ByteSpan bytes)
+{
+    detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
+    BlockView v;
+    v.m_first_tx = detail::ParseBlock(
+        c, [&](uint64_t n, std::size_t) { v.m_tx_count = std::size_t(n); },
+        [&](detail::ByteCursor& cur) {
+            detail::NullTxSink sink;
+            (void)detail::ParseTx(cur, true, sink);
+        });
+    if (c.p != bytes.data() + bytes.size()) throw DecodeError(Errc::TrailingData, "trailing bytes after block");
+    v.m_bytes = bytes;
+    return v;
+}
+
+Result<BlockView> BlockView::Parse(ByteSpan bytes)
+{
+    return CatchDecode([&] { return ParseOrThrow(bytes); });
+}
+
+BlockHash BlockView::ComputeHash() const noexcept
+{
+    BlockHash h;
+    Sha256dOf(header_bytes(), h.AsUint256().data());
+    return h;
+}
+
+Block BlockView::ToOwned() const
+{
+    Block b;
+    static_cast<BlockHeader&>(b) = header();
+    b.vtx.reserve(m_tx_count);
+    for (TxView tx : txs()) b.vtx.push_back(tx.ToOwned());
+    return b;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,201 @@
+#include "test_util.h"
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/encoding/endian.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+using namespace ibdkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::array<uint8_t, 4> MAINNET_MAGIC{0xf9, 0xbe, 0xb4, 0xd9};
+constexpr std::array<uint8_t, 4> REGTEST_MAGIC{0xfa, 0xbf, 0xb5, 0xda};
+constexpr std::array<uint8_t, 4> SIGNET_MAGIC{0x0a, 0x03, 0xcf, 0x40};
+const char* MAINNET_GENESIS = "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f";
+const char* REGTEST_GENESIS = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206";
+
+struct Scanned {
+    std::vector<std::vector<uint8_t>> blocks;
+    BlockFileScanStats stats;
+    ChainOrder order;
+};
+
+Scanned Scan(const fs::path& dir_or_file, std::span<const uint8_t, 4> magic, const char* genesis)
+{
+    Scanned s;
+    auto key = ReadXorKey(fs::is_directory(dir_or_file) ? dir_or_file : dir_or_file.parent_path());
+    EXPECT_TRUE(key.ok());
+    ChainOrderer orderer(*BlockHash::FromHex(genesis));
+    std::vector<std::vector<uint8_t>> by_record;
+    auto st = ScanBlockFiles(ListBlockFiles(dir_or_file), magic, *key, [&](const BlockRecordPos& pos, std::span<const uint8_t> b) {
+        orderer.Add(pos, b.first<80>());
+        by_record.emplace_back(b.begin(), b.end());
+    });
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+    s.stats = *st;
+    s.order = orderer.Finish();
+    // Re-read every block of the chain by position (exercises ReadBlockAt + xor offsets).
+    const auto files = ListBlockFiles(dir_or_file);
+    for (const auto& pos : s.order.blocks) {
+        auto b = ReadBlockAt(files[pos.file], pos, *key);
+        EXPECT_TRUE(b.ok());
+        s.blocks.push_back(*b);
+    }
+    return s;
+}
+
+std::vector<std::vector<uint8_t>> Records(const fs::path& file, std::span<const uint8_t, 4> magic)
+{
+    std::vector<std::vector<uint8_t>> out;
+    auto st = ScanBlockFiles({file}, magic, ObfuscationKey{}, [&](const BlockRecordPos&, std::span<const uint8_t> b) {
+        out.emplace_back(b.begin(), b.end());
+    });
+    EXPECT_TRUE(st.ok());
+    return out;
+}
+
+void AppendRecord(std::vector<uint8_t>& file, std::span<const uint8_t, 4> magic, const std::vector<uint8_t>& block)
+{
+    file.insert(file.end(), magic.begin(), magic.end());
+    uint8_t len[4];
+    WriteLE32(len, uint32_t(block.size()));
+    file.insert(file.end(), len, len + 4);
+    file.insert(file.end(), block.begin(), block.end());
+}
+
+void WriteFile(const fs::path& p, const std::vector<uint8_t>& bytes)
+{
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        path = fs::temp_directory_path() / ("ibdkit-bf-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    static inline int counter = 0;
+};
+
+} // namespace
+
+TEST(BlockFile, MainnetZeroTo599InOrder)
+{
+    auto dir = ibdkit::test::SharedData("mainnet/blk_0-599");
+    if (!dir) GTEST_SKIP() << "shared data absent";
+    auto before0 = ibdkit::test::ReadFile(*dir / "blk00000.dat");
+    auto s = Scan(*dir, MAINNET_MAGIC, MAINNET_GENESIS);
+    EXPECT_EQ(s.stats.records, 600u);
+    ASSERT_EQ(s.order.blocks.size(), 600u);
+    EXPECT_EQ(s.order.hashes.front().ToHex(), MAINNET_GENESIS);
+    EXPECT_EQ(s.order.orphans, 0u);
+    EXPECT_EQ(s.order.stale, 0u);
+    EXPECT_EQ(ibdkit::test::ReadFile(*dir / "blk00000.dat"), before0) << "read-only";
+}
+
+TEST(BlockFile, RegtestWithoutGenesisRecordAndSignet)
+{
+    if (auto f = ibdkit::test::SharedData("regtest/core_kernel_blocks_1-206.blk")) {
+        auto s = Scan(*f, REGTEST_MAGIC, REGTEST_GENESIS);
+        EXPECT_EQ(s.order.blocks.size(), 206u) << "heights 1..206 chain onto the (absent) regtest genesis";
+        EXPECT_EQ(s.order.orphans, 0u);
+    }
+    if (auto f = ibdkit::test::SharedData("signet/blk00000.dat")) {
+        auto s = Scan(*f, SIGNET_MAGIC, "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6");
+        EXPECT_EQ(s.order.blocks.size(), 71u);
+    }
+}
+
+TEST(BlockFile, XorShuffledPaddedTruncatedGarbageAllGiveTheSameChain)
+{
+    auto f = ibdkit::test::SharedData("mainnet/blk_0-599/blk00000.dat");
+    if (!f) GTEST_SKIP() << "shared data absent";
+    auto recs = Records(*f, MAINNET_MAGIC);
+    ASSERT_EQ(recs.size(), 300u);
+    const auto plain = Scan(*f, MAINNET_MAGIC, MAINNET_GENESIS);
+
+    // Shuffled order, a duplicate, garbage between records, a zero tail, split over two files.
+    std::mt19937_64 rng(ibdkit::test::TestSeed());
+    auto shuffled = recs;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    std::vector<uint8_t> f0, f1;
+    for (std::size_t i = 0; i < shuffled.size(); ++i) {
+        auto& out = i < 150 ? f0 : f1;
+        if (i % 37 == 5) out.insert(out.end(), {0xde, 0xad, 0xf9, 0xbe, 0x00});
+        AppendRecord(out, MAINNET_MAGIC, shuffled[i]);
+    }
+    AppendRecord(f1, MAINNET_MAGIC, recs[10]); // duplicate
+    f1.insert(f1.end(), 4096, 0);              // pre-allocated tail
+    TempDir d;
+    ObfuscationKey key;
+    for (auto& b : key.bytes) b = std::byte(rng() | 1);
+    std::vector<uint8_t> kb(8);
+    std::memcpy(kb.data(), key.bytes.data(), 8);
+    WriteFile(d.path / "xor.dat", kb);
+    auto x0 = f0, x1 = f1;
+    XorBytes(MakeWritableByteSpan(x0), key, 0);
+    XorBytes(MakeWritableByteSpan(x1), key, 0);
+    WriteFile(d.path / "blk00000.dat", x0);
+    WriteFile(d.path / "blk00001.dat", x1);
+    WriteFile(d.path / "rev00000.dat", {1, 2, 3}); // ignored
+
+    auto s = Scan(d.path, MAINNET_MAGIC, MAINNET_GENESIS);
+    EXPECT_EQ(s.order.hashes, plain.order.hashes);
+    EXPECT_EQ(s.blocks, plain.blocks);
+    EXPECT_EQ(s.order.duplicates, 1u);
+    EXPECT_EQ(s.stats.zero_tail_bytes, 4096u);
+    EXPECT_GT(s.stats.skipped_bytes, 0u);
+
+    // Truncated tail: the last record loses bytes; the chain ends one block earlier.
+    std::vector<uint8_t> t;
+    for (const auto& r : recs) AppendRecord(t, MAINNET_MAGIC, r);
+    t.resize(t.size() - 10);
+    TempDir d2;
+    WriteFile(d2.path / "blk00000.dat", t);
+    auto s2 = Scan(d2.path, MAINNET_MAGIC, MAINNET_GENESIS);
+    EXPECT_EQ(s2.stats.truncated, 1u);
+    EXPECT_EQ(s2.order.blocks.size(), 299u);
+}
+
+TEST(BlockFile, OrphansAndStaleForks)
+{
+    auto f = ibdkit::test::SharedData("mainnet/blk_0-599/blk00000.dat");
+    if (!f) GTEST_SKIP() << "shared data absent";
+    auto recs = Records(*f, MAINNET_MAGIC);
+    // Keep 0..99, drop 100 (so 101..149 become orphans), and add a stale fork block: block 50 with a
+    // different nonce (same parent, same work, seen later: loses the tie).
+    std::vector<uint8_t> out;
+    for (std::size_t i = 0; i < 150; ++i) {
+        if (i != 100) AppendRecord(out, MAINNET_MAGIC, recs[i]);
+    }
+    auto fork = recs[50];
+    fork[76] ^= 1;
+    AppendRecord(out, MAINNET_MAGIC, fork);
+    TempDir d;
+    WriteFile(d.path / "blk00000.dat", out);
+    auto s = Scan(d.path, MAINNET_MAGIC, MAINNET_GENESIS);
+    EXPECT_EQ(s.order.blocks.size(), 100u);
+    EXPECT_EQ(s.order.orphans, 49u);
+    EXPECT_EQ(s.order.stale, 1u);
+}
+
+TEST(BlockFile, BadXorKeyFileIsAnError)
+{
+    TempDir d;
+    WriteFile(d.path / "xor.dat", {1, 2, 3});
+    auto k = ReadXorKey(d.path);
+    ASSERT_FALSE(k.ok());
+    EXPECT_EQ(k.error().code, Errc::Corrupt);
+    TempDir empty;
+    auto none = ReadXorKey(empty.path);
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->IsNull());
+}
