@@ -75,7 +75,6 @@ void D64Avx512ShaNi(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcep
     shani::D64(out, in, blocks);
 }
 constexpr Engine SHANI_AVX512{"sha-ni+avx512", shani::Transform, D64Avx512ShaNi};
-constexpr Engine AVX2_AVX512{"avx512", portable::Transform, D64Avx512};
 #endif
 
 // The automatic choice, ordered by measurement (docs/crypto.md): single streams on SHA-NI when
@@ -87,7 +86,7 @@ const Engine& AutoEngine() noexcept
 #if IBDKIT_SHA256_X86
         const CpuFeatures& f = Cpu();
         if (HasShaNi(f)) return f.avx512f ? SHANI_AVX512 : SHANI;
-        if (f.avx512f) return AVX2_AVX512;
+        if (f.avx512f) return AVX512;
         if (f.avx2) return AVX2;
 #endif
         return PORTABLE;

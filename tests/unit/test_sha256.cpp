@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -42,6 +43,26 @@ std::vector<Backend> Available()
         if (sha256_detail::BackendAvailable(b)) out.push_back(b);
     }
     return out;
+}
+
+// Every available back-end, then the automatic choice (which may combine two of them).
+std::vector<std::optional<Backend>> AvailableAndAuto()
+{
+    std::vector<std::optional<Backend>> out;
+    for (Backend b : Available()) out.emplace_back(b);
+    out.emplace_back(std::nullopt);
+    return out;
+}
+
+// Selects a back-end (nullopt = automatic); returns its name for failure messages.
+std::string Use(std::optional<Backend> b)
+{
+    if (!b) {
+        sha256_detail::ResetBackend();
+        return "auto:" + std::string(Sha256Implementation());
+    }
+    EXPECT_TRUE(sha256_detail::ForceBackend(*b));
+    return BackendName(*b);
 }
 
 std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
@@ -209,28 +230,28 @@ TEST_F(Sha256Test, IncrementalSplitAtEveryOffsetEqualsOneShot)
 
 TEST_F(Sha256Test, BackendsAgreeOnRandomInputs)
 {
-    const auto backends = Available();
+    const auto backends = AvailableAndAuto();
     std::mt19937_64 rng(PrintedSeed());
     for (int iter = 0; iter < 400; ++iter) {
         std::vector<uint8_t> msg(rng() % 1001);
         for (auto& c : msg) c = uint8_t(rng());
         std::string ref, ref_d;
-        for (Backend b : backends) {
-            ASSERT_TRUE(sha256_detail::ForceBackend(b));
+        for (auto b : backends) {
+            const std::string name = Use(b);
             const std::string h = HexSha256(msg), hd = HexSha256d(msg);
             if (ref.empty()) {
                 ref = h;
                 ref_d = hd;
             }
-            ASSERT_EQ(h, ref) << BackendName(b) << " len=" << msg.size() << " iter=" << iter;
-            ASSERT_EQ(hd, ref_d) << BackendName(b) << " len=" << msg.size() << " iter=" << iter;
+            ASSERT_EQ(h, ref) << name << " len=" << msg.size() << " iter=" << iter;
+            ASSERT_EQ(hd, ref_d) << name << " len=" << msg.size() << " iter=" << iter;
         }
     }
 }
 
 TEST_F(Sha256Test, Sha256d64BackendsAgreeAndWorkInPlace)
 {
-    const auto backends = Available();
+    const auto backends = AvailableAndAuto();
     std::mt19937_64 rng(PrintedSeed());
     for (std::size_t blocks = 1; blocks <= 33; ++blocks) {
         std::vector<uint8_t> in(64 * blocks);
@@ -241,18 +262,18 @@ TEST_F(Sha256Test, Sha256d64BackendsAgreeAndWorkInPlace)
         for (std::size_t i = 0; i < blocks; ++i) {
             Sha256d().Write(std::span(in).subspan(64 * i, 64)).Finalize(ref.data() + 32 * i);
         }
-        for (Backend b : backends) {
-            ASSERT_TRUE(sha256_detail::ForceBackend(b));
+        for (auto b : backends) {
+            const std::string name = Use(b);
             std::vector<uint8_t> out(32 * blocks + 1, 0xEE);
             Sha256d64(out.data(), in.data(), blocks);
-            EXPECT_EQ(ToHex(std::span(out).first(32 * blocks)), ToHex(ref)) << BackendName(b) << " blocks=" << blocks;
-            EXPECT_EQ(out.back(), 0xEE) << "wrote past the end: " << BackendName(b) << " blocks=" << blocks;
+            EXPECT_EQ(ToHex(std::span(out).first(32 * blocks)), ToHex(ref)) << name << " blocks=" << blocks;
+            EXPECT_EQ(out.back(), 0xEE) << "wrote past the end: " << name << " blocks=" << blocks;
             std::vector<uint8_t> inplace = in;
             Sha256d64(inplace.data(), inplace.data(), blocks);
             EXPECT_EQ(ToHex(std::span(inplace).first(32 * blocks)), ToHex(ref))
-                << "in place: " << BackendName(b) << " blocks=" << blocks;
+                << "in place: " << name << " blocks=" << blocks;
             EXPECT_EQ(ToHex(std::span(inplace).subspan(32 * blocks)), ToHex(std::span(in).subspan(32 * blocks)))
-                << "in place touched the unused tail: " << BackendName(b) << " blocks=" << blocks;
+                << "in place touched the unused tail: " << name << " blocks=" << blocks;
         }
     }
     sha256_detail::ResetBackend();
@@ -280,11 +301,11 @@ TEST_F(Sha256Test, InPlaceMerkleHalvingMatchesPairwiseHashing)
         }
         level = std::move(next);
     }
-    for (Backend b : Available()) {
-        ASSERT_TRUE(sha256_detail::ForceBackend(b));
+    for (auto b : AvailableAndAuto()) {
+        const std::string name = Use(b);
         std::vector<uint8_t> work = leaves;
         for (std::size_t n = 64; n > 1; n /= 2) Sha256d64(work.data(), work.data(), n / 2);
-        EXPECT_EQ(ToHex(std::span(work).first(32)), ToHex(level[0])) << BackendName(b);
+        EXPECT_EQ(ToHex(std::span(work).first(32)), ToHex(level[0])) << name;
     }
 }
 

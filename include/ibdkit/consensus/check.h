@@ -1,0 +1,69 @@
+// ibdkit/consensus/check.h — context-free block checks (Core's CheckBlock) and the type-state
+// that records them.
+//
+// Only CheckBlock makes a CheckedBlock, and a CheckedBlock gives read-only access: a value of that
+// type is proof that the block passed, and nothing can change the block afterwards. There is no
+// "checked" flag inside Block (Core's fChecked), so a block is never trusted by accident.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/validation.h>
+#include <ibdkit/primitives/block.h>
+
+#include <optional>
+#include <utility>
+
+namespace ibdkit {
+
+struct CheckBlockOptions {
+    bool check_pow{true};         ///< proof of work against nBits and the network's pow limit
+    bool check_merkle_root{true}; ///< merkle root and the CVE-2012-2459 mutation rule
+};
+
+/// A block that passed CheckBlock (with the options it records). Immutable.
+class CheckedBlock {
+public:
+    const Block& block() const noexcept { return m_block; }
+    const Block& operator*() const noexcept { return m_block; }
+    const Block* operator->() const noexcept { return &m_block; }
+    const CheckBlockOptions& options() const noexcept { return m_opts; }
+    /// Gives the block back (the proof is consumed).
+    Block Release() && { return std::move(m_block); }
+
+private:
+    friend std::optional<CheckedBlock> CheckBlock(Block&&, BlockValidationState&, const ConsensusParams&, CheckBlockOptions);
+    CheckedBlock(Block&& b, CheckBlockOptions o) : m_block(std::move(b)), m_opts(o) {}
+    Block m_block;
+    CheckBlockOptions m_opts;
+};
+
+/// Core's CheckBlock on a block it does not take: returns true if every context-free rule holds,
+/// otherwise false with `state` holding Core's reject reason, in Core's order: high-hash,
+/// bad-txnmrklroot, bad-txns-duplicate, bad-blk-length, bad-cb-missing, bad-cb-multiple, the
+/// first failing transaction's CheckTransaction reason, bad-blk-sigops.
+/// Signet's block solution (bad-signet-blksig) is not checked (docs/primitives.md).
+bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params,
+                     CheckBlockOptions opts = {});
+
+/// The only way to make a CheckedBlock. On success the block is moved into the result; on failure
+/// `block` is left untouched and `state` says why.
+std::optional<CheckedBlock> CheckBlock(Block&& block, BlockValidationState& state, const ConsensusParams& params,
+                                       CheckBlockOptions opts = {});
+
+/// Index of the coinbase output holding the witness commitment (the last one that matches
+/// `6a 24 aa 21 a9 ed`), or NO_WITNESS_COMMITMENT (-1).
+int GetWitnessCommitmentIndex(const Block& block) noexcept;
+
+/// Core's CheckWitnessMalleation (part of ContextualCheckBlock): with a commitment expected
+/// (segwit active) and present, the coinbase witness must be one 32-byte item
+/// (bad-witness-nonce-size) and SHA256d(witness merkle root ‖ item) must equal the committed hash
+/// (bad-witness-merkle-match); otherwise no transaction may carry witness data (unexpected-witness).
+bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state);
+
+/// BIP141 block weight limit (ContextualCheckBlock's bad-blk-weight).
+bool CheckBlockWeight(const Block& block, BlockValidationState& state);
+
+/// BIP34: the coinbase scriptSig starts with `CScript() << height` (bad-cb-height).
+bool CheckCoinbaseHeight(const Block& block, int height, BlockValidationState& state);
+
+} // namespace ibdkit

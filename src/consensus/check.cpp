@@ -1,0 +1,150 @@
+#include <ibdkit/consensus/check.h>
+
+#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/merkle.h>
+#include <ibdkit/consensus/pow.h>
+#include <ibdkit/consensus/tx_check.h>
+#include <ibdkit/crypto/sha256.h>
+#include <ibdkit/primitives/script_ops.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ibdkit {
+
+std::string_view BlockValidationResultName(BlockValidationResult r) noexcept
+{
+    switch (r) {
+    case BlockValidationResult::BLOCK_RESULT_UNSET: return "unset";
+    case BlockValidationResult::BLOCK_CONSENSUS: return "consensus";
+    case BlockValidationResult::BLOCK_CACHED_INVALID: return "cached-invalid";
+    case BlockValidationResult::BLOCK_INVALID_HEADER: return "invalid-header";
+    case BlockValidationResult::BLOCK_MUTATED: return "mutated";
+    case BlockValidationResult::BLOCK_MISSING_PREV: return "missing-prev";
+    case BlockValidationResult::BLOCK_INVALID_PREV: return "invalid-prev";
+    case BlockValidationResult::BLOCK_TIME_FUTURE: return "time-future";
+    case BlockValidationResult::BLOCK_HEADER_LOW_WORK: return "header-low-work";
+    }
+    return "unknown";
+}
+
+bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params, CheckBlockOptions opts)
+{
+    // Header: proof of work matches the claimed target.
+    if (opts.check_pow && !CheckProofOfWork(block.GetHash().ToUint256(), block.bits, params)) {
+        return state.Invalid(BlockValidationResult::BLOCK_INVALID_HEADER, "high-hash", "proof of work failed");
+    }
+    // (Signet's block solution would be checked here: not implemented, see docs/primitives.md.)
+    if (opts.check_merkle_root) {
+        bool mutated = false;
+        const uint256 root = BlockMerkleRoot(block, &mutated);
+        if (block.hash_merkle_root != root) {
+            return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-txnmrklroot", "hashMerkleRoot mismatch");
+        }
+        // CVE-2012-2459: a repeated tail of transactions leaves the root unchanged.
+        if (mutated) return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-txns-duplicate", "duplicate transaction");
+    }
+    // Size limits.
+    if (block.vtx.empty() || block.vtx.size() * WITNESS_SCALE_FACTOR > MAX_BLOCK_WEIGHT ||
+        GetBlockStrippedSize(block) * WITNESS_SCALE_FACTOR > MAX_BLOCK_WEIGHT) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-blk-length", "size limits failed");
+    }
+    // The first transaction must be the coinbase, the others must not be.
+    if (!block.vtx[0].IsCoinBase()) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-missing", "first tx is not coinbase");
+    }
+    for (std::size_t i = 1; i < block.vtx.size(); i++) {
+        if (block.vtx[i].IsCoinBase()) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-multiple", "more than one coinbase");
+        }
+    }
+    for (const Transaction& tx : block.vtx) {
+        TxValidationState tx_state;
+        if (!CheckTransaction(tx, tx_state)) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, tx_state.GetRejectReason(),
+                                 "Transaction check failed (tx hash " + tx.GetHash().ToHex() + ") " +
+                                     tx_state.GetDebugMessage());
+        }
+    }
+    unsigned sigops = 0;
+    for (const Transaction& tx : block.vtx) sigops += GetLegacySigOpCount(tx);
+    if (int64_t(sigops) * WITNESS_SCALE_FACTOR > MAX_BLOCK_SIGOPS_COST) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-blk-sigops", "out-of-bounds SigOpCount");
+    }
+    return true;
+}
+
+std::optional<CheckedBlock> CheckBlock(Block&& block, BlockValidationState& state, const ConsensusParams& params,
+                                       CheckBlockOptions opts)
+{
+    if (!CheckBlockRules(block, state, params, opts)) return std::nullopt;
+    return CheckedBlock(std::move(block), opts);
+}
+
+int GetWitnessCommitmentIndex(const Block& block) noexcept
+{
+    int pos = NO_WITNESS_COMMITMENT;
+    if (block.vtx.empty()) return pos;
+    const auto& vout = block.vtx[0].vout();
+    for (std::size_t o = 0; o < vout.size(); o++) {
+        const Script& s = vout[o].script_pubkey;
+        if (s.size() >= MINIMUM_WITNESS_COMMITMENT && s[0] == OP_RETURN && s[1] == 0x24 && s[2] == 0xaa && s[3] == 0x21 &&
+            s[4] == 0xa9 && s[5] == 0xed) {
+            pos = int(o);
+        }
+    }
+    return pos;
+}
+
+bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state)
+{
+    if (expect_witness_commitment) {
+        const int pos = GetWitnessCommitmentIndex(block);
+        if (pos != NO_WITNESS_COMMITMENT) {
+            const auto& stack = block.vtx[0].vin()[0].witness.stack;
+            if (stack.size() != 1 || stack[0].size() != 32) {
+                return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-nonce-size",
+                                     "CheckWitnessMalleation : invalid witness reserved value size");
+            }
+            // The malleation flag of the witness tree is ignored: the txid tree already rules it out.
+            uint256 hash = BlockWitnessMerkleRoot(block);
+            Sha256d h;
+            h.Write(hash.span());
+            h.Write(std::span<const uint8_t>(stack[0]));
+            h.Finalize(hash.data());
+            if (std::memcmp(hash.data(), block.vtx[0].vout()[std::size_t(pos)].script_pubkey.data() + 6, 32) != 0) {
+                return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-merkle-match",
+                                     "CheckWitnessMalleation : witness merkle commitment mismatch");
+            }
+            return true;
+        }
+    }
+    // Without a commitment, witness data would be free space for spam.
+    for (const Transaction& tx : block.vtx) {
+        if (tx.HasWitness()) {
+            return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "unexpected-witness",
+                                 "CheckWitnessMalleation : unexpected witness data found");
+        }
+    }
+    return true;
+}
+
+bool CheckBlockWeight(const Block& block, BlockValidationState& state)
+{
+    if (GetBlockWeight(block) > MAX_BLOCK_WEIGHT) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-blk-weight", "ContextualCheckBlock : weight limit failed");
+    }
+    return true;
+}
+
+bool CheckCoinbaseHeight(const Block& block, int height, BlockValidationState& state)
+{
+    const Script expect = ScriptForHeight(height);
+    const bool ok = !block.vtx.empty() && !block.vtx[0].vin().empty() &&
+                    block.vtx[0].vin()[0].script_sig.size() >= expect.size() &&
+                    std::equal(expect.begin(), expect.end(), block.vtx[0].vin()[0].script_sig.begin());
+    if (!ok) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-height", "block height mismatch in coinbase");
+    return true;
+}
+
+} // namespace ibdkit

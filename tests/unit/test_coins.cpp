@@ -1,0 +1,899 @@
+// Coins: compression, Coin serialization, the LevelDB store, the cache against a std::map model,
+// UTXO statistics, corruption handling and read-only opening.
+#include "test_util.h"
+
+#include <ibdkit/coins/coin.h>
+#include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/compressor.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/coins/store.h>
+#include <ibdkit/crypto/sha256.h>
+#include <ibdkit/stream/streams.h>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+namespace ibdkit {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ParseHex;
+using test::ToHex;
+
+Script S(const std::string& hex)
+{
+    auto v = ParseHex(hex);
+    return Script(v.data(), v.size());
+}
+
+template <typename T>
+Result<T> DecodeHex(const std::string& hex)
+{
+    const auto v = ParseHex(hex);
+    return DecodeExact<T>(std::as_bytes(std::span(v)));
+}
+
+template <typename T>
+std::string SerHex(const T& obj)
+{
+    return ToHex(SerializeToVector(obj));
+}
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        std::string t = (fs::temp_directory_path() / "ibdkit-coins-XXXXXX").string();
+        path = ::mkdtemp(t.data());
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+// ---- amount compression ------------------------------------------------------------------------
+
+TEST(CoinsCompress, AmountVectors)
+{
+    EXPECT_EQ(CompressAmount(0), 0u);
+    EXPECT_EQ(CompressAmount(1), 1u);
+    EXPECT_EQ(CompressAmount(1'000'000), 7u); // CENT
+    EXPECT_EQ(CompressAmount(COIN), 9u);
+    EXPECT_EQ(CompressAmount(50 * COIN), 0x32u);
+    EXPECT_EQ(CompressAmount(21'000'000 * COIN), 0x1406f40u);
+    for (uint64_t x : {0ull, 1ull, 7ull, 9ull, 0x32ull, 0x1406f40ull}) EXPECT_EQ(CompressAmount(DecompressAmount(x)), x);
+}
+
+TEST(CoinsCompress, AmountRoundTripsRandomAndExhaustiveSmall)
+{
+    for (uint64_t i = 0; i <= 100'000; ++i) ASSERT_EQ(DecompressAmount(CompressAmount(i)), i) << i;
+    for (uint64_t i = 0; i <= 100'000; ++i) ASSERT_EQ(CompressAmount(DecompressAmount(i)), i) << i;
+    std::mt19937_64 rng(test::TestSeed());
+    for (int i = 0; i < 200'000; ++i) {
+        const uint64_t v = rng() % uint64_t(MAX_MONEY + 1);
+        ASSERT_EQ(DecompressAmount(CompressAmount(v)), v);
+    }
+    for (uint64_t e = 1, i = 0; i < 19; ++i, e *= 10) ASSERT_EQ(DecompressAmount(CompressAmount(e)), e);
+}
+
+// ---- script compression ------------------------------------------------------------------------
+
+const std::string G_X = "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+const std::string G_Y = "483ada7726a3c4655da4fbfc0e1108a8fd17b448a68554199c47d08ffb10d4b8"; // even
+
+Script RoundTripScript(const Script& s)
+{
+    auto bytes = SerializeToVector(ScriptCompressionRef<const Script>{s});
+    Script out;
+    SpanReader r(std::as_bytes(std::span(bytes)));
+    Unserialize(r, ScriptCompressionRef<Script>{out});
+    EXPECT_TRUE(r.empty());
+    return out;
+}
+
+TEST(CoinsCompress, ScriptSpecialForms)
+{
+    const std::string h20 = "816115944e077fe7c803cfa57f29b36bf87c1d35";
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{S("76a914" + h20 + "88ac")}), "00" + h20);
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{S("a914" + h20 + "87")}), "01" + h20);
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{S("2102" + G_X + "ac")}), "02" + G_X);
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{S("2103" + G_X + "ac")}), "03" + G_X);
+    // Uncompressed valid point: tag 4 | parity(y).
+    const Script p2pk_u = S("4104" + G_X + G_Y + "ac");
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{p2pk_u}), "04" + G_X);
+    EXPECT_EQ(RoundTripScript(p2pk_u), p2pk_u);
+    // -G has the odd y: p - y.
+    const std::string neg_y = "b7c52588d95c3b9aa25b0403f1eef75702e84bb7597aabe663b82f6f04ef2777";
+    const Script p2pk_u_odd = S("4104" + G_X + neg_y + "ac");
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{p2pk_u_odd}), "05" + G_X);
+    EXPECT_EQ(RoundTripScript(p2pk_u_odd), p2pk_u_odd);
+    for (const auto& s : {S("76a914" + h20 + "88ac"), S("a914" + h20 + "87"), S("2102" + G_X + "ac"), S("2103" + G_X + "ac")}) {
+        EXPECT_EQ(RoundTripScript(s), s);
+    }
+}
+
+TEST(CoinsCompress, InvalidUncompressedKeyIsStoredRaw)
+{
+    // (0, 0) is not on the curve: Core does not special-case it (IsFullyValid fails).
+    const Script bad = S("4104" + std::string(128, '0') + "ac");
+    const std::string ser = SerHex(ScriptCompressionRef<const Script>{bad});
+    EXPECT_EQ(ser.substr(0, 2), "49"); // VARINT(67 + 6)
+    EXPECT_EQ(ser.size(), 2 + 67 * 2u);
+    EXPECT_EQ(RoundTripScript(bad), bad);
+    // A hybrid key (06/07) is never compressed either.
+    const Script hybrid = S("4106" + G_X + G_Y + "ac");
+    EXPECT_EQ(SerHex(ScriptCompressionRef<const Script>{hybrid}).substr(0, 2), "49");
+}
+
+TEST(CoinsCompress, DecompressOffCurveXIsCorrupt)
+{
+    // Find an x with no point (x^3 + 7 not a square): DecompressScript must fail (Core returns
+    // false); reading such a record is Errc::Corrupt.
+    int found = -1;
+    for (int x = 0; x < 256 && found < 0; ++x) {
+        std::array<uint8_t, 32> px{};
+        px[31] = uint8_t(x);
+        Script out;
+        if (!DecompressScript(out, 4, px)) found = x;
+    }
+    ASSERT_GE(found, 0);
+    std::vector<uint8_t> rec = ParseHex("000904"); // height 0, amount 1 BTC, type 4
+    std::vector<uint8_t> x(32, 0);
+    x[31] = uint8_t(found);
+    rec.insert(rec.end(), x.begin(), x.end());
+    auto r = DecodeExact<Coin>(std::as_bytes(std::span(rec)));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::Corrupt);
+}
+
+TEST(CoinsCompress, OverlongRawScriptBecomesOpReturn)
+{
+    // VARINT(10001 + 6) followed by 10001 bytes: decodes to a single OP_RETURN, bytes skipped.
+    DataStream<> ds;
+    WriteVarInt(ds, uint32_t(MAX_SCRIPT_SIZE + 1 + SPECIAL_SCRIPTS));
+    std::vector<std::byte> body(MAX_SCRIPT_SIZE + 1, std::byte{0x51});
+    ds.write(body);
+    Script out;
+    Unserialize(ds, ScriptCompressionRef<Script>{out});
+    EXPECT_TRUE(ds.empty());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0], OP_RETURN);
+}
+
+TEST(CoinsCompress, RandomScriptsRoundTrip)
+{
+    std::mt19937_64 rng(test::TestSeed());
+    for (int i = 0; i < 20'000; ++i) {
+        std::vector<uint8_t> b(rng() % 120);
+        for (auto& c : b) c = uint8_t(rng());
+        if (i % 4 == 0 && b.size() >= 25) { b.resize(25); b[0] = 0x76; b[1] = 0xa9; b[2] = 20; b[23] = 0x88; b[24] = 0xac; }
+        const Script s(b.data(), b.size());
+        ASSERT_EQ(RoundTripScript(s), s);
+    }
+}
+
+// ---- Coin serialization (Core's coins_tests ccoins_serialization vectors) --------------------------
+
+TEST(CoinsCoin, CoreVectors)
+{
+    auto c1 = DecodeHex<Coin>("97f23c835800816115944e077fe7c803cfa57f29b36bf87c1d35");
+    ASSERT_TRUE(c1.ok());
+    EXPECT_FALSE(c1->coinbase);
+    EXPECT_EQ(c1->height, 203998u);
+    EXPECT_EQ(c1->out.value, Amount{60000000000});
+    EXPECT_EQ(ToHex(c1->out.script_pubkey.span()), "76a914816115944e077fe7c803cfa57f29b36bf87c1d3588ac");
+    EXPECT_EQ(SerHex(*c1), "97f23c835800816115944e077fe7c803cfa57f29b36bf87c1d35");
+
+    auto c2 = DecodeHex<Coin>("8ddf77bbd123008c988f1a4a4de2161e0f50aac7f17e7f9555caa4");
+    ASSERT_TRUE(c2.ok());
+    EXPECT_TRUE(c2->coinbase);
+    EXPECT_EQ(c2->height, 120891u);
+    EXPECT_EQ(c2->out.value, 110397);
+    EXPECT_EQ(ToHex(c2->out.script_pubkey.span()), "76a9148c988f1a4a4de2161e0f50aac7f17e7f9555caa488ac");
+
+    auto c3 = DecodeHex<Coin>("000006");
+    ASSERT_TRUE(c3.ok());
+    EXPECT_EQ(c3->height, 0u);
+    EXPECT_EQ(c3->out.value, 0);
+    EXPECT_EQ(c3->out.script_pubkey.size(), 0u);
+
+    auto c4 = DecodeHex<Coin>("000007");
+    ASSERT_FALSE(c4.ok());
+    EXPECT_EQ(c4.error().code, Errc::EndOfData);
+
+    auto c5 = DecodeHex<Coin>("00008a95c0bb00");
+    ASSERT_FALSE(c5.ok());
+    EXPECT_EQ(c5.error().code, Errc::EndOfData);
+
+    auto trailing = DecodeHex<Coin>("00000600");
+    ASSERT_FALSE(trailing.ok());
+    EXPECT_EQ(trailing.error().code, Errc::TrailingData);
+}
+
+Coin RandomCoin(std::mt19937_64& rng)
+{
+    std::vector<uint8_t> script(rng() % 3 == 0 ? 25 : rng() % 60);
+    for (auto& b : script) b = uint8_t(rng());
+    if (script.size() == 25) { script[0] = 0x76; script[1] = 0xa9; script[2] = 20; script[23] = 0x88; script[24] = 0xac; }
+    if (!script.empty() && script[0] == OP_RETURN) script[0] = 0x51;
+    return Coin(TxOut{Amount(rng() % uint64_t(MAX_MONEY)), Script(script.data(), script.size())},
+                uint32_t(rng() % 900'000), (rng() & 1) != 0);
+}
+
+TEST(CoinsCoin, RandomRoundTrip)
+{
+    std::mt19937_64 rng(test::TestSeed());
+    for (int i = 0; i < 20'000; ++i) {
+        const Coin c = RandomCoin(rng);
+        const auto bytes = SerializeToVector(c);
+        auto back = DecodeExact<Coin>(std::as_bytes(std::span(bytes)));
+        ASSERT_TRUE(back.ok());
+        ASSERT_EQ(*back, c);
+        // Every strict prefix is rejected with a typed error, never a crash.
+        if (i < 200) {
+            for (std::size_t n = 0; n < bytes.size(); ++n) {
+                auto p = DecodeExact<Coin>(std::as_bytes(std::span(bytes.data(), n)));
+                ASSERT_FALSE(p.ok());
+            }
+        }
+    }
+}
+
+// ---- store -------------------------------------------------------------------------------------
+
+OutPoint RandomOutPoint(std::mt19937_64& rng, uint32_t pool = 0)
+{
+    OutPoint op;
+    std::array<uint8_t, 32> b;
+    if (pool) {
+        const uint64_t k = rng() % pool;
+        std::mt19937_64 r2(k * 7919 + 1);
+        for (auto& c : b) c = uint8_t(r2());
+        op.n = uint32_t(r2() % 3 == 0 ? r2() % 70000 : r2() % 4);
+    } else {
+        for (auto& c : b) c = uint8_t(rng());
+        op.n = uint32_t(rng() % 4);
+    }
+    op.hash = Txid(uint256(b));
+    return op;
+}
+
+BlockHash TipOf(uint64_t g)
+{
+    std::array<uint8_t, 32> b{};
+    for (int i = 0; i < 8; ++i) b[i] = uint8_t(g >> (8 * i));
+    b[31] = 0xb1;
+    return BlockHash(uint256(b));
+}
+
+TEST(CoinsStore, ObfuscationKeyFormatAndXor)
+{
+    TempDir d;
+    ObfuscationKey key;
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db) << st.message;
+        key = db->store().Obfuscation();
+        EXPECT_FALSE(key.IsNull());
+        auto raw = db->store().ReadRaw(std::as_bytes(std::span(OBFUSCATE_KEY_KEY)));
+        ASSERT_TRUE(raw);
+        ASSERT_EQ(raw->size(), 9u);
+        EXPECT_EQ(uint8_t((*raw)[0]), 8);
+        EXPECT_EQ(std::memcmp(raw->data() + 1, key.bytes.data(), 8), 0);
+
+        CoinsMap m;
+        OutPoint op;
+        op.hash = Txid(uint256(std::span<const uint8_t, 32>(ParseHex(std::string(64, 'a')).data(), 32)));
+        op.n = 128;
+        CoinsCacheEntry e(Coin(TxOut{50 * COIN, S("76a914" + std::string(40, '1') + "88ac")}, 7, true));
+        e.flags = CoinsCacheEntry::DIRTY;
+        m.emplace(op, std::move(e));
+        ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
+        // Raw record: key 'C' | txid | VARINT(128) = 80 00; value XORed with the key.
+        const auto raw_key = ParseHex("43" + std::string(64, 'a') + "8000");
+        auto rv = db->store().ReadRaw(std::as_bytes(std::span(raw_key)));
+        ASSERT_TRUE(rv);
+        std::vector<uint8_t> v(rv->begin(), rv->end());
+        XorBytes(std::as_writable_bytes(std::span(v)), key);
+        EXPECT_EQ(ToHex(v), "0f" "32" "00" + std::string(40, '1')); // VARINT(7*2+1), 50 BTC = 0x32, P2PKH
+    }
+    // Reopen: same key is read back, not regenerated.
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    EXPECT_EQ(db->store().Obfuscation(), key);
+    EXPECT_EQ(db->GetBestBlock()->ToHex(), TipOf(1).ToHex());
+}
+
+TEST(CoinsStore, UnobfuscatedDatabase)
+{
+    TempDir d;
+    CoinsDBOptions o;
+    o.obfuscate = false;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, o, &st);
+    ASSERT_TRUE(db);
+    EXPECT_TRUE(db->store().Obfuscation().IsNull());
+    EXPECT_FALSE(db->store().Exists(std::as_bytes(std::span(OBFUSCATE_KEY_KEY))));
+}
+
+TEST(CoinsStore, OptionsWriteUncompressedTables)
+{
+    // Core's LevelDB has no Snappy: every table block must be stored with compression type 0.
+    TempDir d;
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db);
+        CoinsMap m;
+        std::mt19937_64 rng(1);
+        for (int i = 0; i < 2000; ++i) {
+            CoinsCacheEntry e(Coin(TxOut{1000, Script(std::vector<uint8_t>(40, 0x51))}, 1, false)); // compressible
+            e.flags = CoinsCacheEntry::DIRTY;
+            m.emplace(RandomOutPoint(rng), std::move(e));
+        }
+        ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
+        db->store().CompactAll();
+    }
+    int tables = 0;
+    for (auto& f : fs::directory_iterator(d.path)) {
+        if (f.path().extension() != ".ldb") continue;
+        ++tables;
+        auto bytes = test::ReadFile(f.path());
+        // Footer: last 48 bytes; metaindex and index handles; the data block before the index
+        // block ends with a 5-byte trailer whose first byte is the compression type. Checking the
+        // index block trailer (just before the footer's referenced offset) is enough for the
+        // option: find it from the footer's index handle.
+        ASSERT_GE(bytes.size(), 48u);
+        const uint8_t* footer = bytes.data() + bytes.size() - 48;
+        auto varint = [](const uint8_t*& p) {
+            uint64_t v = 0;
+            for (int shift = 0;; shift += 7) {
+                v |= uint64_t(*p & 0x7f) << shift;
+                if (!(*p++ & 0x80)) break;
+            }
+            return v;
+        };
+        const uint8_t* p = footer;
+        varint(p); // metaindex offset
+        varint(p); // metaindex size
+        const uint64_t idx_off = varint(p);
+        const uint64_t idx_size = varint(p);
+        ASSERT_LT(idx_off + idx_size, bytes.size());
+        EXPECT_EQ(bytes[idx_off + idx_size], 0) << "index block compressed in " << f.path();
+        // Data blocks: a 40-byte run of 0x51 would shrink under Snappy; the table must hold at
+        // least 2000 * 40 raw bytes.
+        EXPECT_GT(bytes.size(), 2000u * 40u);
+    }
+    EXPECT_GE(tables, 1);
+}
+
+TEST(CoinsStore, LockedDirectoryIsReported)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    // Checked from another process first (fcntl locks are per process; and LevelDB's own
+    // in-process lock attempt below closes an fd on LOCK, which drops the POSIX lock — a LevelDB
+    // quirk, so the order matters here).
+    pid_t pid = fork();
+    if (pid == 0) _exit(IsDirectoryLocked(d.path) ? 0 : 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    // In-process LevelDB also refuses a second open of the same directory.
+    StoreStatus st2;
+    auto db2 = CoinsDB::Open(d.path, {}, &st2);
+    EXPECT_FALSE(db2);
+    EXPECT_EQ(st2.code, StoreStatus::Code::Locked) << st2.message;
+}
+
+// ---- cache versus a std::map model -----------------------------------------------------------------
+
+using Model = std::map<OutPoint, Coin>;
+
+Model ReadAll(const CoinsDB& db)
+{
+    Model m;
+    auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+        m.emplace(op, c);
+        return true;
+    });
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return m;
+}
+
+TEST(CoinsCache, RandomOpsMatchModelAcrossFlushAndReopen)
+{
+    const uint64_t seed = test::TestSeed();
+    SCOPED_TRACE("IBDKIT_TEST_SEED=" + std::to_string(seed));
+    std::printf("seed %llu\n", (unsigned long long)seed);
+    std::mt19937_64 rng(seed);
+    TempDir d;
+    CoinsDBOptions o;
+    o.batch_write_bytes = 4096; // many batches per flush
+    o.policy = ALL_POLICIES[seed % ALL_POLICIES.size()];
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, o, &st);
+    ASSERT_TRUE(db) << st.message;
+    auto cache = std::make_unique<CoinsCache>(*db, 1 << 20);
+    Model model;
+    uint64_t tip = 0;
+    const uint32_t pool = 3000;
+
+    for (int step = 0; step < 30'000; ++step) {
+        const int op = int(rng() % 100);
+        const OutPoint outpoint = RandomOutPoint(rng, pool);
+        if (op < 40) {
+            Coin c = RandomCoin(rng);
+            if (rng() % 20 == 0) c.out.script_pubkey = S("6a04deadbeef"); // unspendable: not added
+            const bool exists = model.count(outpoint) != 0;
+            const bool unspendable = IsUnspendable(c.out.script_pubkey);
+            if (!exists && !unspendable) model[outpoint] = c;
+            else if (exists && !unspendable) model[outpoint] = c;
+            cache->AddCoin(outpoint, Coin(c), /*possible_overwrite=*/exists || rng() % 2 == 0);
+        } else if (op < 70) {
+            Coin moved;
+            const bool spent = cache->SpendCoin(outpoint, &moved);
+            auto it = model.find(outpoint);
+            ASSERT_EQ(spent, it != model.end()) << "step " << step;
+            if (spent) {
+                ASSERT_EQ(moved, it->second);
+                model.erase(it);
+            }
+        } else if (op < 88) {
+            const Coin& c = cache->AccessCoin(outpoint);
+            auto it = model.find(outpoint);
+            ASSERT_EQ(!c.IsSpent(), it != model.end()) << "step " << step;
+            if (it != model.end()) {
+                ASSERT_EQ(c, it->second);
+            }
+        } else if (op < 93) {
+            ASSERT_EQ(cache->HaveCoin(outpoint), model.count(outpoint) != 0);
+        } else if (op < 95) {
+            cache->Uncache(outpoint);
+        } else if (op < 97) {
+            cache->SetBestBlock(TipOf(++tip));
+            ASSERT_TRUE(cache->Flush().ok());
+            ASSERT_EQ(cache->GetCacheSize(), 0u);
+            ASSERT_EQ(ReadAll(*db), model) << "after flush, step " << step;
+        } else if (op < 98) {
+            cache->SetBestBlock(TipOf(++tip));
+            ASSERT_TRUE(cache->Sync().ok());
+            ASSERT_EQ(cache->DirtyCount(), 0u);
+            ASSERT_EQ(ReadAll(*db), model) << "after sync, step " << step;
+        } else if (op < 99 && tip > 0) {
+            // Drop unflushed changes? No: flush, then close and reopen the database.
+            cache->SetBestBlock(TipOf(++tip));
+            ASSERT_TRUE(cache->Flush().ok());
+            cache.reset();
+            db.reset();
+            db = CoinsDB::Open(d.path, o, &st);
+            ASSERT_TRUE(db) << st.message;
+            cache = std::make_unique<CoinsCache>(*db, 1 << 20);
+            ASSERT_EQ(cache->GetBestBlock(), TipOf(tip));
+            ASSERT_EQ(ReadAll(*db), model) << "after reopen, step " << step;
+        }
+        if (cache->NeedsFlush()) {
+            cache->SetBestBlock(TipOf(++tip));
+            ASSERT_TRUE(cache->Flush().ok());
+        }
+    }
+    cache->SetBestBlock(TipOf(++tip));
+    ASSERT_TRUE(cache->Flush().ok());
+    EXPECT_EQ(ReadAll(*db), model);
+    auto h = db->GetHeadBlocks();
+    ASSERT_TRUE(h.ok());
+    EXPECT_TRUE(h->empty());
+}
+
+TEST(CoinsCache, FreshSpendNeverReachesDatabase)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    CoinsCache cache(*db, 1 << 20);
+    std::mt19937_64 rng(5);
+    const OutPoint a = RandomOutPoint(rng), b = RandomOutPoint(rng);
+    cache.AddCoin(a, RandomCoin(rng), false);
+    EXPECT_TRUE(cache.SpendCoin(a));
+    EXPECT_EQ(cache.GetCacheSize(), 0u); // FRESH + spent = dropped
+    cache.AddCoin(b, RandomCoin(rng), false);
+    cache.SetBestBlock(TipOf(1));
+    ASSERT_TRUE(cache.Flush().ok());
+    EXPECT_TRUE(db->HaveCoin(b));
+    EXPECT_FALSE(db->HaveCoin(a));
+    // Spending a coin that lives in the database leaves a DIRTY spent entry, erased on flush.
+    EXPECT_TRUE(cache.SpendCoin(b));
+    EXPECT_EQ(cache.GetCacheSize(), 1u);
+    EXPECT_EQ(cache.DirtyCount(), 1u);
+    const OutPoint c = RandomOutPoint(rng);
+    cache.AddCoin(c, RandomCoin(rng), false);
+    EXPECT_THROW(cache.AddCoin(c, RandomCoin(rng), false), std::logic_error);
+    EXPECT_NO_THROW(cache.AddCoin(c, RandomCoin(rng), true));
+    cache.SetBestBlock(TipOf(2));
+    ASSERT_TRUE(cache.Flush().ok());
+    EXPECT_FALSE(db->HaveCoin(b));
+}
+
+TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    CoinsCache cache(*db, 4 << 20);
+    std::mt19937_64 rng(9);
+    const std::size_t empty = cache.DynamicMemoryUsage();
+    int added = 0;
+    while (!cache.NeedsFlush()) {
+        Coin c = RandomCoin(rng);
+        c.out.script_pubkey = Script(std::vector<uint8_t>(100, 0x51)); // heap script
+        cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
+        ++added;
+    }
+    EXPECT_GT(cache.DynamicMemoryUsage(), empty + std::size_t(added) * (100 + 64));
+    EXPECT_LT(added, 40'000);
+    cache.SetBestBlock(TipOf(1));
+    ASSERT_TRUE(cache.Flush().ok());
+    EXPECT_FALSE(cache.NeedsFlush());
+    EXPECT_LE(cache.DynamicMemoryUsage(), empty + 64);
+}
+
+// ---- interrupted flush: H marker and replay range ---------------------------------------------------
+
+TEST(CoinsDB, InterruptedFlushReportsReplayRange)
+{
+    TempDir d;
+    CoinsDBOptions o;
+    o.batch_write_bytes = 256;
+    std::mt19937_64 rng(3);
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, o, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 1 << 20);
+        for (int i = 0; i < 50; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+    }
+    {
+        CoinsDBOptions o2 = o;
+        int batches = 0;
+        o2.after_partial_batch = [&] {
+            if (++batches == 2) throw std::runtime_error("simulated crash");
+        };
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, o2, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 1 << 20);
+        for (int i = 0; i < 50; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
+        cache.SetBestBlock(TipOf(2));
+        EXPECT_THROW((void)cache.Flush(), std::runtime_error);
+    }
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, o, &st);
+    ASSERT_TRUE(db);
+    EXPECT_TRUE(db->GetBestBlock()->IsNull());
+    auto r = db->NeedsReplay();
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->has_value());
+    EXPECT_EQ((*r)->new_tip, TipOf(2));
+    EXPECT_EQ((*r)->old_tip, TipOf(1));
+    // Writing toward another tip is refused (Core asserts); toward the new tip it completes.
+    CoinsMap empty;
+    EXPECT_FALSE(db->BatchWrite(empty, TipOf(3), true).ok());
+    EXPECT_TRUE(db->BatchWrite(empty, TipOf(2), true).ok());
+    EXPECT_FALSE(db->NeedsReplay()->has_value());
+    EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
+}
+
+// ---- corruption --------------------------------------------------------------------------------
+
+TEST(CoinsDB, CorruptValuesGiveTypedErrors)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    std::mt19937_64 rng(11);
+    const OutPoint op = RandomOutPoint(rng);
+    auto put_raw = [&](const std::vector<uint8_t>& plain) {
+        DataStream<> k;
+        k << CoinKey{op};
+        std::vector<uint8_t> v = plain;
+        XorBytes(std::as_writable_bytes(std::span(v)), db->store().Obfuscation());
+        KvBatch b;
+        b.Put(k.span(), std::as_bytes(std::span(v)));
+        ASSERT_TRUE(db->store().WriteBatch(b).ok());
+    };
+    put_raw(ParseHex("97f23c835800816115944e077fe7c803cfa57f29b36bf87c1d35"));
+    ASSERT_TRUE(db->GetCoin(op).ok());
+    put_raw(ParseHex("97f23c835800816115944e077fe7c803cfa57f29b36bf87c1d")); // truncated
+    auto r = db->GetCoin(op);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::Corrupt);
+    put_raw(ParseHex("ffffffffffffffffff")); // VARINT overflow
+    r = db->GetCoin(op);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::VarIntOverflow);
+    put_raw(ParseHex("97f23c835800816115944e077fe7c803cfa57f29b36bf87c1d35ff")); // trailing
+    r = db->GetCoin(op);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::TrailingData);
+    // Through the cache, a corrupt record throws a DecodeError (not a crash).
+    put_raw(ParseHex("97f23c"));
+    CoinsCache cache(*db, 1 << 20);
+    EXPECT_THROW((void)cache.HaveCoin(op), DecodeError);
+    auto all = db->ForEachCoin([](const OutPoint&, const Coin&) { return true; });
+    ASSERT_FALSE(all.ok());
+    EXPECT_EQ(all.error().code, Errc::Corrupt);
+}
+
+TEST(CoinsDB, WrongObfuscationKeyGivesTypedErrors)
+{
+    TempDir d;
+    std::mt19937_64 rng(12);
+    std::vector<OutPoint> ops;
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 1 << 20);
+        for (int i = 0; i < 200; ++i) {
+            ops.push_back(RandomOutPoint(rng));
+            cache.AddCoin(ops.back(), RandomCoin(rng), true);
+        }
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+        // Replace the key record with another key.
+        std::array<std::byte, 9> v{};
+        v[0] = std::byte{8};
+        for (int i = 1; i < 9; ++i) v[i] = std::byte(0x5a);
+        KvBatch b;
+        b.Put(std::as_bytes(std::span(OBFUSCATE_KEY_KEY)), v);
+        ASSERT_TRUE(db->store().WriteBatch(b).ok());
+    }
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    int errors = 0;
+    for (const auto& op : ops) {
+        auto r = db->GetCoin(op);
+        if (!r.ok()) ++errors;
+    }
+    // Wrong-key garbage decodes as something or fails with a typed error; most must fail.
+    EXPECT_GT(errors, 0);
+    auto all = db->ForEachCoin([](const OutPoint&, const Coin&) { return true; });
+    EXPECT_FALSE(all.ok());
+    // The best-block record decodes (any 32 bytes do) but names an unknown block.
+    EXPECT_NE(*db->GetBestBlock(), TipOf(1));
+}
+
+TEST(CoinsDB, CorruptTableFileIsReportedNotCrashed)
+{
+    TempDir d;
+    std::mt19937_64 rng(13);
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 64 << 20);
+        for (int i = 0; i < 5000; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), true);
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+        db->store().CompactAll();
+    }
+    for (auto& f : fs::directory_iterator(d.path)) {
+        if (f.path().extension() != ".ldb") continue;
+        std::fstream fsx(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+        fsx.seekp(100);
+        const char junk[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+        fsx.write(junk, sizeof(junk));
+    }
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    if (!db) {
+        EXPECT_NE(st.code, StoreStatus::Code::Ok);
+        return;
+    }
+    auto all = db->ForEachCoin([](const OutPoint&, const Coin&) { return true; });
+    ASSERT_FALSE(all.ok());
+    EXPECT_EQ(all.error().code, Errc::Corrupt);
+}
+
+// ---- read-only open ----------------------------------------------------------------------------
+
+std::map<std::string, std::string> HashDirectory(const fs::path& dir)
+{
+    std::map<std::string, std::string> out;
+    for (auto& f : fs::directory_iterator(dir)) {
+        auto bytes = test::ReadFile(f.path());
+        out[f.path().filename().string()] = HashSha256d(std::span<const uint8_t>(bytes)).ToHex() + "/" +
+                                            std::to_string(fs::last_write_time(f.path()).time_since_epoch().count());
+    }
+    return out;
+}
+
+TEST(CoinsDB, ReadOnlyOpenLeavesDirectoryByteIdentical)
+{
+    TempDir d;
+    std::mt19937_64 rng(14);
+    Model model;
+    {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 64 << 20);
+        for (int i = 0; i < 3000; ++i) {
+            OutPoint op = RandomOutPoint(rng);
+            Coin c = RandomCoin(rng);
+            model[op] = c;
+            cache.AddCoin(op, std::move(c), true);
+        }
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+        // Leave data in the log only (no compaction): opening must replay it, which LevelDB does
+        // by writing a new table and MANIFEST.
+    }
+    const auto before = HashDirectory(d.path);
+    for (int round = 0; round < 2; ++round) {
+        CoinsDBOptions o;
+        o.read_only = true;
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, o, &st);
+        ASSERT_TRUE(db) << st.message;
+        EXPECT_EQ(ReadAll(*db), model);
+        EXPECT_EQ(*db->GetBestBlock(), TipOf(1));
+        CoinsMap m;
+        EXPECT_FALSE(db->BatchWrite(m, TipOf(2), true).ok());
+        auto stats = ComputeUtxoStats(*db);
+        ASSERT_TRUE(stats.ok());
+        EXPECT_EQ(stats->txouts, model.size());
+    }
+    EXPECT_EQ(HashDirectory(d.path), before);
+    // And the database is still fully usable afterwards.
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db) << st.message;
+    EXPECT_EQ(ReadAll(*db), model);
+}
+
+TEST(CoinsDB, ReadOnlyOpenOfMissingOrLockedDirectory)
+{
+    TempDir d;
+    CoinsDBOptions o;
+    o.read_only = true;
+    StoreStatus st;
+    EXPECT_FALSE(CoinsDB::Open(d.path / "nope", o, &st));
+    EXPECT_EQ(st.code, StoreStatus::Code::NotFound);
+    EXPECT_FALSE(fs::exists(d.path / "nope"));
+
+    {
+        StoreStatus st1;
+        auto w = CoinsDB::Open(d.path / "db", {}, &st1);
+        ASSERT_TRUE(w);
+    }
+    // A writer in another process holds the lock: the read-only open names bitcoind.
+    int pipefd[2], back[2];
+    ASSERT_EQ(pipe(pipefd), 0);
+    ASSERT_EQ(pipe(back), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        // Child: take the lock the way LevelDB does (fcntl write lock) and wait.
+        const int fd = ::open((d.path / "db" / "LOCK").c_str(), O_RDWR);
+        struct flock fl{};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        const bool ok = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0;
+        char c = ok ? 1 : 0;
+        (void)!write(pipefd[1], &c, 1);
+        char x;
+        (void)!read(back[0], &x, 1); // the parent's byte ends the wait
+        _exit(0);
+    }
+    char c = 0;
+    ASSERT_EQ(read(pipefd[0], &c, 1), 1);
+    ASSERT_EQ(c, 1);
+    auto db = CoinsDB::Open(d.path / "db", o, &st);
+    EXPECT_FALSE(db);
+    EXPECT_EQ(st.code, StoreStatus::Code::Locked);
+    EXPECT_NE(st.message.find("is bitcoind running? stop it or copy the directory"), std::string::npos) << st.message;
+    char x = 0;
+    (void)!write(back[1], &x, 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    close(back[0]);
+    close(back[1]);
+}
+
+// ---- UTXO stats --------------------------------------------------------------------------------
+
+TEST(CoinsStats, EmptySetHash)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    auto s = ComputeUtxoStats(*db);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->hash_serialized.ToHex(), "56944c5d3f98413ef45cf54545538103cc9f298e0575820ad3591376e2e0f65d");
+    EXPECT_EQ(s->txouts, 0u);
+    EXPECT_EQ(s->transactions, 0u);
+    EXPECT_EQ(FormatMoney(s->total_amount), "0.00000000");
+}
+
+TEST(CoinsStats, OutputsSortedByIndexNotByVarIntKey)
+{
+    // VARINT key order puts 65535 (82 fe 7f) before 16383 (fe 7f); the hash wants ascending n.
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    std::mt19937_64 rng(15);
+    const std::vector<uint32_t> ns{0, 127, 128, 255, 16383, 16384, 65535, 70000};
+    std::array<uint8_t, 32> tb{};
+    tb.fill(0x42);
+    std::array<uint8_t, 32> tb2{};
+    tb2.fill(0x07);
+    std::map<std::pair<uint256, uint32_t>, Coin> sorted;
+    {
+        CoinsCache cache(*db, 1 << 20);
+        for (const auto* t : {&tb, &tb2}) {
+            for (uint32_t n : ns) {
+                OutPoint op{Txid(uint256(*t)), n};
+                Coin c = RandomCoin(rng);
+                sorted[{op.hash.ToUint256(), n}] = c;
+                cache.AddCoin(op, std::move(c), false);
+            }
+        }
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+    }
+    // Independent reference: serialize in (txid, n) order and SHA256d.
+    std::vector<uint8_t> ser;
+    uint64_t bogo = 0;
+    Amount total = 0;
+    for (const auto& [k, c] : sorted) {
+        VectorWriter<std::vector<uint8_t>> w(ser, ser.size());
+        w << k.first << k.second << uint32_t(c.height * 2 + c.coinbase) << c.out;
+        bogo += 50 + c.out.script_pubkey.size();
+        total += c.out.value;
+    }
+    auto s = ComputeUtxoStats(*db);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->hash_serialized, HashSha256d(std::span<const uint8_t>(ser)));
+    EXPECT_EQ(s->txouts, sorted.size());
+    EXPECT_EQ(s->transactions, 2u);
+    EXPECT_EQ(s->bogosize, bogo);
+    EXPECT_EQ(s->total_amount, total);
+    EXPECT_EQ(s->best_block, TipOf(1));
+}
+
+TEST(CoinsStats, FormatMoney)
+{
+    EXPECT_EQ(FormatMoney(0), "0.00000000");
+    EXPECT_EQ(FormatMoney(1), "0.00000001");
+    EXPECT_EQ(FormatMoney(29950 * COIN), "29950.00000000");
+    EXPECT_EQ(FormatMoney(MAX_MONEY), "21000000.00000000");
+}
+
+} // namespace
+} // namespace ibdkit

@@ -1,0 +1,64 @@
+// Real blocks from ../shared/data for the primitives and consensus tests.
+#pragma once
+
+#include "test_util.h"
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/encoding/endian.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ibdkit::test {
+
+struct RawBlock {
+    std::string origin; ///< file and index, for failure messages
+    ChainType chain;
+    std::vector<uint8_t> bytes;
+};
+
+/// Records of a block file: magic + LE32 size + block, until the end or a zero (pre-allocated) tail.
+inline std::vector<std::vector<uint8_t>> ReadBlockFile(const std::vector<uint8_t>& file)
+{
+    std::vector<std::vector<uint8_t>> out;
+    std::size_t pos = 0;
+    while (pos + 8 <= file.size()) {
+        if (file[pos] == 0 && file[pos + 1] == 0 && file[pos + 2] == 0 && file[pos + 3] == 0) break;
+        const uint32_t size = LoadLE<uint32_t>(file.data() + pos + 4);
+        if (pos + 8 + size > file.size()) break;
+        out.emplace_back(file.begin() + long(pos + 8), file.begin() + long(pos + 8 + size));
+        pos += 8 + size;
+    }
+    return out;
+}
+
+/// Every block under ../shared/data (empty if the data is absent).
+inline const std::vector<RawBlock>& AllSharedBlocks()
+{
+    static const std::vector<RawBlock> blocks = [] {
+        std::vector<RawBlock> v;
+        for (const char* name : {"mainnet/blocks/block_413567.raw", "mainnet/blocks/block_481829.raw",
+                                 "mainnet/blocks/block_866342.raw"}) {
+            if (auto p = SharedData(name)) v.push_back({name, ChainType::MAIN, ReadFile(*p)});
+        }
+        const std::pair<const char*, ChainType> files[] = {
+            {"mainnet/blk_0-599/blk00000.dat", ChainType::MAIN},
+            {"mainnet/blk_0-599/blk00001.dat", ChainType::MAIN},
+            {"signet/blk00000.dat", ChainType::SIGNET},
+            {"regtest/core_kernel_blocks_1-206.blk", ChainType::REGTEST},
+        };
+        for (const auto& [name, chain] : files) {
+            auto p = SharedData(name);
+            if (!p) continue;
+            auto recs = ReadBlockFile(ReadFile(*p));
+            for (std::size_t i = 0; i < recs.size(); ++i) {
+                v.push_back({std::string(name) + "#" + std::to_string(i), chain, std::move(recs[i])});
+            }
+        }
+        return v;
+    }();
+    return blocks;
+}
+
+} // namespace ibdkit::test
