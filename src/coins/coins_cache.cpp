@@ -111,8 +111,7 @@ StoreStatus CoinsCache::Flush()
 {
     StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/true);
     if (!st.ok()) return st;
-    m_map.clear();
-    m_map.rehash(0); // release the bucket array, as Core reallocates its map
+    CoinsMap().swap(m_map); // release the bucket array too, as Core reallocates its map
     m_cached_coins_usage = 0;
     return st;
 }

@@ -22,11 +22,24 @@ bool HasDuplicateInputs(const std::vector<TxIn>& vin)
         }
         return false;
     }
-    std::vector<const OutPoint*> v;
+    // Sort by (first hash word, index) — integer compares — and compare neighbours fully.
+    struct Key {
+        uint64_t word;
+        uint32_t n;
+        const OutPoint* op;
+    };
+    std::vector<Key> v;
     v.reserve(n);
-    for (const TxIn& in : vin) v.push_back(&in.prevout);
-    std::sort(v.begin(), v.end(), [](const OutPoint* a, const OutPoint* b) { return *a < *b; });
-    return std::adjacent_find(v.begin(), v.end(), [](const OutPoint* a, const OutPoint* b) { return *a == *b; }) != v.end();
+    for (const TxIn& in : vin) v.push_back({in.prevout.hash.ToUint256().GetUint64(0), in.prevout.n, &in.prevout});
+    std::sort(v.begin(), v.end(), [](const Key& a, const Key& b) {
+        if (a.word != b.word) return a.word < b.word;
+        if (a.n != b.n) return a.n < b.n;
+        return *a.op < *b.op; // full order, so equal outpoints end up adjacent
+    });
+    for (std::size_t i = 1; i < n; ++i) {
+        if (v[i].word == v[i - 1].word && v[i].n == v[i - 1].n && *v[i].op == *v[i - 1].op) return true;
+    }
+    return false;
 }
 } // namespace
 

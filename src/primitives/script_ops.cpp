@@ -7,12 +7,13 @@
 
 namespace ibdkit {
 
-bool GetScriptOp(const uint8_t*& pc, const uint8_t* end, uint8_t& opcode, std::span<const uint8_t>* data) noexcept
+namespace {
+/// Core's GetScriptOp, inlinable into the hot loops below.
+inline bool ReadScriptOpInline(const uint8_t*& pc, const uint8_t* end, uint8_t& opcode, std::span<const uint8_t>* data) noexcept
 {
     opcode = OP_INVALIDOPCODE;
     if (data) *data = {};
     if (pc >= end) return false;
-    if (end - pc < 1) return false;
     const uint8_t op = *pc++;
     if (op <= OP_PUSHDATA4) {
         uint32_t size = 0;
@@ -37,6 +38,12 @@ bool GetScriptOp(const uint8_t*& pc, const uint8_t* end, uint8_t& opcode, std::s
     opcode = op;
     return true;
 }
+} // namespace
+
+bool GetScriptOp(const uint8_t*& pc, const uint8_t* end, uint8_t& opcode, std::span<const uint8_t>* data) noexcept
+{
+    return ReadScriptOpInline(pc, end, opcode, data);
+}
 
 unsigned GetSigOpCount(std::span<const uint8_t> script, bool accurate) noexcept
 {
@@ -46,7 +53,7 @@ unsigned GetSigOpCount(std::span<const uint8_t> script, bool accurate) noexcept
     uint8_t last = OP_INVALIDOPCODE;
     while (pc < end) {
         uint8_t op;
-        if (!GetScriptOp(pc, end, op)) break;
+        if (!ReadScriptOpInline(pc, end, op, nullptr)) break;
         if (op == OP_CHECKSIG || op == OP_CHECKSIGVERIFY) {
             n++;
         } else if (op == OP_CHECKMULTISIG || op == OP_CHECKMULTISIGVERIFY) {

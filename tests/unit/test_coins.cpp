@@ -2,6 +2,7 @@
 // UTXO statistics, corruption handling and read-only opening.
 #include "test_util.h"
 
+#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
@@ -893,6 +894,41 @@ TEST(CoinsStats, FormatMoney)
     EXPECT_EQ(FormatMoney(1), "0.00000001");
     EXPECT_EQ(FormatMoney(29950 * COIN), "29950.00000000");
     EXPECT_EQ(FormatMoney(MAX_MONEY), "21000000.00000000");
+}
+
+} // namespace
+} // namespace ibdkit
+
+// ---- script types and addresses (dump) ---------------------------------------------------------
+
+namespace ibdkit {
+namespace {
+
+TEST(CoinsAddress, KnownVectors)
+{
+    const Script p2pkh = S("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac"); // genesis key's hash160
+    EXPECT_EQ(ScriptTypeName(p2pkh), "pubkeyhash");
+    EXPECT_EQ(EncodeAddress(p2pkh, AddressNetwork::Main).value_or(""), "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa");
+    const Script p2wpkh = S("0014751e76e8199196d454941c45d1b3a323f1433bd6"); // BIP173
+    EXPECT_EQ(ScriptTypeName(p2wpkh), "witness_v0_keyhash");
+    EXPECT_EQ(EncodeAddress(p2wpkh, AddressNetwork::Main).value_or(""), "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4");
+    EXPECT_EQ(EncodeAddress(p2wpkh, AddressNetwork::Regtest).value_or(""), "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080");
+    const Script p2wsh = S("00201863143c14c5166804bd19203356da136c985678cd4d27a1b8c6329604903262"); // BIP173
+    EXPECT_EQ(ScriptTypeName(p2wsh), "witness_v0_scripthash");
+    EXPECT_EQ(EncodeAddress(p2wsh, AddressNetwork::Test).value_or(""), "tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7");
+    const Script p2tr = S("5120" + G_X); // BIP350 / BIP86 style
+    EXPECT_EQ(ScriptTypeName(p2tr), "witness_v1_taproot");
+    EXPECT_EQ(EncodeAddress(p2tr, AddressNetwork::Main).value_or(""), "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0");
+    const Script p2sh = S("a914" + std::string("e9c3dd0c07aac76179ebc76a6c78d4d67c6c160a") + "87");
+    EXPECT_EQ(ScriptTypeName(p2sh), "scripthash");
+    EXPECT_EQ(EncodeAddress(p2sh, AddressNetwork::Main).value_or(""), "3P14159f73E4gFr7JterCCQh9QjiTjiZrG");
+    EXPECT_EQ(ScriptTypeName(S("4104" + G_X + G_Y + "ac")), "pubkey");
+    EXPECT_FALSE(EncodeAddress(S("4104" + G_X + G_Y + "ac"), AddressNetwork::Main));
+    EXPECT_EQ(ScriptTypeName(S("6a0568656c6c6f")), "nulldata");
+    EXPECT_EQ(ScriptTypeName(S("5121" "02" + G_X + "51ae")), "multisig");
+    EXPECT_EQ(ScriptTypeName(S("51024e73")), "anchor");
+    EXPECT_EQ(ScriptTypeName(S("5220" + G_X)), "witness_unknown");
+    EXPECT_EQ(ScriptTypeName(S("51")), "nonstandard");
 }
 
 } // namespace

@@ -85,7 +85,6 @@ private:
     };
     BlockHash m_genesis;
     std::vector<Node> m_nodes;
-    uint64_t m_duplicates{0};
 };
 
 /// Approximate proof-of-work of a compact target (2^256 / (target + 1)), as a double: enough to

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 

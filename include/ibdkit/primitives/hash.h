@@ -34,10 +34,7 @@ public:
 
     bool IsNull() const noexcept
     {
-        for (uint8_t b : m_data) {
-            if (b) return false;
-        }
-        return true;
+        return (GetUint64(0) | GetUint64(1) | GetUint64(2) | GetUint64(3)) == 0;
     }
     void SetNull() noexcept { m_data.fill(0); }
     /// Little-endian 64-bit word i (0..3), e.g. for hashing into a table.
@@ -61,7 +58,9 @@ public:
     }
     friend bool operator==(const uint256& a, const uint256& b) noexcept
     {
-        return std::memcmp(a.m_data.data(), b.m_data.data(), SIZE) == 0;
+        // Four word compares, inlined: equality is hot (merkle mutation, duplicate inputs).
+        return ((a.GetUint64(0) ^ b.GetUint64(0)) | (a.GetUint64(1) ^ b.GetUint64(1)) |
+                (a.GetUint64(2) ^ b.GetUint64(2)) | (a.GetUint64(3) ^ b.GetUint64(3))) == 0;
     }
 
     template <WriteStream S>

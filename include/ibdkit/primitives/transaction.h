@@ -29,9 +29,9 @@ struct OutPoint {
     Txid hash;
     uint32_t n{NULL_INDEX};
 
-    bool IsNull() const noexcept { return hash.IsNull() && n == NULL_INDEX; }
+    bool IsNull() const noexcept { return n == NULL_INDEX && hash.IsNull(); }
     friend auto operator<=>(const OutPoint&, const OutPoint&) noexcept = default;
-    friend bool operator==(const OutPoint&, const OutPoint&) noexcept = default;
+    friend bool operator==(const OutPoint& a, const OutPoint& b) noexcept { return a.n == b.n && a.hash == b.hash; }
     template <typename Op, typename Self>
     static void SerOps(Op& op, Self& self) { op(self.hash, self.n); }
 };

@@ -1,0 +1,53 @@
+// cli/progress.h — one progress line on stderr: redrawn in place on a terminal, a plain line every
+// few seconds otherwise (so logs of long runs still show progress).
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace ibdkit::cli {
+
+class ProgressLine {
+public:
+    explicit ProgressLine(bool enabled) : m_enabled(enabled), m_tty(::isatty(STDERR_FILENO) != 0) {}
+    ProgressLine(const ProgressLine&) = delete;
+    ProgressLine& operator=(const ProgressLine&) = delete;
+    ~ProgressLine() { Done(); }
+
+    /// fraction in [0, 1] (negative: unknown); text follows the bar.
+    void Update(double fraction, const std::string& text)
+    {
+        if (!m_enabled) return;
+        const auto now = Clock::now();
+        if (!m_tty && now - m_last < std::chrono::seconds(5)) return;
+        m_last = now;
+        std::string bar;
+        if (fraction >= 0) {
+            const int width = 30, filled = int(std::min(1.0, fraction) * width);
+            bar = "[" + std::string(std::size_t(filled), '#') + std::string(std::size_t(width - filled), '.') + "] ";
+            char pct[16];
+            std::snprintf(pct, sizeof pct, "%5.1f%% ", fraction * 100);
+            bar += pct;
+        }
+        std::fprintf(stderr, m_tty ? "\r\033[K%s%s" : "%s%s\n", bar.c_str(), text.c_str());
+        std::fflush(stderr);
+        m_drawn = true;
+    }
+    void Done()
+    {
+        if (m_enabled && m_tty && m_drawn) std::fprintf(stderr, "\n");
+        m_drawn = false;
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    bool m_enabled;
+    bool m_tty;
+    bool m_drawn{false};
+    Clock::time_point m_last{};
+};
+
+} // namespace ibdkit::cli

@@ -1,0 +1,56 @@
+// ibdkit/replay/connect.h — connecting a checked block to the UTXO set, without scripts.
+//
+// The rules of Core's ContextualCheckBlock + ConnectBlock that need no script execution, with
+// Core's reject reasons: BIP34 coinbase height (bad-cb-height), transaction finality
+// (bad-txns-nonfinal), block weight (bad-blk-weight), the witness commitment
+// (bad-witness-nonce-size, bad-witness-merkle-match, unexpected-witness), BIP30 with Core's two
+// historical exceptions (bad-txns-BIP30), inputs that exist and are unspent
+// (bad-txns-inputs-missingorspent), coinbase maturity (bad-txns-premature-spend-of-coinbase), input
+// and fee ranges (bad-txns-inputvalues-outofrange, bad-txns-in-belowout, bad-txns-fee-outofrange,
+// bad-txns-accumulated-fee-outofrange), and the coinbase claim (bad-cb-amount).
+//
+// NOT checked (assumevalid-style; README "Trust"): script and signature validity, the sigop-cost
+// limit (needs the spent scripts' analysis), BIP68 relative lock-times, and signet block solutions.
+// A chain replayed by ibdkit is therefore trusted for its scripts exactly as an assumevalid node
+// trusts the blocks below its assumevalid hash.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/consensus/validation.h>
+#include <ibdkit/primitives/block.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace ibdkit {
+
+struct ConnectContext {
+    int height{0};
+    /// Median time past of the previous 11 blocks (for BIP113 finality once CSV is active).
+    int64_t median_time_past{0};
+    /// Hash of this chain's block at params.bip34_height, when height > bip34_height (BIP30 rule).
+    std::optional<BlockHash> bip34_ancestor;
+};
+
+struct ConnectStats {
+    Amount fees{0};
+    uint64_t inputs{0};
+    uint64_t outputs_added{0};
+};
+
+/// Applies `block` (already through CheckBlock) at ctx.height: checks the rules above and updates
+/// `view`. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
+/// of the block's changes and must be discarded (not flushed) by the caller.
+bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
+                  BlockValidationState& state, ConnectStats* stats = nullptr);
+
+/// Re-applies a block that was already connected once, without checks and idempotently (spending
+/// a missing coin and overwriting an existing one are fine): recovery after a flush interrupted
+/// between its first and last batch (Core's RollforwardBlock).
+void RollforwardBlock(const Block& block, int height, CoinsCache& view);
+
+/// Core's two historical blocks that duplicate an earlier coinbase (BIP30 exceptions).
+bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept;
+
+} // namespace ibdkit

@@ -1,0 +1,82 @@
+// ibdkit/replay/replay.h — the IBD pipeline over block files: read, decode, check, connect, flush.
+//
+// Blocks are read from Bitcoin Core block files (any order; xor.dat honoured), ordered by following
+// prev-hashes, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
+// received through MessageReceiver<Policy>, as Core's IBD receives them), decoded, checked with
+// CheckBlock (proof of work included), connected with ConnectBlock (UTXO rules without scripts —
+// see replay/connect.h for what that means for trust) and flushed to a chainstate in Core's LevelDB
+// format whenever the cache exceeds its budget. A run that stops (interrupt, --stop-height) flushes
+// cleanly; the next run on the same chainstate resumes after its best block, and a chainstate left
+// mid-flush by a crash is recovered by rolling the interrupted blocks forward.
+#pragma once
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ibdkit {
+
+struct ReplayProgress {
+    int height{0};
+    int tip_height{0};         ///< height of the last block of the best chain in the files
+    uint64_t blocks{0};        ///< blocks connected in this run
+    uint64_t txs{0};
+    uint64_t bytes{0};         ///< block bytes processed in this run
+    double elapsed_s{0};
+    std::size_t cache_bytes{0};
+    std::size_t cache_budget{0};
+    uint64_t flushes{0};
+};
+
+struct ReplayOptions {
+    std::filesystem::path blocks_dir;            ///< a blocks directory or a single blk file
+    std::optional<ChainType> chain;              ///< nullopt: detect from the first record's magic
+    std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
+    std::size_t dbcache_mib{450};                ///< UTXO cache budget (Core's -dbcache default)
+    PolicyId policy{PolicyId::Hardened};
+    std::optional<int> stop_height;
+    bool via_p2p{false};
+    std::function<void(const ReplayProgress&)> on_progress; ///< called about 4 times a second
+    const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly
+    /// Test hook: called after each connected block with its height (e.g. to kill at a point).
+    std::function<void(int)> after_block;
+};
+
+struct ReplayResult {
+    ChainType chain{ChainType::MAIN};
+    int start_height{0};         ///< first height connected by this run
+    int height{-1};              ///< chainstate tip height at the end (-1: nothing connected)
+    BlockHash tip;
+    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0};
+    uint64_t bytes{0};
+    double seconds{0};           ///< wall time of the connect loop
+    double total_seconds{0};     ///< including scanning the files and the final statistics
+    uint64_t flushes{0};
+    uint64_t recovered_blocks{0};///< blocks rolled forward to recover an interrupted flush
+    uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run
+    BlockFileScanStats scan;
+    uint64_t orphans{0}, stale{0}, duplicates{0};
+    bool interrupted{false};
+    std::optional<std::string> reject_reason;  ///< set when a block failed its checks
+    int reject_height{-1};
+    std::optional<UtxoStats> utxo;             ///< statistics of the final chainstate
+};
+
+/// Runs the pipeline. Environment failures and malformed files are errors; a block that fails
+/// validation is not (the result carries Core's reject reason and the height, and the chainstate
+/// holds the state before that block).
+Result<ReplayResult> Replay(const ReplayOptions& opts);
+
+/// The network whose magic starts the first block file, if any.
+std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir);
+
+} // namespace ibdkit

@@ -1,0 +1,150 @@
+#include <ibdkit/replay/connect.h>
+
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/consensus.h>
+
+namespace ibdkit {
+
+namespace {
+
+// Core's LOCKTIME_THRESHOLD: lock times below are heights, above are UNIX times.
+constexpr uint32_t LOCKTIME_THRESHOLD = 500'000'000;
+// Core's BIP34_IMPLIES_BIP30_LIMIT: from this height BIP30 is checked again (BIP34 no longer
+// implies unique coinbases there).
+constexpr int BIP34_IMPLIES_BIP30_LIMIT = 1'983'702;
+
+bool IsFinalTx(const Transaction& tx, int height, int64_t cutoff_time) noexcept
+{
+    if (tx.lock_time() == 0) return true;
+    const int64_t lock = tx.lock_time();
+    if (lock < (tx.lock_time() < LOCKTIME_THRESHOLD ? int64_t(height) : cutoff_time)) return true;
+    for (const auto& in : tx.vin()) {
+        if (in.sequence != TxIn::SEQUENCE_FINAL) return false;
+    }
+    return true;
+}
+
+void AddCoins(CoinsCache& view, const Transaction& tx, int height, bool check_for_overwrite, uint64_t* added)
+{
+    const bool coinbase = tx.IsCoinBase();
+    const Txid& txid = tx.GetHash();
+    for (uint32_t i = 0; i < tx.vout().size(); ++i) {
+        const OutPoint op{txid, i};
+        const bool overwrite = check_for_overwrite ? view.HaveCoin(op) : coinbase;
+        view.AddCoin(op, Coin(tx.vout()[i], uint32_t(height), coinbase), overwrite);
+        if (added) ++*added;
+    }
+}
+
+} // namespace
+
+bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
+{
+    static const BlockHash h91842 = *BlockHash::FromHex("00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec");
+    static const BlockHash h91880 = *BlockHash::FromHex("00000000000743f190a18c5577a3c2d2a1f610ae9601ac046a38084ccb7cd721");
+    return (height == 91842 && hash == h91842) || (height == 91880 && hash == h91880);
+}
+
+bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
+                  BlockValidationState& state, ConnectStats* stats)
+{
+    const int height = ctx.height;
+
+    // --- ContextualCheckBlock, in Core's order ---
+    const bool csv_active = height >= params.csv_height;
+    const int64_t lock_time_cutoff = csv_active ? ctx.median_time_past : block.GetBlockTime();
+    for (const auto& tx : block.vtx) {
+        if (!IsFinalTx(tx, height, lock_time_cutoff)) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "non-final transaction");
+        }
+    }
+    if (height >= params.bip34_height && !CheckCoinbaseHeight(block, height, state)) return false;
+    if (!CheckWitnessMalleation(block, height >= params.segwit_height, state)) return false;
+    if (!CheckBlockWeight(block, state)) return false;
+
+    // --- ConnectBlock ---
+    const BlockHash hash = block.GetHash();
+    bool enforce_bip30 = !IsBIP30Repeat(height, hash);
+    // Once BIP34 is active on this chain (its block at bip34_height is the one in the params), new
+    // duplicate coinbases cannot be created, so BIP30 need not be checked, until the height where
+    // BIP34 heights wrap into old coinbases' scriptSigs.
+    if (ctx.bip34_ancestor && *ctx.bip34_ancestor == params.bip34_hash) enforce_bip30 = false;
+    if (enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT) {
+        for (const auto& tx : block.vtx) {
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) {
+                if (view.HaveCoin(OutPoint{tx.GetHash(), o})) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30",
+                                         "tried to overwrite transaction");
+                }
+            }
+        }
+    }
+
+    Amount fees = 0;
+    uint64_t inputs = 0, added = 0;
+    for (const auto& tx : block.vtx) {
+        if (!tx.IsCoinBase()) {
+            Amount value_in = 0;
+            for (const auto& in : tx.vin()) {
+                if (!view.HaveCoin(in.prevout)) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
+                                         "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
+                }
+            }
+            for (const auto& in : tx.vin()) {
+                const Coin& coin = view.AccessCoin(in.prevout);
+                if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
+                                         "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
+                }
+                value_in += coin.out.value;
+                if (!MoneyRange(coin.out.value) || !MoneyRange(value_in)) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputvalues-outofrange");
+                }
+            }
+            const Amount value_out = tx.GetValueOut();
+            if (value_in < value_out) {
+                return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-in-belowout",
+                                     "value in (" + std::to_string(value_in) + ") < value out (" + std::to_string(value_out) + ")");
+            }
+            const Amount fee = value_in - value_out;
+            if (!MoneyRange(fee)) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-fee-outofrange");
+            fees += fee;
+            if (!MoneyRange(fees)) {
+                return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
+                                     "accumulated fee in the block out of range");
+            }
+            for (const auto& in : tx.vin()) {
+                view.SpendCoin(in.prevout);
+                ++inputs;
+            }
+        }
+        AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);
+    }
+    const Amount reward = fees + GetBlockSubsidy(height, params);
+    if (block.vtx[0].GetValueOut() > reward) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
+                             "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
+                                 " vs limit=" + std::to_string(reward) + ")");
+    }
+    view.SetBestBlock(hash);
+    if (stats) {
+        stats->fees += fees;
+        stats->inputs += inputs;
+        stats->outputs_added += added;
+    }
+    return true;
+}
+
+void RollforwardBlock(const Block& block, int height, CoinsCache& view)
+{
+    for (const auto& tx : block.vtx) {
+        if (!tx.IsCoinBase()) {
+            for (const auto& in : tx.vin()) view.SpendCoin(in.prevout);
+        }
+        AddCoins(view, tx, height, /*check_for_overwrite=*/true, nullptr);
+    }
+    view.SetBestBlock(block.GetHash());
+}
+
+} // namespace ibdkit
