@@ -220,7 +220,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--blocks-dir", a->blocks_dir, "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->required();
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
-    cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB (flush when reached)")->capture_default_str();
+    cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened, or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");

@@ -1,0 +1,146 @@
+// Replay pipeline: equal results for reordered/obfuscated files, and crash safety under SIGKILL.
+#include "test_util.h"
+
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/replay/replay.h>
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+using namespace ibdkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        static int n = 0;
+        path = fs::temp_directory_path() / ("ibdkit-replay-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+        fs::create_directories(path);
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+std::optional<fs::path> MainnetDir() { return ibdkit::test::SharedData("mainnet/blk_0-599"); }
+
+ReplayResult MustReplay(ReplayOptions o)
+{
+    auto r = Replay(o);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : ReplayResult{};
+}
+
+std::string HashOf(const ReplayResult& r) { return r.utxo ? r.utxo->hash_serialized.ToHex() : "none"; }
+
+} // namespace
+
+TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
+{
+    auto dir = MainnetDir();
+    if (!dir) GTEST_SKIP() << "shared data absent";
+    ReplayOptions o;
+    o.blocks_dir = *dir;
+    const auto plain = MustReplay(o);
+    ASSERT_EQ(plain.height, 599);
+
+    // Every record of both files, shuffled, split over three files, XORed with a random key.
+    std::vector<std::vector<uint8_t>> recs;
+    const std::array<uint8_t, 4> magic{0xf9, 0xbe, 0xb4, 0xd9};
+    auto st = ScanBlockFiles(ListBlockFiles(*dir), magic, ObfuscationKey{}, [&](const BlockRecordPos&, std::span<const uint8_t> b) {
+        recs.emplace_back(b.begin(), b.end());
+    });
+    ASSERT_TRUE(st.ok());
+    std::mt19937_64 rng(ibdkit::test::TestSeed());
+    std::shuffle(recs.begin(), recs.end(), rng);
+    TempDir t;
+    ObfuscationKey key;
+    for (auto& b : key.bytes) b = std::byte(rng() | 0x10);
+    std::ofstream(t.path / "xor.dat", std::ios::binary).write(reinterpret_cast<const char*>(key.bytes.data()), 8);
+    for (int f = 0; f < 3; ++f) {
+        std::vector<uint8_t> file;
+        for (std::size_t i = std::size_t(f); i < recs.size(); i += 3) {
+            file.insert(file.end(), magic.begin(), magic.end());
+            uint8_t len[4];
+            WriteLE32(len, uint32_t(recs[i].size()));
+            file.insert(file.end(), len, len + 4);
+            file.insert(file.end(), recs[i].begin(), recs[i].end());
+        }
+        XorBytes(MakeWritableByteSpan(file), key, 0);
+        char name[32];
+        std::snprintf(name, sizeof name, "blk%05d.dat", f);
+        std::ofstream(t.path / name, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
+    }
+    o.blocks_dir = t.path;
+    const auto shuffled = MustReplay(o);
+    EXPECT_EQ(shuffled.height, 599);
+    EXPECT_EQ(HashOf(shuffled), HashOf(plain));
+    o.via_p2p = true;
+    o.policy = PolicyId::ZeroAfterFree;
+    EXPECT_EQ(HashOf(MustReplay(o)), HashOf(plain));
+}
+
+TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
+{
+    auto dir = MainnetDir();
+    if (!dir) GTEST_SKIP() << "shared data absent";
+    ReplayOptions ref;
+    ref.blocks_dir = *dir;
+    const std::string expected = HashOf(MustReplay(ref));
+
+    const bool long_mode = std::getenv("IBDKIT_LONG_TESTS") != nullptr;
+    const int rounds = long_mode ? 40 : 4; // up to 3 kills each: >= 100 kills in long mode
+    std::mt19937_64 rng(ibdkit::test::TestSeed());
+    int kills = 0;
+    for (int round = 0; round < rounds; ++round) {
+        TempDir t;
+        // Up to three kills per round, then a run to the end.
+        for (int attempt = 0; attempt < 4; ++attempt) {
+            const bool kill_it = attempt < 3;
+            const pid_t pid = fork();
+            ASSERT_GE(pid, 0);
+            if (pid == 0) {
+                ReplayOptions o;
+                o.blocks_dir = *dir;
+                o.chainstate = t.path / "chainstate";
+                o.dbcache_mib = 0; // flush after every block: kills land inside flushes
+                auto r = Replay(o);
+                _exit(r.ok() && !r->reject_reason && r->height == 599 ? 0 : 3);
+            }
+            if (kill_it) {
+                std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1'500'000));
+                kill(pid, SIGKILL);
+            }
+            int status = 0;
+            waitpid(pid, &status, 0);
+            if (WIFSIGNALED(status)) {
+                ++kills;
+                continue;
+            }
+            ASSERT_TRUE(WIFEXITED(status));
+            ASSERT_EQ(WEXITSTATUS(status), 0) << "a run after " << attempt << " kills failed (seed " << ibdkit::test::TestSeed() << ")";
+            if (!kill_it) break;
+        }
+        ReplayOptions fin;
+        fin.blocks_dir = *dir;
+        fin.chainstate = t.path / "chainstate";
+        const auto r = MustReplay(fin);
+        ASSERT_EQ(r.height, 599);
+        ASSERT_EQ(HashOf(r), expected) << "round " << round << " seed " << ibdkit::test::TestSeed();
+    }
+    RecordProperty("kills", kills);
+    EXPECT_GT(kills, 0) << "no kill landed: the test did not test anything";
+}
