@@ -1,6 +1,7 @@
 // `ibdkit replay`: the IBD pipeline over block files.
 #include "commands.h"
 #include "progress.h"
+#include "replay_cli.h"
 
 #include <algorithm>
 #include <memory>
@@ -9,13 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 
 namespace ibdkit::cli {
 namespace {
@@ -25,183 +22,6 @@ std::atomic<bool> g_interrupt{false};
 extern "C" void OnSignal(int)
 {
     if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
-}
-
-std::string Btc(Amount a)
-{
-    char b[64];
-    std::snprintf(b, sizeof b, "%s%lld.%08lld", a < 0 ? "-" : "", (long long)(std::llabs(a) / COIN), (long long)(std::llabs(a) % COIN));
-    return b;
-}
-
-nlohmann::json ToJson(const ReplayResult& r)
-{
-    nlohmann::json j;
-    j["network"] = std::string(ChainTypeName(r.chain));
-    j["policy"] = nullptr;
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        j["height"] = r.height;
-        j["bestblock"] = r.tip.ToHex();
-        j["txouts"] = u.txouts;
-        j["transactions"] = u.transactions;
-        j["bogosize"] = u.bogosize;
-        j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
-        j["total_amount_sat"] = u.total_amount;
-        j["hash_serialized_3"] = u.hash_serialized.ToHex();
-    }
-    j["blocks_connected"] = r.blocks;
-    j["start_height"] = r.start_height;
-    j["transactions_connected"] = r.txs;
-    j["bytes"] = r.bytes;
-    j["seconds"] = r.seconds;
-    j["total_seconds"] = r.total_seconds;
-    j["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
-    j["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
-    j["flushes"] = r.flushes;
-    j["recovered_blocks"] = r.recovered_blocks;
-    j["bytes_cleansed"] = r.bytes_cleansed;
-    j["orphans"] = r.orphans;
-    j["stale"] = r.stale;
-    j["duplicates"] = r.duplicates;
-    j["skipped_bytes"] = r.scan.skipped_bytes;
-    j["truncated_records"] = r.scan.truncated;
-    j["interrupted"] = r.interrupted;
-    if (r.reject_reason) {
-        j["reject_reason"] = *r.reject_reason;
-        j["reject_height"] = r.reject_height;
-    }
-    return j;
-}
-
-void PrintHuman(const ReplayResult& r)
-{
-    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
-    std::printf("blocks connected   %llu (heights %d..%d) in %.2f s: %.1f blocks/s, %.1f MB/s, %.0f tx/s\n",
-                (unsigned long long)r.blocks, r.start_height, r.height, r.seconds,
-                r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0, r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0,
-                r.seconds > 0 ? double(r.txs) / r.seconds : 0.0);
-    if (r.recovered_blocks) std::printf("recovered          %llu blocks rolled forward after an interrupted flush\n", (unsigned long long)r.recovered_blocks);
-    if (r.orphans || r.stale || r.duplicates || r.scan.truncated || r.scan.skipped_bytes) {
-        std::printf("skipped            %llu orphan, %llu stale, %llu duplicate blocks; %llu truncated records; %llu garbage bytes\n",
-                    (unsigned long long)r.orphans, (unsigned long long)r.stale, (unsigned long long)r.duplicates,
-                    (unsigned long long)r.scan.truncated, (unsigned long long)r.scan.skipped_bytes);
-    }
-    if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
-    if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        std::printf("height             %d\nbestblock          %s\ntxouts             %llu\ntransactions       %llu\n"
-                    "bogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
-                    r.height, r.tip.ToHex().c_str(), (unsigned long long)u.txouts, (unsigned long long)u.transactions,
-                    (unsigned long long)u.bogosize, Btc(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
-    }
-}
-
-struct PolicyRun {
-    PolicyId policy;
-    ReplayResult result;
-    long peak_rss_kib{0};
-    std::string error;
-};
-
-// The replay progress line: height, blocks/s, tx/s, MB/s, cache use, ETA.
-std::function<void(const ReplayProgress&)> ProgressPrinter(std::shared_ptr<ProgressLine> bar, std::string label)
-{
-    return [bar, label](const ReplayProgress& p) {
-        const double s = std::max(p.elapsed_s, 1e-9);
-        const double bps = double(p.blocks) / s;
-        const int left = p.tip_height - p.height;
-        char text[256];
-        std::snprintf(text, sizeof text, "%s%sheight %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  cache %zu/%zu MiB  ETA %s",
-                      label.c_str(), label.empty() ? "" : ": ", p.height, p.tip_height, bps, double(p.txs) / s,
-                      double(p.bytes) / 1e6 / s, p.cache_bytes >> 20, p.cache_budget >> 20,
-                      bps > 0 ? (std::to_string(int(left / bps)) + " s").c_str() : "?");
-        bar->Update(p.tip_height > 0 ? double(p.height) / p.tip_height : -1, text);
-    };
-}
-
-// Runs one replay in a child process so each policy's peak RSS is its own.
-PolicyRun RunInChild(ReplayOptions opts)
-{
-    PolicyRun pr{opts.policy, {}, 0, {}};
-    int fd[2];
-    if (pipe(fd) != 0) {
-        pr.error = "pipe failed";
-        return pr;
-    }
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        auto r = Replay(opts);
-        std::string out = r ? ToJson(*r).dump() : std::string("!") + r.error().message;
-        std::size_t off = 0;
-        while (off < out.size()) {
-            ssize_t n = write(fd[1], out.data() + off, out.size() - off);
-            if (n <= 0) break;
-            off += std::size_t(n);
-        }
-        _exit(r ? 0 : 1);
-    }
-    close(fd[1]);
-    std::string buf;
-    char tmp[4096];
-    ssize_t n;
-    while ((n = read(fd[0], tmp, sizeof tmp)) > 0) buf.append(tmp, std::size_t(n));
-    close(fd[0]);
-    int status = 0;
-    rusage ru{};
-    wait4(pid, &status, 0, &ru);
-    pr.peak_rss_kib = ru.ru_maxrss;
-    if (buf.empty() || buf[0] == '!') {
-        pr.error = buf.empty() ? "replay child failed" : buf.substr(1);
-        return pr;
-    }
-    auto j = nlohmann::json::parse(buf);
-    pr.result.blocks = j["blocks_connected"];
-    pr.result.bytes = j["bytes"];
-    pr.result.txs = j["transactions_connected"];
-    pr.result.seconds = j["seconds"];
-    pr.result.bytes_cleansed = j["bytes_cleansed"];
-    pr.result.height = j.value("height", -1);
-    if (j.contains("hash_serialized_3")) {
-        UtxoStats u;
-        u.hash_serialized = uint256::FromHex(j["hash_serialized_3"].get<std::string>()).value_or(uint256{});
-        u.txouts = j["txouts"];
-        pr.result.utxo = u;
-    }
-    return pr;
-}
-
-// The side-by-side table of `--policy all`.
-void PrintPolicyTable(const std::vector<PolicyRun>& runs)
-{
-    const PolicyRun* plain = nullptr;
-    for (const auto& r : runs) {
-        if (r.policy == PolicyId::Plain) plain = &r;
-    }
-    std::printf("\n| %-16s | %9s | %9s | %8s | %13s | %15s | %8s |\n", "policy", "wall s", "blocks/s", "MB/s",
-                "peak RSS MiB", "bytes cleansed", "vs plain");
-    std::printf("|:-----------------|----------:|----------:|---------:|--------------:|----------------:|---------:|\n");
-    for (const auto& r : runs) {
-        const auto& x = r.result;
-        const double ratio = plain && plain->result.seconds > 0 ? x.seconds / plain->result.seconds : 0;
-        std::printf("| %-16s | %9.2f | %9.1f | %8.2f | %13.1f | %15llu | %7.2fx |\n",
-                    std::string(PolicyName(r.policy)).c_str(), x.seconds, x.seconds > 0 ? double(x.blocks) / x.seconds : 0.0,
-                    x.seconds > 0 ? double(x.bytes) / 1e6 / x.seconds : 0.0, double(r.peak_rss_kib) / 1024.0,
-                    (unsigned long long)x.bytes_cleansed, ratio);
-    }
-    bool same = true;
-    for (const auto& r : runs) {
-        if (!r.result.utxo || !runs.front().result.utxo || r.result.utxo->hash_serialized != runs.front().result.utxo->hash_serialized) same = false;
-    }
-    if (!runs.empty() && runs.front().result.utxo) {
-        std::printf("\nheight %d, %llu txouts, hash_serialized_3 %s — %s\n", runs.front().result.height,
-                    (unsigned long long)runs.front().result.utxo->txouts, runs.front().result.utxo->hash_serialized.ToHex().c_str(),
-                    same ? "identical under every policy" : "DIFFERS between policies (bug!)");
-    }
-    if (!same) ExitCode() = 1;
 }
 
 const CommandRegistrar replay_cmd([](CLI::App& app) {
@@ -245,21 +65,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         }
         if (all) {
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
-            std::vector<PolicyRun> runs;
-            for (PolicyId id : ALL_POLICIES) {
-                ReplayOptions po = o;
-                po.policy = id;
-                auto bar = std::make_shared<ProgressLine>(!a->quiet);
-                po.on_progress = ProgressPrinter(bar, std::string(PolicyName(id)));
-                runs.push_back(RunInChild(po));
-                bar->Done();
-                if (!runs.back().error.empty()) {
-                    std::fprintf(stderr, "ibdkit: replay with %s failed: %s\n", std::string(PolicyName(id)).c_str(), runs.back().error.c_str());
-                    ExitCode() = 1;
-                    return;
-                }
-            }
-            PrintPolicyTable(runs);
+            ExitCode() = ReplayAllPolicies(o, a->quiet);
             return;
         }
         auto bar = std::make_shared<ProgressLine>(!a->quiet);

@@ -1,0 +1,39 @@
+// cli/replay_cli.h — pieces shared by the commands that replay chains (`replay`, `run`).
+#pragma once
+
+#include "commands.h"
+#include "progress.h"
+
+#include <ibdkit/replay/replay.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ibdkit::cli {
+
+/// "12.34567890" BTC.
+std::string Btc(Amount a);
+/// The result as JSON: gettxoutsetinfo's field names plus timing and skip counts.
+nlohmann::json ToJson(const ReplayResult& r);
+/// The result for people.
+void PrintHuman(const ReplayResult& r);
+/// A progress callback drawing height, blocks/s, tx/s, MB/s, cache use and ETA on `bar`.
+std::function<void(const ReplayProgress&)> ProgressPrinter(std::shared_ptr<ProgressLine> bar, std::string label);
+
+struct PolicyRun {
+    PolicyId policy;
+    ReplayResult result;
+    long peak_rss_kib{0};
+    std::string error;
+};
+/// Runs one replay in a child process, so each run's peak RSS is its own.
+PolicyRun RunReplayInChild(ReplayOptions opts);
+/// The side-by-side table of `--policy all`; sets ExitCode() to 1 if the policies' UTXO hashes differ.
+void PrintPolicyTable(const std::vector<PolicyRun>& runs);
+/// Replays once per policy (in children) and prints the table. Returns the exit code.
+int ReplayAllPolicies(const ReplayOptions& base, bool quiet);
+
+} // namespace ibdkit::cli
