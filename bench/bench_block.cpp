@@ -140,7 +140,7 @@ struct Kernel {
 
 const Kernel* LoadKernel(std::string* why)
 {
-    static const Kernel* kernel = [why]() -> const Kernel* {
+    static const Kernel* kernel = []() -> const Kernel* {
         std::vector<std::string> paths;
         if (const char* env = std::getenv("IBDKIT_KERNEL_LIB")) paths.emplace_back(env);
         paths.emplace_back("/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/pbk/_libs/libbitcoinkernel.so");

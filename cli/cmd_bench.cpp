@@ -1,4 +1,4 @@
-// `ibdkit bench` and `ibdkit run`.
+// `ibdkit bench`.
 #include "commands.h"
 
 #include "bench.h"
@@ -33,27 +33,30 @@ const CommandRegistrar bench_cmd([](CLI::App& app) {
     cmd->add_option("--filter", opts->filter, "Regular expression over benchmark names")->capture_default_str();
     cmd->add_option("--min-time", opts->min_time_ms, "Target milliseconds per sample")->capture_default_str();
     cmd->add_option("--epochs", opts->epochs, "Interleaved samples per benchmark")->capture_default_str();
+    cmd->add_option("--max-group-time", opts->max_group_s,
+                    "Seconds a benchmark's variants may take together; slow ones get fewer epochs (min 3; 0 = no cap)")
+        ->capture_default_str();
     cmd->add_option("--policy", *policies, "Policies to compare: NAME[,NAME...] or all")->capture_default_str();
     cmd->add_option("--json", opts->json_path, "Also write results as JSON to this file");
     cmd->add_flag("--list", opts->list, "List benchmarks and exit");
     cmd->add_flag("--smoke", opts->smoke, "One short sample per benchmark (a check that all run)");
+    cmd->add_option("--report", opts->report_dir,
+                    "Write DIR/report.md (environment, tables, ratios) and DIR/policy_cost.png (chart)");
+    cmd->add_flag("--callgrind", opts->callgrind,
+                  "Count instructions with valgrind --tool=callgrind instead of timing (stable across runs)");
+    cmd->add_option("--callgrind-iters", opts->callgrind_iters, "Iterations per benchmark under --callgrind")
+        ->capture_default_str();
+    cmd->add_option("--kernel-lib", opts->kernel_lib,
+                    "Bitcoin Core's libbitcoinkernel.so (default: $IBDKIT_KERNEL_LIB, then the pbk Python package)");
+    // Hidden: the child of --callgrind runs each selected case N times, untimed.
+    cmd->add_option("--iterations", opts->fixed_iters)->group("");
     cmd->callback([opts, policies] {
         opts->policies = ParsePolicyList(*policies);
         bench::Run(*opts);
     });
 });
 
-const CommandRegistrar run_cmd([](CLI::App& app) {
-    auto* cmd = app.add_subcommand("run", "The main job on the embedded default: the buffer-policy benchmarks, side by side");
-    cmd->callback([] {
-        std::printf("ibdkit run: what does buffer hygiene cost? The seed PR's buffer benchmarks, every policy\n"
-                    "interleaved in one run; 'vs plain' is the median per-epoch ratio [min-max].\n");
-        bench::Options o;
-        o.filter = "^(DataStreamAlloc|DataStreamSerializeScript)/";
-        o.min_time_ms = 40;
-        bench::Run(o);
-    });
-});
+// `ibdkit run` (the main job) lives in cli/cmd_run.cpp.
 
 } // namespace
 } // namespace ibdkit::cli

@@ -1,5 +1,6 @@
 #include <ibdkit/coins/coins_cache.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <tuple>
 
@@ -14,7 +15,20 @@ std::size_t ScriptHeapUsage(const Coin& c) noexcept
 }
 } // namespace
 
-CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes) {}
+CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes)
+    : m_db(db), m_budget(budget_bytes), m_pool(std::make_unique<NodePool>()),
+      m_map(0, SaltedOutPointHasher{}, std::equal_to<OutPoint>{}, CoinsMap::allocator_type(m_pool.get()))
+{
+}
+
+void CoinsCache::ResetMap()
+{
+    // A fresh map on a fresh pool; the old (empty) map and then its pool are released whole, as
+    // Core recreates its map and memory resource after a flush.
+    auto pool = std::make_unique<NodePool>();
+    CoinsMap(0, SaltedOutPointHasher{}, std::equal_to<OutPoint>{}, CoinsMap::allocator_type(pool.get())).swap(m_map);
+    m_pool.swap(pool);
+}
 
 CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
 {
@@ -111,7 +125,7 @@ StoreStatus CoinsCache::Flush()
 {
     StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/true);
     if (!st.ok()) return st;
-    CoinsMap().swap(m_map); // release the bucket array too, as Core reallocates its map
+    ResetMap();
     m_cached_coins_usage = 0;
     return st;
 }
@@ -136,8 +150,11 @@ std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
 {
     // Core's memusage for an unordered_map: one node per element (value + next pointer; the hash
     // code is not cached for a noexcept hasher) plus the bucket array.
+    // With the node pool, the pool's chunks are what the nodes really hold (Core counts its
+    // PoolResource the same way); the estimate takes the larger of the two.
     constexpr std::size_t node = MallocUsage(sizeof(CoinsMap::value_type) + sizeof(void*));
-    return node * m_map.size() + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage;
+    const std::size_t nodes = std::max(node * m_map.size(), m_pool->Usage());
+    return nodes + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage;
 }
 
 } // namespace ibdkit

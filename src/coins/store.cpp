@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
@@ -71,10 +72,16 @@ public:
         if (!Resolve(name, &p)) return leveldb::Status::NotFound(f);
         return target()->NewRandomAccessFile(p, r);
     }
+    /// After the open: refuse to create files. LevelDB's background compactions (size- or
+    /// seek-triggered while a large chainstate is scanned) then fail harmlessly instead of writing
+    /// gigabytes to the scratch directory; reads are unaffected.
+    void Freeze() { m_frozen = true; }
+
     leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override
     {
         std::string name;
         if (!Ours(f, &name)) return target()->NewWritableFile(f, r);
+        if (m_frozen) return leveldb::Status::IOError(f, "read-only chainstate view");
         Shadow(name);
         return target()->NewWritableFile(Scratch(name), r);
     }
@@ -82,6 +89,7 @@ public:
     {
         std::string name;
         if (!Ours(f, &name)) return target()->NewAppendableFile(f, r);
+        if (m_frozen) return leveldb::Status::IOError(f, "read-only chainstate view");
         if (!target()->FileExists(Scratch(name)) && !Hidden(name) && target()->FileExists(f)) {
             auto st = CopyToScratch(f, name);
             if (!st.ok()) return st;
@@ -224,6 +232,7 @@ private:
     const std::string m_scratch;
     std::mutex m_mutex;
     std::set<std::string> m_hidden; ///< names of the directory's files that no longer exist in the view
+    std::atomic<bool> m_frozen{false};
 };
 
 ObfuscationKey RandomKey()
@@ -410,6 +419,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
         return fail(FromLevelDb(s, "cannot open " + path.string()));
     }
     im.db.reset(raw);
+    if (im.env) im.env->Freeze();
 
     // Obfuscation key: read from an existing database; a new, empty one gets a random key.
     const auto okey = std::as_bytes(std::span<const uint8_t>(OBFUSCATE_KEY_KEY));

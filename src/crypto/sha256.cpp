@@ -47,7 +47,8 @@ CpuFeatures DetectCpu() noexcept
 CpuFeatures DetectCpu() noexcept { return {}; }
 #endif
 
-constexpr Engine PORTABLE{"portable", portable::Transform, portable::D64};
+constexpr LaneKernel PORTABLE_X1{1, portable::StepX1};
+constexpr Engine PORTABLE{"portable", portable::Transform, portable::D64, {1, {PORTABLE_X1}, {0}}};
 
 #if IBDKIT_SHA256_X86
 void D64Avx2(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept
@@ -61,9 +62,16 @@ void D64Avx512(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept
     D64Avx2(out, in, blocks);
 }
 
-constexpr Engine SHANI{"sha-ni", shani::Transform, shani::D64};
-constexpr Engine AVX2{"avx2", portable::Transform, D64Avx2};
-constexpr Engine AVX512{"avx512", portable::Transform, D64Avx512};
+constexpr LaneKernel SHANI_X1{1, shani::StepX1};
+constexpr LaneKernel SHANI_X2{2, shani::StepX2};
+constexpr LaneKernel AVX2_X8{8, avx2::StepX8};
+constexpr LaneKernel AVX512_X16{16, avx512::StepX16};
+
+// Multi-buffer plans (Sha256dMany). stop_below: hand the messages in flight to the next kernel
+// once fewer lanes than this are busy and nothing waits (measured: docs/crypto.md).
+constexpr Engine SHANI{"sha-ni", shani::Transform, shani::D64, {2, {SHANI_X2, SHANI_X1}, {2, 0}}};
+constexpr Engine AVX2{"avx2", portable::Transform, D64Avx2, {2, {AVX2_X8, PORTABLE_X1}, {3, 0}}};
+constexpr Engine AVX512{"avx512", portable::Transform, D64Avx512, {3, {AVX512_X16, AVX2_X8, PORTABLE_X1}, {6, 3, 0}}};
 
 bool HasShaNi(const CpuFeatures& f) { return f.sha && f.sse41 && f.ssse3; }
 
@@ -74,7 +82,9 @@ void D64Avx512ShaNi(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcep
     for (; blocks >= 16; blocks -= 16, in += 1024, out += 512) avx512::D64x16(out, in);
     shani::D64(out, in, blocks);
 }
-constexpr Engine SHANI_AVX512{"sha-ni+avx512", shani::Transform, D64Avx512ShaNi};
+constexpr int AVX512_TO_SHANI = 8;
+constexpr Engine SHANI_AVX512{"sha-ni+avx512", shani::Transform, D64Avx512ShaNi,
+                              {3, {AVX512_X16, SHANI_X2, SHANI_X1}, {AVX512_TO_SHANI, 2, 0}}};
 #endif
 
 // The automatic choice, ordered by measurement (docs/crypto.md): single streams on SHA-NI when

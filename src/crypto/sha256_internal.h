@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace ibdkit::sha256_detail {
 
@@ -57,12 +58,37 @@ using TransformFn = void (*)(uint32_t* state, const uint8_t* chunk, std::size_t 
 /// its outputs are written, and output i never lies beyond input i).
 using D64Fn = void (*)(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
 
-/// One selectable implementation: a single-stream transform and a SHA256d64.
+/// A multi-buffer compression kernel: one 64-byte block for each of `lanes` independent states.
+/// State layout: lanes <= 2 keep each lane's eight words together (s[8 * lane + i]); wider
+/// kernels keep word i of all lanes together (s[lanes * i + lane]), 64-byte aligned.
+using LaneStepFn = void (*)(uint32_t* state, const uint8_t* const* blocks) noexcept;
+struct LaneKernel {
+    int lanes;
+    LaneStepFn step;
+    uint32_t& At(uint32_t* s, int lane, int i) const noexcept
+    {
+        return lanes <= 2 ? s[8 * lane + i] : s[lanes * i + lane];
+    }
+};
+/// Sha256dMany's plan: kernels from widest to narrowest. Stage k hands its messages in flight to
+/// stage k+1 once no message waits and fewer than stop_below[k] lanes are busy (a nearly idle wide
+/// kernel is slower than a narrow one); the last stage runs to the end.
+struct ManyPlan {
+    int stages;
+    LaneKernel kernel[3];
+    int stop_below[3];
+};
+
+/// One selectable implementation: a single-stream transform, a SHA256d64 and a multi-buffer plan.
 struct Engine {
     const char* name;
     TransformFn transform;
     D64Fn d64;
+    ManyPlan many;
 };
+
+/// Sha256dMany with an explicit plan (sha256_many.cpp).
+void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept;
 
 struct CpuFeatures {
     bool ssse3{false}, sse41{false}, sha{false}, avx2{false}, avx512f{false};
@@ -78,6 +104,7 @@ const Engine& ActiveEngine() noexcept;
 namespace portable {
 void Transform(uint32_t* state, const uint8_t* chunk, std::size_t blocks) noexcept;
 void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
+void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept;
 } // namespace portable
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -86,14 +113,20 @@ namespace shani {
 void Transform(uint32_t* state, const uint8_t* chunk, std::size_t blocks) noexcept;
 /// Two inputs at a time (independent dependency chains hide the sha256rnds2 latency).
 void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
+void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept;
+void StepX2(uint32_t* state, const uint8_t* const* blocks) noexcept;
 } // namespace shani
 namespace avx2 {
 /// Exactly 8 inputs (512 bytes in, 256 bytes out).
 void D64x8(uint8_t* out, const uint8_t* in) noexcept;
+/// One block for each of 8 lanes (state word-major, 64-byte aligned).
+void StepX8(uint32_t* state, const uint8_t* const* blocks) noexcept;
 } // namespace avx2
 namespace avx512 {
 /// Exactly 16 inputs (1024 bytes in, 512 bytes out).
 void D64x16(uint8_t* out, const uint8_t* in) noexcept;
+/// One block for each of 16 lanes (state word-major, 64-byte aligned).
+void StepX16(uint32_t* state, const uint8_t* const* blocks) noexcept;
 } // namespace avx512
 #endif
 

@@ -282,6 +282,65 @@ TEST_F(Sha256Test, Sha256d64BackendsAgreeAndWorkInPlace)
     EXPECT_EQ(ToHex(dummy), std::string(64, '0'));
 }
 
+// Sha256dMany on every back-end against the streaming SHA256d of the concatenated ranges: random
+// message counts (including the lane-refill, hand-over and second-hash remainders), lengths
+// 0..5000 (with the 55/56/63/64/119/120-byte padding edges over-represented), 1-3 range splits
+// (empty ranges included), and outputs that must not spill.
+TEST_F(Sha256Test, Sha256dManyBackendsAgree)
+{
+    const auto backends = AvailableAndAuto();
+    std::mt19937_64 rng(PrintedSeed());
+    constexpr std::size_t EDGES[] = {0, 1, 31, 32, 55, 56, 63, 64, 65, 119, 120, 127, 128, 183, 184};
+    for (int round = 0; round < 60; ++round) {
+        std::size_t count = std::size_t(rng() % 70);
+        if (round % 10 == 9) count = 1000 + std::size_t(rng() % 1500); // beyond the on-stack order array
+        if (round == 0) count = 0;
+        std::vector<std::vector<uint8_t>> msgs(count);
+        for (auto& m : msgs) {
+            std::size_t len;
+            switch (rng() % 4) {
+            case 0: len = EDGES[rng() % std::size(EDGES)]; break;
+            case 1: len = std::size_t(rng() % 5001); break;
+            default: len = std::size_t(rng() % 600); break;
+            }
+            if (rng() % 50 == 0) len = 20000 + std::size_t(rng() % 20000); // one long message keeps a lane busy
+            m.resize(len);
+            for (auto& c : m) c = uint8_t(rng());
+        }
+        // Reference digests (portable streaming).
+        ASSERT_TRUE(sha256_detail::ForceBackend(Backend::Portable));
+        std::vector<std::array<uint8_t, 32>> ref(count);
+        for (std::size_t i = 0; i < count; ++i) Sha256d().Write(msgs[i]).Finalize(ref[i].data());
+        // Split each message into 1-3 ranges at random points.
+        std::vector<HashJob> jobs(count);
+        std::vector<uint8_t> out(32 * count + 1, 0xEE);
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::span<const uint8_t> m(msgs[i]);
+            const int parts = 1 + int(rng() % 3);
+            std::size_t a = m.size(), b = m.size();
+            if (parts >= 2) a = m.empty() ? 0 : std::size_t(rng() % (m.size() + 1));
+            if (parts == 3) b = a + (m.size() == a ? 0 : std::size_t(rng() % (m.size() - a + 1)));
+            if (parts == 1) {
+                jobs[i] = HashJob(m, out.data() + 32 * i);
+            } else {
+                jobs[i] = HashJob(m.first(a), m.subspan(a, b - a), m.subspan(b), out.data() + 32 * i);
+            }
+        }
+        for (auto b : backends) {
+            const std::string name = Use(b);
+            std::fill(out.begin(), out.end(), 0xEE);
+            Sha256dMany(jobs);
+            for (std::size_t i = 0; i < count; ++i) {
+                ASSERT_EQ(ToHex(std::span(out).subspan(32 * i, 32)), ToHex(ref[i]))
+                    << name << " round=" << round << " count=" << count << " msg=" << i << " len=" << msgs[i].size()
+                    << " ranges=" << jobs[i].size[0] << "," << jobs[i].size[1] << "," << jobs[i].size[2];
+            }
+            EXPECT_EQ(out.back(), 0xEE) << name;
+        }
+    }
+    sha256_detail::ResetBackend();
+}
+
 TEST_F(Sha256Test, InPlaceMerkleHalvingMatchesPairwiseHashing)
 {
     // The way merkle code uses it: halve an array of 2^k hashes in place down to the root.

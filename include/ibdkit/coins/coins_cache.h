@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace ibdkit {
 
@@ -70,8 +71,11 @@ public:
 private:
     CoinsMap::iterator FetchCoin(const OutPoint& outpoint);
 
+    void ResetMap();
+
     CoinsDB& m_db;
     std::size_t m_budget;
+    std::unique_ptr<NodePool> m_pool; // before m_map: destroyed after it
     CoinsMap m_map;
     BlockHash m_best_block;
     std::size_t m_cached_coins_usage{0}; ///< heap bytes of the coins' scripts

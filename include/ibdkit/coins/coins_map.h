@@ -6,7 +6,12 @@
 #include <ibdkit/primitives/transaction.h>
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <new>
+#include <type_traits>
+#include <vector>
 #include <random>
 #include <unordered_map>
 
@@ -50,6 +55,94 @@ private:
     uint64_t m_k0, m_k1;
 };
 
-using CoinsMap = std::unordered_map<OutPoint, CoinsCacheEntry, SaltedOutPointHasher>;
+/// A pool of small fixed-size blocks for the map's nodes (Core's PoolResource idea): allocating
+/// and freeing millions of entries costs a free-list push/pop instead of malloc/free, and the whole
+/// pool is returned at once when the cache is emptied. Not thread-safe (neither is the cache).
+class NodePool {
+public:
+    static constexpr std::size_t MAX_BLOCK = 256;
+    static constexpr std::size_t ALIGN = 16;
+    static constexpr std::size_t CHUNK = 256 << 10;
+
+    NodePool() = default;
+    NodePool(const NodePool&) = delete;
+    NodePool& operator=(const NodePool&) = delete;
+    ~NodePool()
+    {
+        for (void* c : m_chunks) ::operator delete(c, std::align_val_t(ALIGN));
+    }
+
+    void* Allocate(std::size_t bytes)
+    {
+        const std::size_t cls = Class(bytes);
+        if (void* p = m_free[cls]) {
+            m_free[cls] = *static_cast<void**>(p);
+            return p;
+        }
+        const std::size_t size = cls * ALIGN;
+        if (std::size_t(m_end - m_cur) < size) {
+            m_cur = static_cast<char*>(::operator new(CHUNK, std::align_val_t(ALIGN)));
+            m_end = m_cur + CHUNK;
+            m_chunks.push_back(m_cur);
+        }
+        void* p = m_cur;
+        m_cur += size;
+        return p;
+    }
+    void Deallocate(void* p, std::size_t bytes) noexcept
+    {
+        const std::size_t cls = Class(bytes);
+        *static_cast<void**>(p) = m_free[cls];
+        m_free[cls] = p;
+    }
+    /// Bytes held from the system (whole chunks).
+    std::size_t Usage() const noexcept { return m_chunks.size() * CHUNK; }
+
+private:
+    static std::size_t Class(std::size_t bytes) noexcept { return (bytes + ALIGN - 1) / ALIGN; }
+    std::array<void*, MAX_BLOCK / ALIGN + 1> m_free{};
+    std::vector<void*> m_chunks;
+    char* m_cur{nullptr};
+    char* m_end{nullptr};
+};
+
+/// Allocator over a NodePool for single small objects (the map's nodes); anything else (the bucket
+/// array) and a null pool go to operator new.
+template <typename T>
+struct PoolAllocator {
+    using value_type = T;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    using propagate_on_container_copy_assignment = std::true_type;
+
+    NodePool* pool{nullptr};
+    PoolAllocator() noexcept = default;
+    explicit PoolAllocator(NodePool* p) noexcept : pool(p) {}
+    template <typename U>
+    PoolAllocator(const PoolAllocator<U>& o) noexcept : pool(o.pool) {}
+
+    static constexpr bool Pooled(std::size_t n) noexcept
+    {
+        return sizeof(T) <= NodePool::MAX_BLOCK && alignof(T) <= NodePool::ALIGN && n == 1;
+    }
+    T* allocate(std::size_t n)
+    {
+        if (pool && Pooled(n)) return static_cast<T*>(pool->Allocate(sizeof(T)));
+        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(alignof(T))));
+    }
+    void deallocate(T* p, std::size_t n) noexcept
+    {
+        if (pool && Pooled(n)) {
+            pool->Deallocate(p, sizeof(T));
+        } else {
+            ::operator delete(p, std::align_val_t(alignof(T)));
+        }
+    }
+    template <typename U>
+    friend bool operator==(const PoolAllocator& a, const PoolAllocator<U>& b) noexcept { return a.pool == b.pool; }
+};
+
+using CoinsMap = std::unordered_map<OutPoint, CoinsCacheEntry, SaltedOutPointHasher, std::equal_to<OutPoint>,
+                                    PoolAllocator<std::pair<const OutPoint, CoinsCacheEntry>>>;
 
 } // namespace ibdkit

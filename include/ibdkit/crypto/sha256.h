@@ -58,6 +58,29 @@ void Sha256dOf(std::span<const uint8_t> data, uint8_t out[32]) noexcept;
 /// available. `out` may equal `in` (in-place halving).
 void Sha256d64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
 
+/// One message for Sha256dMany: the concatenation of up to three byte ranges (unused ranges have
+/// size 0), and where its 32-byte SHA256d goes. A transaction's txid is three ranges of its
+/// serialization (version | inputs..outputs | lock time) when it has a witness, one otherwise.
+struct HashJob {
+    const uint8_t* data[3]{nullptr, nullptr, nullptr};
+    uint32_t size[3]{0, 0, 0};
+    uint8_t* out{nullptr};
+
+    HashJob() = default;
+    HashJob(std::span<const uint8_t> whole, uint8_t* dest) noexcept
+        : data{whole.data(), nullptr, nullptr}, size{uint32_t(whole.size()), 0, 0}, out(dest) {}
+    HashJob(std::span<const uint8_t> a, std::span<const uint8_t> b, std::span<const uint8_t> c, uint8_t* dest) noexcept
+        : data{a.data(), b.data(), c.data()}, size{uint32_t(a.size()), uint32_t(b.size()), uint32_t(c.size())}, out(dest) {}
+    uint64_t TotalSize() const noexcept { return uint64_t(size[0]) + size[1] + size[2]; }
+};
+
+/// SHA256d of many independent messages at once (multi-buffer): each SIMD lane hashes one message
+/// and takes the next as soon as its message ends (longest first), then the second SHA-256 runs
+/// over all 32-byte digests as one fixed-size batch. Writes 32 bytes to each job's `out`, which
+/// must not overlap any job's input. Same result as Sha256d().Write(range 0).Write(range 1)
+/// .Write(range 2).Finalize(out) on every back-end; each range must be shorter than 4 GiB.
+void Sha256dMany(std::span<const HashJob> jobs) noexcept;
+
 /// Name of the back-end in use ("sha-ni", "avx2", "avx512", "portable"; the automatic choice may
 /// combine two, e.g. "sha-ni+avx512" = SHA-NI for streams and AVX-512 for Sha256d64).
 std::string_view Sha256Implementation() noexcept;

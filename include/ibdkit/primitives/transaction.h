@@ -105,7 +105,8 @@ struct TxBuilder;
 /// An immutable transaction with its ids and sizes computed once.
 class Transaction {
 public:
-    /// An empty transaction (no inputs, no outputs, version 2); its ids are those of its encoding.
+    /// A placeholder (no inputs, no outputs, version 2) with null ids and sizes — a target to
+    /// decode into; build real transactions from a MutableTransaction or by decoding.
     Transaction();
     explicit Transaction(const MutableTransaction& mtx);
     explicit Transaction(MutableTransaction&& mtx);

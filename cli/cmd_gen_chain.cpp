@@ -1,0 +1,152 @@
+// `ibdkit gen-chain`: writes a deterministic regtest chain as Core-format blk files.
+#include "commands.h"
+
+#include <ibdkit/gen/chain_gen.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ibdkit::cli {
+namespace {
+
+struct GenOpts {
+    std::string out;
+    std::string preset{"default"};
+    std::optional<int> blocks;
+    uint64_t seed{1};
+    std::optional<int64_t> start_time;
+    std::optional<double> target_mb;
+    bool xor_files{false};
+    bool no_genesis{false};
+    bool no_progress{false};
+    bool json{false};
+};
+
+nlohmann::json StatsJson(const ChainWriteResult& r, const GenOpts& o, const ChainGenOptions& g, double secs)
+{
+    const ChainGenStats& s = r.stats;
+    return nlohmann::json{
+        {"generator", "ibdkit gen-chain"},
+        {"network", "regtest"},
+        {"blocks", s.height},
+        {"tip_hash", s.tip.ToHex()},
+        {"tip_time", s.tip_time},
+        {"seed", g.seed},
+        {"start_time", g.start_time},
+        {"target_bytes", g.target_bytes},
+        {"xor", o.xor_files},
+        {"genesis_included", !o.no_genesis},
+        {"txs", s.txs},
+        {"inputs", s.inputs},
+        {"outputs", s.outputs},
+        {"utxos", s.utxos},
+        {"block_bytes", s.block_bytes},
+        {"file_bytes", r.file_bytes},
+        {"files", r.files},
+        {"block_weight", s.block_weight},
+        {"max_block_weight", s.max_block_weight},
+        {"witness_txs", s.witness_txs},
+        {"witness_blocks", s.witness_blocks},
+        {"tx_shapes", {{"fanout", s.fanouts}, {"consolidation", s.consolidations}, {"ordinary", s.ordinary}}},
+        {"spent", {{"p2sh", s.spent_p2sh}, {"p2wsh", s.spent_p2wsh}, {"p2tr_script", s.spent_p2tr}, {"coinbase", s.spent_coinbase}}},
+        {"outputs_by_type",
+         {{"p2pkh", s.out_p2pkh}, {"p2sh", s.out_p2sh}, {"p2wpkh", s.out_p2wpkh}, {"p2wsh", s.out_p2wsh}, {"p2tr", s.out_p2tr},
+          {"p2pk", s.out_p2pk}, {"multisig", s.out_multisig}, {"op_return", s.out_op_return}}},
+        {"seconds", secs},
+    };
+}
+
+const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
+    auto* cmd = app.add_subcommand(
+        "gen-chain",
+        "Generate a deterministic regtest chain as Bitcoin Core blk files (DIR/blocks/blkNNNNN.dat). Spent outputs are "
+        "anyone-can-spend scripts (P2SH/P2WSH/P2TR-script of OP_TRUE), so Bitcoin Core accepts the chain with full "
+        "validation; all other outputs stay unspent. Same options give byte-identical files.");
+    auto o = std::make_shared<GenOpts>();
+    cmd->add_option("--out", o->out, "Output directory (blk files go to OUT/blocks; existing blk*.dat/xor.dat there are replaced)")
+        ->required();
+    cmd->add_option("--preset", o->preset, "Size preset: default (2,500 blocks, ~180 MB) or tiny (150 blocks, ~2 MB)")
+        ->check(CLI::IsMember({"default", "tiny"}))
+        ->capture_default_str();
+    cmd->add_option("--blocks", o->blocks, "Height of the last block (overrides the preset)")->check(CLI::Range(1, 1'000'000));
+    cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+    cmd->add_option("--start-time", o->start_time,
+                    "Timestamp of block 1 (default: such that the last block is stamped about now; fix it for identical output)");
+    cmd->add_option("--target-mb", o->target_mb,
+                    "Approximate total block bytes in MB (default: the preset's, or 72 kB per block with --blocks)")
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("--xor", o->xor_files, "Obfuscate like Core >= 28: write blocks/xor.dat and XOR the blk files with it");
+    cmd->add_flag("--no-genesis", o->no_genesis, "Do not write the genesis block as the first record");
+    cmd->add_flag("--no-progress", o->no_progress, "No progress on stderr");
+    cmd->add_flag("--json", o->json, "Print the summary as JSON");
+    cmd->callback([o] {
+        ChainGenOptions g = o->preset == "tiny" ? TinyChainGenOptions() : DefaultChainGenOptions();
+        if (o->blocks) {
+            g.target_bytes = uint64_t(*o->blocks) * (DefaultChainGenOptions().target_bytes / uint64_t(DefaultChainGenOptions().blocks));
+            g.blocks = *o->blocks;
+        }
+        if (o->target_mb) g.target_bytes = uint64_t(*o->target_mb * 1e6);
+        g.seed = o->seed;
+        g.start_time = o->start_time ? *o->start_time : DefaultStartTime(g.blocks, int64_t(std::time(nullptr)));
+        ChainWriteOptions w;
+        w.xor_files = o->xor_files;
+        w.include_genesis = !o->no_genesis;
+
+        const bool tty = ::isatty(STDERR_FILENO);
+        const auto start = std::chrono::steady_clock::now();
+        auto last = start;
+        auto progress = [&](const ChainGenStats& s) {
+            if (o->no_progress) return;
+            const auto now = std::chrono::steady_clock::now();
+            const bool final = s.height == g.blocks;
+            if (!final && now - last < std::chrono::milliseconds(tty ? 200 : 2000)) return;
+            last = now;
+            std::fprintf(stderr, "%sgen-chain: height %d/%d  %.1f MB  %llu txs  %llu utxos  %.1f s%s", tty ? "\r" : "",
+                         s.height, g.blocks, double(s.block_bytes) / 1e6, (unsigned long long)s.txs,
+                         (unsigned long long)s.utxos, std::chrono::duration<double>(now - start).count(),
+                         tty && !final ? "   " : "\n");
+            std::fflush(stderr);
+        };
+        auto r = WriteGeneratedChain(o->out, g, w, progress);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+
+        if (r->stats.tip_time > int64_t(std::time(nullptr)) + 2 * 60 * 60) {
+            std::fprintf(stderr,
+                         "gen-chain: warning: the tip is stamped more than 2 hours ahead of this clock; Bitcoin Core "
+                         "rejects such blocks (time-too-new) until its clock catches up\n");
+        }
+        const nlohmann::json j = StatsJson(*r, *o, g, secs);
+        {
+            std::ofstream f(std::filesystem::path(o->out) / "chain.json");
+            f << j.dump(2) << "\n";
+        }
+        if (o->json) {
+            std::printf("%s\n", j.dump(2).c_str());
+            return;
+        }
+        const ChainGenStats& s = r->stats;
+        std::printf("blocks        %d (tip %s)\n", s.height, s.tip.ToHex().c_str());
+        std::printf("transactions  %llu (%llu fan-out, %llu consolidation, %llu ordinary, %llu with witness)\n",
+                    (unsigned long long)s.txs, (unsigned long long)s.fanouts, (unsigned long long)s.consolidations,
+                    (unsigned long long)s.ordinary, (unsigned long long)s.witness_txs);
+        std::printf("bytes         %.1f MB of blocks, %.1f MB in %d blk file(s)%s\n", double(s.block_bytes) / 1e6,
+                    double(r->file_bytes) / 1e6, r->files, o->xor_files ? " (xor)" : "");
+        std::printf("utxos at tip  %llu\n", (unsigned long long)s.utxos);
+        std::printf("max weight    %llu WU\n", (unsigned long long)s.max_block_weight);
+        std::printf("time          %.2f s\n", secs);
+    });
+});
+
+} // namespace
+} // namespace ibdkit::cli

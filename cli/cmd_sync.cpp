@@ -1,0 +1,191 @@
+// `ibdkit sync`: initial block download from one P2P peer.
+#include "commands.h"
+#include "progress.h"
+
+#include <ibdkit/wire/sync.h>
+
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace ibdkit::cli {
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+
+extern "C" void OnSyncSignal(int)
+{
+    if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
+}
+
+std::string Btc(Amount a)
+{
+    char b[64];
+    std::snprintf(b, sizeof b, "%s%lld.%08lld", a < 0 ? "-" : "", (long long)(std::llabs(a) / COIN), (long long)(std::llabs(a) % COIN));
+    return b;
+}
+
+nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
+{
+    nlohmann::json j;
+    j["network"] = std::string(ChainTypeName(r.chain));
+    j["policy"] = std::string(PolicyName(policy));
+    j["mode"] = r.mode;
+    j["peer"] = {{"user_agent", r.peer_user_agent}, {"version", r.peer_version}, {"start_height", r.peer_height}, {"services", r.peer_services}};
+    if (r.utxo) {
+        const auto& u = *r.utxo;
+        j["height"] = r.height;
+        j["bestblock"] = r.tip.ToHex();
+        j["txouts"] = u.txouts;
+        j["transactions"] = u.transactions;
+        j["bogosize"] = u.bogosize;
+        j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
+        j["total_amount_sat"] = u.total_amount;
+        j["hash_serialized_3"] = u.hash_serialized.ToHex();
+    }
+    j["header_height"] = r.header_height;
+    j["headers_received"] = r.headers_received;
+    j["blocks_connected"] = r.blocks;
+    j["start_height"] = r.start_height;
+    j["transactions_connected"] = r.txs;
+    j["bytes"] = r.bytes;
+    j["handshake_seconds"] = r.handshake_seconds;
+    j["headers_seconds"] = r.headers_seconds;
+    j["seconds"] = r.seconds;
+    j["total_seconds"] = r.total_seconds;
+    j["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
+    j["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
+    j["flushes"] = r.flushes;
+    j["recovered_blocks"] = r.recovered_blocks;
+    j["messages"] = r.messages;
+    j["dropped_messages"] = r.dropped_messages;
+    j["bytes_received"] = r.bytes_received;
+    j["bytes_sent"] = r.bytes_sent;
+    j["interrupted"] = r.interrupted;
+    if (r.failure) j["failure"] = {{"kind", std::string(NetErrcName(r.failure->code))}, {"message", r.failure->message}};
+    if (r.reject_reason) {
+        j["reject_reason"] = *r.reject_reason;
+        j["reject_height"] = r.reject_height;
+    }
+    if (!r.peer_rejects.empty()) j["peer_rejects"] = r.peer_rejects;
+    return j;
+}
+
+void PrintHuman(const SyncResult& r)
+{
+    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
+    if (!r.peer_user_agent.empty() || r.peer_version) {
+        std::printf("peer               %s (protocol %d, height %d), %s download\n", r.peer_user_agent.c_str(), r.peer_version,
+                    r.peer_height, r.mode.c_str());
+    }
+    std::printf("headers            %d (%llu received)\n", r.header_height, (unsigned long long)r.headers_received);
+    std::printf("blocks connected   %llu (from height %d) in %.2f s: %.1f blocks/s, %.1f MB/s\n", (unsigned long long)r.blocks,
+                r.start_height, r.seconds, r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0,
+                r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0);
+    if (r.recovered_blocks) std::printf("recovered          %llu blocks rolled forward after an interrupted flush\n", (unsigned long long)r.recovered_blocks);
+    if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
+    if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
+    if (r.utxo) {
+        const auto& u = *r.utxo;
+        std::printf("height             %d\nbestblock          %s\ntxouts             %llu\ntransactions       %llu\n"
+                    "bogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
+                    r.height, r.tip.ToHex().c_str(), (unsigned long long)u.txouts, (unsigned long long)u.transactions,
+                    (unsigned long long)u.bogosize, Btc(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
+    }
+}
+
+const CommandRegistrar sync_cmd([](CLI::App& app) {
+    auto* cmd = app.add_subcommand("sync",
+        "Initial block download from one P2P peer: handshake, headers-first (getblocks when the peer ignores\n"
+        "getheaders), blocks in a bounded getdata window, each checked, connected and flushed as `ibdkit replay`\n"
+        "does (scripts NOT verified: trust the peer's chain as an assumevalid node does). Ctrl-C flushes;\n"
+        "the next run on the same --chainstate resumes.");
+    struct Args {
+        std::string connect, network{"regtest"}, chainstate, policy{"hardened"};
+        std::size_t dbcache{450};
+        double timeout{30};
+        double headers_wait{3};
+        std::size_t window{16};
+        int stop_height{-1};
+        bool json{false}, quiet{false}, getblocks{false};
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("--connect", a->connect, "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted)")->required();
+    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest")->capture_default_str();
+    cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
+    cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
+    cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened")->capture_default_str();
+    cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--headers-wait", a->headers_wait, "Seconds to wait for a getheaders answer before falling back to getblocks")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--window", a->window, "Blocks in flight")->check(CLI::Range(1, 1024))->capture_default_str();
+    cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
+    cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
+    cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
+    cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
+    cmd->callback([a] {
+        SyncOptions o;
+        auto chain = ParseChainType(a->network);
+        if (!chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");
+        o.chain = *chain;
+        auto hp = SplitHostPort(a->connect, GetChainParams(o.chain).default_port);
+        if (!hp) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + a->connect + "'");
+        o.host = hp->first;
+        o.port = hp->second;
+        auto id = ParsePolicy(a->policy);
+        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (plain, zero-after-free, barrier-only, secure, hardened)");
+        o.policy = *id;
+        o.chainstate = a->chainstate;
+        o.dbcache_mib = a->dbcache;
+        o.timeout = std::chrono::milliseconds(int64_t(a->timeout * 1000));
+        o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));
+        o.window = a->window;
+        o.force_getblocks = a->getblocks;
+        if (a->stop_height >= 0) o.stop_height = a->stop_height;
+        auto bar = std::make_shared<ProgressLine>(!a->quiet);
+        o.on_progress = [bar](const SyncProgress& p) {
+            char text[256];
+            if (p.headers_phase) {
+                std::snprintf(text, sizeof text, "headers %d/%d", p.header_height, p.target_height);
+            } else {
+                const double s = std::max(p.elapsed_s, 1e-9);
+                const double bps = double(p.blocks) / s;
+                const int left = p.target_height - p.height;
+                std::snprintf(text, sizeof text, "height %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  in flight %zu  cache %zu/%zu MiB  ETA %s",
+                              p.height, p.target_height, bps, double(p.txs) / s, double(p.bytes) / 1e6 / s, p.in_flight,
+                              p.cache_bytes >> 20, p.cache_budget >> 20, bps > 0 ? (std::to_string(int(left / bps)) + " s").c_str() : "?");
+            }
+            bar->Update(p.target_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.target_height : -1, text);
+        };
+        std::signal(SIGINT, OnSyncSignal);
+        std::signal(SIGTERM, OnSyncSignal);
+        o.interrupt = &g_interrupt;
+        auto r = Sync(o);
+        bar->Done();
+        if (!r) {
+            std::fprintf(stderr, "ibdkit: sync failed: %s\n", r.error().message.c_str());
+            ExitCode() = 1;
+            return;
+        }
+        if (a->json) {
+            std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
+        } else {
+            PrintHuman(*r);
+        }
+        if (r->failure) {
+            std::fprintf(stderr, "ibdkit: sync stopped at height %d: %s\n", r->height, r->failure->message.c_str());
+            ExitCode() = 1;
+        }
+        if (r->reject_reason) ExitCode() = 2;
+        if (r->interrupted) ExitCode() = 130;
+    });
+});
+
+} // namespace
+} // namespace ibdkit::cli

@@ -1,0 +1,125 @@
+// ibdkit/gen/chain_gen.h — a deterministic regtest chain that Bitcoin Core accepts with full
+// validation, for replay tests and benchmarks (docs/generator.md).
+//
+// The chain starts at the regtest genesis block. Blocks 1..100 hold only a coinbase (coinbase
+// outputs mature after COINBASE_MATURITY blocks); later blocks grow towards the weight limit and
+// carry fan-out, consolidation and ordinary transactions paying P2PKH, P2SH, P2WPKH, P2WSH, P2TR,
+// bare multisig, P2PK and OP_RETURN outputs. The outputs the generator spends are spendable
+// without keys — P2SH of OP_TRUE, P2WSH of `<8 bytes> OP_DROP OP_TRUE`, and taproot outputs spent
+// by the script path through a leaf of the same shape — so script validation succeeds without
+// signatures; every other output is left unspent and grows the UTXO set. Same options → the same
+// bytes, on any machine.
+#pragma once
+
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/block.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace ibdkit {
+
+/// Regtest genesis time (Core's chainparams): every generated block is later than this.
+inline constexpr int64_t REGTEST_GENESIS_TIME = 1296688602;
+/// Core's MAX_BLOCKFILE_SIZE: a blk file is not grown past 128 MiB.
+inline constexpr uint64_t MAX_BLOCKFILE_SIZE = 0x8000000;
+/// Target spacing between generated blocks, in seconds.
+inline constexpr int64_t GEN_BLOCK_SPACING = 600;
+
+struct ChainGenOptions {
+    /// Height of the last block (the chain has blocks 0..blocks).
+    int blocks{2500};
+    /// Seed of every random choice (amounts, output types, keys, xor key).
+    uint64_t seed{1};
+    /// Timestamp of block 1; later blocks follow at about GEN_BLOCK_SPACING. Must be later than
+    /// REGTEST_GENESIS_TIME. See DefaultStartTime for "the tip is about now".
+    int64_t start_time{0};
+    /// Approximate total size of the serialized blocks. The block-size ramp is scaled to it;
+    /// capped by what `blocks` blocks of at most MAX_BLOCK_WEIGHT can hold.
+    uint64_t target_bytes{180'000'000};
+};
+
+/// Default options sizes: the benchmark chain and a tiny one for tests.
+ChainGenOptions DefaultChainGenOptions();
+ChainGenOptions TinyChainGenOptions();
+
+/// A start time such that the last of `blocks` blocks is stamped about `now`.
+int64_t DefaultStartTime(int blocks, int64_t now) noexcept;
+
+/// What a generator has made so far.
+struct ChainGenStats {
+    int height{0};              ///< height of the last block made (0: only the genesis)
+    BlockHash tip;              ///< its hash
+    int64_t tip_time{0};        ///< its timestamp
+    uint64_t txs{0};            ///< transactions, coinbases included (genesis excluded)
+    uint64_t inputs{0};         ///< non-coinbase inputs
+    uint64_t outputs{0};        ///< outputs created (OP_RETURN and commitments included)
+    uint64_t block_bytes{0};    ///< serialized size of the generated blocks (genesis excluded)
+    uint64_t block_weight{0};   ///< total weight of the generated blocks
+    uint64_t max_block_weight{0};
+    uint64_t witness_txs{0};
+    uint64_t witness_blocks{0}; ///< blocks with a witness commitment
+    uint64_t utxos{0};          ///< unspent outputs at the tip (Core's count: OP_RETURN excluded)
+    uint64_t fanouts{0}, consolidations{0}, ordinary{0};
+    /// Inputs spent by kind: P2SH(OP_TRUE), P2WSH, P2TR script path, and of those, coinbase outputs.
+    uint64_t spent_p2sh{0}, spent_p2wsh{0}, spent_p2tr{0}, spent_coinbase{0};
+    /// Outputs created by script type.
+    uint64_t out_p2pkh{0}, out_p2sh{0}, out_p2wpkh{0}, out_p2wsh{0}, out_p2tr{0}, out_p2pk{0}, out_multisig{0},
+        out_op_return{0};
+};
+
+/// Makes the chain block by block. Each block passes CheckBlock, the witness-commitment and
+/// weight rules and BIP34 before it is returned (a failure is a generator bug: std::logic_error).
+class ChainGenerator {
+public:
+    /// Throws std::invalid_argument for blocks < 1 or a start time not after the genesis.
+    explicit ChainGenerator(const ChainGenOptions& opts);
+    ~ChainGenerator();
+    ChainGenerator(const ChainGenerator&) = delete;
+    ChainGenerator& operator=(const ChainGenerator&) = delete;
+
+    /// The regtest genesis block (block 0).
+    const Block& Genesis() const;
+    /// True once block `opts.blocks` has been made.
+    bool Done() const noexcept;
+    /// Makes the next block (height Stats().height + 1). Precondition: !Done().
+    Block Next();
+    const ChainGenStats& Stats() const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+struct ChainWriteOptions {
+    /// Obfuscate the files as Core ≥ 28 does: write blocks/xor.dat (8 bytes from the seed) and
+    /// XOR every byte of every blk file with it at the byte's absolute offset.
+    bool xor_files{false};
+    /// A file is closed before a record would take it past this size.
+    uint64_t max_file_size{MAX_BLOCKFILE_SIZE};
+    /// Write the genesis block as the first record, as Core's own blk00000.dat starts.
+    bool include_genesis{true};
+};
+
+/// Result of writing a chain.
+struct ChainWriteResult {
+    ChainGenStats stats;
+    uint64_t file_bytes{0}; ///< bytes written to blk files (framing and genesis included)
+    int files{0};           ///< number of blk files
+};
+
+/// Generates the chain into `out_dir`/blocks/blkNNNNN.dat (records: regtest magic fabfb5da, LE32
+/// size, block). Existing blk*.dat and xor.dat files in that directory are replaced. `progress`
+/// (optional) is called after every block. Errors: Errc::InvalidValue for bad options, Errc::Corrupt
+/// (with the path) when a file cannot be written.
+Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
+                                             const ChainWriteOptions& wopts,
+                                             const std::function<void(const ChainGenStats&)>& progress = {});
+
+/// The xor key WriteGeneratedChain uses for a seed (never all zero).
+std::array<std::byte, 8> GeneratedXorKey(uint64_t seed) noexcept;
+
+} // namespace ibdkit

@@ -1,0 +1,59 @@
+// ibdkit/replay/connector.h — the step every IBD path shares once it has a block and its height:
+// CheckBlock, ConnectBlock into the UTXO cache, flush to the chainstate when the cache budget is
+// reached (Core's FlushStateToDisk on a full cache), and the roll-forward that recovers a
+// chainstate left mid-flush. Used by `ibdkit sync` (blocks from a peer); the same rules as the
+// replay pipeline over block files (replay/replay.h).
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/consensus/validation.h>
+#include <ibdkit/primitives/block.h>
+#include <ibdkit/replay/connect.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace ibdkit {
+
+/// Median of the last up-to-11 timestamps of `times` (Core's GetMedianTimePast); `times` ends
+/// with the block whose MTP is wanted. Precondition: non-empty.
+int64_t MedianTimePast(std::span<const uint32_t> times);
+
+struct ConnectorCounters {
+    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};
+};
+
+class BlockConnector {
+public:
+    /// `db` must outlive the connector. budget: the dbcache in bytes (0: flush after every block).
+    BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
+
+    /// CheckBlock + ConnectBlock at ctx.height. On success the cache's best block is the block
+    /// and the cache is flushed if over budget; returns nullopt. On a consensus failure returns
+    /// Core's reject reason: the cache then holds part of the block and must not be flushed.
+    /// `size` is the block's serialized size (for the byte counter). Throws StoreError/DecodeError
+    /// on a database failure, as CoinsCache does.
+    std::optional<std::string> Connect(Block&& block, const ConnectContext& ctx, std::size_t size);
+
+    /// Re-applies an already-connected block idempotently (recovery of an interrupted flush).
+    void Rollforward(const Block& block, int height);
+
+    /// Writes the cache to the chainstate with `tip` as best block (after recovery) or the
+    /// current best block (tip null).
+    StoreStatus Flush(const BlockHash& tip = {});
+
+    CoinsCache& cache() noexcept { return m_cache; }
+    const ConnectorCounters& counters() const noexcept { return m_counters; }
+    const ChainParams& params() const noexcept { return m_params; }
+
+private:
+    const ChainParams& m_params;
+    CoinsCache m_cache;
+    ConnectorCounters m_counters;
+};
+
+} // namespace ibdkit

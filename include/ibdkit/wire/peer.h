@@ -1,0 +1,225 @@
+// ibdkit/wire/peer.h — one outbound P2P connection: a TCP socket (POSIX, non-blocking, every wait
+// bounded by poll with a deadline), the v1 framing of wire/message.h on top, and the handshake.
+//
+// Nothing here blocks without a deadline: a peer that stops sending, a peer that never accepts
+// our bytes, and a Ctrl-C all end a wait with a NetError whose message says which it was.
+// Disconnect-class framing errors (wrong magic, oversize length) end the connection with
+// NetErrc::Misbehaving; dropped messages (bad checksum or command) are counted and skipped.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/wire/message.h>
+#include <ibdkit/wire/protocol.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ibdkit {
+
+enum class NetErrc {
+    Connect,     ///< name resolution or TCP connect failed
+    Timeout,     ///< the peer did not answer / send / accept bytes in time
+    Closed,      ///< the peer closed the connection
+    Io,          ///< a socket error
+    Misbehaving, ///< the peer broke the protocol (framing, malformed message, wrong chain)
+    Interrupted, ///< our interrupt flag was set (Ctrl-C)
+};
+std::string_view NetErrcName(NetErrc c) noexcept;
+
+struct NetError {
+    NetErrc code{NetErrc::Io};
+    std::string message;
+};
+
+/// A value or a NetError.
+template <typename T>
+class [[nodiscard]] NetResult {
+public:
+    NetResult(T v) : m_v(std::in_place_index<0>, std::move(v)) {}
+    NetResult(NetError e) : m_v(std::in_place_index<1>, std::move(e)) {}
+    bool ok() const noexcept { return m_v.index() == 0; }
+    explicit operator bool() const noexcept { return ok(); }
+    T& value() & { return std::get<0>(m_v); }
+    T&& value() && { return std::get<0>(std::move(m_v)); }
+    T& operator*() & { return value(); }
+    T* operator->() { return &value(); }
+    const NetError& error() const { return std::get<1>(m_v); }
+
+private:
+    std::variant<T, NetError> m_v;
+};
+
+using NetClock = std::chrono::steady_clock;
+
+/// A connected stream socket (owns the descriptor).
+class Socket {
+public:
+    Socket() = default;
+    /// Adopts a connected descriptor (e.g. one end of a socketpair); makes it non-blocking.
+    explicit Socket(int fd);
+    ~Socket();
+    Socket(Socket&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)) {}
+    Socket& operator=(Socket&& o) noexcept;
+    Socket(const Socket&) = delete;
+    Socket& operator=(const Socket&) = delete;
+
+    /// Resolves host (name, IPv4 or IPv6 literal) and connects, waiting at most `timeout`.
+    static NetResult<Socket> Connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* interrupt = nullptr);
+
+    /// Sends every byte before `deadline`.
+    std::optional<NetError> SendAll(std::span<const uint8_t> data, NetClock::time_point deadline,
+                                    const std::atomic<bool>* interrupt = nullptr);
+    /// Waits until bytes arrive (or `deadline`), then reads what is there into buf: a count > 0.
+    NetResult<std::size_t> Receive(std::span<uint8_t> buf, NetClock::time_point deadline,
+                                   const std::atomic<bool>* interrupt = nullptr);
+
+    int fd() const noexcept { return m_fd; }
+    bool valid() const noexcept { return m_fd >= 0; }
+    void Close() noexcept;
+
+private:
+    int m_fd{-1};
+};
+
+/// Splits "host:port", "[v6]:port" or "host" (default_port). nullopt when malformed.
+std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, uint16_t default_port);
+
+struct PeerInfo {
+    VersionMessage version; ///< the peer's version message
+    bool verack{false};
+    uint64_t pings_answered{0};
+    std::vector<std::string> rejects; ///< reject messages received, formatted
+};
+
+/// A P2P connection on top of a socket; messages are received through MessageReceiver<Policy>,
+/// so every payload lives in a DataStream<Policy>.
+template <typename Policy>
+class Peer {
+public:
+    Peer(Socket socket, const ChainParams& params, const std::atomic<bool>* interrupt = nullptr)
+        : m_socket(std::move(socket)), m_params(params), m_interrupt(interrupt), m_rx(params.message_start),
+          m_buf(256 * 1024)
+    {
+    }
+
+    /// Sends one message; waits at most `timeout` for the socket to take it.
+    std::optional<NetError> Send(std::string_view command, std::span<const uint8_t> payload = {},
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(30))
+    {
+        const auto msg = MakeMessage(m_params.message_start, command, payload);
+        m_bytes_sent += msg.size();
+        return m_socket.SendAll(msg, NetClock::now() + timeout, m_interrupt);
+    }
+
+    /// The next complete message, waiting until `deadline`. Answers `ping` with `pong` and records
+    /// `reject` messages on the way (neither is returned).
+    NetResult<NetMessage<Policy>> Receive(NetClock::time_point deadline)
+    {
+        for (;;) {
+            while (!m_pending.empty()) {
+                auto r = m_rx.Feed(m_pending);
+                if (!r) return NetError{NetErrc::Misbehaving, "peer misbehaved: " + r.error().message};
+                if (!*r) continue;
+                NetMessage<Policy> msg = m_rx.TakeMessage();
+                if (msg.command == "ping") {
+                    auto nonce = DecodePing(Bytes(msg));
+                    if (nonce) {
+                        const auto pong = EncodePing(*nonce);
+                        if (auto e = Send("pong", pong)) return *e;
+                        ++m_info.pings_answered;
+                    }
+                    continue;
+                }
+                if (msg.command == "reject") {
+                    auto rej = DecodeReject(Bytes(msg));
+                    m_info.rejects.push_back(rej ? rej->ToString() : "malformed reject message");
+                    continue;
+                }
+                return msg;
+            }
+            auto n = m_socket.Receive(m_buf, deadline, m_interrupt);
+            if (!n) return n.error();
+            m_pending = std::span<const uint8_t>(m_buf.data(), *n);
+        }
+    }
+
+    /// version → (version + verack) ← → verack. `start_height` is our best height.
+    std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce)
+    {
+        VersionMessage v;
+        v.services = NODE_NONE;
+        v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        v.addr_recv = VersionAddress::FromIPv4({127, 0, 0, 1}, m_params.default_port);
+        v.addr_from = VersionAddress::FromIPv4({0, 0, 0, 0}, 0);
+        v.nonce = nonce;
+        v.start_height = start_height;
+        v.relay = false;
+        if (auto e = Send("version", EncodeVersion(v), timeout)) return e;
+        const auto deadline = NetClock::now() + timeout;
+        bool got_version = false;
+        while (!got_version || !m_info.verack) {
+            auto m = Receive(deadline);
+            if (!m) {
+                if (m.error().code == NetErrc::Timeout) {
+                    return NetError{NetErrc::Timeout, std::string("handshake timed out: no ") + (got_version ? "verack" : "version") +
+                                                          " from the peer within " + std::to_string(timeout.count() / 1000) + " s" +
+                                                          RejectSuffix()};
+                }
+                if (m.error().code == NetErrc::Closed) {
+                    return NetError{NetErrc::Closed, "the peer closed the connection during the handshake" + RejectSuffix()};
+                }
+                return m.error();
+            }
+            if (m->command == "version") {
+                if (got_version) return NetError{NetErrc::Misbehaving, "peer sent a second version message"};
+                auto pv = DecodeVersion(Bytes(*m));
+                if (!pv) return NetError{NetErrc::Misbehaving, "peer sent a malformed version message: " + pv.error().message};
+                if (pv->version < MIN_PEER_PROTO_VERSION) {
+                    return NetError{NetErrc::Misbehaving, "peer's protocol version " + std::to_string(pv->version) + " is too old"};
+                }
+                if (pv->nonce == nonce && nonce != 0) return NetError{NetErrc::Misbehaving, "connected to ourselves"};
+                m_info.version = *pv;
+                got_version = true;
+                if (auto e = Send("verack", {}, timeout)) return e;
+            } else if (m->command == "verack") {
+                if (!got_version) return NetError{NetErrc::Misbehaving, "peer sent verack before version"};
+                m_info.verack = true;
+            }
+            // wtxidrelay, sendaddrv2, sendcmpct, feefilter, ... before verack: accepted, ignored.
+        }
+        return std::nullopt;
+    }
+
+    static std::span<const uint8_t> Bytes(const NetMessage<Policy>& m) noexcept
+    {
+        return {UCharCast(m.payload.data()), m.payload.size()};
+    }
+
+    const PeerInfo& info() const noexcept { return m_info; }
+    const ReceiverStats& stats() const noexcept { return m_rx.stats(); }
+    uint64_t bytes_sent() const noexcept { return m_bytes_sent; }
+    Socket& socket() noexcept { return m_socket; }
+
+private:
+    std::string RejectSuffix() const { return m_info.rejects.empty() ? "" : " (" + m_info.rejects.back() + ")"; }
+
+    Socket m_socket;
+    const ChainParams& m_params;
+    const std::atomic<bool>* m_interrupt;
+    MessageReceiver<Policy> m_rx;
+    std::vector<uint8_t> m_buf;
+    std::span<const uint8_t> m_pending;
+    PeerInfo m_info;
+    uint64_t m_bytes_sent{0};
+};
+
+} // namespace ibdkit

@@ -1,0 +1,253 @@
+// Multi-buffer SHA256d (Sha256dMany): the lane scheduler shared by every kernel.
+//
+// A kernel compresses one 64-byte block for each of its lanes in one call. The scheduler keeps one
+// message per lane: a block that lies inside one of the message's ranges is handed to the kernel
+// by pointer (no copy); a block that straddles two ranges or holds the padding is assembled in a
+// per-lane scratch block. When a message ends its lane takes the next message at once, so lanes
+// only idle at the very end. Messages start longest first (LPT order), which keeps that end
+// short; once fewer lanes are busy than make the wide kernel pay off, the messages in flight move,
+// state and position, to the next (narrower) kernel of the plan. The second SHA-256 hashes 32-byte
+// digests: one block each, run as full groups per kernel.
+#include "crypto/sha256_internal.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace ibdkit::sha256_detail {
+namespace {
+
+constexpr int MAX_LANES = 16;
+alignas(64) constexpr uint8_t ZERO_BLOCK[64] = {};
+
+inline void WriteBE32(uint8_t* p, uint32_t x)
+{
+    p[0] = uint8_t(x >> 24);
+    p[1] = uint8_t(x >> 16);
+    p[2] = uint8_t(x >> 8);
+    p[3] = uint8_t(x);
+}
+
+/// Position of one message: which range, where in it, how many blocks (padding included) remain.
+struct Cursor {
+    const HashJob* job{nullptr};
+    uint64_t total{0};
+    uint64_t blocks_left{0};
+    uint32_t off{0};
+    int part{0};
+    bool padded{false};
+
+    void Start(const HashJob* j) noexcept
+    {
+        job = j;
+        total = j->TotalSize();
+        blocks_left = (total + 9 + 63) / 64;
+        part = 0;
+        off = 0;
+        padded = false;
+        SkipEmpty();
+    }
+    void SkipEmpty() noexcept
+    {
+        while (part < 3 && off == job->size[part]) {
+            ++part;
+            off = 0;
+        }
+    }
+    /// The next block: a pointer into the message, or `scratch` filled with bytes from two ranges
+    /// and/or the padding (0x80, zeros, bit length in the last block).
+    const uint8_t* Next(uint8_t* scratch) noexcept
+    {
+        --blocks_left;
+        if (part < 3 && job->size[part] - off >= 64) {
+            const uint8_t* p = job->data[part] + off;
+            off += 64;
+            SkipEmpty();
+            return p;
+        }
+        std::size_t filled = 0;
+        while (filled < 64 && part < 3) {
+            const std::size_t take = std::min<std::size_t>(64 - filled, job->size[part] - off);
+            std::memcpy(scratch + filled, job->data[part] + off, take);
+            filled += take;
+            off += uint32_t(take);
+            SkipEmpty();
+        }
+        if (filled < 64) {
+            if (!padded) {
+                scratch[filled++] = 0x80;
+                padded = true;
+            }
+            std::memset(scratch + filled, 0, 64 - filled);
+            if (blocks_left == 0) {
+                const uint64_t bits = total * 8;
+                WriteBE32(scratch + 56, uint32_t(bits >> 32));
+                WriteBE32(scratch + 60, uint32_t(bits));
+            }
+        }
+        return scratch;
+    }
+};
+
+/// A message moving between stages: its position and its eight state words.
+struct InFlight {
+    Cursor c;
+    uint32_t state[8];
+};
+struct Carry {
+    InFlight v[MAX_LANES];
+    int n{0};
+};
+
+/// Messages not yet started, in the order they should start.
+struct Queue {
+    const HashJob* jobs;
+    const uint32_t* order;
+    std::size_t next;
+    std::size_t n;
+    bool empty() const noexcept { return next == n; }
+    const HashJob* Pop() noexcept { return &jobs[order[next++]]; }
+};
+
+/// First SHA-256 of every message, on one kernel, until done or (for a non-final stage) until
+/// fewer than stop_below lanes are busy with nothing left to start. Each finished message's
+/// digest goes to its job's `out`.
+void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& out) noexcept
+{
+    const int lanes = k.lanes;
+    alignas(64) uint32_t s[8 * MAX_LANES];
+    alignas(64) uint8_t scratch[MAX_LANES][64];
+    const uint8_t* blocks[MAX_LANES];
+    Cursor lane[MAX_LANES];
+    bool busy[MAX_LANES] = {};
+    int next_in = 0;
+    auto fill = [&](int l) -> bool {
+        if (next_in < in.n) {
+            const InFlight& f = in.v[next_in++];
+            lane[l] = f.c;
+            for (int i = 0; i < 8; ++i) k.At(s, l, i) = f.state[i];
+        } else if (!q.empty()) {
+            lane[l].Start(q.Pop());
+            for (int i = 0; i < 8; ++i) k.At(s, l, i) = IV[i];
+        } else {
+            return false;
+        }
+        busy[l] = true;
+        return true;
+    };
+    int active = 0;
+    for (int l = 0; l < lanes; ++l) active += fill(l);
+    out.n = 0;
+    while (active > 0) {
+        if (active < stop_below && q.empty() && next_in == in.n) {
+            for (int l = 0; l < lanes; ++l) {
+                if (!busy[l]) continue;
+                InFlight& f = out.v[out.n++];
+                f.c = lane[l];
+                for (int i = 0; i < 8; ++i) f.state[i] = k.At(s, l, i);
+            }
+            return;
+        }
+        for (int l = 0; l < lanes; ++l) blocks[l] = busy[l] ? lane[l].Next(scratch[l]) : ZERO_BLOCK;
+        k.step(s, blocks);
+        for (int l = 0; l < lanes; ++l) {
+            if (!busy[l] || lane[l].blocks_left != 0) continue;
+            uint8_t* o = lane[l].job->out;
+            for (int i = 0; i < 8; ++i) WriteBE32(o + 4 * i, k.At(s, l, i));
+            if (!fill(l)) {
+                busy[l] = false;
+                --active;
+            }
+        }
+    }
+}
+
+/// Second SHA-256: each job's `out` holds a 32-byte digest; replace it by its SHA-256. Full groups
+/// on each kernel in turn; the last kernel also takes the remainder.
+void SecondHash(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
+{
+    alignas(64) uint32_t s[8 * MAX_LANES];
+    alignas(64) uint8_t blk[MAX_LANES][64];
+    const uint8_t* blocks[MAX_LANES];
+    for (int l = 0; l < MAX_LANES; ++l) {
+        // 0x80 after the 32 digest bytes, zeros, bit length 256.
+        std::memset(blk[l] + 32, 0, 32);
+        blk[l][32] = 0x80;
+        blk[l][62] = 0x01;
+        blocks[l] = blk[l];
+    }
+    std::size_t i = 0;
+    for (int st = 0; st < plan.stages; ++st) {
+        const LaneKernel& k = plan.kernel[st];
+        const bool last = st + 1 == plan.stages;
+        while (jobs.size() - i >= std::size_t(k.lanes) || (last && i < jobs.size())) {
+            const int n = int(std::min<std::size_t>(std::size_t(k.lanes), jobs.size() - i));
+            for (int l = 0; l < k.lanes; ++l) {
+                if (l < n) std::memcpy(blk[l], jobs[i + std::size_t(l)].out, 32);
+                for (int w = 0; w < 8; ++w) k.At(s, l, w) = IV[w];
+            }
+            k.step(s, blocks);
+            for (int l = 0; l < n; ++l) {
+                uint8_t* o = jobs[i + std::size_t(l)].out;
+                for (int w = 0; w < 8; ++w) WriteBE32(o + 4 * w, k.At(s, l, w));
+            }
+            i += std::size_t(n);
+        }
+    }
+}
+
+} // namespace
+
+void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
+{
+    const std::size_t n = jobs.size();
+    if (n == 0) return;
+    // Longest first: a counting sort on the block count (capped; the few longer messages are
+    // then sorted exactly). Linear time, no comparisons for the common short messages.
+    constexpr uint32_t CAP = 255;
+    uint32_t stack_order[1024];
+    std::unique_ptr<uint32_t[]> heap_order;
+    uint32_t* order = stack_order;
+    if (n > std::size(stack_order)) {
+        heap_order.reset(new (std::nothrow) uint32_t[n]);
+        if (!heap_order) {
+            // Out of memory: hash in the given order, in chunks that fit on the stack.
+            for (std::size_t i = 0; i < n; i += std::size(stack_order)) {
+                RunMany(plan, jobs.subspan(i, std::min(n - i, std::size(stack_order))));
+            }
+            return;
+        }
+        order = heap_order.get();
+    }
+    uint32_t count[CAP + 2] = {};
+    auto key = [&](std::size_t i) {
+        const uint64_t blocks = (jobs[i].TotalSize() + 9 + 63) / 64;
+        return CAP - uint32_t(std::min<uint64_t>(blocks, CAP)); // 0 = longest
+    };
+    for (std::size_t i = 0; i < n; ++i) ++count[key(i) + 1];
+    for (uint32_t b = 1; b <= CAP + 1; ++b) count[b] += count[b - 1];
+    for (std::size_t i = 0; i < n; ++i) order[count[key(i)]++] = uint32_t(i);
+    // count[0] is now the size of the capped bucket (it was filled first).
+    if (count[0] > 1) {
+        std::sort(order, order + count[0], [&](uint32_t a, uint32_t b) { return jobs[a].TotalSize() > jobs[b].TotalSize(); });
+    }
+
+    Queue q{jobs.data(), order, 0, n};
+    Carry carry[2];
+    for (int st = 0; st < plan.stages; ++st) {
+        const bool last = st + 1 == plan.stages;
+        RunStage(plan.kernel[st], last ? 0 : plan.stop_below[st], q, carry[st & 1], carry[(st + 1) & 1]);
+    }
+    SecondHash(plan, jobs);
+}
+
+} // namespace ibdkit::sha256_detail
+
+namespace ibdkit {
+
+void Sha256dMany(std::span<const HashJob> jobs) noexcept
+{
+    sha256_detail::RunMany(sha256_detail::ActiveEngine().many, jobs);
+}
+
+} // namespace ibdkit

@@ -1,0 +1,921 @@
+#include <ibdkit/gen/chain_gen.h>
+
+#include "gen/keys.h"
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/merkle.h>
+#include <ibdkit/consensus/pow.h>
+#include <ibdkit/crypto/sha256.h>
+#include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/stream/obfuscation.h>
+#include <ibdkit/stream/streams.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ibdkit {
+
+namespace {
+
+// ---- deterministic randomness ------------------------------------------------------------------
+
+uint64_t SplitMix64(uint64_t& x) noexcept
+{
+    uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/// xoshiro256**: fast, and the same sequence on every platform.
+class Rng {
+public:
+    explicit Rng(uint64_t seed) noexcept
+    {
+        for (auto& s : m_s) s = SplitMix64(seed);
+    }
+    uint64_t Next() noexcept
+    {
+        const uint64_t result = Rotl(m_s[1] * 5, 7) * 9;
+        const uint64_t t = m_s[1] << 17;
+        m_s[2] ^= m_s[0];
+        m_s[3] ^= m_s[1];
+        m_s[1] ^= m_s[2];
+        m_s[0] ^= m_s[3];
+        m_s[2] ^= t;
+        m_s[3] = Rotl(m_s[3], 45);
+        return result;
+    }
+    /// Uniform in [0, n) (n > 0), by multiply-shift.
+    uint64_t Below(uint64_t n) noexcept { return uint64_t((static_cast<unsigned __int128>(Next()) * n) >> 64); }
+    /// Uniform in [lo, hi].
+    int64_t Range(int64_t lo, int64_t hi) noexcept { return lo + int64_t(Below(uint64_t(hi - lo) + 1)); }
+    /// True with probability per_mille / 1000.
+    bool Chance(unsigned per_mille) noexcept { return Below(1000) < per_mille; }
+    void Fill(uint8_t* p, std::size_t n) noexcept
+    {
+        while (n) {
+            const uint64_t v = Next();
+            const std::size_t k = std::min<std::size_t>(n, 8);
+            std::memcpy(p, &v, k);
+            p += k;
+            n -= k;
+        }
+    }
+
+private:
+    static uint64_t Rotl(uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
+    uint64_t m_s[4];
+};
+
+// ---- output kinds ---------------------------------------------------------------------------------
+
+enum class OutKind : uint8_t {
+    // Spendable without keys: the generator spends these.
+    P2SH_TRUE,  // HASH160 <hash160(OP_TRUE)> EQUAL; scriptSig = push(OP_TRUE)
+    P2WSH_TRUE, // 0 <sha256(ws)>, ws = <8 bytes> OP_DROP OP_TRUE; witness = [ws]
+    P2TR_TRUE,  // 1 <Q>, Q tweaked with one leaf `<8 bytes> OP_DROP OP_TRUE`; witness = [leaf, control]
+    // Created, never spent.
+    P2PKH,
+    P2WPKH,
+    P2TR_KEY,
+    P2SH_OTHER,
+    P2WSH_OTHER,
+    P2PK_COMPRESSED,
+    P2PK_UNCOMPRESSED,
+    MULTISIG,
+    OP_RETURN_DATA,
+};
+
+constexpr bool IsSpendable(OutKind k) noexcept { return k <= OutKind::P2TR_TRUE; }
+
+// hash160(0x51): the P2SH program of a redeem script that is just OP_TRUE.
+constexpr uint8_t P2SH_TRUE_HASH[20] = {0xda, 0x17, 0x45, 0xe9, 0xb5, 0x49, 0xbd, 0x0b, 0xfa, 0x1a,
+                                        0x56, 0x99, 0x71, 0xc7, 0x7e, 0xba, 0x30, 0xcd, 0x5a, 0x4b};
+
+constexpr std::size_t TAPROOT_VARIANTS = 32;
+constexpr std::size_t KEY_POOL_SIZE = 64;
+
+/// `<8 bytes> OP_DROP OP_TRUE`: true whatever the 8 bytes, so each output can have its own script.
+std::array<uint8_t, 11> TrueScript(uint64_t tag) noexcept
+{
+    std::array<uint8_t, 11> s{};
+    s[0] = 0x08;
+    std::memcpy(s.data() + 1, &tag, 8);
+    s[9] = 0x75; // OP_DROP
+    s[10] = OP_1;
+    return s;
+}
+
+/// A coin the generator may spend.
+struct PoolCoin {
+    OutPoint outpoint;
+    Amount value{0};
+    uint64_t tag{0};
+    OutKind kind{OutKind::P2SH_TRUE};
+    uint8_t variant{0};
+    bool coinbase{false};
+};
+
+/// How an output was made, so it can be spent later.
+struct PlannedOut {
+    OutKind kind;
+    uint8_t variant{0};
+    uint64_t tag{0};
+};
+
+// Weight bounds used to plan a transaction before it exists (exact weights are taken afterwards).
+constexpr uint64_t W_TX_OVERHEAD = 4 * (4 + 4 + 3 + 3) + 2;            // version, locktime, counts; marker+flag
+constexpr uint64_t W_IN_MAX = 4 * (32 + 4 + 1 + 2 + 4) + (1 + 1 + 11 + 1 + 33); // P2SH scriptSig or P2TR witness
+constexpr uint64_t W_COINBASE_RESERVE = 4 * 260 + 40;                  // coinbase with 3 outputs + commitment + witness
+constexpr uint64_t W_HEADER = 4 * (80 + 5);
+constexpr uint64_t WEIGHT_CAP = MAX_BLOCK_WEIGHT - 4000;               // the fullest blocks we make
+constexpr int64_t SIGOPS_CAP = MAX_BLOCK_SIGOPS_COST - 800;
+constexpr int64_t COINBASE_ONLY_BYTES = 200;                            // rough size of a coinbase-only block
+constexpr Amount DUST = 546;
+constexpr double BYTES_PER_WU = 0.275;                                 // typical of the generated blocks
+
+std::size_t CompactSizeLen(std::size_t n) noexcept { return n < 253 ? 1 : n <= 0xffff ? 3 : 5; }
+
+} // namespace
+
+// ---- options ------------------------------------------------------------------------------------
+
+ChainGenOptions DefaultChainGenOptions()
+{
+    return ChainGenOptions{};
+}
+
+ChainGenOptions TinyChainGenOptions()
+{
+    ChainGenOptions o;
+    o.blocks = 150;
+    o.target_bytes = 2'000'000;
+    return o;
+}
+
+int64_t DefaultStartTime(int blocks, int64_t now) noexcept
+{
+    return std::max<int64_t>(now - int64_t(std::max(blocks, 1) - 1) * GEN_BLOCK_SPACING, REGTEST_GENESIS_TIME + 1);
+}
+
+std::array<std::byte, 8> GeneratedXorKey(uint64_t seed) noexcept
+{
+    Rng rng(seed ^ 0x786f722e646174ULL /* "xor.dat" */);
+    std::array<std::byte, 8> key{};
+    do {
+        const uint64_t v = rng.Next();
+        std::memcpy(key.data(), &v, 8);
+    } while (std::all_of(key.begin(), key.end(), [](std::byte b) { return b == std::byte{0}; }));
+    return key;
+}
+
+// ---- the generator ------------------------------------------------------------------------------
+
+struct ChainGenerator::Impl {
+    ChainGenOptions opts;
+    const ChainParams& params;
+    Rng rng;
+    gen_detail::KeyPool keys;
+    std::vector<gen_detail::TaprootScriptOutput> taproot;
+
+    std::vector<PoolCoin> pool;                     // mature coins the generator may spend
+    std::deque<std::pair<int, PoolCoin>> immature;  // coinbase outputs by creation height
+    std::vector<int64_t> times;                     // block times by height (for median time past)
+    BlockHash prev;
+    ChainGenStats stats;
+
+    // Size plan: bytes wanted per height (before correction) and suffix sums.
+    std::vector<double> plan;
+    std::vector<double> plan_suffix;
+    double spend_bytes{0}, spend_weight{0}; // realised bytes/weight of blocks with transactions
+
+    // Per-block state.
+    int64_t block_sigops{0};
+    uint64_t block_fee_rate{1};
+
+    explicit Impl(const ChainGenOptions& o)
+        : opts(o), params(GetChainParams(ChainType::REGTEST)), rng(o.seed), keys(gen_detail::MakeKeyPool(o.seed, KEY_POOL_SIZE))
+    {
+        if (o.blocks < 1) throw std::invalid_argument("gen-chain: the chain needs at least one block");
+        if (o.start_time <= REGTEST_GENESIS_TIME) {
+            throw std::invalid_argument("gen-chain: the start time must be later than the regtest genesis (" +
+                                        std::to_string(REGTEST_GENESIS_TIME) + ")");
+        }
+        if (o.start_time > int64_t(0xffffffff) - int64_t(o.blocks + 1) * GEN_BLOCK_SPACING) {
+            throw std::invalid_argument("gen-chain: the start time leaves no room for 32-bit block times");
+        }
+        for (std::size_t i = 0; i < TAPROOT_VARIANTS; ++i) {
+            const auto leaf = TrueScript(o.seed * 0x100000001B3ULL + i);
+            taproot.push_back(gen_detail::MakeTaprootScriptOutput(o.seed, i, leaf));
+        }
+        prev = params.genesis.GetHash();
+        stats.tip = prev;
+        times.push_back(params.genesis.GetBlockTime());
+        MakePlan();
+    }
+
+    // Block weights ramp as WEIGHT_CAP·((h - first + 1) / span)^k from the first block that can
+    // spend a coinbase to the last; k is chosen so that the planned total matches the target.
+    void MakePlan()
+    {
+        const int n = opts.blocks;
+        plan.assign(std::size_t(n) + 2, 0.0);
+        plan_suffix.assign(std::size_t(n) + 2, 0.0);
+        const int first = COINBASE_MATURITY + 1;
+        if (n < first) return;
+        const int span = n - first + 1;
+        const double cap = double(WEIGHT_CAP);
+        const double want = std::max(0.0, double(opts.target_bytes) - double(n) * COINBASE_ONLY_BYTES) / BYTES_PER_WU;
+        auto total = [&](double k) {
+            double s = 0;
+            for (int i = 1; i <= span; ++i) s += cap * std::pow(double(i) / span, k);
+            return s;
+        };
+        double k = 0;
+        if (total(0) > want) {
+            double lo = 0, hi = 1;
+            while (total(hi) > want && hi < 1e6) hi *= 2;
+            for (int it = 0; it < 60; ++it) {
+                const double mid = (lo + hi) / 2;
+                (total(mid) > want ? lo : hi) = mid;
+            }
+            k = hi;
+        }
+        for (int i = 1; i <= span; ++i) plan[std::size_t(first + i - 1)] = cap * std::pow(double(i) / span, k);
+        for (int h = n; h >= 1; --h) plan_suffix[std::size_t(h)] = plan_suffix[std::size_t(h) + 1] + plan[std::size_t(h)];
+    }
+
+    uint64_t TargetWeight(int h) const
+    {
+        if (plan[std::size_t(h)] <= 0) return 0;
+        // Correct for what earlier blocks really came to, so the total lands near the target.
+        const double left = double(opts.target_bytes) - double(stats.block_bytes) - double(opts.blocks - h + 1) * COINBASE_ONLY_BYTES;
+        const double ratio = spend_weight > 0 ? spend_bytes / spend_weight : BYTES_PER_WU;
+        double corr = plan_suffix[std::size_t(h)] > 0 ? left / ratio / plan_suffix[std::size_t(h)] : 1.0;
+        corr = std::clamp(corr, 0.25, 4.0);
+        return uint64_t(std::clamp(plan[std::size_t(h)] * corr, 4000.0, double(WEIGHT_CAP)));
+    }
+
+    // ---- scripts ----
+
+    Script MakeScript(OutKind kind, PlannedOut& po)
+    {
+        po.kind = kind;
+        uint8_t buf[128];
+        std::size_t n = 0;
+        switch (kind) {
+        case OutKind::P2SH_TRUE:
+            buf[n++] = OP_HASH160;
+            buf[n++] = 20;
+            std::memcpy(buf + n, P2SH_TRUE_HASH, 20);
+            n += 20;
+            buf[n++] = OP_EQUAL;
+            break;
+        case OutKind::P2WSH_TRUE: {
+            po.tag = rng.Next();
+            const auto ws = TrueScript(po.tag);
+            buf[n++] = OP_0;
+            buf[n++] = 32;
+            Sha256().Write(ws.data(), ws.size()).Finalize(buf + n);
+            n += 32;
+            break;
+        }
+        case OutKind::P2TR_TRUE:
+            po.variant = uint8_t(rng.Below(TAPROOT_VARIANTS));
+            buf[n++] = OP_1;
+            buf[n++] = 32;
+            std::memcpy(buf + n, taproot[po.variant].output_key.data(), 32);
+            n += 32;
+            break;
+        case OutKind::P2PKH:
+            buf[n++] = OP_DUP;
+            buf[n++] = OP_HASH160;
+            buf[n++] = 20;
+            rng.Fill(buf + n, 20);
+            n += 20;
+            buf[n++] = OP_EQUALVERIFY;
+            buf[n++] = OP_CHECKSIG;
+            break;
+        case OutKind::P2WPKH:
+            buf[n++] = OP_0;
+            buf[n++] = 20;
+            rng.Fill(buf + n, 20);
+            n += 20;
+            break;
+        case OutKind::P2TR_KEY:
+            buf[n++] = OP_1;
+            buf[n++] = 32;
+            if (rng.Chance(500)) {
+                std::memcpy(buf + n, keys.xonly[rng.Below(KEY_POOL_SIZE)].data(), 32);
+            } else {
+                rng.Fill(buf + n, 32);
+            }
+            n += 32;
+            break;
+        case OutKind::P2SH_OTHER:
+            buf[n++] = OP_HASH160;
+            buf[n++] = 20;
+            rng.Fill(buf + n, 20);
+            n += 20;
+            buf[n++] = OP_EQUAL;
+            break;
+        case OutKind::P2WSH_OTHER:
+            buf[n++] = OP_0;
+            buf[n++] = 32;
+            rng.Fill(buf + n, 32);
+            n += 32;
+            break;
+        case OutKind::P2PK_COMPRESSED:
+            buf[n++] = 33;
+            std::memcpy(buf + n, keys.compressed[rng.Below(KEY_POOL_SIZE)].data(), 33);
+            n += 33;
+            buf[n++] = OP_CHECKSIG;
+            break;
+        case OutKind::P2PK_UNCOMPRESSED:
+            buf[n++] = 65;
+            std::memcpy(buf + n, keys.uncompressed[rng.Below(KEY_POOL_SIZE)].data(), 65);
+            n += 65;
+            buf[n++] = OP_CHECKSIG;
+            break;
+        case OutKind::MULTISIG: {
+            // 1-of-2, 1-of-3 or 2-of-3 with compressed keys.
+            const int keys_n = rng.Chance(300) ? 2 : 3;
+            const int m = keys_n == 3 && rng.Chance(500) ? 2 : 1;
+            buf[n++] = uint8_t(OP_1 - 1 + m);
+            for (int i = 0; i < keys_n; ++i) {
+                buf[n++] = 33;
+                std::memcpy(buf + n, keys.compressed[rng.Below(KEY_POOL_SIZE)].data(), 33);
+                n += 33;
+            }
+            buf[n++] = uint8_t(OP_1 - 1 + keys_n);
+            buf[n++] = OP_CHECKMULTISIG;
+            break;
+        }
+        case OutKind::OP_RETURN_DATA: {
+            const std::size_t len = std::size_t(rng.Range(1, 80));
+            buf[n++] = OP_RETURN;
+            if (len > 75) buf[n++] = OP_PUSHDATA1;
+            buf[n++] = uint8_t(len);
+            rng.Fill(buf + n, len);
+            n += len;
+            break;
+        }
+        }
+        return Script(buf, n);
+    }
+
+    static int64_t SigopCost(OutKind k) noexcept
+    {
+        switch (k) {
+        case OutKind::P2PKH:
+        case OutKind::P2PK_COMPRESSED:
+        case OutKind::P2PK_UNCOMPRESSED:
+            return 1 * WITNESS_SCALE_FACTOR;
+        case OutKind::MULTISIG:
+            return int64_t(MAX_PUBKEYS_PER_MULTISIG) * WITNESS_SCALE_FACTOR; // legacy count: 20 per CHECKMULTISIG
+        default:
+            return 0;
+        }
+    }
+
+    OutKind PickSpendableKind()
+    {
+        const uint64_t r = rng.Below(100);
+        if (r < 40) return OutKind::P2WSH_TRUE;
+        if (r < 75) return OutKind::P2SH_TRUE;
+        return OutKind::P2TR_TRUE;
+    }
+
+    OutKind PickUnspendableKind()
+    {
+        const uint64_t r = rng.Below(1000);
+        OutKind k;
+        if (r < 250) k = OutKind::P2PKH;
+        else if (r < 560) k = OutKind::P2WPKH;
+        else if (r < 730) k = OutKind::P2TR_KEY;
+        else if (r < 830) k = OutKind::P2SH_OTHER;
+        else if (r < 900) k = OutKind::P2WSH_OTHER;
+        else if (r < 960) k = OutKind::P2PK_COMPRESSED;
+        else if (r < 980) k = OutKind::P2PK_UNCOMPRESSED;
+        else k = OutKind::MULTISIG;
+        // Stay under the block's sigop budget: a witness key hash costs none.
+        if (block_sigops + SigopCost(k) > SIGOPS_CAP) k = OutKind::P2WPKH;
+        block_sigops += SigopCost(k);
+        return k;
+    }
+
+    TxIn SpendInput(const PoolCoin& c)
+    {
+        TxIn in;
+        in.prevout = c.outpoint;
+        switch (c.kind) {
+        case OutKind::P2SH_TRUE: {
+            const uint8_t ss[2] = {0x01, OP_1}; // push the redeem script OP_TRUE
+            in.script_sig = Script(ss, 2);
+            ++stats.spent_p2sh;
+            break;
+        }
+        case OutKind::P2WSH_TRUE: {
+            const auto ws = TrueScript(c.tag);
+            in.witness.stack.emplace_back(ws.begin(), ws.end());
+            ++stats.spent_p2wsh;
+            break;
+        }
+        case OutKind::P2TR_TRUE: {
+            const auto& t = taproot[c.variant];
+            in.witness.stack.push_back(t.leaf_script);
+            in.witness.stack.push_back(t.control_block);
+            ++stats.spent_p2tr;
+            break;
+        }
+        default:
+            throw std::logic_error("gen-chain: tried to spend an output it cannot spend");
+        }
+        if (c.coinbase) ++stats.spent_coinbase;
+        return in;
+    }
+
+    PoolCoin TakeCoin(std::size_t i)
+    {
+        PoolCoin c = pool[i];
+        pool[i] = pool.back();
+        pool.pop_back();
+        return c;
+    }
+
+    /// The richest of a few random coins (fan-outs need value to split).
+    std::size_t PickRichCoin(int tries)
+    {
+        std::size_t best = rng.Below(pool.size());
+        for (int t = 1; t < tries; ++t) {
+            const std::size_t i = rng.Below(pool.size());
+            if (pool[i].value > pool[best].value) best = i;
+        }
+        return best;
+    }
+
+    Amount Fee(uint64_t weight_bound, Amount available) noexcept
+    {
+        const uint64_t vsize = (weight_bound + 3) / 4;
+        const Amount fee = Amount(vsize * (block_fee_rate + rng.Below(block_fee_rate + 1)));
+        return std::min(fee, available / 4);
+    }
+
+    enum class Shape { ORDINARY, FANOUT, CONSOLIDATION };
+
+    /// Builds one transaction that fits `budget` weight units; false if nothing can be spent.
+    bool BuildTx(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee)
+    {
+        if (pool.empty()) return false;
+        mtx = MutableTransaction{};
+        planned.clear();
+        mtx.version = rng.Chance(850) ? 2 : 1;
+        const bool anti_snipe = rng.Chance(300);
+        mtx.lock_time = anti_snipe ? uint32_t(height - 1) : 0;
+        const uint32_t sequence = anti_snipe ? 0xfffffffd : (rng.Chance(900) ? 0xffffffff : 0xfffffffe);
+
+        Shape shape = Shape::ORDINARY;
+        const uint64_t r = rng.Below(1000);
+        if (pool.size() < 16 || r < 200) shape = Shape::FANOUT;
+        else if (r < 360) shape = Shape::CONSOLIDATION;
+        if (budget < W_TX_OVERHEAD + 4 * W_IN_MAX + 600) shape = Shape::ORDINARY;
+
+        std::vector<PoolCoin> spent;
+        uint64_t bound = W_TX_OVERHEAD;
+        auto out_weight = [](const Script& s) { return uint64_t(4 * (8 + CompactSizeLen(s.size()) + s.size())); };
+        auto add_out = [&](OutKind kind, Amount value) {
+            PlannedOut po{kind};
+            Script s = MakeScript(kind, po);
+            bound += out_weight(s);
+            mtx.vout.push_back(TxOut{value, std::move(s)});
+            planned.push_back(po);
+        };
+
+        if (shape == Shape::FANOUT) {
+            const std::size_t idx = PickRichCoin(8);
+            if (pool[idx].value < 200'000 && pool.size() >= 16) {
+                shape = Shape::CONSOLIDATION;
+            } else {
+                spent.push_back(TakeCoin(idx));
+                bound += W_IN_MAX;
+                const Amount v = spent[0].value;
+                const int want = int(rng.Range(10, rng.Chance(120) ? 500 : 150));
+                // Leave room for the outputs' weight (largest script: 1-of-3 multisig, 114 bytes).
+                const uint64_t room = budget > bound + 600 ? (budget - bound - 600) / (4 * 114) : 0;
+                const int m = int(std::min<uint64_t>(uint64_t(want), std::max<uint64_t>(room, 2)));
+                const Amount fee_est = Fee(bound + uint64_t(m) * 4 * 40, v);
+                const Amount avail = v - fee_est;
+                if (avail < Amount(m) * 2) {
+                    // Too poor to split: send it back as a plain change output.
+                    add_out(PickSpendableKind(), avail);
+                    ++stats.ordinary;
+                } else {
+                    const unsigned spendable_pm = 480;
+                    std::vector<bool> spend_flags(static_cast<std::size_t>(m));
+                    int ns = 0;
+                    for (int i = 0; i < m; ++i) ns += (spend_flags[std::size_t(i)] = rng.Chance(spendable_pm)) ? 1 : 0;
+                    if (ns == 0) {
+                        spend_flags[0] = true;
+                        ns = 1;
+                    }
+                    const Amount cap_each = std::max<Amount>(1, avail / (2 * Amount(m)));
+                    Amount used = 0;
+                    std::vector<Amount> values(std::size_t(m), 0);
+                    for (int i = 0; i < m; ++i) {
+                        if (!spend_flags[std::size_t(i)]) {
+                            values[std::size_t(i)] = std::min<Amount>(cap_each, rng.Range(DUST, 60'000));
+                            used += values[std::size_t(i)];
+                        }
+                    }
+                    const Amount rest = avail - used;
+                    const Amount each = rest / ns;
+                    Amount first_extra = rest - each * ns;
+                    for (int i = 0; i < m; ++i) {
+                        if (spend_flags[std::size_t(i)]) {
+                            values[std::size_t(i)] = each + first_extra;
+                            first_extra = 0;
+                        }
+                    }
+                    for (int i = 0; i < m; ++i) {
+                        add_out(spend_flags[std::size_t(i)] ? PickSpendableKind() : PickUnspendableKind(), values[std::size_t(i)]);
+                    }
+                    ++stats.fanouts;
+                }
+                fee = v - [&] {
+                    Amount s = 0;
+                    for (const auto& o : mtx.vout) s += o.value;
+                    return s;
+                }();
+            }
+        }
+        if (shape == Shape::CONSOLIDATION) {
+            const uint64_t room = budget > bound + 4 * 60 ? (budget - bound - 4 * 60) / W_IN_MAX : 0;
+            const int want = int(rng.Range(10, rng.Chance(100) ? 400 : 150));
+            const std::size_t k = std::min<std::size_t>({std::size_t(want), std::size_t(room), pool.size()});
+            if (k < 2) {
+                shape = Shape::ORDINARY;
+            } else {
+                Amount v = 0;
+                for (std::size_t i = 0; i < k; ++i) {
+                    spent.push_back(TakeCoin(rng.Below(pool.size())));
+                    v += spent.back().value;
+                }
+                bound += k * W_IN_MAX;
+                fee = Fee(bound + 4 * 43, v);
+                add_out(PickSpendableKind(), v - fee);
+                ++stats.consolidations;
+            }
+        }
+        if (shape == Shape::ORDINARY) {
+            const std::size_t k = std::min<std::size_t>(pool.size(), rng.Chance(700) ? 1 : 2);
+            Amount v = 0;
+            for (std::size_t i = 0; i < k; ++i) {
+                spent.push_back(TakeCoin(rng.Below(pool.size())));
+                v += spent.back().value;
+            }
+            bound += k * W_IN_MAX;
+            fee = Fee(bound + 4 * 2 * 40, v);
+            const Amount avail = v - fee;
+            if (avail >= 2) {
+                // Payments to outside keys are modest (log-uniform 1 k .. 10 M sat): value paid away
+                // never comes back, and the generator must not run out of it.
+                const bool outside = rng.Chance(650);
+                Amount pay = avail * rng.Range(5, 60) / 100;
+                if (outside) pay = std::min<Amount>(pay, Amount(std::pow(10.0, 3.0 + double(rng.Below(4001)) / 1000.0)));
+                pay = std::clamp<Amount>(pay, 1, avail - 1);
+                add_out(outside ? PickUnspendableKind() : PickSpendableKind(), pay);
+                add_out(PickSpendableKind(), avail - pay);
+                if (rng.Chance(500)) std::swap(mtx.vout[0], mtx.vout[1]), std::swap(planned[0], planned[1]);
+            } else {
+                add_out(PickSpendableKind(), avail);
+            }
+            if (rng.Chance(40)) add_out(OutKind::OP_RETURN_DATA, 0);
+            ++stats.ordinary;
+        }
+        for (const PoolCoin& c : spent) {
+            TxIn in = SpendInput(c);
+            in.sequence = sequence;
+            mtx.vin.push_back(std::move(in));
+        }
+        return true;
+    }
+
+    Block MakeBlock()
+    {
+        const int h = stats.height + 1;
+        while (!immature.empty() && immature.front().first + COINBASE_MATURITY <= h) {
+            pool.push_back(immature.front().second);
+            immature.pop_front();
+        }
+
+        Block block;
+        block.vtx.emplace_back(); // the coinbase, filled in last
+        block_sigops = 2 * WITNESS_SCALE_FACTOR;
+        block_fee_rate = uint64_t(rng.Range(1, 12));
+        const uint64_t target = TargetWeight(h);
+        uint64_t weight = W_HEADER + W_COINBASE_RESERVE;
+        Amount fees = 0;
+        bool has_witness = false;
+        MutableTransaction mtx;
+        std::vector<PlannedOut> planned;
+        while (target > 0 && weight + 1200 < target && !pool.empty()) {
+            Amount fee = 0;
+            if (!BuildTx(h, target - weight, mtx, planned, fee)) break;
+            Transaction tx(std::move(mtx));
+            weight += GetTransactionWeight(tx);
+            fees += fee;
+            has_witness |= tx.HasWitness();
+            stats.witness_txs += tx.HasWitness() ? 1 : 0;
+            stats.inputs += tx.vin().size();
+            for (uint32_t i = 0; i < tx.vout().size(); ++i) {
+                const PlannedOut& po = planned[i];
+                CountOutput(po.kind);
+                if (IsSpendable(po.kind)) {
+                    pool.push_back(PoolCoin{OutPoint{tx.GetHash(), i}, tx.vout()[i].value, po.tag, po.kind, po.variant, false});
+                }
+            }
+            stats.utxos -= tx.vin().size();
+            block.vtx.push_back(std::move(tx));
+            mtx = MutableTransaction{};
+        }
+
+        // Coinbase: BIP34 height, an extra nonce and a tag; the reward to spendable outputs.
+        MutableTransaction cb;
+        cb.version = 2;
+        TxIn cin;
+        cin.script_sig = ScriptForHeight(h);
+        uint8_t extra[4 + 1 + 12];
+        extra[0] = 4;
+        rng.Fill(extra + 1, 4);
+        extra[5] = 11;
+        std::memcpy(extra + 6, "/ibdkit-gen", 11);
+        cin.script_sig.append(std::span<const uint8_t>(extra, sizeof(extra)));
+        if (has_witness) cin.witness.stack.emplace_back(32, uint8_t{0}); // the witness reserved value
+        cb.vin.push_back(std::move(cin));
+        const Amount reward = GetBlockSubsidy(h, params.consensus) + fees;
+        std::vector<PlannedOut> cb_planned;
+        auto cb_out = [&](OutKind kind, Amount value) {
+            PlannedOut po{kind};
+            Script s = MakeScript(kind, po);
+            cb.vout.push_back(TxOut{value, std::move(s)});
+            cb_planned.push_back(po);
+        };
+        if (reward > 100'000 && rng.Chance(300)) {
+            const Amount side = reward / Amount(rng.Range(20, 200));
+            cb_out(PickSpendableKind(), reward - side);
+            cb_out(rng.Chance(500) ? OutKind::P2PKH : OutKind::P2WPKH, side);
+        } else {
+            cb_out(PickSpendableKind(), reward);
+        }
+        if (has_witness) {
+            const uint256 wroot = BlockWitnessMerkleRoot(block);
+            uint8_t buf[64];
+            std::memcpy(buf, wroot.data(), 32);
+            std::memset(buf + 32, 0, 32);
+            const uint256 commitment = HashSha256d(std::span<const uint8_t>(buf, 64));
+            uint8_t spk[38] = {OP_RETURN, 0x24, 0xaa, 0x21, 0xa9, 0xed};
+            std::memcpy(spk + 6, commitment.data(), 32);
+            cb.vout.push_back(TxOut{0, Script(spk, sizeof(spk))});
+            cb_planned.push_back(PlannedOut{OutKind::OP_RETURN_DATA});
+        }
+        block.vtx[0] = Transaction(std::move(cb));
+        const Transaction& coinbase = block.vtx[0];
+        for (uint32_t i = 0; i < coinbase.vout().size(); ++i) {
+            CountOutput(cb_planned[i].kind);
+            if (IsSpendable(cb_planned[i].kind)) {
+                immature.emplace_back(h, PoolCoin{OutPoint{coinbase.GetHash(), i}, coinbase.vout()[i].value, cb_planned[i].tag,
+                                                  cb_planned[i].kind, cb_planned[i].variant, true});
+            }
+        }
+
+        // Header: time above the median of the last 11, then grind the nonce (regtest: ~2 tries).
+        block.version = 0x20000000;
+        block.hash_prev_block = prev;
+        block.hash_merkle_root = BlockMerkleRoot(block);
+        block.bits = 0x207fffff;
+        int64_t t = opts.start_time + int64_t(h - 1) * GEN_BLOCK_SPACING + (h > 1 ? rng.Range(-240, 240) : 0);
+        t = std::max(t, MedianTimePast() + 1);
+        block.time = uint32_t(t);
+        block.nonce = 0;
+        while (!CheckProofOfWork(block.GetHash().ToUint256(), block.bits, params.consensus)) ++block.nonce;
+
+        Verify(block, h);
+
+        const std::size_t total = GetBlockTotalSize(block);
+        const std::size_t bweight = GetBlockWeight(block);
+        stats.height = h;
+        stats.tip = block.GetHash();
+        stats.tip_time = t;
+        stats.txs += block.vtx.size();
+        stats.block_bytes += total;
+        stats.block_weight += bweight;
+        stats.max_block_weight = std::max<uint64_t>(stats.max_block_weight, bweight);
+        stats.witness_blocks += has_witness ? 1 : 0;
+        if (block.vtx.size() > 1) {
+            spend_bytes += double(total);
+            spend_weight += double(bweight);
+        }
+        prev = stats.tip;
+        times.push_back(t);
+        return block;
+    }
+
+    void CountOutput(OutKind k)
+    {
+        ++stats.outputs;
+        if (k != OutKind::OP_RETURN_DATA) ++stats.utxos;
+        switch (k) {
+        case OutKind::P2SH_TRUE:
+        case OutKind::P2SH_OTHER: ++stats.out_p2sh; break;
+        case OutKind::P2WSH_TRUE:
+        case OutKind::P2WSH_OTHER: ++stats.out_p2wsh; break;
+        case OutKind::P2TR_TRUE:
+        case OutKind::P2TR_KEY: ++stats.out_p2tr; break;
+        case OutKind::P2PKH: ++stats.out_p2pkh; break;
+        case OutKind::P2WPKH: ++stats.out_p2wpkh; break;
+        case OutKind::P2PK_COMPRESSED:
+        case OutKind::P2PK_UNCOMPRESSED: ++stats.out_p2pk; break;
+        case OutKind::MULTISIG: ++stats.out_multisig; break;
+        case OutKind::OP_RETURN_DATA: ++stats.out_op_return; break;
+        }
+    }
+
+    int64_t MedianTimePast() const
+    {
+        const std::size_t n = std::min<std::size_t>(times.size(), 11);
+        std::vector<int64_t> last(times.end() - std::ptrdiff_t(n), times.end());
+        std::sort(last.begin(), last.end());
+        return last[n / 2];
+    }
+
+    /// The rules Core applies without the UTXO set; a failure is a bug in the generator.
+    void Verify(const Block& block, int h) const
+    {
+        BlockValidationState state;
+        const bool ok = CheckBlockRules(block, state, params.consensus) && CheckWitnessMalleation(block, true, state) &&
+                        CheckBlockWeight(block, state) && CheckCoinbaseHeight(block, h, state);
+        if (!ok) {
+            throw std::logic_error("gen-chain: generated block " + std::to_string(h) + " fails " + state.ToString());
+        }
+    }
+};
+
+ChainGenerator::ChainGenerator(const ChainGenOptions& opts) : m_impl(std::make_unique<Impl>(opts)) {}
+ChainGenerator::~ChainGenerator() = default;
+
+const Block& ChainGenerator::Genesis() const
+{
+    return m_impl->params.genesis;
+}
+
+bool ChainGenerator::Done() const noexcept
+{
+    return m_impl->stats.height >= m_impl->opts.blocks;
+}
+
+Block ChainGenerator::Next()
+{
+    if (Done()) throw std::logic_error("gen-chain: Next() after the last block");
+    return m_impl->MakeBlock();
+}
+
+const ChainGenStats& ChainGenerator::Stats() const noexcept
+{
+    return m_impl->stats;
+}
+
+// ---- block files --------------------------------------------------------------------------------
+
+namespace {
+
+class BlockFileWriter {
+public:
+    BlockFileWriter(std::filesystem::path dir, const ObfuscationKey& key, uint64_t max_size)
+        : m_dir(std::move(dir)), m_key(key), m_max(max_size)
+    {
+    }
+    ~BlockFileWriter() { Close(); }
+
+    /// Appends one record; false (with *err set) on an I/O failure.
+    bool Write(std::span<const uint8_t> block, std::string* err)
+    {
+        const uint64_t rec = 8 + block.size();
+        if (m_file && m_offset + rec > m_max && m_offset > 0) {
+            if (!Close(err)) return false;
+            ++m_index;
+        }
+        if (!m_file) {
+            char name[32];
+            std::snprintf(name, sizeof(name), "blk%05d.dat", m_index);
+            m_path = m_dir / name;
+            m_file = std::fopen(m_path.c_str(), "wb");
+            if (!m_file) {
+                *err = m_path.string() + ": cannot open for writing";
+                return false;
+            }
+            std::setvbuf(m_file, nullptr, _IOFBF, 1 << 20);
+            m_offset = 0;
+            ++m_files;
+        }
+        m_buf.resize(rec);
+        const auto& magic = GetChainParams(ChainType::REGTEST).message_start;
+        std::memcpy(m_buf.data(), magic.data(), 4);
+        const uint32_t size = uint32_t(block.size());
+        for (int i = 0; i < 4; ++i) m_buf[4 + std::size_t(i)] = uint8_t(size >> (8 * i));
+        std::memcpy(m_buf.data() + 8, block.data(), block.size());
+        XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(m_buf.data()), m_buf.size()), m_key, std::size_t(m_offset));
+        if (std::fwrite(m_buf.data(), 1, m_buf.size(), m_file) != m_buf.size()) {
+            *err = m_path.string() + ": write failed";
+            return false;
+        }
+        m_offset += rec;
+        m_total += rec;
+        return true;
+    }
+
+    bool Close(std::string* err = nullptr)
+    {
+        if (!m_file) return true;
+        const bool ok = std::fclose(m_file) == 0;
+        m_file = nullptr;
+        if (!ok && err) *err = m_path.string() + ": close failed";
+        return ok;
+    }
+    uint64_t total() const noexcept { return m_total; }
+    int files() const noexcept { return m_files; }
+
+private:
+    std::filesystem::path m_dir;
+    ObfuscationKey m_key;
+    uint64_t m_max;
+    std::FILE* m_file{nullptr};
+    std::filesystem::path m_path;
+    int m_index{0};
+    int m_files{0};
+    uint64_t m_offset{0};
+    uint64_t m_total{0};
+    std::vector<uint8_t> m_buf;
+};
+
+} // namespace
+
+Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
+                                             const ChainWriteOptions& wopts,
+                                             const std::function<void(const ChainGenStats&)>& progress)
+{
+    std::unique_ptr<ChainGenerator> gen;
+    try {
+        gen = std::make_unique<ChainGenerator>(opts);
+    } catch (const std::invalid_argument& e) {
+        return Error{Errc::InvalidValue, e.what()};
+    }
+    namespace fs = std::filesystem;
+    const fs::path dir = out_dir / "blocks";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Error{Errc::Corrupt, dir.string() + ": " + ec.message()};
+    // Replace a previous chain: stale blk files after the new last one would be read as more blocks.
+    for (const fs::path& p : ListBlockFiles(dir)) fs::remove(p, ec);
+    fs::remove(dir / "xor.dat", ec);
+
+    ObfuscationKey key;
+    if (wopts.xor_files) {
+        key.bytes = GeneratedXorKey(opts.seed);
+        std::FILE* f = std::fopen((dir / "xor.dat").c_str(), "wb");
+        if (!f || std::fwrite(key.bytes.data(), 1, 8, f) != 8 || std::fclose(f) != 0) {
+            return Error{Errc::Corrupt, (dir / "xor.dat").string() + ": cannot write"};
+        }
+    }
+
+    BlockFileWriter writer(dir, key, wopts.max_file_size);
+    std::string err;
+    if (wopts.include_genesis && !writer.Write(EncodeBlock(gen->Genesis()), &err)) return Error{Errc::Corrupt, err};
+    std::vector<uint8_t> bytes;
+    while (!gen->Done()) {
+        const Block block = gen->Next();
+        bytes.clear();
+        VectorWriter<std::vector<uint8_t>> w(bytes, 0);
+        Serialize(w, block);
+        if (!writer.Write(bytes, &err)) return Error{Errc::Corrupt, err};
+        if (progress) progress(gen->Stats());
+    }
+    if (!writer.Close(&err)) return Error{Errc::Corrupt, err};
+    ChainWriteResult res;
+    res.stats = gen->Stats();
+    res.file_bytes = writer.total();
+    res.files = writer.files();
+    return res;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,42 @@
+// src/gen/keys.h — keys and taproot outputs for the chain generator (private: wraps secp256k1).
+//
+// The generator never signs: outputs it spends are anyone-can-spend scripts. Keys serve two
+// purposes: realistic public keys in outputs nobody spends (P2PK, bare multisig), and taproot
+// outputs whose script path (a leaf that pushes true) can be spent without a key.
+#pragma once
+
+#include <ibdkit/primitives/hash.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ibdkit::gen_detail {
+
+/// BIP340 tagged hash: SHA256(SHA256(tag) || SHA256(tag) || data).
+uint256 TaggedHash(std::string_view tag, std::span<const uint8_t> data);
+
+/// Valid secp256k1 public keys derived from a seed, in three encodings.
+struct KeyPool {
+    std::vector<std::array<uint8_t, 33>> compressed;
+    std::vector<std::array<uint8_t, 65>> uncompressed;
+    std::vector<std::array<uint8_t, 32>> xonly;
+};
+
+/// `count` key pairs whose secret keys are SHA256(seed-derived bytes); deterministic.
+KeyPool MakeKeyPool(uint64_t seed, std::size_t count);
+
+/// A taproot output with one script leaf (leaf version 0xc0) over an internal key.
+struct TaprootScriptOutput {
+    std::array<uint8_t, 32> output_key;  ///< x-only tweaked key Q (the witness program)
+    std::vector<uint8_t> control_block;  ///< (0xc0 | parity(Q)) || internal x-only key
+    std::vector<uint8_t> leaf_script;
+};
+
+/// Q = P + H_TapTweak(P || H_TapLeaf(0xc0 || script))·G for the internal key of pool key `index`
+/// (BIP341). Aborts (programmer error) if secp256k1 rejects the tweak (probability ~2^-128).
+TaprootScriptOutput MakeTaprootScriptOutput(uint64_t seed, std::size_t index, std::span<const uint8_t> leaf_script);
+
+} // namespace ibdkit::gen_detail

@@ -1,0 +1,58 @@
+#include <ibdkit/replay/connector.h>
+
+#include <ibdkit/consensus/check.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace ibdkit {
+
+int64_t MedianTimePast(std::span<const uint32_t> times)
+{
+    const std::size_t n = std::min<std::size_t>(11, times.size());
+    std::vector<uint32_t> w(times.end() - std::ptrdiff_t(n), times.end());
+    std::sort(w.begin(), w.end());
+    return w[w.size() / 2];
+}
+
+BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
+    : m_params(params), m_cache(db, budget_bytes)
+{
+}
+
+std::optional<std::string> BlockConnector::Connect(Block&& block, const ConnectContext& ctx, std::size_t size)
+{
+    BlockValidationState state;
+    auto checked = CheckBlock(std::move(block), state, m_params.consensus);
+    if (!checked) return state.GetRejectReason();
+    ConnectStats cs;
+    if (!ConnectBlock(checked->block(), ctx, m_cache, m_params.consensus, state, &cs) || state.IsInvalid()) {
+        return state.GetRejectReason();
+    }
+    ++m_counters.blocks;
+    m_counters.txs += checked->block().vtx.size();
+    m_counters.inputs += cs.inputs;
+    m_counters.outputs += cs.outputs_added;
+    m_counters.bytes += size;
+    if (m_cache.NeedsFlush()) {
+        if (auto st = m_cache.Flush(); !st.ok()) throw StoreError(st);
+        ++m_counters.flushes;
+    }
+    return std::nullopt;
+}
+
+void BlockConnector::Rollforward(const Block& block, int height)
+{
+    RollforwardBlock(block, height, m_cache);
+    ++m_counters.recovered_blocks;
+}
+
+StoreStatus BlockConnector::Flush(const BlockHash& tip)
+{
+    if (!tip.IsNull()) m_cache.SetBestBlock(tip);
+    auto st = m_cache.Flush();
+    if (st.ok()) ++m_counters.flushes;
+    return st;
+}
+
+} // namespace ibdkit

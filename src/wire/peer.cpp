@@ -1,0 +1,211 @@
+#include <ibdkit/wire/peer.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace ibdkit {
+
+namespace {
+
+// Poll slices are short so an interrupt is noticed within this time.
+constexpr auto POLL_SLICE = std::chrono::milliseconds(200);
+
+std::string Errno(const char* what)
+{
+    return std::string(what) + ": " + std::strerror(errno);
+}
+
+// Waits for `events` on fd until deadline. nullopt when ready.
+std::optional<NetError> WaitFor(int fd, short events, NetClock::time_point deadline, const std::atomic<bool>* interrupt,
+                                const char* what)
+{
+    for (;;) {
+        if (interrupt && interrupt->load(std::memory_order_relaxed)) return NetError{NetErrc::Interrupted, "interrupted"};
+        const auto now = NetClock::now();
+        if (now >= deadline) return NetError{NetErrc::Timeout, std::string("timed out ") + what};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        pollfd p{fd, events, 0};
+        const int r = ::poll(&p, 1, int(std::max<int64_t>(1, std::min(left, POLL_SLICE).count())));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return NetError{NetErrc::Io, Errno("poll")};
+        }
+        if (r > 0) return std::nullopt; // readable/writable, or an error the next call reports
+    }
+}
+
+void SetNonBlocking(int fd)
+{
+    const int flags = ::fcntl(fd, F_GETFL, 0);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+} // namespace
+
+std::string_view NetErrcName(NetErrc c) noexcept
+{
+    switch (c) {
+    case NetErrc::Connect: return "Connect";
+    case NetErrc::Timeout: return "Timeout";
+    case NetErrc::Closed: return "Closed";
+    case NetErrc::Io: return "Io";
+    case NetErrc::Misbehaving: return "Misbehaving";
+    case NetErrc::Interrupted: return "Interrupted";
+    }
+    return "?";
+}
+
+Socket::Socket(int fd) : m_fd(fd)
+{
+    if (m_fd >= 0) SetNonBlocking(m_fd);
+}
+
+Socket::~Socket() { Close(); }
+
+Socket& Socket::operator=(Socket&& o) noexcept
+{
+    if (this != &o) {
+        Close();
+        m_fd = std::exchange(o.m_fd, -1);
+    }
+    return *this;
+}
+
+void Socket::Close() noexcept
+{
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+}
+
+NetResult<Socket> Socket::Connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                                  const std::atomic<bool>* interrupt)
+{
+    const std::string where = host + ":" + std::to_string(port);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const std::string service = std::to_string(port);
+    if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+        return NetError{NetErrc::Connect, "cannot resolve " + host + ": " + ::gai_strerror(rc)};
+    }
+    struct Free {
+        addrinfo* p;
+        ~Free() { ::freeaddrinfo(p); }
+    } free_res{res};
+    const auto deadline = NetClock::now() + timeout;
+    std::string last_error = "no address";
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+        Socket s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+        if (!s.valid()) {
+            last_error = Errno("socket");
+            continue;
+        }
+        const int one = 1;
+        ::setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (::connect(s.fd(), ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            last_error = Errno("connect");
+            continue;
+        }
+        if (auto e = WaitFor(s.fd(), POLLOUT, deadline, interrupt, "connecting")) {
+            if (e->code == NetErrc::Timeout) e->message = "connecting to " + where + " timed out";
+            if (e->code != NetErrc::Interrupted) e->code = e->code == NetErrc::Timeout ? NetErrc::Timeout : NetErrc::Connect;
+            return *e;
+        }
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            last_error = std::strerror(err);
+            continue;
+        }
+        return s;
+    }
+    return NetError{NetErrc::Connect, "cannot connect to " + where + ": " + last_error};
+}
+
+std::optional<NetError> Socket::SendAll(std::span<const uint8_t> data, NetClock::time_point deadline,
+                                        const std::atomic<bool>* interrupt)
+{
+    while (!data.empty()) {
+        const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            data = data.subspan(std::size_t(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (auto e = WaitFor(m_fd, POLLOUT, deadline, interrupt, "sending")) {
+                if (e->code == NetErrc::Timeout) e->message = "timed out sending: the peer does not read its socket";
+                return e;
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return NetError{NetErrc::Closed, "the peer closed the connection"};
+        return NetError{NetErrc::Io, Errno("send")};
+    }
+    return std::nullopt;
+}
+
+NetResult<std::size_t> Socket::Receive(std::span<uint8_t> buf, NetClock::time_point deadline, const std::atomic<bool>* interrupt)
+{
+    for (;;) {
+        const ssize_t n = ::recv(m_fd, buf.data(), buf.size(), 0);
+        if (n > 0) return std::size_t(n);
+        if (n == 0) return NetError{NetErrc::Closed, "the peer closed the connection"};
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (auto e = WaitFor(m_fd, POLLIN, deadline, interrupt, "waiting for the peer")) return *e;
+            continue;
+        }
+        if (errno == ECONNRESET) return NetError{NetErrc::Closed, "the peer reset the connection"};
+        return NetError{NetErrc::Io, Errno("recv")};
+    }
+}
+
+std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, uint16_t default_port)
+{
+    std::string_view host = s;
+    std::string_view port_text;
+    if (!s.empty() && s.front() == '[') {
+        const auto close = s.find(']');
+        if (close == std::string_view::npos) return std::nullopt;
+        host = s.substr(1, close - 1);
+        const auto rest = s.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') return std::nullopt;
+            port_text = rest.substr(1);
+        }
+    } else if (const auto colon = s.rfind(':'); colon != std::string_view::npos) {
+        if (s.find(':') != colon) { // a bare IPv6 literal: no port
+            host = s;
+        } else {
+            host = s.substr(0, colon);
+            port_text = s.substr(colon + 1);
+        }
+    }
+    if (host.empty()) return std::nullopt;
+    uint16_t port = default_port;
+    if (!port_text.empty()) {
+        unsigned v = 0;
+        auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), v);
+        if (ec != std::errc{} || p != port_text.data() + port_text.size() || v == 0 || v > 65535) return std::nullopt;
+        port = uint16_t(v);
+    } else if (s.size() && s.back() == ':') {
+        return std::nullopt;
+    }
+    return std::make_pair(std::string(host), port);
+}
+
+} // namespace ibdkit

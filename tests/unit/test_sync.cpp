@@ -1,0 +1,450 @@
+// `Sync` against an in-process fake peer on a socketpair: the honest paths (headers-first,
+// getblocks with btcd's continue-inv, interrupt + resume, recovery of an interrupted flush) must
+// give exactly `Replay`'s UTXO set for the same chain; hostile peers (wrong magic, oversize
+// length, stall, garbage, a chain that does not link) must end with a clear message, never a hang.
+#include "test_util.h"
+
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/replay/connector.h>
+#include <ibdkit/replay/replay.h>
+#include <ibdkit/wire/sync.h>
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+using namespace ibdkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        path = fs::temp_directory_path() / ("ibdkit-sync-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    static inline int counter = 0;
+};
+
+const ChainParams& Regtest() { return GetChainParams(ChainType::REGTEST); }
+
+// One generated chain for every test (blocks[0] = genesis), written to blk files for Replay.
+struct Chain {
+    std::vector<Block> blocks;
+    std::vector<BlockHash> hashes;
+    TempDir dir;
+    UtxoStats replayed;
+    int height{0};
+};
+
+const Chain& TheChain()
+{
+    static Chain* c = [] {
+        auto* ch = new Chain;
+        ChainGenOptions o = TinyChainGenOptions();
+        o.blocks = 620; // more than one getblocks batch of 500
+        o.target_bytes = 3'000'000;
+        o.seed = 5;
+        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+        ChainGenerator gen(o);
+        ch->blocks.push_back(gen.Genesis());
+        while (!gen.Done()) ch->blocks.push_back(gen.Next());
+        for (const auto& b : ch->blocks) ch->hashes.push_back(b.GetHash());
+        ch->height = o.blocks;
+        auto w = WriteGeneratedChain(ch->dir.path, o, {});
+        if (!w) throw std::runtime_error(w.error().message);
+        ReplayOptions ro;
+        ro.blocks_dir = ch->dir.path / "blocks";
+        ro.policy = PolicyId::Plain;
+        auto r = Replay(ro);
+        if (!r || !r->utxo) throw std::runtime_error("replay of the generated chain failed");
+        ch->replayed = *r->utxo;
+        return ch;
+    }();
+    return *c;
+}
+
+enum class Mode { Honest, NoHeaders, BadMagic, Oversize, Stall, Garbage, WrongBlock, BadHeaderChain, CloseAfterHandshake };
+
+// A fake node serving TheChain() (up to `tip`) on one end of a socketpair.
+class FakeNode {
+public:
+    FakeNode(Mode mode, int tip = -1) : m_mode(mode), m_tip(tip < 0 ? TheChain().height : tip) {}
+    ~FakeNode()
+    {
+        if (m_thread.joinable()) m_thread.join();
+    }
+
+    // The SyncOptions::connect hook: a socketpair, our end served by a thread.
+    std::function<NetResult<Socket>()> Connector()
+    {
+        return [this]() -> NetResult<Socket> {
+            int fds[2];
+            if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return NetError{NetErrc::Connect, "socketpair"};
+            m_thread = std::thread([this, fd = fds[1]] { Serve(Socket(fd)); });
+            return Socket(fds[0]);
+        };
+    }
+
+    int getdata_count{0};
+    int getheaders_count{0};
+    int getblocks_count{0};
+
+private:
+    int Locate(const LocatorMessage& m) const
+    {
+        for (const auto& h : m.locator) {
+            for (int i = 0; i <= m_tip; ++i) {
+                if (TheChain().hashes[std::size_t(i)] == h) return i;
+            }
+        }
+        return 0;
+    }
+
+    void Serve(Socket s)
+    {
+        const auto& chain = TheChain();
+        Peer<policy::Plain> p(std::move(s), Regtest());
+        auto raw = [&](const std::vector<uint8_t>& bytes) { (void)p.socket().SendAll(bytes, NetClock::now() + std::chrono::seconds(5)); };
+        bool continue_pending = false;
+        BlockHash continue_hash;
+        for (;;) {
+            auto m = p.Receive(NetClock::now() + std::chrono::seconds(30));
+            if (!m) return; // the client closed (or went silent)
+            const auto payload = Peer<policy::Plain>::Bytes(*m);
+            if (m->command == "version") {
+                VersionMessage v;
+                v.services = NODE_NETWORK | NODE_WITNESS;
+                v.user_agent = "/fake:1.0/";
+                v.start_height = m_tip;
+                v.nonce = 42;
+                (void)p.Send("version", EncodeVersion(v));
+                (void)p.Send("wtxidrelay");
+                (void)p.Send("sendaddrv2");
+                (void)p.Send("verack");
+                (void)p.Send("ping", EncodePing(7)); // must be answered, not returned
+                if (m_mode == Mode::CloseAfterHandshake) return;
+            } else if (m->command == "getheaders") {
+                ++getheaders_count;
+                if (m_mode == Mode::NoHeaders) continue;
+                const int from = Locate(*DecodeLocator(payload)) + 1;
+                std::vector<BlockHeader> hs;
+                for (int h = from; h <= m_tip && hs.size() < MAX_HEADERS_RESULTS; ++h) hs.push_back(chain.blocks[std::size_t(h)].header());
+                if (m_mode == Mode::BadHeaderChain && hs.size() > 3) std::swap(hs[1], hs[2]);
+                (void)p.Send("headers", EncodeHeaders(hs));
+            } else if (m->command == "getblocks") {
+                ++getblocks_count;
+                const int from = Locate(*DecodeLocator(payload)) + 1;
+                std::vector<Inv> inv;
+                for (int h = from; h <= m_tip && inv.size() < MAX_BLOCKS_PER_GETBLOCKS; ++h) {
+                    inv.push_back({MSG_BLOCK, chain.hashes[std::size_t(h)].ToUint256()});
+                }
+                if (inv.size() == MAX_BLOCKS_PER_GETBLOCKS) {
+                    continue_pending = true;
+                    continue_hash = BlockHash(inv.back().hash);
+                }
+                if (!inv.empty()) (void)p.Send("inv", EncodeInv(inv));
+            } else if (m->command == "getdata") {
+                ++getdata_count;
+                auto invs = DecodeInv(payload);
+                if (!invs) return;
+                if (m_mode == Mode::Stall && getdata_count > 1) continue;
+                if (m_mode == Mode::BadMagic && getdata_count > 1) {
+                    raw(MakeMessage({0xf9, 0xbe, 0xb4, 0xd9}, "block", EncodeBlock(chain.blocks[1])));
+                    continue;
+                }
+                if (m_mode == Mode::Oversize && getdata_count > 1) {
+                    auto msg = MakeMessage(Regtest().message_start, "block", {});
+                    msg[16] = 0x40, msg[17] = 0x4b, msg[18] = 0x4c; // length 5,000,000
+                    raw(msg);
+                    continue;
+                }
+                if (m_mode == Mode::Garbage && getdata_count > 1) {
+                    raw(MakeMessage(Regtest().message_start, "block", std::vector<uint8_t>(1000, 0xee)));
+                    continue;
+                }
+                for (const auto& i : *invs) {
+                    int h = 0;
+                    while (h <= m_tip && chain.hashes[std::size_t(h)].ToUint256() != i.hash) ++h;
+                    if (h > m_tip) continue;
+                    if (m_mode == Mode::WrongBlock && getdata_count > 1) h = std::max(1, h - 1);
+                    // Block messages with a bad checksum in between: dropped by the client, counted.
+                    if (h == 30) {
+                        auto bad = MakeMessage(Regtest().message_start, "block", EncodeBlock(chain.blocks[5]));
+                        bad[20] ^= 1;
+                        raw(bad);
+                    }
+                    (void)p.Send("block", EncodeBlock(chain.blocks[std::size_t(h)]));
+                    if (continue_pending && BlockHash(i.hash) == continue_hash) {
+                        const Inv tip[] = {{MSG_BLOCK, chain.hashes[std::size_t(m_tip)].ToUint256()}};
+                        (void)p.Send("inv", EncodeInv(tip)); // btcd's and Core's continuation hint
+                        continue_pending = false;
+                    }
+                }
+            }
+        }
+    }
+
+    Mode m_mode;
+    int m_tip;
+    std::thread m_thread;
+};
+
+SyncOptions Options(FakeNode& node, const fs::path& cs = {})
+{
+    SyncOptions o;
+    o.chain = ChainType::REGTEST;
+    o.chainstate = cs;
+    o.dbcache_mib = 4;
+    o.policy = PolicyId::Hardened;
+    o.connect = node.Connector();
+    o.timeout = std::chrono::seconds(20);
+    o.headers_wait = std::chrono::milliseconds(500);
+    return o;
+}
+
+void ExpectReplayed(const SyncResult& r)
+{
+    const auto& c = TheChain();
+    ASSERT_FALSE(r.failure) << r.failure->message;
+    ASSERT_FALSE(r.reject_reason) << *r.reject_reason;
+    EXPECT_EQ(r.height, c.height);
+    EXPECT_EQ(r.tip, c.hashes.back());
+    ASSERT_TRUE(r.utxo);
+    EXPECT_EQ(r.utxo->hash_serialized, c.replayed.hash_serialized);
+    EXPECT_EQ(r.utxo->txouts, c.replayed.txouts);
+    EXPECT_EQ(r.utxo->total_amount, c.replayed.total_amount);
+}
+
+} // namespace
+
+TEST(Sync, HeadersFirstMatchesReplay)
+{
+    FakeNode node(Mode::Honest);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->mode, "headers");
+    EXPECT_EQ(r->peer_user_agent, "/fake:1.0/");
+    EXPECT_EQ(r->header_height, TheChain().height);
+    EXPECT_EQ(r->blocks, uint64_t(TheChain().height));
+    EXPECT_EQ(r->dropped_messages, 1u); // the bad-checksum message before block 30
+    ExpectReplayed(*r);
+}
+
+TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)
+{
+    FakeNode node(Mode::NoHeaders);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->mode, "getblocks");
+    EXPECT_GE(node.getblocks_count, 2);
+    ExpectReplayed(*r);
+}
+
+TEST(Sync, EveryPolicyAndWindowGivesTheSameSet)
+{
+    for (PolicyId id : ALL_POLICIES) {
+        FakeNode node(Mode::Honest);
+        auto o = Options(node);
+        o.policy = id;
+        o.window = id == PolicyId::Plain ? 1 : 64;
+        auto r = Sync(o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ExpectReplayed(*r);
+    }
+}
+
+TEST(Sync, InterruptThenResume)
+{
+    TempDir cs;
+    std::atomic<bool> stop{false};
+    {
+        FakeNode node(Mode::Honest);
+        auto o = Options(node, cs.path);
+        o.dbcache_mib = 0; // flush after every block
+        o.interrupt = &stop;
+        o.after_block = [&](int h) {
+            if (h == 200) stop = true;
+        };
+        auto r = Sync(o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        EXPECT_TRUE(r->interrupted);
+        EXPECT_FALSE(r->failure);
+        EXPECT_EQ(r->height, 200);
+    }
+    // Resume with getblocks (headers come from the headers file): starts right after 200.
+    FakeNode node(Mode::NoHeaders);
+    auto r = Sync(Options(node, cs.path));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->start_height, 201);
+    ExpectReplayed(*r);
+    // And once more: nothing to do.
+    FakeNode again(Mode::Honest);
+    auto r3 = Sync(Options(again, cs.path));
+    ASSERT_TRUE(r3.ok());
+    EXPECT_EQ(r3->blocks, 0u);
+    ExpectReplayed(*r3);
+}
+
+TEST(Sync, RecoversAChainstateInterruptedMidFlush)
+{
+    TempDir cs;
+    {
+        FakeNode node(Mode::Honest);
+        auto o = Options(node, cs.path);
+        o.stop_height = 300;
+        auto r = Sync(o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_EQ(r->height, 300);
+    }
+    // Connect 301..400 ourselves and crash in the middle of the flush: the chainstate holds H.
+    {
+        CoinsDBOptions dbo;
+        dbo.batch_write_bytes = 4096;
+        int batches = 0;
+        dbo.after_partial_batch = [&] {
+            if (++batches == 3) throw std::runtime_error("simulated crash");
+        };
+        StoreStatus st;
+        auto db = CoinsDB::Open(cs.path, dbo, &st);
+        ASSERT_TRUE(db) << st.message;
+        BlockConnector conn(*db, Regtest(), 1ull << 30);
+        const auto& c = TheChain();
+        std::vector<uint32_t> times;
+        for (const auto& b : c.blocks) times.push_back(b.time);
+        for (int h = 301; h <= 400; ++h) {
+            ConnectContext ctx;
+            ctx.height = h;
+            ctx.median_time_past = MedianTimePast(std::span<const uint32_t>(times.data(), std::size_t(h)));
+            ctx.bip34_ancestor = c.hashes[std::size_t(Regtest().consensus.bip34_height)];
+            Block b = c.blocks[std::size_t(h)];
+            ASSERT_FALSE(conn.Connect(std::move(b), ctx, 0));
+        }
+        EXPECT_THROW((void)conn.Flush(), std::runtime_error);
+        ASSERT_TRUE(db->NeedsReplay()->has_value());
+    }
+    FakeNode node(Mode::Honest);
+    auto r = Sync(Options(node, cs.path));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->recovered_blocks, 100u);
+    EXPECT_EQ(r->start_height, 401);
+    ExpectReplayed(*r);
+}
+
+TEST(Sync, BadMagicDisconnectsWithAMessage)
+{
+    FakeNode node(Mode::BadMagic);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Misbehaving);
+    EXPECT_NE(r->failure->message.find("wrong network magic"), std::string::npos) << r->failure->message;
+    EXPECT_GT(r->height, 0); // the first window was connected and flushed
+    ASSERT_TRUE(r->utxo);
+}
+
+TEST(Sync, OversizeLengthDisconnects)
+{
+    FakeNode node(Mode::Oversize);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Misbehaving);
+    EXPECT_NE(r->failure->message.find("exceeds the limit"), std::string::npos) << r->failure->message;
+}
+
+TEST(Sync, StallEndsWithATimeoutMessage)
+{
+    FakeNode node(Mode::Stall);
+    auto o = Options(node);
+    o.timeout = std::chrono::milliseconds(700);
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Timeout);
+    EXPECT_NE(r->failure->message.find("peer stalled: no block for 0.7 s"), std::string::npos) << r->failure->message;
+}
+
+TEST(Sync, GarbageBlockIsMisbehaviour)
+{
+    FakeNode node(Mode::Garbage);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_NE(r->failure->message.find("does not decode"), std::string::npos) << r->failure->message;
+}
+
+TEST(Sync, UnaskedBlocksAreIgnoredThenStall)
+{
+    FakeNode node(Mode::WrongBlock);
+    auto o = Options(node);
+    o.timeout = std::chrono::milliseconds(700);
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Timeout);
+}
+
+TEST(Sync, HeadersThatDoNotLinkAreRefused)
+{
+    FakeNode node(Mode::BadHeaderChain);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Misbehaving);
+    EXPECT_NE(r->failure->message.find("does not extend our best header"), std::string::npos) << r->failure->message;
+}
+
+TEST(Sync, PeerClosingIsReported)
+{
+    FakeNode node(Mode::CloseAfterHandshake);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Closed);
+}
+
+TEST(Sync, NothingListeningIsAConnectError)
+{
+    SyncOptions o;
+    o.host = "127.0.0.1";
+    o.port = 1; // privileged, nothing listens
+    o.timeout = std::chrono::seconds(3);
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->failure);
+    EXPECT_EQ(r->failure->code, NetErrc::Connect);
+    EXPECT_NE(r->failure->message.find("cannot connect to 127.0.0.1:1"), std::string::npos) << r->failure->message;
+}
+
+TEST(HeaderChain, LoadKeepsTheValidPrefix)
+{
+    TempDir d;
+    const auto& c = TheChain();
+    HeaderChain chain(Regtest());
+    for (int h = 1; h <= 50; ++h) ASSERT_FALSE(chain.Append(c.blocks[std::size_t(h)].header()));
+    EXPECT_TRUE(chain.Append(c.blocks[52].header())); // does not link
+    const auto file = d.path / HEADERS_FILE;
+    ASSERT_FALSE(chain.Persist(file, 1));
+    {
+        std::ofstream f(file, std::ios::binary | std::ios::app);
+        f << "partial";
+    }
+    HeaderChain loaded(Regtest());
+    auto n = loaded.Load(file);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 50);
+    EXPECT_EQ(loaded.Tip(), c.hashes[50]);
+    EXPECT_EQ(fs::file_size(file), 50u * 80);
+    EXPECT_EQ(*loaded.HeightOf(c.hashes[17]), 17);
+    loaded.Truncate(10);
+    EXPECT_EQ(loaded.Height(), 10);
+    EXPECT_FALSE(loaded.HeightOf(c.hashes[17]));
+}
