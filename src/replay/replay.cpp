@@ -5,6 +5,7 @@
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/memory/cleanse.h>
 #include <ibdkit/replay/connect.h>
+#include <ibdkit/replay/connector.h>
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/message.h>
 
@@ -48,15 +49,6 @@ private:
     ObfuscationKey m_key;
     std::vector<std::unique_ptr<std::ifstream>> m_streams;
 };
-
-int64_t MedianTimePast(const std::vector<uint32_t>& times, std::size_t upto_inclusive)
-{
-    // Median of the up to 11 times ending at index upto_inclusive (Core's GetMedianTimePast).
-    std::vector<uint32_t> w;
-    for (std::size_t k = 0; k < 11 && k <= upto_inclusive; ++k) w.push_back(times[upto_inclusive - k]);
-    std::sort(w.begin(), w.end());
-    return w[w.size() / 2];
-}
 
 struct Scanned {
     ChainParams const* params{nullptr};
@@ -106,7 +98,8 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
 {
     const auto& params = *sc.params;
     const auto& order = sc.order;
-    CoinsCache cache(db, opts.dbcache_mib << 20);
+    BlockConnector conn(db, params, opts.dbcache_mib << 20);
+    CoinsCache& cache = conn.cache();
     RecordReader reader(sc.files, sc.key);
     const int tip_height = sc.base_height + int(order.blocks.size()) - 1;
     // times[] index of the block at height h.
@@ -170,11 +163,9 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
         for (int h = std::max(start, 1); h <= *to; ++h) {
             auto b = load(h);
             if (!b) return b.error();
-            RollforwardBlock(*b, h, cache);
-            ++res.recovered_blocks;
+            conn.Rollforward(*b, h);
         }
-        cache.SetBestBlock(range.new_tip);
-        if (auto st = cache.Flush(); !st.ok()) return EnvError("flush failed: " + st.message);
+        if (auto st = conn.Flush(range.new_tip); !st.ok()) return EnvError("flush failed: " + st.message);
     }
 
     // ---- resume after the chainstate's best block ----
@@ -211,13 +202,13 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
         ReplayProgress p;
         p.height = h;
         p.tip_height = last;
-        p.blocks = res.blocks;
-        p.txs = res.txs;
-        p.bytes = res.bytes;
+        p.blocks = conn.counters().blocks;
+        p.txs = conn.counters().txs;
+        p.bytes = conn.counters().bytes;
         p.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
         p.cache_bytes = cache.DynamicMemoryUsage();
         p.cache_budget = cache.Budget();
-        p.flushes = res.flushes;
+        p.flushes = conn.counters().flushes;
         opts.on_progress(p);
     };
     for (int h = next; h <= last; ++h) {
@@ -230,34 +221,19 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
         if (!block) {
             return Error{block.error().code, "block at height " + std::to_string(h) + " does not decode: " + block.error().message};
         }
-        BlockValidationState state;
-        auto checked = CheckBlock(std::move(*block), state, params.consensus);
-        ConnectStats cs;
-        if (checked) {
-            ConnectContext ctx;
-            ctx.height = h;
-            ctx.median_time_past = MedianTimePast(sc.times, time_index(h) - 1);
-            if (bip34_hash && h > params.consensus.bip34_height) ctx.bip34_ancestor = bip34_hash;
-            ConnectBlock(checked->block(), ctx, cache, params.consensus, state, &cs);
-        }
-        if (state.IsInvalid() || !checked) {
-            res.reject_reason = state.GetRejectReason();
+        ConnectContext ctx;
+        ctx.height = h;
+        ctx.median_time_past = MedianTimePast(std::span<const uint32_t>(sc.times.data(), time_index(h)));
+        if (bip34_hash && h > params.consensus.bip34_height) ctx.bip34_ancestor = bip34_hash;
+        if (auto reason = conn.Connect(std::move(*block), ctx, size)) {
+            res.reject_reason = *reason;
             res.reject_height = h;
             // The cache may hold part of the failed block: drop it by not flushing. Unflushed good
             // blocks since the last flush are lost too; the next run redoes them.
             break;
         }
-        ++res.blocks;
-        res.txs += checked->block().vtx.size();
-        res.inputs += cs.inputs;
-        res.outputs += cs.outputs_added;
-        res.bytes += size;
         res.height = h;
         res.tip = order.hashes[order_index(h)];
-        if (cache.NeedsFlush()) {
-            if (auto st = cache.Flush(); !st.ok()) return EnvError("flush failed: " + st.message);
-            ++res.flushes;
-        }
         if (opts.after_block) opts.after_block(h);
         const auto now = Clock::now();
         if (now - last_report > std::chrono::milliseconds(250)) {
@@ -266,9 +242,16 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
         }
     }
     if (!res.reject_reason) {
-        if (auto st = cache.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
-        ++res.flushes;
+        if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
     }
+    const auto& c = conn.counters();
+    res.blocks = c.blocks;
+    res.txs = c.txs;
+    res.inputs = c.inputs;
+    res.outputs = c.outputs;
+    res.bytes = c.bytes;
+    res.flushes = c.flushes;
+    res.recovered_blocks = c.recovered_blocks;
     report(res.height);
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     res.bytes_cleansed = CleansedBytes() - cleansed_before;
@@ -336,7 +319,15 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
     auto db = CoinsDB::Open(dir, dbo, &status);
     if (!db) return EnvError("cannot open chainstate " + dir.string() + ": " + status.message);
 
-    auto run = VisitPolicy(opts.policy, [&]<typename P>(P) { return RunPipeline<P>(opts, *sc, *db, res); });
+    auto run = [&]() -> Result<ReplayResult> {
+        try {
+            return VisitPolicy(opts.policy, [&]<typename P>(P) { return RunPipeline<P>(opts, *sc, *db, res); });
+        } catch (const StoreError& e) { // a LevelDB failure inside the cache (disk full, corruption)
+            return EnvError(std::string("chainstate ") + dir.string() + ": " + e.what());
+        } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
+            return Error{e.code(), std::string("chainstate ") + dir.string() + ": " + e.what()};
+        }
+    }();
     if (!run) return run.error();
     res = std::move(*run);
     if (res.height >= 0) {
