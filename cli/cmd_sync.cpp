@@ -1,5 +1,6 @@
 // `ibdkit sync`: initial block download from one P2P peer.
 #include "commands.h"
+#include "replay_cli.h"
 #include "progress.h"
 
 #include <ibdkit/wire/sync.h>
@@ -35,17 +36,7 @@ nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
     j["policy"] = std::string(PolicyName(policy));
     j["mode"] = r.mode;
     j["peer"] = {{"user_agent", r.peer_user_agent}, {"version", r.peer_version}, {"start_height", r.peer_height}, {"services", r.peer_services}};
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        j["height"] = r.height;
-        j["bestblock"] = r.tip.ToHex();
-        j["txouts"] = u.txouts;
-        j["transactions"] = u.transactions;
-        j["bogosize"] = u.bogosize;
-        j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
-        j["total_amount_sat"] = u.total_amount;
-        j["hash_serialized_3"] = u.hash_serialized.ToHex();
-    }
+    if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     j["header_height"] = r.header_height;
     j["headers_received"] = r.headers_received;
     j["blocks_connected"] = r.blocks;

@@ -18,22 +18,24 @@ std::string Btc(Amount a)
     return b;
 }
 
+void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u)
+{
+    j["height"] = height;
+    j["bestblock"] = tip.ToHex();
+    j["txouts"] = u.txouts;
+    j["transactions"] = u.transactions;
+    j["bogosize"] = u.bogosize;
+    j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
+    j["total_amount_sat"] = u.total_amount;
+    j["hash_serialized_3"] = u.hash_serialized.ToHex();
+}
+
 nlohmann::json ToJson(const ReplayResult& r)
 {
     nlohmann::json j;
     j["network"] = std::string(ChainTypeName(r.chain));
     j["policy"] = nullptr;
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        j["height"] = r.height;
-        j["bestblock"] = r.tip.ToHex();
-        j["txouts"] = u.txouts;
-        j["transactions"] = u.transactions;
-        j["bogosize"] = u.bogosize;
-        j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
-        j["total_amount_sat"] = u.total_amount;
-        j["hash_serialized_3"] = u.hash_serialized.ToHex();
-    }
+    if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     j["blocks_connected"] = r.blocks;
     j["start_height"] = r.start_height;
     j["transactions_connected"] = r.txs;

@@ -1,5 +1,10 @@
 #include <ibdkit/replay/connector.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+
 #include <ibdkit/consensus/check.h>
 
 #include <algorithm>
@@ -13,6 +18,33 @@ int64_t MedianTimePast(std::span<const uint32_t> times)
     std::vector<uint32_t> w(times.end() - std::ptrdiff_t(n), times.end());
     std::sort(w.begin(), w.end());
     return w[w.size() / 2];
+}
+
+Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir, PolicyId policy,
+                                                std::size_t dbcache_mib, const std::string& temp_prefix)
+{
+    ChainstateHandle h;
+    h.m_dir = dir;
+    h.m_temporary = dir.empty();
+    if (h.m_temporary) {
+        static std::atomic<int> counter{0};
+        h.m_dir = std::filesystem::temp_directory_path() /
+                  (temp_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    }
+    CoinsDBOptions dbo;
+    dbo.policy = policy;
+    dbo.cache_bytes = std::max<std::size_t>(8 << 20, (dbcache_mib << 20) / 8);
+    StoreStatus status;
+    h.m_db = CoinsDB::Open(h.m_dir, dbo, &status);
+    if (!h.m_db) return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
+    return h;
+}
+
+ChainstateHandle::~ChainstateHandle()
+{
+    m_db.reset(); // close before removing
+    std::error_code ec;
+    if (m_temporary && !m_dir.empty()) std::filesystem::remove_all(m_dir, ec);
 }
 
 BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)

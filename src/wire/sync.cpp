@@ -610,28 +610,10 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     res.chain = opts.chain;
     const ChainParams& params = GetChainParams(opts.chain);
 
-    std::filesystem::path dir = opts.chainstate;
-    const bool temporary = dir.empty();
-    if (temporary) {
-        static std::atomic<int> counter{0};
-        dir = std::filesystem::temp_directory_path() / ("ibdkit-sync-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    }
-    struct Cleanup {
-        std::filesystem::path p;
-        bool on;
-        ~Cleanup()
-        {
-            std::error_code ec;
-            if (on) std::filesystem::remove_all(p, ec);
-        }
-    } cleanup{dir, temporary};
-
-    CoinsDBOptions dbo;
-    dbo.policy = opts.policy;
-    dbo.cache_bytes = std::max<std::size_t>(8 << 20, (opts.dbcache_mib << 20) / 8);
-    StoreStatus status;
-    auto db = CoinsDB::Open(dir, dbo, &status);
-    if (!db) return EnvError("cannot open chainstate " + dir.string() + ": " + status.message);
+    auto cs = ChainstateHandle::Open(opts.chainstate, opts.policy, opts.dbcache_mib, "ibdkit-sync");
+    if (!cs) return cs.error();
+    auto* db = &cs->db();
+    const auto& dir = cs->dir();
 
     HeaderChain chain(params);
     const auto headers_file = dir / HEADERS_FILE;

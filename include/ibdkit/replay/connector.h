@@ -13,11 +13,33 @@
 #include <ibdkit/replay/connect.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
 namespace ibdkit {
+
+/// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
+/// destroyed) when `dir` is empty. The LevelDB cache is sized from the dbcache budget as Core does.
+class ChainstateHandle {
+public:
+    static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, std::size_t dbcache_mib,
+                                         const std::string& temp_prefix);
+    ChainstateHandle(ChainstateHandle&&) noexcept = default;
+    ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;
+    ~ChainstateHandle();
+
+    CoinsDB& db() noexcept { return *m_db; }
+    const std::filesystem::path& dir() const noexcept { return m_dir; }
+
+private:
+    ChainstateHandle() = default;
+    std::filesystem::path m_dir;
+    bool m_temporary{false};
+    std::unique_ptr<CoinsDB> m_db;
+};
 
 /// Median of the last up-to-11 timestamps of `times` (Core's GetMedianTimePast); `times` ends
 /// with the block whose MTP is wanted. Precondition: non-empty.
