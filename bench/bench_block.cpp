@@ -125,6 +125,31 @@ Case ViewWalkCase(int height)
             }};
 }
 
+// Every txid and wtxid of the block from the view: one multi-buffer batch (Sha256dMany) vs one
+// SHA256d stream per id (TxView::ComputeTxid/ComputeWtxid). Isolates the hashing share of decoding.
+Case TxIdsCase(int height, bool batch)
+{
+    return {Group("BlockTxIds", height), batch ? "batch" : "per-tx", "block", 1, [height, batch](std::string* skip) -> Op {
+                auto raw = LoadBlock(Rel(height), skip);
+                if (!raw) return {};
+                auto view = std::make_shared<BlockView>(BlockView::ParseOrThrow(*raw));
+                if (batch) {
+                    return [view] {
+                        BlockTxIds ids = view->ComputeTxIds();
+                        DoNotOptimize(ids.txids.data());
+                    };
+                }
+                return [view] {
+                    uint8_t acc = 0;
+                    for (TxView tx : view->txs()) {
+                        acc ^= tx.ComputeTxid().ToUint256().data()[0];
+                        if (tx.HasWitness()) acc ^= tx.ComputeWtxid().ToUint256().data()[0];
+                    }
+                    DoNotOptimize(acc);
+                };
+            }};
+}
+
 // ---- Bitcoin Core's engine through libbitcoinkernel's C API (dlopen; optional) ----------------
 
 struct Kernel {
@@ -210,6 +235,8 @@ void RegisterFor(int height)
     (Registry().push_back(DeserializeAndCheckCase<P>(height)), ...);
     Registry().push_back(CoreDeserializeAndCheckCase(height));
     Registry().push_back(ViewWalkCase(height));
+    Registry().push_back(TxIdsCase(height, true));
+    Registry().push_back(TxIdsCase(height, false));
 }
 
 const bool registered = [] {

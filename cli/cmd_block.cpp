@@ -120,7 +120,22 @@ struct CheckArgs {
     bool no_pow{false};
     bool no_merkle{false};
     bool lines{false};
+    bool allow_trailing{false};
 };
+
+/// Decodes a block; with allow_trailing, as Core's P2P code and C API do: the block is read from the
+/// front and bytes after it are ignored (counted in *trailing).
+Result<Block> DecodeForCheck(const std::vector<uint8_t>& bytes, bool allow_trailing, std::size_t* trailing)
+{
+    *trailing = 0;
+    if (!allow_trailing) return DecodeBlock(bytes);
+    return CatchDecode([&]() -> Block {
+        std::size_t used = 0;
+        Block b = UnserializeBlockFrom(bytes, &used);
+        *trailing = bytes.size() - used;
+        return b;
+    });
+}
 
 /// One compact JSON line per hex block of the input (for differential tests: one process, many blocks).
 int RunCheckLines(const CheckArgs& a)
@@ -142,7 +157,9 @@ int RunCheckLines(const CheckArgs& a)
             bytes.push_back(uint8_t(nib(line[i]) * 16 + nib(line[i + 1])));
         }
         json j;
-        auto block = DecodeBlock(bytes);
+        std::size_t trailing = 0;
+        auto block = DecodeForCheck(bytes, a.allow_trailing, &trailing);
+        if (trailing) j["trailing_bytes"] = trailing;
         if (!block) {
             j["decoded"] = false;
             j["error"] = ErrcName(block.error().code);
@@ -352,6 +369,8 @@ const CommandRegistrar block_cmd([](CLI::App& app) {
     check->add_flag("--json", args->as_json, "Print the result as JSON");
     check->add_flag("--no-pow", args->no_pow, "Skip the proof-of-work check (Core's fCheckPOW=false)");
     check->add_flag("--no-merkle", args->no_merkle, "Skip the merkle root check (Core's fCheckMerkleRoot=false)");
+    check->add_flag("--allow-trailing", args->allow_trailing,
+                    "With --lines: ignore bytes after the block, as Core's P2P code and C API do (default: TrailingData error)");
     check->add_flag("--lines", args->lines, "FILE holds one hex block per line; print one JSON line per block");
     check->callback([args] { Guarded([&] { return RunCheck(*args); }); });
 

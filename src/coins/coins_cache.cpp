@@ -91,6 +91,12 @@ bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
 {
     auto it = FetchCoin(outpoint);
     if (it == m_map.end() || it->second.coin.IsSpent()) return false;
+    SpendCoinAt(it, moveout);
+    return true;
+}
+
+void CoinsCache::SpendCoinAt(CoinsMap::iterator it, Coin* moveout)
+{
     m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
     if (moveout) *moveout = std::move(it->second.coin);
     if (it->second.IsFresh()) {
@@ -99,7 +105,6 @@ bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
         it->second.flags |= CoinsCacheEntry::DIRTY;
         it->second.coin.Clear();
     }
-    return true;
 }
 
 void CoinsCache::Uncache(const OutPoint& outpoint)

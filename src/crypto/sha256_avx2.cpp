@@ -149,19 +149,21 @@ IBDKIT_AVX2_FN void D64x8(uint8_t* out, const uint8_t* in) noexcept
     IBDKIT_UNROLL for (int j = 0; j < 8; ++j) _mm256_storeu_si256(reinterpret_cast<V*>(out + 32 * j), r[j]);
 }
 
-IBDKIT_AVX2_FN void StepX8(uint32_t* state, const uint8_t* const* blocks) noexcept
+IBDKIT_AVX2_FN void StepX8(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept
 {
-    State st;
-    for (int half = 0; half < 2; ++half) {
-        V r[8];
-        IBDKIT_UNROLL for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_si256(reinterpret_cast<const V*>(blocks[j] + 32 * half));
-        Transpose8(r);
-        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.w[8 * half + i] = ByteSwap(r[i]);
+    for (std::size_t b = 0; b < n; ++b) {
+        State st;
+        for (int half = 0; half < 2; ++half) {
+            V r[8];
+            IBDKIT_UNROLL for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_si256(reinterpret_cast<const V*>(blocks[j] + 64 * b + 32 * half));
+            Transpose8(r);
+            IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.w[8 * half + i] = ByteSwap(r[i]);
+        }
+        V* sv = reinterpret_cast<V*>(state);
+        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.s[i] = _mm256_load_si256(sv + i);
+        MsgRounds(st, std::make_integer_sequence<int, 64>{});
+        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) _mm256_store_si256(sv + i, Add(st.s[i], _mm256_load_si256(sv + i)));
     }
-    V save[8];
-    IBDKIT_UNROLL for (int i = 0; i < 8; ++i) save[i] = st.s[i] = _mm256_load_si256(reinterpret_cast<const V*>(state + 8 * i));
-    MsgRounds(st, std::make_integer_sequence<int, 64>{});
-    IBDKIT_UNROLL for (int i = 0; i < 8; ++i) _mm256_store_si256(reinterpret_cast<V*>(state + 8 * i), Add(st.s[i], save[i]));
 }
 
 } // namespace ibdkit::sha256_detail::avx2

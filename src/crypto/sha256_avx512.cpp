@@ -11,6 +11,7 @@
 // GCC 12's avx512fintrin.h fills "don't care" operands with a self-initialized variable
 // (_mm512_undefined_epi32), which -Wuninitialized reports inside _mm512_ror_epi32 and friends.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
 
@@ -161,23 +162,25 @@ IBDKIT_AVX512_FN void D64x16(uint8_t* out, const uint8_t* in) noexcept
     }
 }
 
-IBDKIT_AVX512_FN void StepX16(uint32_t* state, const uint8_t* const* blocks) noexcept
+IBDKIT_AVX512_FN void StepX16(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept
 {
-    State st;
-    for (int half = 0; half < 2; ++half) {
-        H lo[8], hi[8];
-        IBDKIT_UNROLL for (int j = 0; j < 8; ++j) {
-            lo[j] = _mm256_loadu_si256(reinterpret_cast<const H*>(blocks[j] + 32 * half));
-            hi[j] = _mm256_loadu_si256(reinterpret_cast<const H*>(blocks[8 + j] + 32 * half));
+    for (std::size_t b = 0; b < n; ++b) {
+        State st;
+        for (int half = 0; half < 2; ++half) {
+            H lo[8], hi[8];
+            IBDKIT_UNROLL for (int j = 0; j < 8; ++j) {
+                lo[j] = _mm256_loadu_si256(reinterpret_cast<const H*>(blocks[j] + 64 * b + 32 * half));
+                hi[j] = _mm256_loadu_si256(reinterpret_cast<const H*>(blocks[8 + j] + 64 * b + 32 * half));
+            }
+            Transpose8(lo);
+            Transpose8(hi);
+            IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.w[8 * half + i] = Join(ByteSwap(lo[i]), ByteSwap(hi[i]));
         }
-        Transpose8(lo);
-        Transpose8(hi);
-        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.w[8 * half + i] = Join(ByteSwap(lo[i]), ByteSwap(hi[i]));
+        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) st.s[i] = _mm512_load_si512(state + 16 * i);
+        MsgRounds(st, std::make_integer_sequence<int, 64>{});
+        // Feed-forward from memory: keeping the old state in registers would spill the schedule.
+        IBDKIT_UNROLL for (int i = 0; i < 8; ++i) _mm512_store_si512(state + 16 * i, Add(st.s[i], _mm512_load_si512(state + 16 * i)));
     }
-    V save[8];
-    IBDKIT_UNROLL for (int i = 0; i < 8; ++i) save[i] = st.s[i] = _mm512_load_si512(state + 16 * i);
-    MsgRounds(st, std::make_integer_sequence<int, 64>{});
-    IBDKIT_UNROLL for (int i = 0; i < 8; ++i) _mm512_store_si512(state + 16 * i, Add(st.s[i], save[i]));
 }
 
 } // namespace ibdkit::sha256_detail::avx512

@@ -58,10 +58,11 @@ using TransformFn = void (*)(uint32_t* state, const uint8_t* chunk, std::size_t 
 /// its outputs are written, and output i never lies beyond input i).
 using D64Fn = void (*)(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
 
-/// A multi-buffer compression kernel: one 64-byte block for each of `lanes` independent states.
-/// State layout: lanes <= 2 keep each lane's eight words together (s[8 * lane + i]); wider
-/// kernels keep word i of all lanes together (s[lanes * i + lane]), 64-byte aligned.
-using LaneStepFn = void (*)(uint32_t* state, const uint8_t* const* blocks) noexcept;
+/// A multi-buffer compression kernel: `n` consecutive 64-byte blocks (lane l's at blocks[l],
+/// blocks[l] + 64, …) for each of `lanes` independent states. State layout: lanes <= 2 keep each
+/// lane's eight words together (s[8 * lane + i]); wider kernels keep word i of all lanes together
+/// (s[lanes * i + lane]), 64-byte aligned.
+using LaneStepFn = void (*)(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 struct LaneKernel {
     int lanes;
     LaneStepFn step;
@@ -104,7 +105,7 @@ const Engine& ActiveEngine() noexcept;
 namespace portable {
 void Transform(uint32_t* state, const uint8_t* chunk, std::size_t blocks) noexcept;
 void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
-void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept;
+void StepX1(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 } // namespace portable
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -113,20 +114,20 @@ namespace shani {
 void Transform(uint32_t* state, const uint8_t* chunk, std::size_t blocks) noexcept;
 /// Two inputs at a time (independent dependency chains hide the sha256rnds2 latency).
 void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
-void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept;
-void StepX2(uint32_t* state, const uint8_t* const* blocks) noexcept;
+void StepX1(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
+void StepX2(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 } // namespace shani
 namespace avx2 {
 /// Exactly 8 inputs (512 bytes in, 256 bytes out).
 void D64x8(uint8_t* out, const uint8_t* in) noexcept;
-/// One block for each of 8 lanes (state word-major, 64-byte aligned).
-void StepX8(uint32_t* state, const uint8_t* const* blocks) noexcept;
+/// Blocks for 8 lanes (state word-major, 64-byte aligned).
+void StepX8(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 } // namespace avx2
 namespace avx512 {
 /// Exactly 16 inputs (1024 bytes in, 512 bytes out).
 void D64x16(uint8_t* out, const uint8_t* in) noexcept;
-/// One block for each of 16 lanes (state word-major, 64-byte aligned).
-void StepX16(uint32_t* state, const uint8_t* const* blocks) noexcept;
+/// Blocks for 16 lanes (state word-major, 64-byte aligned).
+void StepX16(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 } // namespace avx512
 #endif
 

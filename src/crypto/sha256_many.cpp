@@ -18,7 +18,6 @@ namespace ibdkit::sha256_detail {
 namespace {
 
 constexpr int MAX_LANES = 16;
-alignas(64) constexpr uint8_t ZERO_BLOCK[64] = {};
 
 inline void WriteBE32(uint8_t* p, uint32_t x)
 {
@@ -28,70 +27,101 @@ inline void WriteBE32(uint8_t* p, uint32_t x)
     p[3] = uint8_t(x);
 }
 
-/// Position of one message: which range, where in it, how many blocks (padding included) remain.
-struct Cursor {
+/// One message's blocks as a few segments of consecutive blocks: runs read straight from its
+/// ranges, and the blocks that straddle two ranges or hold the padding (0x80, zeros, the bit
+/// length), which are assembled once, when the message starts, in the lane's `tail` buffer.
+/// At most four blocks are assembled: one per range boundary and two for the padding.
+struct LaneMsg {
+    struct Seg {
+        const uint8_t* p;
+        uint64_t n;
+    };
     const HashJob* job{nullptr};
-    uint64_t total{0};
-    uint64_t blocks_left{0};
-    uint32_t off{0};
-    int part{0};
-    bool padded{false};
+    Seg seg[8];
+    int nseg{0};
+    int cur{0};
+    alignas(64) uint8_t tail[4 * 64];
+
+    void Push(const uint8_t* p, uint64_t n) noexcept
+    {
+        if (nseg > 0 && seg[nseg - 1].p + 64 * seg[nseg - 1].n == p) {
+            seg[nseg - 1].n += n; // consecutive assembled blocks
+        } else {
+            seg[nseg++] = Seg{p, n};
+        }
+    }
 
     void Start(const HashJob* j) noexcept
     {
         job = j;
-        total = j->TotalSize();
-        blocks_left = (total + 9 + 63) / 64;
-        part = 0;
-        off = 0;
-        padded = false;
-        SkipEmpty();
-    }
-    void SkipEmpty() noexcept
-    {
-        while (part < 3 && off == job->size[part]) {
-            ++part;
-            off = 0;
-        }
-    }
-    /// The next block: a pointer into the message, or `scratch` filled with bytes from two ranges
-    /// and/or the padding (0x80, zeros, bit length in the last block).
-    const uint8_t* Next(uint8_t* scratch) noexcept
-    {
-        --blocks_left;
-        if (part < 3 && job->size[part] - off >= 64) {
-            const uint8_t* p = job->data[part] + off;
-            off += 64;
-            SkipEmpty();
-            return p;
-        }
-        std::size_t filled = 0;
-        while (filled < 64 && part < 3) {
-            const std::size_t take = std::min<std::size_t>(64 - filled, job->size[part] - off);
-            std::memcpy(scratch + filled, job->data[part] + off, take);
-            filled += take;
-            off += uint32_t(take);
-            SkipEmpty();
-        }
-        if (filled < 64) {
-            if (!padded) {
-                scratch[filled++] = 0x80;
-                padded = true;
+        nseg = 0;
+        cur = 0;
+        const uint64_t total = j->TotalSize();
+        int part = 0;
+        uint32_t off = 0;
+        auto skip_empty = [&] {
+            while (part < 3 && off == j->size[part]) {
+                ++part;
+                off = 0;
             }
-            std::memset(scratch + filled, 0, 64 - filled);
-            if (blocks_left == 0) {
-                const uint64_t bits = total * 8;
-                WriteBE32(scratch + 56, uint32_t(bits >> 32));
-                WriteBE32(scratch + 60, uint32_t(bits));
+        };
+        skip_empty();
+        uint8_t* b = tail;
+        for (;;) {
+            if (part < 3 && j->size[part] - off >= 64) {
+                const uint32_t n = (j->size[part] - off) / 64;
+                Push(j->data[part] + off, n);
+                off += 64 * n;
+                skip_empty();
+                continue;
             }
+            std::size_t filled = 0;
+            while (filled < 64 && part < 3) {
+                const std::size_t take = std::min<std::size_t>(64 - filled, j->size[part] - off);
+                std::memcpy(b + filled, j->data[part] + off, take);
+                filled += take;
+                off += uint32_t(take);
+                skip_empty();
+            }
+            if (filled >= 64) {
+                Push(b, 1);
+                b += 64;
+                continue;
+            }
+            // The message ended in this block (filled < 64): 0x80, zeros, and the bit length in
+            // the last eight bytes, here or — when fewer than 9 bytes are left — in one more block.
+            b[filled] = 0x80;
+            std::memset(b + filled + 1, 0, 63 - filled);
+            if (filled >= 56) {
+                Push(b, 1);
+                b += 64;
+                std::memset(b, 0, 56);
+            }
+            const uint64_t bits = total * 8;
+            WriteBE32(b + 56, uint32_t(bits >> 32));
+            WriteBE32(b + 60, uint32_t(bits));
+            Push(b, 1);
+            return;
         }
-        return scratch;
+    }
+
+    /// A copy for another lane: segments inside `tail` point to the copy's tail.
+    void CopyTo(LaneMsg& d) const noexcept
+    {
+        d.job = job;
+        d.nseg = nseg;
+        d.cur = cur;
+        std::memcpy(d.tail, tail, sizeof tail);
+        for (int i = 0; i < nseg; ++i) {
+            d.seg[i] = seg[i];
+            if (seg[i].p >= tail && seg[i].p < tail + sizeof tail) d.seg[i].p = d.tail + (seg[i].p - tail);
+        }
     }
 };
 
 /// A message moving between stages: its position and its eight state words.
 struct InFlight {
-    Cursor c;
+    LaneMsg m;
     uint32_t state[8];
 };
 struct Carry {
@@ -112,19 +142,22 @@ struct Queue {
 /// First SHA-256 of every message, on one kernel, until done or (for a non-final stage) until
 /// fewer than stop_below lanes are busy with nothing left to start. Each finished message's
 /// digest goes to its job's `out`.
+///
+/// Each step advances every busy lane by the same number of blocks — the fewest any lane has left
+/// in its current segment — in one kernel call; lanes whose segment ends move to the next one, or
+/// finish and take the next message. Idle lanes (only at the end) re-read a busy lane's blocks.
 void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& out) noexcept
 {
     const int lanes = k.lanes;
     alignas(64) uint32_t s[8 * MAX_LANES];
-    alignas(64) uint8_t scratch[MAX_LANES][64];
     const uint8_t* blocks[MAX_LANES];
-    Cursor lane[MAX_LANES];
+    LaneMsg lane[MAX_LANES];
     bool busy[MAX_LANES] = {};
     int next_in = 0;
     auto fill = [&](int l) -> bool {
         if (next_in < in.n) {
             const InFlight& f = in.v[next_in++];
-            lane[l] = f.c;
+            f.m.CopyTo(lane[l]);
             for (int i = 0; i < 8; ++i) k.At(s, l, i) = f.state[i];
         } else if (!q.empty()) {
             lane[l].Start(q.Pop());
@@ -143,16 +176,29 @@ void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& o
             for (int l = 0; l < lanes; ++l) {
                 if (!busy[l]) continue;
                 InFlight& f = out.v[out.n++];
-                f.c = lane[l];
+                lane[l].CopyTo(f.m);
                 for (int i = 0; i < 8; ++i) f.state[i] = k.At(s, l, i);
             }
             return;
         }
-        for (int l = 0; l < lanes; ++l) blocks[l] = busy[l] ? lane[l].Next(scratch[l]) : ZERO_BLOCK;
-        k.step(s, blocks);
+        uint64_t n = UINT64_MAX;
+        const uint8_t* any = nullptr;
         for (int l = 0; l < lanes; ++l) {
-            if (!busy[l] || lane[l].blocks_left != 0) continue;
-            uint8_t* o = lane[l].job->out;
+            if (!busy[l]) continue;
+            const LaneMsg::Seg& g = lane[l].seg[lane[l].cur];
+            n = std::min(n, g.n);
+            any = g.p;
+        }
+        for (int l = 0; l < lanes; ++l) blocks[l] = busy[l] ? lane[l].seg[lane[l].cur].p : any;
+        k.step(s, blocks, std::size_t(n));
+        for (int l = 0; l < lanes; ++l) {
+            if (!busy[l]) continue;
+            LaneMsg& m = lane[l];
+            LaneMsg::Seg& g = m.seg[m.cur];
+            g.p += 64 * n;
+            g.n -= n;
+            if (g.n != 0 || ++m.cur < m.nseg) continue;
+            uint8_t* o = m.job->out;
             for (int i = 0; i < 8; ++i) WriteBE32(o + 4 * i, k.At(s, l, i));
             if (!fill(l)) {
                 busy[l] = false;
@@ -186,7 +232,7 @@ void SecondHash(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
                 if (l < n) std::memcpy(blk[l], jobs[i + std::size_t(l)].out, 32);
                 for (int w = 0; w < 8; ++w) k.At(s, l, w) = IV[w];
             }
-            k.step(s, blocks);
+            k.step(s, blocks, 1);
             for (int l = 0; l < n; ++l) {
                 uint8_t* o = jobs[i + std::size_t(l)].out;
                 for (int w = 0; w < 8; ++w) WriteBE32(o + 4 * w, k.At(s, l, w));

@@ -91,6 +91,6 @@ void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept
     for (; blocks; --blocks, in += 64, out += 32) D64One(out, in);
 }
 
-void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept { Transform(state, blocks[0], 1); }
+void StepX1(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept { Transform(state, blocks[0], n); }
 
 } // namespace ibdkit::sha256_detail::portable

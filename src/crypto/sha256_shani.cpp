@@ -179,31 +179,37 @@ IBDKIT_SHANI_FN void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) no
     if (blocks) D64N<1>(out, in);
 }
 
-IBDKIT_SHANI_FN void StepX1(uint32_t* state, const uint8_t* const* blocks) noexcept
+IBDKIT_SHANI_FN void StepX1(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept
 {
-    Transform(state, blocks[0], 1);
+    Transform(state, blocks[0], n);
 }
 
-// Two independent states (eight FIPS-order words each), one block each, interleaved.
-IBDKIT_SHANI_FN void StepX2(uint32_t* state, const uint8_t* const* blocks) noexcept
+// Two independent states (eight FIPS-order words each), n blocks each, interleaved.
+IBDKIT_SHANI_FN void StepX2(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept
 {
     Lanes<2> l;
-    __m128i save_abef[2], save_cdgh[2];
-    IBDKIT_UNROLL for (int n = 0; n < 2; ++n) {
-        __m128i abef = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 8 * n));
-        __m128i cdgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 8 * n + 4));
-        ToRoundLayout(abef, cdgh);
-        save_abef[n] = l.abef[n] = abef;
-        save_cdgh[n] = l.cdgh[n] = cdgh;
-        IBDKIT_UNROLL for (int j = 0; j < 4; ++j) l.m[n][j] = LoadBE(blocks[n] + 16 * j);
+    __m128i abef[2], cdgh[2];
+    IBDKIT_UNROLL for (int k = 0; k < 2; ++k) {
+        abef[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 8 * k));
+        cdgh[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 8 * k + 4));
+        ToRoundLayout(abef[k], cdgh[k]);
     }
-    Compress<2>(l);
-    IBDKIT_UNROLL for (int n = 0; n < 2; ++n) {
-        __m128i abef = _mm_add_epi32(l.abef[n], save_abef[n]);
-        __m128i cdgh = _mm_add_epi32(l.cdgh[n], save_cdgh[n]);
-        FromRoundLayout(abef, cdgh);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 8 * n), abef);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 8 * n + 4), cdgh);
+    for (std::size_t b = 0; b < n; ++b) {
+        IBDKIT_UNROLL for (int k = 0; k < 2; ++k) {
+            l.abef[k] = abef[k];
+            l.cdgh[k] = cdgh[k];
+            IBDKIT_UNROLL for (int j = 0; j < 4; ++j) l.m[k][j] = LoadBE(blocks[k] + 64 * b + 16 * j);
+        }
+        Compress<2>(l);
+        IBDKIT_UNROLL for (int k = 0; k < 2; ++k) {
+            abef[k] = _mm_add_epi32(abef[k], l.abef[k]);
+            cdgh[k] = _mm_add_epi32(cdgh[k], l.cdgh[k]);
+        }
+    }
+    IBDKIT_UNROLL for (int k = 0; k < 2; ++k) {
+        FromRoundLayout(abef[k], cdgh[k]);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 8 * k), abef[k]);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 8 * k + 4), cdgh[k]);
     }
 }
 

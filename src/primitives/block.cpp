@@ -65,13 +65,22 @@ Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed
 {
     detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
     Block block;
+    // Parse and build every transaction first, collecting where its id bytes lie; then hash all
+    // txids and wtxids in one multi-buffer batch (Sha256dMany).
+    std::vector<HashJob> jobs;
     detail::ParseBlock(
         c,
         [&](uint64_t n, std::size_t remaining) {
             // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
-            block.vtx.reserve(std::size_t(std::min<uint64_t>(n, remaining / 10)));
+            const std::size_t bound = std::size_t(std::min<uint64_t>(n, remaining / 10));
+            block.vtx.reserve(bound);
+            jobs.reserve(bound + bound / 2);
         },
-        [&](detail::ByteCursor& cur) { detail::TxBuilder::Decode(cur, true, block.vtx.emplace_back()); });
+        [&](detail::ByteCursor& cur) {
+            const TxLayout l = detail::TxBuilder::DecodeUnhashed(cur, true, block.vtx.emplace_back());
+            detail::TxBuilder::AddIdJobs(l, jobs);
+        });
+    detail::TxBuilder::HashIds(block.vtx, jobs);
     static_cast<BlockHeader&>(block) = HeaderFromBytes(std::span<const uint8_t, 80>(bytes.data(), 80));
     if (consumed) *consumed = std::size_t(c.p - bytes.data());
     return block;

@@ -32,21 +32,31 @@ Wtxid TxView::ComputeWtxid() const noexcept
     return detail::ComputeWtxid(m_l, Txid());
 }
 
-Transaction TxView::ToOwned() const
+namespace {
+// Inputs, outputs and fields of `tx` from a view; ids are left to the caller.
+void BuildUnhashed(const TxView& v, Transaction& tx)
 {
-    Transaction tx;
+    const TxLayout& l = v.layout();
     auto& vin = detail::TxBuilder::Vin(tx);
     auto& vout = detail::TxBuilder::Vout(tx);
-    vin.reserve(m_l.n_in);
-    for (InputView in : inputs()) {
+    vin.reserve(l.n_in);
+    for (InputView in : v.inputs()) {
         TxIn& o = vin.emplace_back();
         o.prevout = in.prevout();
         o.script_sig.assign(in.script_sig.data(), in.script_sig.size());
         o.sequence = in.sequence;
         o.witness = in.witness.ToOwned();
     }
-    vout.reserve(m_l.n_out);
-    for (OutputView out : outputs()) vout.push_back(TxOut{out.value, Script(out.script_pubkey)});
+    vout.reserve(l.n_out);
+    for (OutputView out : v.outputs()) vout.push_back(TxOut{out.value, Script(out.script_pubkey)});
+    detail::TxBuilder::SetFields(l, tx);
+}
+} // namespace
+
+Transaction TxView::ToOwned() const
+{
+    Transaction tx;
+    BuildUnhashed(*this, tx);
     detail::TxBuilder::Finish(m_l, tx);
     return tx;
 }
@@ -83,8 +93,38 @@ Block BlockView::ToOwned() const
     Block b;
     static_cast<BlockHeader&>(b) = header();
     b.vtx.reserve(m_tx_count);
-    for (TxView tx : txs()) b.vtx.push_back(tx.ToOwned());
+    std::vector<HashJob> jobs;
+    jobs.reserve(m_tx_count + m_tx_count / 2);
+    for (TxView tx : txs()) {
+        BuildUnhashed(tx, b.vtx.emplace_back());
+        detail::TxBuilder::AddIdJobs(tx.layout(), jobs);
+    }
+    detail::TxBuilder::HashIds(b.vtx, jobs);
     return b;
+}
+
+BlockTxIds BlockView::ComputeTxIds() const
+{
+    BlockTxIds ids;
+    ids.txids.resize(m_tx_count);
+    ids.wtxids.resize(m_tx_count);
+    std::vector<HashJob> jobs;
+    jobs.reserve(m_tx_count + m_tx_count / 2);
+    std::vector<uint8_t> witness(m_tx_count);
+    std::size_t i = 0;
+    for (TxView tx : txs()) {
+        const std::size_t first = jobs.size();
+        detail::TxBuilder::AddIdJobs(tx.layout(), jobs);
+        jobs[first].out = ids.txids[i].AsUint256().data();
+        if (tx.HasWitness()) jobs[first + 1].out = ids.wtxids[i].AsUint256().data();
+        witness[i] = tx.HasWitness();
+        ++i;
+    }
+    Sha256dMany(jobs);
+    for (i = 0; i < m_tx_count; ++i) {
+        if (!witness[i]) ids.wtxids[i] = Wtxid(ids.txids[i].ToUint256());
+    }
+    return ids;
 }
 
 } // namespace ibdkit

@@ -50,20 +50,55 @@ TxLayout ParseTxLayout(const uint8_t* p, const uint8_t* end, bool allow_witness)
 
 void TxBuilder::Decode(ByteCursor& c, bool allow_witness, Transaction& tx)
 {
-    OwnedTxSink sink{tx.m_vin, tx.m_vout};
-    const TxLayout l = ParseTx(c, allow_witness, sink);
-    Finish(l, tx);
+    Finish(DecodeUnhashed(c, allow_witness, tx), tx);
 }
 
-void TxBuilder::Finish(const TxLayout& l, Transaction& tx) noexcept
+TxLayout TxBuilder::DecodeUnhashed(ByteCursor& c, bool allow_witness, Transaction& tx)
+{
+    OwnedTxSink sink{tx.m_vin, tx.m_vout};
+    const TxLayout l = ParseTx(c, allow_witness, sink);
+    SetFields(l, tx);
+    return l;
+}
+
+void TxBuilder::SetFields(const TxLayout& l, Transaction& tx) noexcept
 {
     tx.m_version = LoadLE<uint32_t>(l.begin);
     tx.m_lock_time = LoadLE<uint32_t>(l.lock);
     tx.m_has_witness = l.has_witness;
     tx.m_total_size = uint32_t(l.end - l.begin);
     tx.m_stripped_size = uint32_t(4 + (l.wit - l.vin_count) + (l.end - l.lock));
+}
+
+void TxBuilder::Finish(const TxLayout& l, Transaction& tx) noexcept
+{
+    SetFields(l, tx);
     tx.m_hash = ComputeTxid(l);
     tx.m_witness_hash = ComputeWtxid(l, tx.m_hash);
+}
+
+void TxBuilder::AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs)
+{
+    if (!l.has_witness) {
+        jobs.emplace_back(std::span<const uint8_t>(l.begin, l.end), nullptr);
+    } else {
+        jobs.emplace_back(std::span<const uint8_t>(l.begin, 4), std::span<const uint8_t>(l.vin_count, l.wit),
+                          std::span<const uint8_t>(l.lock, l.end), nullptr);
+        jobs.emplace_back(std::span<const uint8_t>(l.begin, l.end), nullptr);
+    }
+}
+
+void TxBuilder::HashIds(std::span<Transaction> txs, std::span<HashJob> jobs) noexcept
+{
+    std::size_t j = 0;
+    for (Transaction& tx : txs) {
+        jobs[j++].out = tx.m_hash.AsUint256().data();
+        if (tx.m_has_witness) jobs[j++].out = tx.m_witness_hash.AsUint256().data();
+    }
+    Sha256dMany(jobs);
+    for (Transaction& tx : txs) {
+        if (!tx.m_has_witness) tx.m_witness_hash = Wtxid(tx.m_hash.ToUint256());
+    }
 }
 
 } // namespace detail

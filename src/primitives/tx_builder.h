@@ -3,10 +3,13 @@
 
 #include "primitives/tx_parser.h"
 
+#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/transaction.h>
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <vector>
 
 namespace ibdkit::detail {
 
@@ -50,9 +53,20 @@ struct OwnedTxSink {
 
 /// Friend of Transaction: fills one from the parser.
 struct TxBuilder {
+    /// Parses one transaction into `tx` and hashes its ids (single message).
     static void Decode(ByteCursor& c, bool allow_witness, Transaction& tx);
-    /// Ids, sizes, version and lock time from a layout (inputs/outputs already filled).
+    /// Parses one transaction into `tx` without hashing; the caller hashes the returned layout.
+    static TxLayout DecodeUnhashed(ByteCursor& c, bool allow_witness, Transaction& tx);
+    /// Version, lock time, witness flag and sizes from a layout (inputs/outputs already filled).
+    static void SetFields(const TxLayout& l, Transaction& tx) noexcept;
+    /// SetFields, then the ids hashed one message at a time.
     static void Finish(const TxLayout& l, Transaction& tx) noexcept;
+    /// Appends the Sha256dMany jobs for a transaction's ids (txid; and wtxid when it has a
+    /// witness), with `out` unset: see PointJobsAt.
+    static void AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs);
+    /// Sets `out` of the jobs AddIdJobs appended for `txs` (in order), hashes them all in one
+    /// batch, and copies the txid into the wtxid of transactions without witness.
+    static void HashIds(std::span<Transaction> txs, std::span<HashJob> jobs) noexcept;
     static std::vector<TxIn>& Vin(Transaction& tx) noexcept { return tx.m_vin; }
     static std::vector<TxOut>& Vout(Transaction& tx) noexcept { return tx.m_vout; }
 };

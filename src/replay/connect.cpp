@@ -13,6 +13,9 @@ constexpr uint32_t LOCKTIME_THRESHOLD = 500'000'000;
 // implies unique coinbases there).
 constexpr int BIP34_IMPLIES_BIP30_LIMIT = 1'983'702;
 
+// Entries of one transaction's inputs (reused across calls: no allocation per transaction).
+thread_local std::vector<CoinsMap::iterator> t_found;
+
 bool IsFinalTx(const Transaction& tx, int height, int64_t cutoff_time) noexcept
 {
     if (tx.lock_time() == 0) return true;
@@ -84,15 +87,26 @@ bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& vie
     uint64_t inputs = 0, added = 0;
     for (const auto& tx : block.vtx) {
         if (!tx.IsCoinBase()) {
-            Amount value_in = 0;
+            // One lookup per input: the entries found here are checked, then spent in place.
+            // Core's order of checks (all inputs exist, then maturity and ranges) is kept.
+            auto& found = t_found;
+            found.clear();
+            std::size_t buckets = view.BucketCount();
             for (const auto& in : tx.vin()) {
-                if (!view.HaveCoin(in.prevout)) {
+                auto it = view.FetchCoin(in.prevout);
+                if (it == view.MapEnd() || it->second.coin.IsSpent()) {
                     return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
                                          "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
                 }
+                if (view.BucketCount() != buckets) { // a fetch from the database rehashed the map
+                    buckets = view.BucketCount();
+                    for (std::size_t k = 0; k < found.size(); ++k) found[k] = view.FetchCoin(tx.vin()[k].prevout);
+                }
+                found.push_back(it);
             }
-            for (const auto& in : tx.vin()) {
-                const Coin& coin = view.AccessCoin(in.prevout);
+            Amount value_in = 0;
+            for (const auto& it : found) {
+                const Coin& coin = it->second.coin;
                 if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
                     return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
                                          "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
@@ -114,10 +128,9 @@ bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& vie
                 return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
                                      "accumulated fee in the block out of range");
             }
-            for (const auto& in : tx.vin()) {
-                view.SpendCoin(in.prevout);
-                ++inputs;
-            }
+            // Erasing one entry never invalidates iterators to the others.
+            for (const auto& it : found) view.SpendCoinAt(it);
+            inputs += found.size();
         }
         AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);
     }

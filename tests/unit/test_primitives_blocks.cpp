@@ -76,6 +76,14 @@ TEST(SharedBlocks, RoundTripIdsMerkleAndViewAgree)
         }
         txs += i;
         EXPECT_TRUE(view->ToOwned().vtx == owned->vtx);
+        // The batch (multi-buffer) ids of the view equal the owned model's.
+        const BlockTxIds ids = view->ComputeTxIds();
+        ASSERT_EQ(ids.txids.size(), owned->vtx.size());
+        ASSERT_EQ(ids.wtxids.size(), owned->vtx.size());
+        for (std::size_t t = 0; t < owned->vtx.size(); ++t) {
+            ASSERT_EQ(ids.txids[t], owned->vtx[t].GetHash()) << t;
+            ASSERT_EQ(ids.wtxids[t], owned->vtx[t].GetWitnessHash()) << t;
+        }
 
         // Merkle root, no mutation; the view computes the same.
         bool mutated = true;

@@ -95,33 +95,52 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
 
 TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
 {
-    auto dir = MainnetDir();
-    if (!dir) GTEST_SKIP() << "shared data absent";
+    auto dir_blocks = MainnetDir();
+    if (!dir_blocks) GTEST_SKIP() << "shared data absent";
     ReplayOptions ref;
-    ref.blocks_dir = *dir;
+    ref.blocks_dir = *dir_blocks;
     const std::string expected = HashOf(MustReplay(ref));
 
     const bool long_mode = std::getenv("IBDKIT_LONG_TESTS") != nullptr;
     const int rounds = long_mode ? 40 : 4; // up to 3 kills each: >= 100 kills in long mode
     std::mt19937_64 rng(ibdkit::test::TestSeed());
+
+    // A child that replays into `dir` with a flush after every block (so kills land inside flushes).
+    // The child execs the CLI: a fork of this process could inherit a lock held by LevelDB's
+    // background thread and deadlock.
+    const std::string blocks = dir_blocks->string();
+    auto spawn = [&](const fs::path& dir) {
+        const std::string cs = dir.string();
+        const pid_t pid = fork();
+        if (pid == 0) {
+            execl(IBDKIT_CLI_PATH, "ibdkit", "replay", "-q", "--blocks-dir", blocks.c_str(), "--chainstate", cs.c_str(),
+                  "--dbcache", "0", static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        return pid;
+    };
+    // Calibrate: kill delays are drawn within the time one uninterrupted run takes on this machine.
+    std::chrono::microseconds full{};
+    {
+        TempDir t;
+        const auto t0 = std::chrono::steady_clock::now();
+        const pid_t pid = spawn(t.path / "chainstate");
+        ASSERT_GE(pid, 0);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        full = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+    }
     int kills = 0;
     for (int round = 0; round < rounds; ++round) {
         TempDir t;
         // Up to three kills per round, then a run to the end.
         for (int attempt = 0; attempt < 4; ++attempt) {
             const bool kill_it = attempt < 3;
-            const pid_t pid = fork();
+            const pid_t pid = spawn(t.path / "chainstate");
             ASSERT_GE(pid, 0);
-            if (pid == 0) {
-                ReplayOptions o;
-                o.blocks_dir = *dir;
-                o.chainstate = t.path / "chainstate";
-                o.dbcache_mib = 0; // flush after every block: kills land inside flushes
-                auto r = Replay(o);
-                _exit(r.ok() && !r->reject_reason && r->height == 599 ? 0 : 3);
-            }
             if (kill_it) {
-                std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1'500'000));
+                std::this_thread::sleep_for(std::chrono::microseconds(rng() % uint64_t(full.count() * 9 / 10 + 1)));
                 kill(pid, SIGKILL);
             }
             int status = 0;
@@ -135,7 +154,7 @@ TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
             if (!kill_it) break;
         }
         ReplayOptions fin;
-        fin.blocks_dir = *dir;
+        fin.blocks_dir = *dir_blocks;
         fin.chainstate = t.path / "chainstate";
         const auto r = MustReplay(fin);
         ASSERT_EQ(r.height, 599);

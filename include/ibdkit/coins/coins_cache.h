@@ -45,6 +45,13 @@ public:
     /// Core's SpendCoin. Returns false if there is no unspent coin at outpoint. The spent coin is
     /// moved to *moveout when given.
     bool SpendCoin(const OutPoint& outpoint, Coin* moveout = nullptr);
+    /// SpendCoin for an entry already found with FetchCoin (no second lookup). Precondition: `it`
+    /// is valid (no insertion that rehashed the map since FetchCoin) and holds an unspent coin.
+    void SpendCoinAt(CoinsMap::iterator it, Coin* moveout = nullptr);
+    /// Number of buckets: unchanged means iterators from FetchCoin are still valid.
+    std::size_t BucketCount() const noexcept { return m_map.bucket_count(); }
+    /// The end iterator FetchCoin returns for a missing coin.
+    CoinsMap::iterator MapEnd() noexcept { return m_map.end(); }
     /// Drops a non-dirty entry from the cache (no effect on the database).
     void Uncache(const OutPoint& outpoint);
 
@@ -68,9 +75,11 @@ public:
 
     CoinsDB& db() noexcept { return m_db; }
 
-private:
+    /// The entry for `outpoint`, fetched from the database into the cache on a miss; MapEnd() if
+    /// the coin exists in neither. For callers that check and then spend with one lookup.
     CoinsMap::iterator FetchCoin(const OutPoint& outpoint);
 
+private:
     void ResetMap();
 
     CoinsDB& m_db;
