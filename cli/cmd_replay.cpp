@@ -34,6 +34,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         std::string blocks_dir, network, chainstate, policy{"hardened"};
         std::size_t dbcache{450};
         int stop_height{-1};
+        int rounds{1};
         bool via_p2p{false}, json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
@@ -43,6 +44,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened, or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
+    cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
@@ -65,7 +67,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         }
         if (all) {
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
-            ExitCode() = ReplayAllPolicies(o, a->quiet);
+            ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);
             return;
         }
         auto bar = std::make_shared<ProgressLine>(!a->quiet);

@@ -155,19 +155,26 @@ PolicyRun RunReplayInChild(ReplayOptions opts)
 }
 
 // The side-by-side table of `--policy all`.
-void PrintPolicyTable(const std::vector<PolicyRun>& runs)
+void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std::vector<double>>* ratios)
 {
     const PolicyRun* plain = nullptr;
     for (const auto& r : runs) {
         if (r.policy == PolicyId::Plain) plain = &r;
     }
-    std::printf("\n| %-16s | %9s | %9s | %8s | %13s | %15s | %8s |\n", "policy", "wall s", "blocks/s", "MB/s",
+    std::printf("\n| %-16s | %9s | %9s | %8s | %13s | %15s | %-19s |\n", "policy", "wall s", "blocks/s", "MB/s",
                 "peak RSS MiB", "bytes cleansed", "vs plain");
-    std::printf("|:-----------------|----------:|----------:|---------:|--------------:|----------------:|---------:|\n");
+    std::printf("|:-----------------|----------:|----------:|---------:|--------------:|----------------:|:--------------------|\n");
     for (const auto& r : runs) {
         const auto& x = r.result;
-        const double ratio = plain && plain->result.seconds > 0 ? x.seconds / plain->result.seconds : 0;
-        std::printf("| %-16s | %9.2f | %9.1f | %8.2f | %13.1f | %15llu | %7.2fx |\n",
+        char ratio[64];
+        if (ratios) {
+            auto v = (*ratios)[std::size_t(&r - runs.data())];
+            std::sort(v.begin(), v.end());
+            std::snprintf(ratio, sizeof ratio, "%.2fx [%.2f-%.2f]", v[v.size() / 2], v.front(), v.back());
+        } else {
+            std::snprintf(ratio, sizeof ratio, "%.2fx", plain && plain->result.seconds > 0 ? x.seconds / plain->result.seconds : 0.0);
+        }
+        std::printf("| %-16s | %9.2f | %9.1f | %8.2f | %13.1f | %15llu | %-19s |\n",
                     std::string(PolicyName(r.policy)).c_str(), x.seconds, x.seconds > 0 ? double(x.blocks) / x.seconds : 0.0,
                     x.seconds > 0 ? double(x.bytes) / 1e6 / x.seconds : 0.0, double(r.peak_rss_kib) / 1024.0,
                     (unsigned long long)x.bytes_cleansed, ratio);
@@ -185,22 +192,42 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs)
 }
 
 
-int ReplayAllPolicies(const ReplayOptions& base, bool quiet)
+int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds)
 {
-    std::vector<PolicyRun> runs;
-    for (PolicyId id : ALL_POLICIES) {
-        ReplayOptions po = base;
-        po.policy = id;
-        auto bar = std::make_shared<ProgressLine>(!quiet);
-        po.on_progress = ProgressPrinter(bar, std::string(PolicyName(id)));
-        runs.push_back(RunReplayInChild(po));
-        bar->Done();
-        if (!runs.back().error.empty()) {
-            std::fprintf(stderr, "ibdkit: replay with %s failed: %s\n", std::string(PolicyName(id)).c_str(), runs.back().error.c_str());
-            return 1;
+    // Rounds interleave the policies (P Z B S H, P Z B S H, …) so drift hits all alike; each
+    // policy's row holds its median wall time and the median [min–max] of its per-round ratio to plain.
+    rounds = std::max(1, rounds);
+    std::vector<std::vector<PolicyRun>> all(ALL_POLICIES.size());
+    for (int r = 0; r < rounds; ++r) {
+        for (std::size_t k = 0; k < ALL_POLICIES.size(); ++k) {
+            const PolicyId id = ALL_POLICIES[k];
+            ReplayOptions po = base;
+            po.policy = id;
+            auto bar = std::make_shared<ProgressLine>(!quiet);
+            std::string label = std::string(PolicyName(id));
+            if (rounds > 1) label += " (round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ")";
+            po.on_progress = ProgressPrinter(bar, label);
+            all[k].push_back(RunReplayInChild(po));
+            bar->Done();
+            if (!all[k].back().error.empty()) {
+                std::fprintf(stderr, "ibdkit: replay with %s failed: %s\n", std::string(PolicyName(id)).c_str(),
+                             all[k].back().error.c_str());
+                return 1;
+            }
         }
     }
-    PrintPolicyTable(runs);
+    std::vector<PolicyRun> rows;
+    std::vector<std::vector<double>> ratios(ALL_POLICIES.size());
+    for (std::size_t k = 0; k < ALL_POLICIES.size(); ++k) {
+        auto runs = all[k];
+        for (int r = 0; r < rounds; ++r) ratios[k].push_back(runs[std::size_t(r)].result.seconds / all[0][std::size_t(r)].result.seconds);
+        PolicyRun row = runs.front();
+        std::sort(runs.begin(), runs.end(), [](const PolicyRun& a, const PolicyRun& b) { return a.result.seconds < b.result.seconds; });
+        row.result = runs[runs.size() / 2].result; // the median run
+        for (const auto& x : runs) row.peak_rss_kib = std::max(row.peak_rss_kib, x.peak_rss_kib);
+        rows.push_back(row);
+    }
+    PrintPolicyTable(rows, rounds > 1 ? &ratios : nullptr);
     return ExitCode();
 }
 

@@ -34,9 +34,11 @@ struct PolicyRun {
 };
 /// Runs one replay in a child process, so each run's peak RSS is its own.
 PolicyRun RunReplayInChild(ReplayOptions opts);
-/// The side-by-side table of `--policy all`; sets ExitCode() to 1 if the policies' UTXO hashes differ.
-void PrintPolicyTable(const std::vector<PolicyRun>& runs);
-/// Replays once per policy (in children) and prints the table. Returns the exit code.
-int ReplayAllPolicies(const ReplayOptions& base, bool quiet);
+/// The side-by-side table of `--policy all`; `ratios` (per policy, per round) gives the "vs plain"
+/// column as median [min–max]. Sets ExitCode() to 1 if the policies' UTXO hashes differ.
+void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std::vector<double>>* ratios = nullptr);
+/// Replays every policy `rounds` times, interleaved, each run in its own child process, and prints
+/// the table (median run per policy). Returns the exit code.
+int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds = 1);
 
 } // namespace ibdkit::cli
