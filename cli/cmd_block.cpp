@@ -2,6 +2,7 @@
 // getblock (verbosity 2) JSON out.
 #include "commands.h"
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/merkle.h>
@@ -27,17 +28,6 @@ struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::string Hex(std::span<const uint8_t> d)
-{
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    s.reserve(d.size() * 2);
-    for (uint8_t b : d) {
-        s += digits[b >> 4];
-        s += digits[b & 15];
-    }
-    return s;
-}
 
 /// Reads FILE or stdin ("-"). Accepts raw bytes, or hex text (as `getblock HASH 0` prints).
 std::vector<uint8_t> ReadInput(const std::string& path)
@@ -284,15 +274,15 @@ json TxToJson(const Transaction& tx)
     for (const TxIn& in : tx.vin()) {
         json o;
         if (tx.IsCoinBase()) {
-            o["coinbase"] = Hex(in.script_sig.span());
+            o["coinbase"] = HexStr(in.script_sig.span());
         } else {
             o["txid"] = in.prevout.hash.ToHex();
             o["vout"] = in.prevout.n;
-            o["scriptSig"] = json{{"asm", ScriptToAsmStr(in.script_sig.span())}, {"hex", Hex(in.script_sig.span())}};
+            o["scriptSig"] = json{{"asm", ScriptToAsmStr(in.script_sig.span())}, {"hex", HexStr(in.script_sig.span())}};
         }
         if (!in.witness.IsNull()) {
             json w = json::array();
-            for (const auto& item : in.witness.stack) w.push_back(Hex(item));
+            for (const auto& item : in.witness.stack) w.push_back(HexStr(item));
             o["txinwitness"] = std::move(w);
         }
         o["sequence"] = in.sequence;
@@ -306,12 +296,12 @@ json TxToJson(const Transaction& tx)
         o["value"] = AmountMarked(out.value);
         o["n"] = n;
         o["scriptPubKey"] = json{{"asm", ScriptToAsmStr(out.script_pubkey.span())},
-                                 {"hex", Hex(out.script_pubkey.span())},
+                                 {"hex", HexStr(out.script_pubkey.span())},
                                  {"type", GetTxnOutputType(Solver(out.script_pubkey.span()))}};
         vout.push_back(std::move(o));
     }
     j["vout"] = std::move(vout);
-    j["hex"] = Hex(EncodeTransaction(tx));
+    j["hex"] = HexStr(EncodeTransaction(tx));
     return j;
 }
 

@@ -1,6 +1,7 @@
 // `ibdkit utxo stats` and `ibdkit utxo dump`: read-only views of a chainstate in Core's format.
 #include "commands.h"
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/stats.h>
@@ -108,16 +109,6 @@ void PrintStats(const UtxoStats& s, bool json)
     }
 }
 
-std::string Hex(std::span<const uint8_t> b)
-{
-    static const char* d = "0123456789abcdef";
-    std::string s(b.size() * 2, '0');
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        s[2 * i] = d[b[i] >> 4];
-        s[2 * i + 1] = d[b[i] & 15];
-    }
-    return s;
-}
 
 const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
@@ -167,7 +158,7 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         uint64_t n = 0;
         auto r = db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
             const std::string txid = op.hash.ToHex();
-            const std::string script = Hex(c.out.script_pubkey.span());
+            const std::string script = HexStr(c.out.script_pubkey.span());
             const std::string_view type = ScriptTypeName(c.out.script_pubkey);
             const auto addr = EncodeAddress(c.out.script_pubkey, *net);
             if (csv) {

@@ -1,3 +1,4 @@
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <ibdkit/consensus/consensus.h>
@@ -272,17 +273,6 @@ const char* OpName(uint8_t op)
     return n ? n : "OP_UNKNOWN";
 }
 
-std::string Hex(std::span<const uint8_t> d)
-{
-    static const char* digits = "0123456789abcdef";
-    std::string s;
-    s.reserve(d.size() * 2);
-    for (uint8_t b : d) {
-        s += digits[b >> 4];
-        s += digits[b & 15];
-    }
-    return s;
-}
 } // namespace
 
 std::string ScriptToAsmStr(std::span<const uint8_t> script)
@@ -306,7 +296,7 @@ std::string ScriptToAsmStr(std::span<const uint8_t> script)
                 if (!d.empty() && (d.back() & 0x80)) v = -(v & ~(int64_t(0x80) << (8 * (d.size() - 1))));
                 str += std::to_string(v);
             } else {
-                str += Hex(d);
+                str += HexStr(d);
             }
         } else {
             str += OpName(op);
