@@ -133,13 +133,14 @@ Case TxIdsCase(int height, bool batch)
                 auto raw = LoadBlock(Rel(height), skip);
                 if (!raw) return {};
                 auto view = std::make_shared<BlockView>(BlockView::ParseOrThrow(*raw));
+                // The view points into *raw: the ops keep both alive.
                 if (batch) {
-                    return [view] {
+                    return [view, raw] {
                         BlockTxIds ids = view->ComputeTxIds();
                         DoNotOptimize(ids.txids.data());
                     };
                 }
-                return [view] {
+                return [view, raw] {
                     uint8_t acc = 0;
                     for (TxView tx : view->txs()) {
                         acc ^= tx.ComputeTxid().ToUint256().data()[0];
