@@ -39,23 +39,13 @@ nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     j["header_height"] = r.header_height;
     j["headers_received"] = r.headers_received;
-    j["blocks_connected"] = r.blocks;
-    j["start_height"] = r.start_height;
-    j["transactions_connected"] = r.txs;
-    j["bytes"] = r.bytes;
+    PutRunFields(j, r, r.start_height, r.seconds, r.total_seconds, r.interrupted);
     j["handshake_seconds"] = r.handshake_seconds;
     j["headers_seconds"] = r.headers_seconds;
-    j["seconds"] = r.seconds;
-    j["total_seconds"] = r.total_seconds;
-    j["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
-    j["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
-    j["flushes"] = r.flushes;
-    j["recovered_blocks"] = r.recovered_blocks;
     j["messages"] = r.messages;
     j["dropped_messages"] = r.dropped_messages;
     j["bytes_received"] = r.bytes_received;
     j["bytes_sent"] = r.bytes_sent;
-    j["interrupted"] = r.interrupted;
     if (r.failure) j["failure"] = {{"kind", std::string(NetErrcName(r.failure->code))}, {"message", r.failure->message}};
     if (r.reject_reason) {
         j["reject_reason"] = *r.reject_reason;

@@ -30,29 +30,35 @@ void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const Ut
     j["hash_serialized_3"] = u.hash_serialized.ToHex();
 }
 
+void PutRunFields(nlohmann::json& j, const ConnectorCounters& c, int start_height, double seconds,
+                  double total_seconds, bool interrupted)
+{
+    j["blocks_connected"] = c.blocks;
+    j["start_height"] = start_height;
+    j["transactions_connected"] = c.txs;
+    j["bytes"] = c.bytes;
+    j["seconds"] = seconds;
+    j["total_seconds"] = total_seconds;
+    j["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
+    j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
+    j["flushes"] = c.flushes;
+    j["recovered_blocks"] = c.recovered_blocks;
+    j["interrupted"] = interrupted;
+}
+
 nlohmann::json ToJson(const ReplayResult& r)
 {
     nlohmann::json j;
     j["network"] = std::string(ChainTypeName(r.chain));
     j["policy"] = nullptr;
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
-    j["blocks_connected"] = r.blocks;
-    j["start_height"] = r.start_height;
-    j["transactions_connected"] = r.txs;
-    j["bytes"] = r.bytes;
-    j["seconds"] = r.seconds;
-    j["total_seconds"] = r.total_seconds;
-    j["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
-    j["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
-    j["flushes"] = r.flushes;
-    j["recovered_blocks"] = r.recovered_blocks;
+    PutRunFields(j, r, r.start_height, r.seconds, r.total_seconds, r.interrupted);
     j["bytes_cleansed"] = r.bytes_cleansed;
     j["orphans"] = r.orphans;
     j["stale"] = r.stale;
     j["duplicates"] = r.duplicates;
     j["skipped_bytes"] = r.scan.skipped_bytes;
     j["truncated_records"] = r.scan.truncated;
-    j["interrupted"] = r.interrupted;
     if (r.reject_reason) {
         j["reject_reason"] = *r.reject_reason;
         j["reject_height"] = r.reject_height;

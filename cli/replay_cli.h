@@ -19,6 +19,11 @@ std::string Btc(Amount a);
 /// Adds the UTXO-set fields under gettxoutsetinfo's names (height, bestblock, txouts, transactions,
 /// bogosize, total_amount, hash_serialized_3) plus total_amount_sat.
 void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u);
+/// Adds the fields every block-connecting run reports: blocks_connected, start_height,
+/// transactions_connected, bytes, seconds, total_seconds, blocks_per_s, mb_per_s, flushes,
+/// recovered_blocks, interrupted.
+void PutRunFields(nlohmann::json& j, const ConnectorCounters& c, int start_height, double seconds,
+                  double total_seconds, bool interrupted);
 /// The result as JSON: gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r);
 /// The result for people.

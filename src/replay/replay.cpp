@@ -244,14 +244,7 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
     if (!res.reject_reason) {
         if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
     }
-    const auto& c = conn.counters();
-    res.blocks = c.blocks;
-    res.txs = c.txs;
-    res.inputs = c.inputs;
-    res.outputs = c.outputs;
-    res.bytes = c.bytes;
-    res.flushes = c.flushes;
-    res.recovered_blocks = c.recovered_blocks;
+    static_cast<ConnectorCounters&>(res) = conn.counters();
     report(res.height);
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     res.bytes_cleansed = CleansedBytes() - cleansed_before;

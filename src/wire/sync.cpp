@@ -191,14 +191,7 @@ public:
         }
         Report(true);
         m_res.seconds = Seconds(t_blocks);
-        const auto& c = m_conn.counters();
-        m_res.blocks = c.blocks;
-        m_res.txs = c.txs;
-        m_res.inputs = c.inputs;
-        m_res.outputs = c.outputs;
-        m_res.bytes = c.bytes;
-        m_res.flushes = c.flushes;
-        m_res.recovered_blocks = c.recovered_blocks;
+        static_cast<ConnectorCounters&>(m_res) = m_conn.counters();
         return std::nullopt;
     }
 

@@ -15,6 +15,7 @@
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/replay/connector.h>
 
 #include <atomic>
 #include <cstdint>
@@ -51,17 +52,14 @@ struct ReplayOptions {
     std::function<void(int)> after_block;
 };
 
-struct ReplayResult {
+/// Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks) come from the connector.
+struct ReplayResult : ConnectorCounters {
     ChainType chain{ChainType::MAIN};
     int start_height{0};         ///< first height connected by this run
     int height{-1};              ///< chainstate tip height at the end (-1: nothing connected)
     BlockHash tip;
-    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0};
-    uint64_t bytes{0};
     double seconds{0};           ///< wall time of the connect loop
     double total_seconds{0};     ///< including scanning the files and the final statistics
-    uint64_t flushes{0};
-    uint64_t recovered_blocks{0};///< blocks rolled forward to recover an interrupted flush
     uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run
     BlockFileScanStats scan;
     uint64_t orphans{0}, stale{0}, duplicates{0};

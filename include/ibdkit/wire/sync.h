@@ -22,6 +22,7 @@
 // fetching the interrupted blocks again and rolling them forward.
 #pragma once
 
+#include <ibdkit/replay/connector.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
@@ -112,7 +113,8 @@ struct SyncOptions {
     std::function<NetResult<Socket>()> connect;
 };
 
-struct SyncResult {
+/// Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks) come from the connector.
+struct SyncResult : ConnectorCounters {
     ChainType chain{ChainType::REGTEST};
     std::string mode;            ///< "headers" or "getblocks"
     std::string peer_user_agent;
@@ -124,8 +126,6 @@ struct SyncResult {
     BlockHash tip;
     int header_height{0};
     uint64_t headers_received{0};
-    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0};
-    uint64_t flushes{0}, recovered_blocks{0};
     uint64_t messages{0}, dropped_messages{0}, bytes_received{0}, bytes_sent{0};
     double handshake_seconds{0};
     double headers_seconds{0};
