@@ -9,7 +9,7 @@
 namespace ibdkit {
 
 namespace {
-bool HasDuplicateInputs(const std::vector<TxIn>& vin)
+bool HasDuplicateInputs(std::span<const TxIn> vin)
 {
     const std::size_t n = vin.size();
     if (n < 2) return false;

@@ -63,26 +63,36 @@ std::size_t GetBlockWeight(const Block& block) noexcept
 
 Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed)
 {
+    // First pass: validate, find the end, count inputs and outputs (nothing allocated yet).
     detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
-    Block block;
-    // Parse and build every transaction first, collecting where its id bytes lie; then hash all
-    // txids and wtxids in one multi-buffer batch (Sha256dMany).
-    std::vector<HashJob> jobs;
+    detail::IoCounts counts;
+    std::size_t n_tx = 0;
     detail::ParseBlock(
-        c,
-        [&](uint64_t n, std::size_t remaining) {
-            // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
-            const std::size_t bound = std::size_t(std::min<uint64_t>(n, remaining / 10));
-            block.vtx.reserve(bound);
-            jobs.reserve(bound + bound / 2);
-        },
+        c, [&](uint64_t n, std::size_t) { n_tx = std::size_t(n); },
         [&](detail::ByteCursor& cur) {
-            const TxLayout l = detail::TxBuilder::DecodeUnhashed(cur, true, block.vtx.emplace_back());
+            detail::NullTxSink sink;
+            counts.Add(detail::ParseTx(cur, true, sink));
+        });
+    const std::size_t size = std::size_t(c.p - bytes.data());
+    // Second pass over one copy of the block: build every transaction into shared storage and
+    // collect where its id bytes lie; then hash all txids and wtxids in one multi-buffer batch.
+    auto st = detail::TxBuilder::NewStorage(bytes.data(), size, counts, true);
+    Block block;
+    block.vtx.resize(n_tx); // n_tx transactions were just parsed: bounded by the input size
+    std::vector<HashJob> jobs;
+    jobs.reserve(n_tx + n_tx / 2);
+    detail::ByteCursor copy{st->bytes.get(), st->bytes.get() + size};
+    std::size_t i = 0;
+    detail::ParseBlock(
+        copy, [](uint64_t, std::size_t) {},
+        [&](detail::ByteCursor& cur) {
+            const TxLayout l = detail::TxBuilder::Build(cur, true, *st, block.vtx[i++]);
             detail::TxBuilder::AddIdJobs(l, jobs);
         });
+    detail::TxBuilder::Attach(block.vtx, st);
     detail::TxBuilder::HashIds(block.vtx, jobs);
     static_cast<BlockHeader&>(block) = HeaderFromBytes(std::span<const uint8_t, 80>(bytes.data(), 80));
-    if (consumed) *consumed = std::size_t(c.p - bytes.data());
+    if (consumed) *consumed = size;
     return block;
 }
 

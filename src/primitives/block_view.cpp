@@ -32,33 +32,9 @@ Wtxid TxView::ComputeWtxid() const noexcept
     return detail::ComputeWtxid(m_l, Txid());
 }
 
-namespace {
-// Inputs, outputs and fields of `tx` from a view; ids are left to the caller.
-void BuildUnhashed(const TxView& v, Transaction& tx)
-{
-    const TxLayout& l = v.layout();
-    auto& vin = detail::TxBuilder::Vin(tx);
-    auto& vout = detail::TxBuilder::Vout(tx);
-    vin.reserve(l.n_in);
-    for (InputView in : v.inputs()) {
-        TxIn& o = vin.emplace_back();
-        o.prevout = in.prevout();
-        o.script_sig.assign(in.script_sig.data(), in.script_sig.size());
-        o.sequence = in.sequence;
-        o.witness = in.witness.ToOwned();
-    }
-    vout.reserve(l.n_out);
-    for (OutputView out : v.outputs()) vout.push_back(TxOut{out.value, Script(out.script_pubkey)});
-    detail::TxBuilder::SetFields(l, tx);
-}
-} // namespace
-
 Transaction TxView::ToOwned() const
 {
-    Transaction tx;
-    BuildUnhashed(*this, tx);
-    detail::TxBuilder::Finish(m_l, tx);
-    return tx;
+    return detail::TxBuilder::DecodeOne(m_l.begin, m_l.end, m_l.witness_allowed, nullptr);
 }
 
 BlockView BlockView::ParseOrThrow(ByteSpan bytes)
@@ -90,17 +66,7 @@ BlockHash BlockView::ComputeHash() const noexcept
 
 Block BlockView::ToOwned() const
 {
-    Block b;
-    static_cast<BlockHeader&>(b) = header();
-    b.vtx.reserve(m_tx_count);
-    std::vector<HashJob> jobs;
-    jobs.reserve(m_tx_count + m_tx_count / 2);
-    for (TxView tx : txs()) {
-        BuildUnhashed(tx, b.vtx.emplace_back());
-        detail::TxBuilder::AddIdJobs(tx.layout(), jobs);
-    }
-    detail::TxBuilder::HashIds(b.vtx, jobs);
-    return b;
+    return UnserializeBlockFrom(m_bytes, nullptr);
 }
 
 BlockTxIds BlockView::ComputeTxIds() const

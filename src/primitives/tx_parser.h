@@ -125,6 +125,7 @@ template <typename Sink>
 inline TxLayout ParseTx(ByteCursor& c, bool allow_witness, Sink& sink)
 {
     TxLayout l;
+    l.witness_allowed = allow_witness;
     l.begin = c.p;
     (void)c.U32(); // version
     l.vin_count = c.p;

@@ -241,10 +241,16 @@ TEST(BenchProof, BlockBenchmarksDecodeEveryTransaction)
         for (const char* p : POLICIES) {
             const Case* c = Find(group + "/" + p);
             ASSERT_NE(c, nullptr) << group << "/" << p;
-            auto n = CountAllocations(*c, 2);
+            auto n = CountAllocations(*c, 3);
             ASSERT_TRUE(n) << group << "/" << p;
-            // At least one allocation per transaction (its inputs/outputs), every iteration.
-            EXPECT_GE(n->allocs_per_iter, double(txs)) << group << "/" << p;
+            // Every iteration builds a fresh array of every transaction. The block's byte copy
+            // and its input/output arrays come from recycled storage (few allocations, not
+            // one per script): the decode itself is an opaque library call that cannot be elided.
+            EXPECT_GE(n->bytes_per_iter, double(txs * sizeof(Transaction))) << group << "/" << p;
+            EXPECT_GE(n->allocs_per_iter, 2.0) << group << "/" << p;
+            if (group == "DeserializeBlockTest") {
+                EXPECT_LE(n->allocs_per_iter, 16.0) << p;
+            }
         }
     }
 }

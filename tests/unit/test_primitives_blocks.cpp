@@ -117,6 +117,47 @@ TEST(SharedBlocks, RoundTripIdsMerkleAndViewAgree)
     EXPECT_GT(txs, 6000u);
 }
 
+// Decoded transactions share storage that holds their own copy of the bytes: they outlive the
+// input buffer and the block, copies are independent, and storage is recycled only when no
+// transaction uses it any more (run under ASan in CI, where a dangling script would be caught).
+TEST(SharedBlocks, DecodedTransactionsOwnTheirBytes)
+{
+    const auto& blocks = AllSharedBlocks();
+    if (blocks.size() < 3) GTEST_SKIP() << "../shared/data not present";
+    const std::vector<uint8_t> original = blocks[2].bytes; // 866,342: witnesses too
+    std::vector<uint8_t> input = original;
+    auto block = DecodeBlock(input);
+    ASSERT_TRUE(block);
+    std::fill(input.begin(), input.end(), 0xAA); // the decoded block must not read the input
+    input.clear();
+    input.shrink_to_fit();
+    EXPECT_EQ(EncodeBlock(*block), original);
+
+    // A transaction copied out of the block survives it, and other blocks decoded into
+    // recycled storage meanwhile.
+    const Transaction kept = block->vtx[1];
+    const std::vector<uint8_t> kept_bytes = EncodeTransaction(kept);
+    const Script first_sig = kept.vin()[0].script_sig; // an owning copy
+    EXPECT_FALSE(first_sig.is_borrowed());
+    EXPECT_TRUE(kept.vin()[0].script_sig.is_borrowed());
+    block.value().vtx.clear();
+    for (int round = 0; round < 4; ++round) {
+        for (const auto& rb : blocks) {
+            auto other = DecodeBlock(rb.bytes);
+            ASSERT_TRUE(other);
+        }
+    }
+    EXPECT_EQ(EncodeTransaction(kept), kept_bytes);
+    EXPECT_EQ(first_sig, kept.vin()[0].script_sig);
+
+    // Copy on write: editing a mutable copy leaves the decoded transaction as it was.
+    MutableTransaction m = kept.ToMutable();
+    m.vin[0].script_sig.push_back(0x51);
+    m.vout[0].script_pubkey.clear();
+    EXPECT_EQ(EncodeTransaction(kept), kept_bytes);
+    EXPECT_NE(Transaction(m).GetHash(), kept.GetHash());
+}
+
 TEST(SharedBlocks, KnownHashes)
 {
     const std::pair<const char*, const char*> known[] = {

@@ -41,6 +41,7 @@ struct TxLayout {
     uint32_t n_in{0};
     uint32_t n_out{0};
     bool has_witness{false};
+    bool witness_allowed{true}; ///< how it was parsed (re-parsing the same bytes the same way)
 };
 
 namespace detail {

@@ -2,6 +2,11 @@
 //
 // Most scripts are at most 34 bytes (P2PKH 25, P2SH 23, P2WPKH 22, P2WSH/P2TR 34, P2PK 35), so up
 // to INLINE_SIZE bytes live inside the object and need no heap allocation (Core's prevector idea).
+//
+// A third, internal mode serves decoded transactions: a *borrowed* script points into bytes that
+// its transaction keeps alive (the decoded block's own copy of its serialization), so decoding
+// copies no script at all. Borrowed scripts are only reachable through const references; copying
+// one yields an owning script, and any mutation first makes the bytes its own (copy on write).
 #pragma once
 
 #include <ibdkit/encoding/serialize.h>
@@ -13,6 +18,10 @@
 #include <utility>
 
 namespace ibdkit {
+
+namespace detail {
+struct TxBuilder;
+}
 
 class Script {
 public:
@@ -39,30 +48,42 @@ public:
     }
     ~Script() { FreeHeap(); }
 
-    uint8_t* data() noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
-    const uint8_t* data() const noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
+    uint8_t* data()
+    {
+        MakeOwned();
+        return Ptr();
+    }
+    const uint8_t* data() const noexcept { return Ptr(); }
     std::size_t size() const noexcept { return m_size; }
     bool empty() const noexcept { return m_size == 0; }
     const uint8_t* begin() const noexcept { return data(); }
     const uint8_t* end() const noexcept { return data() + m_size; }
-    uint8_t* begin() noexcept { return data(); }
-    uint8_t* end() noexcept { return data() + m_size; }
+    uint8_t* begin() { return data(); }
+    uint8_t* end() { return data() + m_size; }
     uint8_t operator[](std::size_t i) const noexcept { return data()[i]; }
     std::span<const uint8_t> span() const noexcept { return {data(), m_size}; }
     bool is_inline() const noexcept { return m_cap <= INLINE_SIZE; }
+    /// Points into bytes owned elsewhere (a decoded transaction's storage).
+    bool is_borrowed() const noexcept { return m_cap == BORROWED; }
 
-    void clear() noexcept { m_size = 0; }
+    void clear() noexcept
+    {
+        if (is_borrowed()) m_cap = INLINE_SIZE; // drop the reference; nothing to free
+        m_size = 0;
+    }
     void assign(const uint8_t* p, std::size_t n)
     {
+        if (is_borrowed()) clear();
         resize_uninit(n);
-        if (n) std::memcpy(data(), p, n);
+        if (n) std::memcpy(Ptr(), p, n);
     }
     /// Sets the size; new bytes are unspecified (the caller writes them).
     void resize_uninit(std::size_t n)
     {
+        MakeOwned();
         if (n > m_cap) {
             uint8_t* fresh = new uint8_t[n];
-            std::memcpy(fresh, data(), m_size);
+            std::memcpy(fresh, Ptr(), m_size);
             FreeHeap();
             m_u.heap.ptr = fresh;
             m_cap = uint32_t(n);
@@ -71,17 +92,19 @@ public:
     }
     void push_back(uint8_t b)
     {
+        MakeOwned();
         if (m_size == m_cap) {
             const std::size_t n = m_size;
             Reserve(std::max<std::size_t>(n * 2, INLINE_SIZE + 1));
         }
-        data()[m_size++] = b;
+        Ptr()[m_size++] = b;
     }
     void append(std::span<const uint8_t> b)
     {
+        MakeOwned();
         const std::size_t old = m_size;
         if (old + b.size() > m_cap) Reserve(std::max<std::size_t>(old + b.size(), old * 2));
-        if (!b.empty()) std::memcpy(data() + old, b.data(), b.size());
+        if (!b.empty()) std::memcpy(Ptr() + old, b.data(), b.size());
         m_size = uint32_t(old + b.size());
     }
 
@@ -116,6 +139,31 @@ public:
     }
 
 private:
+    friend struct detail::TxBuilder;
+    static constexpr uint32_t BORROWED = 0xffffffff;
+
+    /// A borrowed script over [p, p + n): the caller keeps those bytes alive and unchanged.
+    static Script Borrow(const uint8_t* p, std::size_t n) noexcept
+    {
+        Script s;
+        s.m_u.heap.ptr = const_cast<uint8_t*>(p); // never written through: mutators copy first
+        s.m_size = uint32_t(n);
+        s.m_cap = BORROWED;
+        return s;
+    }
+    uint8_t* Ptr() noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
+    const uint8_t* Ptr() const noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
+    /// Copy on write: a borrowed script takes its own copy of the bytes.
+    void MakeOwned()
+    {
+        if (!is_borrowed()) [[likely]] return;
+        const uint8_t* p = m_u.heap.ptr;
+        const std::size_t n = m_size;
+        m_size = 0;
+        m_cap = INLINE_SIZE;
+        resize_uninit(n);
+        if (n) std::memcpy(Ptr(), p, n);
+    }
     void Reserve(std::size_t n)
     {
         const std::size_t keep = m_size;
@@ -124,7 +172,7 @@ private:
     }
     void FreeHeap() noexcept
     {
-        if (!is_inline()) delete[] m_u.heap.ptr;
+        if (!is_inline() && !is_borrowed()) delete[] m_u.heap.ptr;
         m_cap = INLINE_SIZE;
     }
     void MoveFrom(Script& o) noexcept
@@ -134,7 +182,7 @@ private:
         if (o.is_inline()) {
             std::memcpy(m_u.inl, o.m_u.inl, o.m_size);
         } else {
-            m_u.heap.ptr = o.m_u.heap.ptr;
+            m_u.heap.ptr = o.m_u.heap.ptr; // owned heap moves; a borrowed pointer stays borrowed
         }
         o.m_size = 0;
         o.m_cap = INLINE_SIZE;

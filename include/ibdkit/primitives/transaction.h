@@ -6,6 +6,10 @@
 //  - MutableTransaction: plain fields, for building and editing; no cached ids.
 //  - Transaction: immutable; its txid, wtxid and serialized sizes are computed once — at decode
 //    straight from the input bytes (no re-serialization), or from a MutableTransaction.
+//    Its inputs and outputs live in shared, immutable storage (copying a Transaction is cheap and
+//    shares it, like Core's CTransactionRef). A decoded block keeps one copy of its serialization
+//    plus one array of inputs and one of outputs for all its transactions; scripts point into
+//    that copy, so decoding a block allocates a handful of times instead of once per script.
 //
 // Decoding is exactly as lenient as Core's (the witness flag rules, the zero-input ambiguity);
 // semantic rules live in consensus/tx_check.h. Encoding a decoded transaction reproduces its bytes.
@@ -18,6 +22,7 @@
 #include <ibdkit/primitives/script.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -112,8 +117,8 @@ public:
     explicit Transaction(MutableTransaction&& mtx);
 
     uint32_t version() const noexcept { return m_version; }
-    const std::vector<TxIn>& vin() const noexcept { return m_vin; }
-    const std::vector<TxOut>& vout() const noexcept { return m_vout; }
+    std::span<const TxIn> vin() const noexcept { return {m_vin, m_n_in}; }
+    std::span<const TxOut> vout() const noexcept { return {m_vout, m_n_out}; }
     uint32_t lock_time() const noexcept { return m_lock_time; }
 
     /// The txid: SHA256d of the serialization without witness.
@@ -122,7 +127,7 @@ public:
     const Wtxid& GetWitnessHash() const noexcept { return m_witness_hash; }
     bool HasWitness() const noexcept { return m_has_witness; }
     /// One input spending the null outpoint.
-    bool IsCoinBase() const noexcept { return m_vin.size() == 1 && m_vin[0].prevout.IsNull(); }
+    bool IsCoinBase() const noexcept { return m_n_in == 1 && m_vin[0].prevout.IsNull(); }
 
     /// Serialized size with witness (Core's GetTotalSize()).
     std::size_t GetTotalSize() const noexcept { return m_total_size; }
@@ -141,12 +146,17 @@ public:
 
 private:
     friend struct detail::TxBuilder;
+    void AdoptOwned(MutableTransaction&& mtx);
     void ComputeIdsBySerializing();
 
+    /// Keeps alive what m_vin and m_vout (and their borrowed scripts) point into.
+    std::shared_ptr<const void> m_storage;
+    const TxIn* m_vin{nullptr};
+    const TxOut* m_vout{nullptr};
+    uint32_t m_n_in{0};
+    uint32_t m_n_out{0};
     uint32_t m_version{2};
     uint32_t m_lock_time{0};
-    std::vector<TxIn> m_vin;
-    std::vector<TxOut> m_vout;
     Txid m_hash;
     Wtxid m_witness_hash;
     uint32_t m_total_size{0};
@@ -178,8 +188,8 @@ void Serialize(S& s, const TxIn& in)
 
 namespace detail {
 template <WriteStream S>
-void SerializeTransaction(S& s, TxParams params, uint32_t version, const std::vector<TxIn>& vin,
-                          const std::vector<TxOut>& vout, uint32_t lock_time, bool has_witness)
+void SerializeTransaction(S& s, TxParams params, uint32_t version, std::span<const TxIn> vin,
+                          std::span<const TxOut> vout, uint32_t lock_time, bool has_witness)
 {
     Serialize(s, version);
     const bool with_witness = params.allow_witness && has_witness;
