@@ -90,6 +90,7 @@ struct Engine {
 
 /// Sha256dMany with an explicit plan (sha256_many.cpp).
 void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept;
+void RunManyPadded(const ManyPlan& plan, std::span<const PaddedHashJob> jobs) noexcept;
 
 struct CpuFeatures {
     bool ssse3{false}, sse41{false}, sha{false}, avx2{false}, avx512f{false};

@@ -36,7 +36,7 @@ struct LaneMsg {
         const uint8_t* p;
         uint64_t n;
     };
-    const HashJob* job{nullptr};
+    uint8_t* out{nullptr};
     Seg seg[8];
     int nseg{0};
     int cur{0};
@@ -51,9 +51,18 @@ struct LaneMsg {
         }
     }
 
+    /// A pre-padded message: one run of whole blocks, nothing to assemble.
+    void Start(const PaddedHashJob* j) noexcept
+    {
+        out = j->out;
+        seg[0] = Seg{j->data, j->blocks};
+        nseg = 1;
+        cur = 0;
+    }
+
     void Start(const HashJob* j) noexcept
     {
-        job = j;
+        out = j->out;
         nseg = 0;
         cur = 0;
         const uint64_t total = j->TotalSize();
@@ -108,7 +117,7 @@ struct LaneMsg {
     /// A copy for another lane: segments inside `tail` point to the copy's tail.
     void CopyTo(LaneMsg& d) const noexcept
     {
-        d.job = job;
+        d.out = out;
         d.nseg = nseg;
         d.cur = cur;
         std::memcpy(d.tail, tail, sizeof tail);
@@ -130,14 +139,18 @@ struct Carry {
 };
 
 /// Messages not yet started, in the order they should start.
+template <typename Job>
 struct Queue {
-    const HashJob* jobs;
+    const Job* jobs;
     const uint32_t* order;
     std::size_t next;
     std::size_t n;
     bool empty() const noexcept { return next == n; }
-    const HashJob* Pop() noexcept { return &jobs[order[next++]]; }
+    const Job* Pop() noexcept { return &jobs[order[next++]]; }
 };
+
+inline uint64_t BlockCount(const HashJob& j) noexcept { return (j.TotalSize() + 9 + 63) / 64; }
+inline uint64_t BlockCount(const PaddedHashJob& j) noexcept { return j.blocks; }
 
 /// First SHA-256 of every message, on one kernel, until done or (for a non-final stage) until
 /// fewer than stop_below lanes are busy with nothing left to start. Each finished message's
@@ -146,7 +159,8 @@ struct Queue {
 /// Each step advances every busy lane by the same number of blocks — the fewest any lane has left
 /// in its current segment — in one kernel call; lanes whose segment ends move to the next one, or
 /// finish and take the next message. Idle lanes (only at the end) re-read a busy lane's blocks.
-void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& out) noexcept
+template <typename Job>
+void RunStage(const LaneKernel& k, int stop_below, Queue<Job>& q, Carry& in, Carry& out) noexcept
 {
     const int lanes = k.lanes;
     alignas(64) uint32_t s[8 * MAX_LANES];
@@ -198,7 +212,7 @@ void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& o
             g.p += 64 * n;
             g.n -= n;
             if (g.n != 0 || ++m.cur < m.nseg) continue;
-            uint8_t* o = m.job->out;
+            uint8_t* o = m.out;
             for (int i = 0; i < 8; ++i) WriteBE32(o + 4 * i, k.At(s, l, i));
             if (!fill(l)) {
                 busy[l] = false;
@@ -210,7 +224,8 @@ void RunStage(const LaneKernel& k, int stop_below, Queue& q, Carry& in, Carry& o
 
 /// Second SHA-256: each job's `out` holds a 32-byte digest; replace it by its SHA-256. Full groups
 /// on each kernel in turn; the last kernel also takes the remainder.
-void SecondHash(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
+template <typename Job>
+void SecondHash(const ManyPlan& plan, std::span<const Job> jobs) noexcept
 {
     alignas(64) uint32_t s[8 * MAX_LANES];
     alignas(64) uint8_t blk[MAX_LANES][64];
@@ -242,9 +257,8 @@ void SecondHash(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
     }
 }
 
-} // namespace
-
-void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
+template <typename Job>
+void RunManyOf(const ManyPlan& plan, std::span<const Job> jobs) noexcept
 {
     const std::size_t n = jobs.size();
     if (n == 0) return;
@@ -259,7 +273,7 @@ void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
         if (!heap_order) {
             // Out of memory: hash in the given order, in chunks that fit on the stack.
             for (std::size_t i = 0; i < n; i += std::size(stack_order)) {
-                RunMany(plan, jobs.subspan(i, std::min(n - i, std::size(stack_order))));
+                RunManyOf(plan, jobs.subspan(i, std::min(n - i, std::size(stack_order))));
             }
             return;
         }
@@ -267,24 +281,35 @@ void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
     }
     uint32_t count[CAP + 2] = {};
     auto key = [&](std::size_t i) {
-        const uint64_t blocks = (jobs[i].TotalSize() + 9 + 63) / 64;
-        return CAP - uint32_t(std::min<uint64_t>(blocks, CAP)); // 0 = longest
+        return CAP - uint32_t(std::min<uint64_t>(BlockCount(jobs[i]), CAP)); // 0 = longest
     };
     for (std::size_t i = 0; i < n; ++i) ++count[key(i) + 1];
     for (uint32_t b = 1; b <= CAP + 1; ++b) count[b] += count[b - 1];
     for (std::size_t i = 0; i < n; ++i) order[count[key(i)]++] = uint32_t(i);
     // count[0] is now the size of the capped bucket (it was filled first).
     if (count[0] > 1) {
-        std::sort(order, order + count[0], [&](uint32_t a, uint32_t b) { return jobs[a].TotalSize() > jobs[b].TotalSize(); });
+        std::sort(order, order + count[0], [&](uint32_t a, uint32_t b) { return BlockCount(jobs[a]) > BlockCount(jobs[b]); });
     }
 
-    Queue q{jobs.data(), order, 0, n};
+    Queue<Job> q{jobs.data(), order, 0, n};
     Carry carry[2];
     for (int st = 0; st < plan.stages; ++st) {
         const bool last = st + 1 == plan.stages;
         RunStage(plan.kernel[st], last ? 0 : plan.stop_below[st], q, carry[st & 1], carry[(st + 1) & 1]);
     }
     SecondHash(plan, jobs);
+}
+
+} // namespace
+
+void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept
+{
+    RunManyOf(plan, jobs);
+}
+
+void RunManyPadded(const ManyPlan& plan, std::span<const PaddedHashJob> jobs) noexcept
+{
+    RunManyOf(plan, jobs);
 }
 
 } // namespace ibdkit::sha256_detail
@@ -294,6 +319,21 @@ namespace ibdkit {
 void Sha256dMany(std::span<const HashJob> jobs) noexcept
 {
     sha256_detail::RunMany(sha256_detail::ActiveEngine().many, jobs);
+}
+
+void Sha256dManyPadded(std::span<const PaddedHashJob> jobs) noexcept
+{
+    sha256_detail::RunManyPadded(sha256_detail::ActiveEngine().many, jobs);
+}
+
+void WriteSha256Padding(uint8_t* dst, uint64_t len) noexcept
+{
+    const std::size_t n = Sha256PaddingSize(len);
+    dst[0] = 0x80;
+    std::memset(dst + 1, 0, n - 9);
+    const uint64_t bits = len * 8;
+    sha256_detail::WriteBE32(dst + n - 8, uint32_t(bits >> 32));
+    sha256_detail::WriteBE32(dst + n - 4, uint32_t(bits));
 }
 
 } // namespace ibdkit

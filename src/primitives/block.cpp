@@ -3,6 +3,7 @@
 #include "primitives/tx_builder.h"
 #include "primitives/tx_parser.h"
 
+#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/stream/streams.h>
 
@@ -63,36 +64,29 @@ std::size_t GetBlockWeight(const Block& block) noexcept
 
 Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed)
 {
-    // First pass: validate, find the end, count inputs and outputs (nothing allocated yet).
+    // Every transaction is validated, copied (with its id messages padded) into storage shared
+    // by the block, and built from that copy; then every txid and wtxid is hashed in one
+    // multi-buffer batch. Storage comes recycled: its capacity from earlier blocks usually fits.
     detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
-    detail::IoCounts counts;
-    std::size_t n_tx = 0;
-    detail::ParseBlock(
-        c, [&](uint64_t n, std::size_t) { n_tx = std::size_t(n); },
-        [&](detail::ByteCursor& cur) {
-            detail::NullTxSink sink;
-            counts.Add(detail::ParseTx(cur, true, sink));
-        });
-    const std::size_t size = std::size_t(c.p - bytes.data());
-    // Second pass over one copy of the block: build every transaction into shared storage and
-    // collect where its id bytes lie; then hash all txids and wtxids in one multi-buffer batch.
-    auto st = detail::TxBuilder::NewStorage(bytes.data(), size, counts, true);
+    std::shared_ptr<detail::TxStorage> st;
     Block block;
-    block.vtx.resize(n_tx); // n_tx transactions were just parsed: bounded by the input size
-    std::vector<HashJob> jobs;
-    jobs.reserve(n_tx + n_tx / 2);
-    detail::ByteCursor copy{st->bytes.get(), st->bytes.get() + size};
-    std::size_t i = 0;
+    std::vector<PaddedHashJob> jobs;
     detail::ParseBlock(
-        copy, [](uint64_t, std::size_t) {},
-        [&](detail::ByteCursor& cur) {
-            const TxLayout l = detail::TxBuilder::Build(cur, true, *st, block.vtx[i++]);
-            detail::TxBuilder::AddIdJobs(l, jobs);
-        });
+        c,
+        [&](uint64_t n, std::size_t remaining) {
+            // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
+            const std::size_t bound = std::size_t(std::min<uint64_t>(n, remaining / 10));
+            block.vtx.reserve(bound);
+            jobs.reserve(bound + bound / 2);
+            // Room for the copy and its padding; `remaining` may run past this block (a stream).
+            const std::size_t copy = std::min<std::size_t>(remaining, MAX_BLOCK_SERIALIZED_SIZE);
+            st = detail::TxBuilder::NewStorage(true, copy + copy / 8);
+        },
+        [&](detail::ByteCursor& cur) { detail::TxBuilder::Append(cur, true, *st, block.vtx.emplace_back(), &jobs); });
     detail::TxBuilder::Attach(block.vtx, st);
-    detail::TxBuilder::HashIds(block.vtx, jobs);
+    detail::TxBuilder::HashIds(std::span<Transaction>(block.vtx), std::span<PaddedHashJob>(jobs));
     static_cast<BlockHeader&>(block) = HeaderFromBytes(std::span<const uint8_t, 80>(bytes.data(), 80));
-    if (consumed) *consumed = size;
+    if (consumed) *consumed = std::size_t(c.p - bytes.data());
     return block;
 }
 

@@ -95,7 +95,7 @@ StoragePool& Pool()
 
 } // namespace
 
-std::shared_ptr<TxStorage> TxBuilder::NewStorage(const uint8_t* p, std::size_t n, const IoCounts& counts, bool recycled)
+std::shared_ptr<TxStorage> TxBuilder::NewStorage(bool recycled, std::size_t bytes_hint)
 {
     std::shared_ptr<TxStorage> st;
     if (recycled) {
@@ -103,20 +103,82 @@ std::shared_ptr<TxStorage> TxBuilder::NewStorage(const uint8_t* p, std::size_t n
     } else {
         st = std::make_shared<TxStorage>();
     }
-    if (st->bytes_capacity < n) {
-        st->bytes = std::make_unique_for_overwrite<uint8_t[]>(n);
-        st->bytes_capacity = n;
+    st->used = 0;
+    if (st->capacity < bytes_hint) {
+        st->bytes = std::make_unique_for_overwrite<uint8_t[]>(bytes_hint);
+        st->capacity = bytes_hint;
     }
-    if (n) std::memcpy(st->bytes.get(), p, n);
-    st->vin.reserve(counts.n_in);
-    st->vout.reserve(counts.n_out);
     return st;
 }
 
-TxLayout TxBuilder::Build(ByteCursor& c, bool allow_witness, TxStorage& st, Transaction& tx)
+namespace {
+
+/// Makes room for `need` more bytes in st.bytes; when the buffer moves, the borrowed scripts and
+/// the jobs built so far move with it.
+void EnsureBytes(TxStorage& st, std::size_t need, std::vector<PaddedHashJob>* jobs)
 {
+    if (st.capacity - st.used >= need) [[likely]] return;
+    const std::size_t cap = std::max(st.used + need, st.capacity + st.capacity / 2);
+    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
+    const uint8_t* from = st.bytes.get();
+    if (st.used) std::memcpy(fresh.get(), from, st.used);
+    for (TxIn& in : st.vin) TxBuilder::Rebase(in.script_sig, from, fresh.get());
+    for (TxOut& out : st.vout) TxBuilder::Rebase(out.script_pubkey, from, fresh.get());
+    if (jobs) {
+        for (PaddedHashJob& j : *jobs) j.data = fresh.get() + (j.data - from);
+    }
+    st.bytes = std::move(fresh);
+    st.capacity = cap;
+}
+
+/// Copies [p, p + n) to `dst` and pads it as a SHA-256 message; returns the block count.
+uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
+{
+    std::memcpy(dst, p, n);
+    WriteSha256Padding(dst + n, n);
+    return uint32_t((n + Sha256PaddingSize(n)) / 64);
+}
+
+} // namespace
+
+TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, Transaction& tx,
+                           std::vector<PaddedHashJob>* jobs)
+{
+    // First parse, in the input: validates and measures.
+    NullTxSink validate;
+    const TxLayout in = ParseTx(src, allow_witness, validate);
+    const std::size_t size = std::size_t(in.end - in.begin);
+    const std::size_t stripped = 4 + std::size_t(in.wit - in.vin_count) + 4;
+    std::size_t need = size;
+    if (jobs) {
+        need += Sha256PaddingSize(size);
+        if (in.has_witness) need += stripped + Sha256PaddingSize(stripped);
+    }
+    EnsureBytes(st, need, jobs);
+    uint8_t* dst = st.bytes.get() + st.used;
+    st.used += need;
+
+    // The copy: the serialization (padded: the wtxid message, or the txid one without witness),
+    // then for a segwit transaction its stripped serialization (the txid message), padded.
+    if (!jobs) {
+        std::memcpy(dst, in.begin, size);
+    } else if (!in.has_witness) {
+        jobs->push_back({dst, CopyPadded(dst, in.begin, size), nullptr});
+    } else {
+        const uint32_t full_blocks = CopyPadded(dst, in.begin, size);
+        uint8_t* s = dst + size + Sha256PaddingSize(size);
+        std::memcpy(s, in.begin, 4);
+        std::memcpy(s + 4, in.vin_count, std::size_t(in.wit - in.vin_count));
+        std::memcpy(s + stripped - 4, in.lock, 4);
+        WriteSha256Padding(s + stripped, stripped);
+        jobs->push_back({s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), nullptr});
+        jobs->push_back({dst, full_blocks, nullptr});
+    }
+
+    // Second parse, over the copy: inputs and outputs whose scripts borrow from it.
+    ByteCursor copy{dst, dst + size};
     OwnedTxSink sink{st, st.vin.size()};
-    const TxLayout l = ParseTx(c, allow_witness, sink);
+    const TxLayout l = ParseTx(copy, allow_witness, sink);
     SetFields(l, tx);
     return l;
 }
@@ -153,18 +215,13 @@ void TxBuilder::HashOne(const TxLayout& l, Transaction& tx) noexcept
 
 Transaction TxBuilder::DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed)
 {
-    // First pass: validate and measure; nothing is allocated for bytes that do not decode.
-    const TxLayout first = ParseTxLayout(p, end, allow_witness);
-    IoCounts counts;
-    counts.Add(first);
-    const std::size_t size = std::size_t(first.end - p);
-    auto st = NewStorage(p, size, counts, false);
-    ByteCursor c{st->bytes.get(), st->bytes.get() + size};
+    ByteCursor c{p, end};
+    auto st = NewStorage(false, 0); // Append sizes the buffer exactly, after validating
     Transaction tx;
-    const TxLayout l = Build(c, allow_witness, *st, tx);
+    const TxLayout l = Append(c, allow_witness, *st, tx, nullptr);
     Attach(std::span<Transaction>(&tx, 1), st);
     HashOne(l, tx);
-    if (consumed) *consumed = size;
+    if (consumed) *consumed = std::size_t(c.p - p);
     return tx;
 }
 
@@ -176,19 +233,6 @@ void TxBuilder::AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs)
         jobs.emplace_back(std::span<const uint8_t>(l.begin, 4), std::span<const uint8_t>(l.vin_count, l.wit),
                           std::span<const uint8_t>(l.lock, l.end), nullptr);
         jobs.emplace_back(std::span<const uint8_t>(l.begin, l.end), nullptr);
-    }
-}
-
-void TxBuilder::HashIds(std::span<Transaction> txs, std::span<HashJob> jobs) noexcept
-{
-    std::size_t j = 0;
-    for (Transaction& tx : txs) {
-        jobs[j++].out = tx.m_hash.AsUint256().data();
-        if (tx.m_has_witness) jobs[j++].out = tx.m_witness_hash.AsUint256().data();
-    }
-    Sha256dMany(jobs);
-    for (Transaction& tx : txs) {
-        if (!tx.m_has_witness) tx.m_witness_hash = Wtxid(tx.m_hash.ToUint256());
     }
 }
 

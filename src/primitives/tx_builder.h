@@ -1,10 +1,16 @@
 // The owning front end of the transaction parser: decoded transactions and their shared storage.
 //
-// Decoding runs the parser twice over the same bytes. The first pass (no sink) validates and
-// finds the end and the input/output totals; then the bytes are copied once into a TxStorage,
-// and the second pass fills that storage's input and output arrays, scripts borrowing from the
-// copy. So a block decodes with a few allocations (the copy, the two arrays, witness stacks),
-// not one per script and two per transaction, and nothing is allocated for input that fails.
+// Transactions decode into a TxStorage shared by all transactions of a block: a byte buffer with
+// a copy of each transaction's serialization, followed by its SHA-256 padding (and, for a segwit
+// transaction, its stripped serialization, padded too), plus one array of inputs and one of
+// outputs for them all. Scripts borrow from the copy; every txid and wtxid message lies in the
+// buffer as whole 64-byte blocks, ready for the multi-buffer hasher (Sha256dManyPadded).
+//
+// Each transaction is parsed twice: first in the input (validation: nothing is copied or built
+// for bytes that fail), then again in its copy (still in L1) to build inputs and outputs. A block
+// therefore decodes with a handful of allocations, not one per script and two per transaction;
+// block storage is recycled through a small pool, so decoding block after block allocates none
+// of those large buffers again.
 #pragma once
 
 #include "primitives/tx_parser.h"
@@ -20,68 +26,85 @@
 
 namespace ibdkit::detail {
 
-/// What decoded transactions point into: a copy of their serialization (scripts borrow from it)
-/// and the inputs and outputs of all of them, in order. Immutable once built.
+/// What decoded transactions point into. Immutable once its transactions are attached.
 struct TxStorage {
     std::unique_ptr<uint8_t[]> bytes;
-    std::size_t bytes_capacity{0};
+    std::size_t capacity{0}; ///< of `bytes`
+    std::size_t used{0};     ///< bytes of `bytes` in use
     std::vector<TxIn> vin;
     std::vector<TxOut> vout;
 
-    /// Heap bytes held (the byte copy and both arrays' capacity).
+    /// Heap bytes held (the byte buffer and both arrays' capacity).
     std::size_t Footprint() const noexcept
     {
-        return bytes_capacity + vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
-    }
-};
-
-/// Input/output totals of a first pass.
-struct IoCounts {
-    std::size_t n_in{0};
-    std::size_t n_out{0};
-    void Add(const TxLayout& l) noexcept
-    {
-        n_in += l.n_in;
-        n_out += l.n_out;
+        return capacity + vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
     }
 };
 
 /// Friend of Transaction and Script: fills transactions from the parser.
 struct TxBuilder {
-    /// Storage holding a copy of [p, p + n), its arrays reserved for `counts` (validated counts:
-    /// each input and output took bytes of the input, so this is bounded by the input size).
-    /// Recycled storage (blocks) comes from a small process-wide pool and returns to it when its
-    /// last transaction is gone: decoding block after block then reuses the same memory instead
-    /// of a fresh megabyte-sized allocation each time, which glibc would map (or trim) and the
-    /// kernel fault in page by page.
-    static std::shared_ptr<TxStorage> NewStorage(const uint8_t* p, std::size_t n, const IoCounts& counts, bool recycled);
-    /// Second pass over bytes inside `st.bytes`: appends the inputs and outputs, sets the fields
-    /// (not the ids, not the storage pointers: see Attach).
-    static TxLayout Build(ByteCursor& c, bool allow_witness, TxStorage& st, Transaction& tx);
-    /// Points `txs` (built in order into `st`) at their inputs and outputs and shares `st`.
+    /// Empty storage. Recycled storage (blocks) comes from a small process-wide pool and returns
+    /// to it when its last transaction is gone; `bytes_hint` sizes a fresh buffer.
+    static std::shared_ptr<TxStorage> NewStorage(bool recycled, std::size_t bytes_hint);
+    /// Parses one transaction at `src` (advancing it), copies it into `st` and builds its inputs,
+    /// outputs and fields into `tx` (not its ids; not its storage pointers: see Attach). With
+    /// `jobs`, lays out its id messages padded and appends their jobs (txid, then the wtxid when
+    /// it has a witness; `out` unset: see HashIds).
+    static TxLayout Append(ByteCursor& src, bool allow_witness, TxStorage& st, Transaction& tx,
+                           std::vector<PaddedHashJob>* jobs);
+    /// Points `txs` (appended in order to `st`) at their inputs and outputs and shares `st`.
     static void Attach(std::span<Transaction> txs, const std::shared_ptr<TxStorage>& st) noexcept;
     /// Version, lock time, counts, witness flag and sizes from a layout.
     static void SetFields(const TxLayout& l, Transaction& tx) noexcept;
     /// The ids hashed one message at a time.
     static void HashOne(const TxLayout& l, Transaction& tx) noexcept;
-    /// Appends the Sha256dMany jobs for a transaction's ids (txid; and wtxid when it has a
-    /// witness), with `out` unset: see HashIds.
+    /// Appends the Sha256dMany jobs for a transaction's ids in place (txid; and wtxid when it
+    /// has a witness), with `out` unset: see HashIds.
     static void AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs);
-    /// Sets `out` of the jobs AddIdJobs appended for `txs` (in order), hashes them all in one
-    /// batch, and copies the txid into the wtxid of transactions without witness.
-    static void HashIds(std::span<Transaction> txs, std::span<HashJob> jobs) noexcept;
+    /// Sets `out` of the jobs appended for `txs` (in order), hashes them all in one batch, and
+    /// copies the txid into the wtxid of transactions without witness.
+    template <typename Job>
+    static void HashIds(std::span<Transaction> txs, std::span<Job> jobs) noexcept
+    {
+        std::size_t j = 0;
+        for (Transaction& tx : txs) {
+            jobs[j++].out = tx.m_hash.AsUint256().data();
+            if (tx.m_has_witness) jobs[j++].out = tx.m_witness_hash.AsUint256().data();
+        }
+        if constexpr (std::is_same_v<Job, PaddedHashJob>) {
+            Sha256dManyPadded(jobs);
+        } else {
+            Sha256dMany(jobs);
+        }
+        for (Transaction& tx : txs) {
+            if (!tx.m_has_witness) tx.m_witness_hash = Wtxid(tx.m_hash.ToUint256());
+        }
+    }
     /// Decodes one transaction from the front of [p, end) into storage of its own, ids hashed.
     static Transaction DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed);
     /// A script borrowing [p, p + n) from a TxStorage's bytes.
     static Script BorrowScript(const uint8_t* p, std::size_t n) noexcept { return Script::Borrow(p, n); }
+    /// Moves a borrowed script's pointer by `delta` bytes (its storage's buffer moved).
+    static void Rebase(Script& s, const uint8_t* from, uint8_t* to) noexcept
+    {
+        if (s.is_borrowed()) s.m_u.heap.ptr = to + (s.m_u.heap.ptr - from);
+    }
 };
 
-/// Builds inputs and outputs into a TxStorage whose arrays are already reserved (second pass).
+/// Room for `n` more elements, growing geometrically (n was validated by the first parse: that
+/// many elements took bytes of the input).
+template <typename T>
+void ReserveMore(std::vector<T>& v, std::size_t n)
+{
+    if (v.capacity() - v.size() < n) v.reserve(std::max(v.size() + n, v.capacity() * 2));
+}
+
+/// Builds inputs and outputs into a TxStorage (the second parse, over the copy).
 struct OwnedTxSink {
     TxStorage& st;
     std::size_t first_in; // this transaction's first input in st.vin
 
-    void Inputs(uint64_t, std::size_t) {}
+    void Inputs(uint64_t n, std::size_t) { ReserveMore(st.vin, std::size_t(n)); }
     void Input(const uint8_t* prevout, const uint8_t* script, std::size_t len, uint32_t seq)
     {
         TxIn& in = st.vin.emplace_back();
@@ -90,7 +113,7 @@ struct OwnedTxSink {
         in.script_sig = TxBuilder::BorrowScript(script, len);
         in.sequence = seq;
     }
-    void Outputs(uint64_t, std::size_t) {}
+    void Outputs(uint64_t n, std::size_t) { ReserveMore(st.vout, std::size_t(n)); }
     void Output(int64_t value, const uint8_t* script, std::size_t len)
     {
         TxOut& out = st.vout.emplace_back();

@@ -326,16 +326,39 @@ TEST_F(Sha256Test, Sha256dManyBackendsAgree)
                 jobs[i] = HashJob(m.first(a), m.subspan(a, b - a), m.subspan(b), out.data() + 32 * i);
             }
         }
+        // The same messages laid out with their padding, one after another (Sha256dManyPadded).
+        std::vector<std::size_t> at(count);
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            at[i] = total;
+            total += msgs[i].size() + Sha256PaddingSize(msgs[i].size());
+        }
+        std::vector<uint8_t> padded(total);
+        std::vector<PaddedHashJob> padded_jobs(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            std::copy(msgs[i].begin(), msgs[i].end(), padded.begin() + std::ptrdiff_t(at[i]));
+            WriteSha256Padding(padded.data() + at[i] + msgs[i].size(), msgs[i].size());
+            const std::size_t len = msgs[i].size() + Sha256PaddingSize(msgs[i].size());
+            ASSERT_EQ(len % 64, 0u) << msgs[i].size();
+            padded_jobs[i] = PaddedHashJob{padded.data() + at[i], uint32_t(len / 64), out.data() + 32 * i};
+        }
         for (auto b : backends) {
             const std::string name = Use(b);
-            std::fill(out.begin(), out.end(), 0xEE);
-            Sha256dMany(jobs);
-            for (std::size_t i = 0; i < count; ++i) {
-                ASSERT_EQ(ToHex(std::span(out).subspan(32 * i, 32)), ToHex(ref[i]))
-                    << name << " round=" << round << " count=" << count << " msg=" << i << " len=" << msgs[i].size()
-                    << " ranges=" << jobs[i].size[0] << "," << jobs[i].size[1] << "," << jobs[i].size[2];
+            for (bool pre_padded : {false, true}) {
+                std::fill(out.begin(), out.end(), 0xEE);
+                if (pre_padded) {
+                    Sha256dManyPadded(padded_jobs);
+                } else {
+                    Sha256dMany(jobs);
+                }
+                for (std::size_t i = 0; i < count; ++i) {
+                    ASSERT_EQ(ToHex(std::span(out).subspan(32 * i, 32)), ToHex(ref[i]))
+                        << name << (pre_padded ? " padded" : "") << " round=" << round << " count=" << count
+                        << " msg=" << i << " len=" << msgs[i].size() << " ranges=" << jobs[i].size[0] << ","
+                        << jobs[i].size[1] << "," << jobs[i].size[2];
+                }
+                EXPECT_EQ(out.back(), 0xEE) << name;
             }
-            EXPECT_EQ(out.back(), 0xEE) << name;
         }
     }
     sha256_detail::ResetBackend();

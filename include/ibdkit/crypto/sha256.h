@@ -81,6 +81,27 @@ struct HashJob {
 /// .Write(range 2).Finalize(out) on every back-end; each range must be shorter than 4 GiB.
 void Sha256dMany(std::span<const HashJob> jobs) noexcept;
 
+/// A message already laid out with its SHA-256 padding (see WriteSha256Padding): `blocks` whole
+/// 64-byte blocks at `data`, and where its 32-byte SHA256d goes. A lane reads it straight through,
+/// with no assembly of straddling or padding blocks.
+struct PaddedHashJob {
+    const uint8_t* data{nullptr};
+    uint32_t blocks{0};
+    uint8_t* out{nullptr};
+};
+
+/// Bytes of SHA-256 padding after a `len`-byte message (9 to 72: 0x80, zeros, the 64-bit
+/// big-endian bit length), so that the message ends on a 64-byte boundary.
+constexpr std::size_t Sha256PaddingSize(uint64_t len) noexcept
+{
+    return std::size_t(64 - (len + 8) % 64) + 8;
+}
+/// Writes the Sha256PaddingSize(len) padding bytes for a `len`-byte message to `dst`.
+void WriteSha256Padding(uint8_t* dst, uint64_t len) noexcept;
+
+/// Sha256dMany over pre-padded messages: the same lanes and result, less scheduling per message.
+void Sha256dManyPadded(std::span<const PaddedHashJob> jobs) noexcept;
+
 /// Name of the back-end in use ("sha-ni", "avx2", "avx512", "portable"; the automatic choice may
 /// combine two, e.g. "sha-ni+avx512" = SHA-NI for streams and AVX-512 for Sha256d64).
 std::string_view Sha256Implementation() noexcept;
