@@ -22,24 +22,21 @@ bool HasDuplicateInputs(std::span<const TxIn> vin)
         }
         return false;
     }
-    // Sort by (first hash word, index) — integer compares — and compare neighbours fully.
-    struct Key {
-        uint64_t word;
-        uint32_t n;
-        const OutPoint* op;
-    };
-    std::vector<Key> v;
-    v.reserve(n);
-    for (const TxIn& in : vin) v.push_back({in.prevout.hash.ToUint256().GetUint64(0), in.prevout.n, &in.prevout});
-    std::sort(v.begin(), v.end(), [](const Key& a, const Key& b) {
-        if (a.word != b.word) return a.word < b.word;
-        if (a.n != b.n) return a.n < b.n;
-        return *a.op < *b.op; // full order, so equal outpoints end up adjacent
-    });
-    for (std::size_t i = 1; i < n; ++i) {
-        if (v[i].word == v[i - 1].word && v[i].n == v[i - 1].n && *v[i].op == *v[i - 1].op) return true;
+    // Sort one 64-bit key per input (a hash word mixed with the index) and look for equal
+    // neighbours; only then compare outpoints exactly (equal keys of different outpoints are
+    // astronomically rare, and are handled exactly too).
+    std::vector<uint64_t> keys(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const OutPoint& o = vin[i].prevout;
+        keys[i] = o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL);
     }
-    return false;
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) == keys.end()) return false;
+    std::vector<OutPoint> all;
+    all.reserve(n);
+    for (const TxIn& in : vin) all.push_back(in.prevout);
+    std::sort(all.begin(), all.end());
+    return std::adjacent_find(all.begin(), all.end()) != all.end();
 }
 } // namespace
 

@@ -66,25 +66,31 @@ Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed
 {
     // Every transaction is validated, copied (with its id messages padded) into storage shared
     // by the block, and built from that copy; then every txid and wtxid is hashed in one
-    // multi-buffer batch. Storage comes recycled: its capacity from earlier blocks usually fits.
+    // multi-buffer batch. Storage comes recycled: its chunks from earlier blocks usually fit.
     detail::ByteCursor c{bytes.data(), bytes.data() + bytes.size()};
-    std::shared_ptr<detail::TxStorage> st;
+    std::shared_ptr<detail::TxStorage> st = detail::TxBuilder::NewStorage(true);
     Block block;
     std::vector<PaddedHashJob> jobs;
+    std::size_t hint = 0;
     detail::ParseBlock(
         c,
         [&](uint64_t n, std::size_t remaining) {
             // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
+            // At most `bound` transactions can parse, so with one spare slot (for the one whose
+            // parse fails) vtx never reallocates: the jobs' `out` point into it.
             const std::size_t bound = std::size_t(std::min<uint64_t>(n, remaining / 10));
-            block.vtx.reserve(bound);
+            block.vtx.reserve(bound + 1);
             jobs.reserve(bound + bound / 2);
-            // Room for the copy and its padding; `remaining` may run past this block (a stream).
+            // Room for the copies and their padding; `remaining` may run past this block (a stream).
             const std::size_t copy = std::min<std::size_t>(remaining, MAX_BLOCK_SERIALIZED_SIZE);
-            st = detail::TxBuilder::NewStorage(true, copy + copy / 8);
+            hint = copy + copy / 8;
         },
-        [&](detail::ByteCursor& cur) { detail::TxBuilder::Append(cur, true, *st, block.vtx.emplace_back(), &jobs); });
+        [&](detail::ByteCursor& cur) {
+            detail::TxBuilder::Append(cur, true, *st, hint, block.vtx.emplace_back(), &jobs);
+        });
+    Sha256dManyPadded(jobs);
+    detail::TxBuilder::CopyTxidsToWtxids(block.vtx);
     detail::TxBuilder::Attach(block.vtx, st);
-    detail::TxBuilder::HashIds(std::span<Transaction>(block.vtx), std::span<PaddedHashJob>(jobs));
     static_cast<BlockHeader&>(block) = HeaderFromBytes(std::span<const uint8_t, 80>(bytes.data(), 80));
     if (consumed) *consumed = std::size_t(c.p - bytes.data());
     return block;

@@ -74,8 +74,7 @@ public:
 
     void Give(std::unique_ptr<TxStorage> st) noexcept
     {
-        st->vin.clear(); // destroys witness stacks; borrowed scripts own nothing
-        st->vout.clear();
+        st->Reset();
         if (st->Footprint() > MAX_FOOTPRINT) return;
         std::lock_guard lock(m_mutex);
         if (m_idle.size() < MAX_ENTRIES) m_idle.push_back(std::move(st)); // within the reserve: no throw
@@ -95,41 +94,13 @@ StoragePool& Pool()
 
 } // namespace
 
-std::shared_ptr<TxStorage> TxBuilder::NewStorage(bool recycled, std::size_t bytes_hint)
+std::shared_ptr<TxStorage> TxBuilder::NewStorage(bool recycled)
 {
-    std::shared_ptr<TxStorage> st;
-    if (recycled) {
-        st = std::shared_ptr<TxStorage>(Pool().Take().release(), [](TxStorage* s) { Pool().Give(std::unique_ptr<TxStorage>(s)); });
-    } else {
-        st = std::make_shared<TxStorage>();
-    }
-    st->used = 0;
-    if (st->capacity < bytes_hint) {
-        st->bytes = std::make_unique_for_overwrite<uint8_t[]>(bytes_hint);
-        st->capacity = bytes_hint;
-    }
-    return st;
+    if (!recycled) return std::make_shared<TxStorage>();
+    return std::shared_ptr<TxStorage>(Pool().Take().release(), [](TxStorage* s) { Pool().Give(std::unique_ptr<TxStorage>(s)); });
 }
 
 namespace {
-
-/// Makes room for `need` more bytes in st.bytes; when the buffer moves, the borrowed scripts and
-/// the jobs built so far move with it.
-void EnsureBytes(TxStorage& st, std::size_t need, std::vector<PaddedHashJob>* jobs)
-{
-    if (st.capacity - st.used >= need) [[likely]] return;
-    const std::size_t cap = std::max(st.used + need, st.capacity + st.capacity / 2);
-    auto fresh = std::make_unique_for_overwrite<uint8_t[]>(cap);
-    const uint8_t* from = st.bytes.get();
-    if (st.used) std::memcpy(fresh.get(), from, st.used);
-    for (TxIn& in : st.vin) TxBuilder::Rebase(in.script_sig, from, fresh.get());
-    for (TxOut& out : st.vout) TxBuilder::Rebase(out.script_pubkey, from, fresh.get());
-    if (jobs) {
-        for (PaddedHashJob& j : *jobs) j.data = fresh.get() + (j.data - from);
-    }
-    st.bytes = std::move(fresh);
-    st.capacity = cap;
-}
 
 /// Copies [p, p + n) to `dst` and pads it as a SHA-256 message; returns the block count.
 uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
@@ -141,7 +112,7 @@ uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
 
 } // namespace
 
-TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, Transaction& tx,
+TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, std::size_t hint, Transaction& tx,
                            std::vector<PaddedHashJob>* jobs)
 {
     // First parse, in the input: validates and measures.
@@ -154,16 +125,14 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, T
         need += Sha256PaddingSize(size);
         if (in.has_witness) need += stripped + Sha256PaddingSize(stripped);
     }
-    EnsureBytes(st, need, jobs);
-    uint8_t* dst = st.bytes.get() + st.used;
-    st.used += need;
+    uint8_t* dst = st.Take(need, hint);
 
     // The copy: the serialization (padded: the wtxid message, or the txid one without witness),
     // then for a segwit transaction its stripped serialization (the txid message), padded.
     if (!jobs) {
         std::memcpy(dst, in.begin, size);
     } else if (!in.has_witness) {
-        jobs->push_back({dst, CopyPadded(dst, in.begin, size), nullptr});
+        jobs->push_back({dst, CopyPadded(dst, in.begin, size), tx.m_hash.AsUint256().data()});
     } else {
         const uint32_t full_blocks = CopyPadded(dst, in.begin, size);
         uint8_t* s = dst + size + Sha256PaddingSize(size);
@@ -171,8 +140,8 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, T
         std::memcpy(s + 4, in.vin_count, std::size_t(in.wit - in.vin_count));
         std::memcpy(s + stripped - 4, in.lock, 4);
         WriteSha256Padding(s + stripped, stripped);
-        jobs->push_back({s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), nullptr});
-        jobs->push_back({dst, full_blocks, nullptr});
+        jobs->push_back({s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), tx.m_hash.AsUint256().data()});
+        jobs->push_back({dst, full_blocks, tx.m_witness_hash.AsUint256().data()});
     }
 
     // Second parse, over the copy: inputs and outputs whose scripts borrow from it.
@@ -216,13 +185,20 @@ void TxBuilder::HashOne(const TxLayout& l, Transaction& tx) noexcept
 Transaction TxBuilder::DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed)
 {
     ByteCursor c{p, end};
-    auto st = NewStorage(false, 0); // Append sizes the buffer exactly, after validating
+    auto st = NewStorage(false);
     Transaction tx;
-    const TxLayout l = Append(c, allow_witness, *st, tx, nullptr);
+    const TxLayout l = Append(c, allow_witness, *st, 0, tx, nullptr); // sized exactly, after validating
     Attach(std::span<Transaction>(&tx, 1), st);
     HashOne(l, tx);
     if (consumed) *consumed = std::size_t(c.p - p);
     return tx;
+}
+
+void TxBuilder::CopyTxidsToWtxids(std::span<Transaction> txs) noexcept
+{
+    for (Transaction& tx : txs) {
+        if (!tx.m_has_witness) tx.m_witness_hash = Wtxid(tx.m_hash.ToUint256());
+    }
 }
 
 void TxBuilder::AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs)

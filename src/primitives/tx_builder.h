@@ -28,67 +28,78 @@ namespace ibdkit::detail {
 
 /// What decoded transactions point into. Immutable once its transactions are attached.
 struct TxStorage {
-    std::unique_ptr<uint8_t[]> bytes;
-    std::size_t capacity{0}; ///< of `bytes`
-    std::size_t used{0};     ///< bytes of `bytes` in use
+    /// Byte chunks, filled in order; a chunk never moves, so pointers into it stay valid while
+    /// later transactions are appended (and hashed meanwhile).
+    struct Chunk {
+        std::unique_ptr<uint8_t[]> bytes;
+        std::size_t capacity{0};
+    };
+    std::vector<Chunk> chunks;
+    std::size_t chunk{0}; ///< the chunk being filled
+    std::size_t used{0};  ///< bytes used in it
     std::vector<TxIn> vin;
     std::vector<TxOut> vout;
 
-    /// Heap bytes held (the byte buffer and both arrays' capacity).
+    /// `need` contiguous bytes after those handed out before: the rest of the current chunk, a
+    /// later (recycled) chunk, or a new one of at least `hint` bytes.
+    uint8_t* Take(std::size_t need, std::size_t hint)
+    {
+        for (; chunk < chunks.size(); ++chunk, used = 0) {
+            Chunk& c = chunks[chunk];
+            if (c.capacity - used >= need) {
+                uint8_t* p = c.bytes.get() + used;
+                used += need;
+                return p;
+            }
+        }
+        const std::size_t cap = std::max({need, hint, chunks.empty() ? 0 : chunks.back().capacity});
+        chunks.push_back(Chunk{std::make_unique_for_overwrite<uint8_t[]>(cap), cap});
+        used = need;
+        return chunks.back().bytes.get();
+    }
+    /// Empty again, keeping its memory.
+    void Reset() noexcept
+    {
+        vin.clear(); // destroys witness stacks; borrowed scripts own nothing
+        vout.clear();
+        chunk = 0;
+        used = 0;
+    }
+    /// Heap bytes held (chunks and both arrays' capacity).
     std::size_t Footprint() const noexcept
     {
-        return capacity + vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
+        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
+        for (const Chunk& c : chunks) n += c.capacity;
+        return n;
     }
 };
 
 /// Friend of Transaction and Script: fills transactions from the parser.
 struct TxBuilder {
     /// Empty storage. Recycled storage (blocks) comes from a small process-wide pool and returns
-    /// to it when its last transaction is gone; `bytes_hint` sizes a fresh buffer.
-    static std::shared_ptr<TxStorage> NewStorage(bool recycled, std::size_t bytes_hint);
-    /// Parses one transaction at `src` (advancing it), copies it into `st` and builds its inputs,
-    /// outputs and fields into `tx` (not its ids; not its storage pointers: see Attach). With
-    /// `jobs`, lays out its id messages padded and appends their jobs (txid, then the wtxid when
-    /// it has a witness; `out` unset: see HashIds).
-    static TxLayout Append(ByteCursor& src, bool allow_witness, TxStorage& st, Transaction& tx,
+    /// to it when its last transaction is gone.
+    static std::shared_ptr<TxStorage> NewStorage(bool recycled);
+    /// Parses one transaction at `src` (advancing it), copies it into `st` (a new chunk holds at
+    /// least `hint` bytes) and builds its inputs, outputs and fields into `tx` (not its ids; not
+    /// its storage pointers: see Attach). With `jobs`, lays out its id messages padded and
+    /// appends their jobs, `out` pointing at tx's txid, then wtxid when it has a witness.
+    static TxLayout Append(ByteCursor& src, bool allow_witness, TxStorage& st, std::size_t hint, Transaction& tx,
                            std::vector<PaddedHashJob>* jobs);
+    /// After the jobs of `txs` were hashed: the wtxid of transactions without witness.
+    static void CopyTxidsToWtxids(std::span<Transaction> txs) noexcept;
     /// Points `txs` (appended in order to `st`) at their inputs and outputs and shares `st`.
     static void Attach(std::span<Transaction> txs, const std::shared_ptr<TxStorage>& st) noexcept;
     /// Version, lock time, counts, witness flag and sizes from a layout.
     static void SetFields(const TxLayout& l, Transaction& tx) noexcept;
     /// The ids hashed one message at a time.
     static void HashOne(const TxLayout& l, Transaction& tx) noexcept;
-    /// Appends the Sha256dMany jobs for a transaction's ids in place (txid; and wtxid when it
-    /// has a witness), with `out` unset: see HashIds.
+    /// Appends the Sha256dMany jobs for a transaction's ids where its bytes lie (txid; and wtxid
+    /// when it has a witness), with `out` unset (BlockView::ComputeTxIds).
     static void AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs);
-    /// Sets `out` of the jobs appended for `txs` (in order), hashes them all in one batch, and
-    /// copies the txid into the wtxid of transactions without witness.
-    template <typename Job>
-    static void HashIds(std::span<Transaction> txs, std::span<Job> jobs) noexcept
-    {
-        std::size_t j = 0;
-        for (Transaction& tx : txs) {
-            jobs[j++].out = tx.m_hash.AsUint256().data();
-            if (tx.m_has_witness) jobs[j++].out = tx.m_witness_hash.AsUint256().data();
-        }
-        if constexpr (std::is_same_v<Job, PaddedHashJob>) {
-            Sha256dManyPadded(jobs);
-        } else {
-            Sha256dMany(jobs);
-        }
-        for (Transaction& tx : txs) {
-            if (!tx.m_has_witness) tx.m_witness_hash = Wtxid(tx.m_hash.ToUint256());
-        }
-    }
     /// Decodes one transaction from the front of [p, end) into storage of its own, ids hashed.
     static Transaction DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed);
     /// A script borrowing [p, p + n) from a TxStorage's bytes.
     static Script BorrowScript(const uint8_t* p, std::size_t n) noexcept { return Script::Borrow(p, n); }
-    /// Moves a borrowed script's pointer by `delta` bytes (its storage's buffer moved).
-    static void Rebase(Script& s, const uint8_t* from, uint8_t* to) noexcept
-    {
-        if (s.is_borrowed()) s.m_u.heap.ptr = to + (s.m_u.heap.ptr - from);
-    }
 };
 
 /// Room for `n` more elements, growing geometrically (n was validated by the first parse: that
