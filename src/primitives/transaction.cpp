@@ -115,9 +115,11 @@ uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
 TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, std::size_t hint, Transaction& tx,
                            std::vector<PaddedHashJob>* jobs)
 {
-    // First parse, in the input: validates and measures.
-    NullTxSink validate;
-    const TxLayout in = ParseTx(src, allow_witness, validate);
+    // One parse, in the input: validates, measures, and builds the inputs and outputs with
+    // scripts borrowing from the input for now (nothing is copied for bytes that fail).
+    const std::size_t first_in = st.vin.size(), first_out = st.vout.size();
+    OwnedTxSink sink{st, first_in};
+    const TxLayout in = ParseTx(src, allow_witness, sink);
     const std::size_t size = std::size_t(in.end - in.begin);
     const std::size_t stripped = 4 + std::size_t(in.wit - in.vin_count) + 4;
     std::size_t need = size;
@@ -144,12 +146,11 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
         jobs->push_back({dst, full_blocks, tx.m_witness_hash.AsUint256().data()});
     }
 
-    // Second parse, over the copy: inputs and outputs whose scripts borrow from it.
-    ByteCursor copy{dst, dst + size};
-    OwnedTxSink sink{st, st.vin.size()};
-    const TxLayout l = ParseTx(copy, allow_witness, sink);
-    SetFields(l, tx);
-    return l;
+    // The scripts now borrow from the copy.
+    for (std::size_t i = first_in; i < st.vin.size(); ++i) Rebase(st.vin[i].script_sig, in.begin, dst);
+    for (std::size_t i = first_out; i < st.vout.size(); ++i) Rebase(st.vout[i].script_pubkey, in.begin, dst);
+    SetFields(in, tx);
+    return in;
 }
 
 void TxBuilder::Attach(std::span<Transaction> txs, const std::shared_ptr<TxStorage>& st) noexcept

@@ -6,11 +6,11 @@
 // outputs for them all. Scripts borrow from the copy; every txid and wtxid message lies in the
 // buffer as whole 64-byte blocks, ready for the multi-buffer hasher (Sha256dManyPadded).
 //
-// Each transaction is parsed twice: first in the input (validation: nothing is copied or built
-// for bytes that fail), then again in its copy (still in L1) to build inputs and outputs. A block
-// therefore decodes with a handful of allocations, not one per script and two per transaction;
-// block storage is recycled through a small pool, so decoding block after block allocates none
-// of those large buffers again.
+// Each transaction is parsed once, in the input, building its inputs and outputs with scripts
+// pointing into the input; once it parsed, it is copied and those scripts are moved to the copy
+// (nothing is copied for bytes that fail). A block therefore decodes with a handful of
+// allocations, not one per script and two per transaction; block storage is recycled through a
+// small pool, so decoding block after block allocates none of those large buffers again.
 #pragma once
 
 #include "primitives/tx_parser.h"
@@ -83,6 +83,7 @@ struct TxBuilder {
     /// least `hint` bytes) and builds its inputs, outputs and fields into `tx` (not its ids; not
     /// its storage pointers: see Attach). With `jobs`, lays out its id messages padded and
     /// appends their jobs, `out` pointing at tx's txid, then wtxid when it has a witness.
+    /// Returns the layout in `src`'s bytes.
     static TxLayout Append(ByteCursor& src, bool allow_witness, TxStorage& st, std::size_t hint, Transaction& tx,
                            std::vector<PaddedHashJob>* jobs);
     /// After the jobs of `txs` were hashed: the wtxid of transactions without witness.
@@ -100,6 +101,11 @@ struct TxBuilder {
     static Transaction DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed);
     /// A script borrowing [p, p + n) from a TxStorage's bytes.
     static Script BorrowScript(const uint8_t* p, std::size_t n) noexcept { return Script::Borrow(p, n); }
+    /// A script borrowing from bytes at `from` now borrows the same bytes copied to `to`.
+    static void Rebase(Script& s, const uint8_t* from, const uint8_t* to) noexcept
+    {
+        s.m_u.heap.ptr = const_cast<uint8_t*>(to) + (s.m_u.heap.ptr - from);
+    }
 };
 
 /// Room for `n` more elements, growing geometrically (n was validated by the first parse: that
@@ -110,7 +116,8 @@ void ReserveMore(std::vector<T>& v, std::size_t n)
     if (v.capacity() - v.size() < n) v.reserve(std::max(v.size() + n, v.capacity() * 2));
 }
 
-/// Builds inputs and outputs into a TxStorage (the second parse, over the copy).
+/// Builds inputs and outputs into a TxStorage; scripts borrow from the parsed bytes (TxBuilder
+/// moves them to the copy).
 struct OwnedTxSink {
     TxStorage& st;
     std::size_t first_in; // this transaction's first input in st.vin
