@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 namespace ibdkit::sha256_detail {
 namespace {
@@ -222,6 +223,60 @@ void RunStage(const LaneKernel& k, int stop_below, Queue<Job>& q, Carry& in, Car
     }
 }
 
+/// RunStage for the first stage of pre-padded messages (nothing carried in): one run of blocks
+/// per message, so each lane is just a pointer, a block count and an output, kept in flat arrays.
+void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q, Carry& out) noexcept
+{
+    const int lanes = k.lanes;
+    alignas(64) uint32_t s[8 * MAX_LANES];
+    const uint8_t* ptr[MAX_LANES];
+    uint64_t rem[MAX_LANES] = {}; // blocks left; 0 = idle
+    uint8_t* dst[MAX_LANES];
+    auto fill = [&](int l) -> bool {
+        if (q.empty()) return false;
+        const PaddedHashJob* j = q.Pop();
+        ptr[l] = j->data;
+        rem[l] = j->blocks;
+        dst[l] = j->out;
+        for (int i = 0; i < 8; ++i) k.At(s, l, i) = IV[i];
+        return true;
+    };
+    int active = 0;
+    for (int l = 0; l < lanes; ++l) active += fill(l);
+    out.n = 0;
+    while (active > 0) {
+        if (active < stop_below && q.empty()) {
+            for (int l = 0; l < lanes; ++l) {
+                if (rem[l] == 0) continue;
+                InFlight& f = out.v[out.n++];
+                const PaddedHashJob rest{ptr[l], uint32_t(rem[l]), dst[l]};
+                f.m.Start(&rest);
+                for (int i = 0; i < 8; ++i) f.state[i] = k.At(s, l, i);
+            }
+            return;
+        }
+        uint64_t n = UINT64_MAX;
+        const uint8_t* any = nullptr;
+        for (int l = 0; l < lanes; ++l) {
+            if (rem[l] != 0 && rem[l] < n) {
+                n = rem[l];
+                any = ptr[l];
+            }
+        }
+        const uint8_t* blocks[MAX_LANES];
+        for (int l = 0; l < lanes; ++l) blocks[l] = rem[l] ? ptr[l] : any; // idle lanes re-read a busy one
+        k.step(s, blocks, std::size_t(n));
+        for (int l = 0; l < lanes; ++l) {
+            if (rem[l] == 0) continue;
+            ptr[l] += 64 * n;
+            rem[l] -= n;
+            if (rem[l] != 0) continue;
+            for (int i = 0; i < 8; ++i) WriteBE32(dst[l] + 4 * i, k.At(s, l, i));
+            if (!fill(l)) --active;
+        }
+    }
+}
+
 /// Second SHA-256: each job's `out` holds a 32-byte digest; replace it by its SHA-256. Full groups
 /// on each kernel in turn; the last kernel also takes the remainder.
 template <typename Job>
@@ -293,7 +348,12 @@ void RunManyOf(const ManyPlan& plan, std::span<const Job> jobs) noexcept
 
     Queue<Job> q{jobs.data(), order, 0, n};
     Carry carry[2];
-    for (int st = 0; st < plan.stages; ++st) {
+    int first = 0;
+    if constexpr (std::is_same_v<Job, PaddedHashJob>) {
+        RunPaddedStage(plan.kernel[0], plan.stages > 1 ? plan.stop_below[0] : 0, q, carry[1]);
+        first = 1;
+    }
+    for (int st = first; st < plan.stages; ++st) {
         const bool last = st + 1 == plan.stages;
         RunStage(plan.kernel[st], last ? 0 : plan.stop_below[st], q, carry[st & 1], carry[(st + 1) & 1]);
     }
