@@ -225,9 +225,12 @@ void RunStage(const LaneKernel& k, int stop_below, Queue<Job>& q, Carry& in, Car
 
 /// RunStage for the first stage of pre-padded messages (nothing carried in): one run of blocks
 /// per message, so each lane is just a pointer, a block count and an output, kept in flat arrays.
-void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q, Carry& out) noexcept
+/// LANES is k.lanes, as a constant: the per-lane bookkeeping compiles to straight-line code.
+template <int LANES>
+void RunPaddedStageOf(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q, Carry& out) noexcept
 {
-    const int lanes = k.lanes;
+    constexpr int lanes = LANES;
+    const LaneKernel kk{LANES, k.step}; // At() with a constant lane count
     alignas(64) uint32_t s[8 * MAX_LANES];
     const uint8_t* ptr[MAX_LANES];
     uint64_t rem[MAX_LANES] = {}; // blocks left; 0 = idle
@@ -238,7 +241,7 @@ void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q
         ptr[l] = j->data;
         rem[l] = j->blocks;
         dst[l] = j->out;
-        for (int i = 0; i < 8; ++i) k.At(s, l, i) = IV[i];
+        for (int i = 0; i < 8; ++i) kk.At(s, l, i) = IV[i];
         return true;
     };
     int active = 0;
@@ -251,7 +254,7 @@ void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q
                 InFlight& f = out.v[out.n++];
                 const PaddedHashJob rest{ptr[l], uint32_t(rem[l]), dst[l]};
                 f.m.Start(&rest);
-                for (int i = 0; i < 8; ++i) f.state[i] = k.At(s, l, i);
+                for (int i = 0; i < 8; ++i) f.state[i] = kk.At(s, l, i);
             }
             return;
         }
@@ -265,15 +268,25 @@ void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q
         }
         const uint8_t* blocks[MAX_LANES];
         for (int l = 0; l < lanes; ++l) blocks[l] = rem[l] ? ptr[l] : any; // idle lanes re-read a busy one
-        k.step(s, blocks, std::size_t(n));
+        kk.step(s, blocks, std::size_t(n));
         for (int l = 0; l < lanes; ++l) {
             if (rem[l] == 0) continue;
             ptr[l] += 64 * n;
             rem[l] -= n;
             if (rem[l] != 0) continue;
-            for (int i = 0; i < 8; ++i) WriteBE32(dst[l] + 4 * i, k.At(s, l, i));
+            for (int i = 0; i < 8; ++i) WriteBE32(dst[l] + 4 * i, kk.At(s, l, i));
             if (!fill(l)) --active;
         }
+    }
+}
+
+void RunPaddedStage(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>& q, Carry& out) noexcept
+{
+    switch (k.lanes) {
+    case 16: RunPaddedStageOf<16>(k, stop_below, q, out); break;
+    case 8: RunPaddedStageOf<8>(k, stop_below, q, out); break;
+    case 2: RunPaddedStageOf<2>(k, stop_below, q, out); break;
+    default: RunPaddedStageOf<1>(k, stop_below, q, out); break;
     }
 }
 

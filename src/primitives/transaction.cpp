@@ -102,6 +102,16 @@ std::shared_ptr<TxStorage> TxBuilder::NewStorage(bool recycled)
 
 namespace {
 
+/// Appends a job field by field (no temporary: reading one back right after the copy's stores
+/// stalled on store forwarding).
+inline void AddJob(std::vector<PaddedHashJob>& jobs, const uint8_t* data, uint32_t blocks, uint8_t* out)
+{
+    PaddedHashJob& j = jobs.emplace_back();
+    j.data = data;
+    j.blocks = blocks;
+    j.out = out;
+}
+
 /// Copies [p, p + n) to `dst` and pads it as a SHA-256 message; returns the block count.
 uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
 {
@@ -134,7 +144,7 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
     if (!jobs) {
         std::memcpy(dst, in.begin, size);
     } else if (!in.has_witness) {
-        jobs->push_back({dst, CopyPadded(dst, in.begin, size), tx.m_hash.AsUint256().data()});
+        AddJob(*jobs, dst, CopyPadded(dst, in.begin, size), tx.m_hash.AsUint256().data());
     } else {
         const uint32_t full_blocks = CopyPadded(dst, in.begin, size);
         uint8_t* s = dst + size + Sha256PaddingSize(size);
@@ -142,8 +152,8 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
         std::memcpy(s + 4, in.vin_count, std::size_t(in.wit - in.vin_count));
         std::memcpy(s + stripped - 4, in.lock, 4);
         WriteSha256Padding(s + stripped, stripped);
-        jobs->push_back({s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), tx.m_hash.AsUint256().data()});
-        jobs->push_back({dst, full_blocks, tx.m_witness_hash.AsUint256().data()});
+        AddJob(*jobs, s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), tx.m_hash.AsUint256().data());
+        AddJob(*jobs, dst, full_blocks, tx.m_witness_hash.AsUint256().data());
     }
 
     // The scripts now borrow from the copy.

@@ -71,8 +71,8 @@ struct ScriptWitness {
 struct TxIn {
     static constexpr uint32_t SEQUENCE_FINAL = 0xffffffff;
     OutPoint prevout;
+    uint32_t sequence{SEQUENCE_FINAL}; // next to the 36-byte outpoint: no padding (112 bytes in all)
     Script script_sig;
-    uint32_t sequence{SEQUENCE_FINAL};
     ScriptWitness witness;
 
     friend bool operator==(const TxIn&, const TxIn&) = default;
