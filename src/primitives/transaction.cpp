@@ -127,7 +127,7 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
 {
     // One parse, in the input: validates, measures, and builds the inputs and outputs with
     // scripts borrowing from the input for now (nothing is copied for bytes that fail).
-    const std::size_t first_in = st.vin.size(), first_out = st.vout.size();
+    const std::size_t first_in = st.n_in, first_out = st.n_out;
     OwnedTxSink sink{st, first_in};
     const TxLayout in = ParseTx(src, allow_witness, sink);
     const std::size_t size = std::size_t(in.end - in.begin);
@@ -157,8 +157,11 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
     }
 
     // The scripts now borrow from the copy.
-    for (std::size_t i = first_in; i < st.vin.size(); ++i) Rebase(st.vin[i].script_sig, in.begin, dst);
-    for (std::size_t i = first_out; i < st.vout.size(); ++i) Rebase(st.vout[i].script_pubkey, in.begin, dst);
+    for (std::size_t i = first_in; i < st.n_in; ++i) {
+        Rebase(st.vin[i].script_sig, in.begin, dst);
+        if (!in.has_witness) st.vin[i].witness.stack.clear(); // a reused input's old stack
+    }
+    for (std::size_t i = first_out; i < st.n_out; ++i) Rebase(st.vout[i].script_pubkey, in.begin, dst);
     SetFields(in, tx);
     return in;
 }
@@ -250,6 +253,8 @@ void Transaction::AdoptOwned(MutableTransaction&& mtx)
     auto st = std::make_shared<detail::TxStorage>();
     st->vin = std::move(mtx.vin);
     st->vout = std::move(mtx.vout);
+    st->n_in = st->vin.size();
+    st->n_out = st->vout.size();
     m_vin = st->vin.data();
     m_vout = st->vout.data();
     m_n_in = uint32_t(st->vin.size());

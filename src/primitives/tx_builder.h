@@ -37,8 +37,14 @@ struct TxStorage {
     std::vector<Chunk> chunks;
     std::size_t chunk{0}; ///< the chunk being filled
     std::size_t used{0};  ///< bytes used in it
+    /// Inputs and outputs; the first n_in / n_out are in use, the rest are kept from earlier
+    /// blocks for reuse (with their witness stacks' capacity).
     std::vector<TxIn> vin;
     std::vector<TxOut> vout;
+    std::size_t n_in{0};
+    std::size_t n_out{0};
+    std::size_t witness_bytes{0}; ///< witness item bytes decoded into it since the last Reset
+    std::size_t witness_high{0};  ///< the most of any one use: about what the stacks keep
 
     /// `need` contiguous bytes after those handed out before: the rest of the current chunk, a
     /// later (recycled) chunk, or a new one of at least `hint` bytes.
@@ -57,18 +63,19 @@ struct TxStorage {
         used = need;
         return chunks.back().bytes.get();
     }
-    /// Empty again, keeping its memory.
+    /// Empty again, keeping its memory (nothing is destroyed: the elements are reused).
     void Reset() noexcept
     {
-        vin.clear(); // destroys witness stacks; borrowed scripts own nothing
-        vout.clear();
+        witness_high = std::max(witness_high, witness_bytes);
+        witness_bytes = 0;
+        n_in = n_out = 0;
         chunk = 0;
         used = 0;
     }
-    /// Heap bytes held (chunks and both arrays' capacity).
+    /// Heap bytes held (chunks, both arrays' capacity, and about what the witness stacks hold).
     std::size_t Footprint() const noexcept
     {
-        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
+        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut) + std::max(witness_high, witness_bytes);
         for (const Chunk& c : chunks) n += c.capacity;
         return n;
     }
@@ -108,43 +115,65 @@ struct TxBuilder {
     }
 };
 
-/// Room for `n` more elements, growing geometrically (n was validated by the first parse: that
-/// many elements took bytes of the input).
+/// The next element of a recycled array: an old one is reused (assigned over, keeping e.g. a
+/// witness stack's capacity), else a new one is appended. `used` counts the elements in use.
 template <typename T>
-void ReserveMore(std::vector<T>& v, std::size_t n)
+T& NextElement(std::vector<T>& v, std::size_t& used)
 {
-    if (v.capacity() - v.size() < n) v.reserve(std::max(v.size() + n, v.capacity() * 2));
+    if (used < v.size()) return v[used++];
+    ++used;
+    return v.emplace_back();
+}
+
+/// Room for `n` more elements after `used`, growing geometrically. `n` is a count read from the
+/// input: callers bound it by the bytes left (an input takes at least 41, an output 9).
+template <typename T>
+void ReserveMore(std::vector<T>& v, std::size_t used, std::size_t n)
+{
+    if (v.capacity() < used + n) v.reserve(std::max(used + n, v.capacity() * 2));
 }
 
 /// Builds inputs and outputs into a TxStorage; scripts borrow from the parsed bytes (TxBuilder
-/// moves them to the copy).
+/// moves them to the copy). Runs during the parse: counts are bounded by the bytes left.
 struct OwnedTxSink {
     TxStorage& st;
     std::size_t first_in; // this transaction's first input in st.vin
+    std::vector<std::vector<uint8_t>>* stack{nullptr};
+    std::size_t item{0};
 
-    void Inputs(uint64_t n, std::size_t) { ReserveMore(st.vin, std::size_t(n)); }
+    void Inputs(uint64_t n, std::size_t remaining)
+    {
+        ReserveMore(st.vin, st.n_in, std::size_t(std::min<uint64_t>(n, remaining / 41)));
+    }
     void Input(const uint8_t* prevout, const uint8_t* script, std::size_t len, uint32_t seq)
     {
-        TxIn& in = st.vin.emplace_back();
+        TxIn& in = NextElement(st.vin, st.n_in);
         std::memcpy(in.prevout.hash.AsUint256().data(), prevout, 32);
         in.prevout.n = LoadLE<uint32_t>(prevout + 32);
         in.script_sig = TxBuilder::BorrowScript(script, len);
         in.sequence = seq;
     }
-    void Outputs(uint64_t n, std::size_t) { ReserveMore(st.vout, std::size_t(n)); }
+    void Outputs(uint64_t n, std::size_t remaining)
+    {
+        ReserveMore(st.vout, st.n_out, std::size_t(std::min<uint64_t>(n, remaining / 9)));
+    }
     void Output(int64_t value, const uint8_t* script, std::size_t len)
     {
-        TxOut& out = st.vout.emplace_back();
+        TxOut& out = NextElement(st.vout, st.n_out);
         out.value = value;
         out.script_pubkey = TxBuilder::BorrowScript(script, len);
     }
     void WitnessStack(std::size_t i, uint64_t items, std::size_t remaining)
     {
-        st.vin[first_in + i].witness.stack.reserve(std::size_t(std::min<uint64_t>(items, remaining)));
+        // Each item takes at least one byte: never more items than bytes left.
+        stack = &st.vin[first_in + i].witness.stack;
+        stack->resize(std::size_t(std::min<uint64_t>(items, remaining)));
+        item = 0;
     }
-    void WitnessItem(std::size_t i, const uint8_t* p, std::size_t len)
+    void WitnessItem(std::size_t, const uint8_t* p, std::size_t len)
     {
-        st.vin[first_in + i].witness.stack.emplace_back(p, p + len);
+        (*stack)[item++].assign(p, p + len); // reuses the item's capacity from earlier blocks
+        st.witness_bytes += len;
     }
 };
 
