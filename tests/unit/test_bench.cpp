@@ -343,5 +343,38 @@ TEST(BenchCallgrind, InstructionCountsShowTheCostOfCoresAllocator)
     EXPECT_GT(ir["DataStreamAlloc/zero-after-free"], 2 * ir["DataStreamAlloc/plain"]);
 }
 
+// Counts read from the input never size an allocation on their own: a 32-million input, output,
+// witness item or transaction count followed by a few bytes fails with EndOfData after
+// allocating almost nothing (a reserve sized by the count would ask for gigabytes).
+TEST(DecodeAllocation, CountPrefixesDoNotSizeAllocations)
+{
+    SKIP_WITHOUT_ALLOCATION_COUNTING();
+    const std::string prevout(72, '0'), huge = "fe00000002"; // CompactSize 0x02000000 = MAX_SIZE
+    const std::vector<std::string> txs = {
+        "01000000" + huge + "00",                                                        // inputs
+        "01000000" "01" + prevout + "00" "ffffffff" + huge + "00",                       // outputs
+        "01000000" "0001" "01" + prevout + "00" "ffffffff" "01" "0000000000000000" "00" + huge + "00", // witness items
+    };
+    for (const std::string& hex : txs) {
+        const auto bytes = test::ParseHex(hex);
+        g_bytes = 0;
+        g_armed = true;
+        auto tx = DecodeTransaction(bytes);
+        g_armed = false;
+        ASSERT_FALSE(tx) << hex;
+        EXPECT_EQ(tx.error().code, Errc::EndOfData) << hex;
+        EXPECT_LT(g_bytes.load(), 64u * 1024) << hex;
+    }
+    std::vector<uint8_t> block(80, 0);
+    for (uint8_t b : test::ParseHex(huge + "01000000" + huge + "00")) block.push_back(b); // transactions, then inputs
+    g_bytes = 0;
+    g_armed = true;
+    auto decoded = DecodeBlock(block);
+    g_armed = false;
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error().code, Errc::EndOfData);
+    EXPECT_LT(g_bytes.load(), 64u * 1024);
+}
+
 } // namespace
 } // namespace ibdkit::bench
