@@ -22,16 +22,30 @@ bool HasDuplicateInputs(std::span<const TxIn> vin)
         }
         return false;
     }
-    // Sort one 64-bit key per input (a hash word mixed with the index) and look for equal
-    // neighbours; only then compare outpoints exactly (equal keys of different outpoints are
-    // astronomically rare, and are handled exactly too).
-    std::vector<uint64_t> keys(n);
-    for (std::size_t i = 0; i < n; ++i) {
+    // One 64-bit key per input (a hash word mixed with the index) in an open-addressing table
+    // twice the input count: linear time. Equal keys (a duplicate, or an astronomically rare
+    // collision) fall back to an exact sort of the outpoints.
+    std::size_t size = 64;
+    while (size < 2 * n) size *= 2;
+    std::vector<uint64_t> table(size, 0); // 0 = empty; a key of 0 is stored as 1
+    const std::size_t mask = size - 1;
+    bool collision = false;
+    for (std::size_t i = 0; i < n && !collision; ++i) {
         const OutPoint& o = vin[i].prevout;
-        keys[i] = o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL);
+        uint64_t key = o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL);
+        if (key == 0) key = 1;
+        for (std::size_t slot = std::size_t(key >> 7) & mask;; slot = (slot + 1) & mask) {
+            if (table[slot] == 0) {
+                table[slot] = key;
+                break;
+            }
+            if (table[slot] == key) {
+                collision = true;
+                break;
+            }
+        }
     }
-    std::sort(keys.begin(), keys.end());
-    if (std::adjacent_find(keys.begin(), keys.end()) == keys.end()) return false;
+    if (!collision) return false;
     std::vector<OutPoint> all;
     all.reserve(n);
     for (const TxIn& in : vin) all.push_back(in.prevout);

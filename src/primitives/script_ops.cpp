@@ -48,6 +48,24 @@ bool GetScriptOp(const uint8_t*& pc, const uint8_t* end, uint8_t& opcode, std::s
 
 unsigned GetSigOpCount(std::span<const uint8_t> script, bool accurate) noexcept
 {
+    // The common output templates, whose opcode walk has a known result: P2PKH has one
+    // OP_CHECKSIG; P2SH, P2WPKH, P2WSH and P2TR have none (their hashes are skipped pushes).
+    const uint8_t* s = script.data();
+    switch (script.size()) {
+    case 25:
+        if (s[0] == OP_DUP && s[1] == OP_HASH160 && s[2] == 20 && s[23] == OP_EQUALVERIFY && s[24] == OP_CHECKSIG) return 1;
+        break;
+    case 23:
+        if (s[0] == OP_HASH160 && s[1] == 20 && s[22] == OP_EQUAL) return 0;
+        break;
+    case 22:
+        if (s[0] == OP_0 && s[1] == 20) return 0;
+        break;
+    case 34:
+        if ((s[0] == OP_0 || s[0] == OP_1) && s[1] == 32) return 0;
+        break;
+    default: break;
+    }
     unsigned n = 0;
     const uint8_t* pc = script.data();
     const uint8_t* end = pc + script.size();

@@ -398,6 +398,22 @@ TEST(Script, SigOpCount)
     EXPECT_EQ(GetSigOpCount(ParseHex("ac4d0100ac"), false), 1u);
     EXPECT_EQ(GetSigOpCount(ParseHex("ac4d0000ac"), false), 2u);
     EXPECT_EQ(GetSigOpCount(ParseHex("ac4e"), false), 1u);
+    // The output templates (counted without a walk) and near misses that take the walk: hashes
+    // full of sigop bytes are pushes and never count.
+    const std::string h20(40, 'a'), h32(64, 'a'); // 0xaa bytes; OP_CHECKSIG is 0xac
+    const std::string sig20(40, 'c');             // 0xcc; and 'ac' repeated below
+    std::string ac20;
+    for (int i = 0; i < 20; ++i) ac20 += "ac";
+    EXPECT_EQ(GetSigOpCount(ParseHex("76a914" + ac20 + "88ac"), false), 1u);        // P2PKH
+    EXPECT_EQ(GetSigOpCount(ParseHex("a914" + ac20 + "87"), false), 0u);            // P2SH
+    EXPECT_EQ(GetSigOpCount(ParseHex("0014" + ac20), false), 0u);                   // P2WPKH
+    EXPECT_EQ(GetSigOpCount(ParseHex("0020" + ac20 + ac20.substr(0, 24)), false), 0u); // P2WSH
+    EXPECT_EQ(GetSigOpCount(ParseHex("5120" + h32), false), 0u);                    // P2TR
+    EXPECT_EQ(GetSigOpCount(ParseHex("76a914" + ac20 + "88ae"), false), 20u);       // CHECKMULTISIG ending
+    EXPECT_EQ(GetSigOpCount(ParseHex("76a913" + ac20.substr(0, 38) + "ac88ac"), false), 2u); // 19-byte push
+    EXPECT_EQ(GetSigOpCount(ParseHex("ac14" + ac20 + "87"), false), 1u);            // 23 bytes, not P2SH
+    EXPECT_EQ(GetSigOpCount(ParseHex("5220" + h32), false), 0u);                    // 34 bytes, v2 program
+    EXPECT_EQ(GetSigOpCount(ParseHex("ac20" + h20 + sig20.substr(0, 24)), false), 1u);
 }
 
 TEST(Script, TypesAndHeights)
