@@ -106,8 +106,15 @@ struct TxBuilder {
     static void AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs);
     /// Decodes one transaction from the front of [p, end) into storage of its own, ids hashed.
     static Transaction DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed);
-    /// A script borrowing [p, p + n) from a TxStorage's bytes.
-    static Script BorrowScript(const uint8_t* p, std::size_t n) noexcept { return Script::Borrow(p, n); }
+    /// Makes `s` borrow [p, p + n) (TxStorage elements, reused from block to block, only ever
+    /// borrow: there is nothing to free, but an owning script is freed all the same).
+    static void SetBorrowed(Script& s, const uint8_t* p, std::size_t n) noexcept
+    {
+        s.FreeHeap();
+        s.m_u.heap.ptr = const_cast<uint8_t*>(p);
+        s.m_size = uint32_t(n);
+        s.m_cap = Script::BORROWED;
+    }
     /// A script borrowing from bytes at `from` now borrows the same bytes copied to `to`.
     static void Rebase(Script& s, const uint8_t* from, const uint8_t* to) noexcept
     {
@@ -150,7 +157,7 @@ struct OwnedTxSink {
         TxIn& in = NextElement(st.vin, st.n_in);
         std::memcpy(in.prevout.hash.AsUint256().data(), prevout, 32);
         in.prevout.n = LoadLE<uint32_t>(prevout + 32);
-        in.script_sig = TxBuilder::BorrowScript(script, len);
+        TxBuilder::SetBorrowed(in.script_sig, script, len);
         in.sequence = seq;
     }
     void Outputs(uint64_t n, std::size_t remaining)
@@ -161,7 +168,7 @@ struct OwnedTxSink {
     {
         TxOut& out = NextElement(st.vout, st.n_out);
         out.value = value;
-        out.script_pubkey = TxBuilder::BorrowScript(script, len);
+        TxBuilder::SetBorrowed(out.script_pubkey, script, len);
     }
     void WitnessStack(std::size_t i, uint64_t items, std::size_t remaining)
     {

@@ -95,11 +95,17 @@ struct NullTxSink {
     void WitnessItem(std::size_t, const uint8_t*, std::size_t) {}
 };
 
+/// How far ahead of the parse position to prefetch (ParseInputs, ParseOutputs).
+inline constexpr std::size_t PREFETCH_AHEAD = 1536;
+
 template <typename Sink>
 inline void ParseInputs(ByteCursor& c, uint64_t n, Sink& sink)
 {
     sink.Inputs(n, c.remaining());
     for (uint64_t i = 0; i < n; ++i) {
+        // The walk skips most bytes (scripts), which hides it from the hardware prefetcher:
+        // ask for the bytes a few inputs ahead (a hint only; never dereferenced).
+        __builtin_prefetch(c.p + PREFETCH_AHEAD);
         const uint8_t* prevout = c.Take(36);
         const uint64_t len = c.CompactSize();
         const uint8_t* script = c.Take(std::size_t(len));
@@ -113,6 +119,7 @@ inline void ParseOutputs(ByteCursor& c, uint64_t n, Sink& sink)
 {
     sink.Outputs(n, c.remaining());
     for (uint64_t i = 0; i < n; ++i) {
+        __builtin_prefetch(c.p + PREFETCH_AHEAD);
         const int64_t value = int64_t(c.U64());
         const uint64_t len = c.CompactSize();
         const uint8_t* script = c.Take(std::size_t(len));

@@ -142,15 +142,6 @@ private:
     friend struct detail::TxBuilder;
     static constexpr uint32_t BORROWED = 0xffffffff;
 
-    /// A borrowed script over [p, p + n): the caller keeps those bytes alive and unchanged.
-    static Script Borrow(const uint8_t* p, std::size_t n) noexcept
-    {
-        Script s;
-        s.m_u.heap.ptr = const_cast<uint8_t*>(p); // never written through: mutators copy first
-        s.m_size = uint32_t(n);
-        s.m_cap = BORROWED;
-        return s;
-    }
     uint8_t* Ptr() noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
     const uint8_t* Ptr() const noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
     /// Copy on write: a borrowed script takes its own copy of the bytes.
