@@ -237,7 +237,7 @@ void RunPaddedStageOf(const LaneKernel& k, int stop_below, Queue<PaddedHashJob>&
     uint8_t* dst[MAX_LANES];
     auto fill = [&](int l) -> bool {
         if (q.empty()) return false;
-        const PaddedHashJob* j = q.Pop();
+        const PaddedHashJob* j = q.Pop(); // blocks >= 1: Sha256dManyPadded filters the others
         ptr[l] = j->data;
         rem[l] = j->blocks;
         dst[l] = j->out;
@@ -396,7 +396,16 @@ void Sha256dMany(std::span<const HashJob> jobs) noexcept
 
 void Sha256dManyPadded(std::span<const PaddedHashJob> jobs) noexcept
 {
-    sha256_detail::RunManyPadded(sha256_detail::ActiveEngine().many, jobs);
+    const auto& plan = sha256_detail::ActiveEngine().many;
+    if (std::any_of(jobs.begin(), jobs.end(), [](const PaddedHashJob& j) { return j.blocks == 0; })) [[unlikely]] {
+        // Not padded messages (a lane would never finish one): skipped, their `out` untouched;
+        // the others are hashed one by one (a misuse, so no batch and no allocation).
+        for (const PaddedHashJob& j : jobs) {
+            if (j.blocks != 0) sha256_detail::RunManyPadded(plan, std::span<const PaddedHashJob>(&j, 1));
+        }
+        return;
+    }
+    sha256_detail::RunManyPadded(plan, jobs);
 }
 
 void WriteSha256Padding(uint8_t* dst, uint64_t len) noexcept

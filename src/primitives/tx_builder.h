@@ -1,6 +1,6 @@
 // The owning front end of the transaction parser: decoded transactions and their shared storage.
 //
-// Transactions decode into a TxStorage shared by all transactions of a block: a byte buffer with
+// Transactions decode into a TxStorage shared by all transactions of a block: byte chunks with
 // a copy of each transaction's serialization, followed by its SHA-256 padding (and, for a segwit
 // transaction, its stripped serialization, padded too), plus one array of inputs and one of
 // outputs for them all. Scripts borrow from the copy; every txid and wtxid message lies in the
@@ -28,8 +28,8 @@ namespace ibdkit::detail {
 
 /// What decoded transactions point into. Immutable once its transactions are attached.
 struct TxStorage {
-    /// Byte chunks, filled in order; a chunk never moves, so pointers into it stay valid while
-    /// later transactions are appended (and hashed meanwhile).
+    /// Byte chunks, filled in order; a chunk never moves, so the scripts and jobs of earlier
+    /// transactions keep pointing into it while later ones are appended.
     struct Chunk {
         std::unique_ptr<uint8_t[]> bytes;
         std::size_t capacity{0};

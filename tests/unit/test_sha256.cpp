@@ -364,6 +364,22 @@ TEST_F(Sha256Test, Sha256dManyBackendsAgree)
     sha256_detail::ResetBackend();
 }
 
+TEST_F(Sha256Test, PaddedJobsWithoutBlocksAreSkipped)
+{
+    // A job with no block is not a padded message: skipped, its output untouched; the others hash.
+    std::vector<uint8_t> msg(100, 0x61);
+    const std::size_t len = msg.size();
+    msg.resize(len + Sha256PaddingSize(len));
+    WriteSha256Padding(msg.data() + len, len);
+    std::array<uint8_t, 32> ref{}, out{}, untouched{};
+    untouched.fill(0xEE);
+    Sha256d().Write(std::span<const uint8_t>(msg.data(), len)).Finalize(ref.data());
+    const std::vector<PaddedHashJob> jobs{{msg.data(), 0, untouched.data()}, {msg.data(), uint32_t(msg.size() / 64), out.data()}};
+    Sha256dManyPadded(jobs);
+    EXPECT_EQ(ToHex(out), ToHex(ref));
+    EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint8_t b) { return b == 0xEE; }));
+}
+
 TEST_F(Sha256Test, InPlaceMerkleHalvingMatchesPairwiseHashing)
 {
     // The way merkle code uses it: halve an array of 2^k hashes in place down to the root.

@@ -100,6 +100,7 @@ constexpr std::size_t Sha256PaddingSize(uint64_t len) noexcept
 void WriteSha256Padding(uint8_t* dst, uint64_t len) noexcept;
 
 /// Sha256dMany over pre-padded messages: the same lanes and result, less scheduling per message.
+/// A padded message has at least one block; a job with `blocks == 0` is skipped (`out` untouched).
 void Sha256dManyPadded(std::span<const PaddedHashJob> jobs) noexcept;
 
 /// Name of the back-end in use ("sha-ni", "avx2", "avx512", "portable"; the automatic choice may
