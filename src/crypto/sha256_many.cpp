@@ -98,19 +98,10 @@ struct LaneMsg {
                 b += 64;
                 continue;
             }
-            // The message ended in this block (filled < 64): 0x80, zeros, and the bit length in
-            // the last eight bytes, here or — when fewer than 9 bytes are left — in one more block.
-            b[filled] = 0x80;
-            std::memset(b + filled + 1, 0, 63 - filled);
-            if (filled >= 56) {
-                Push(b, 1);
-                b += 64;
-                std::memset(b, 0, 56);
-            }
-            const uint64_t bits = total * 8;
-            WriteBE32(b + 56, uint32_t(bits >> 32));
-            WriteBE32(b + 60, uint32_t(bits));
-            Push(b, 1);
+            // The message ended in this block (filled = total mod 64): its padding fills the
+            // block, or — when fewer than 9 bytes are left — runs into one more.
+            WriteSha256Padding(b + filled, total);
+            Push(b, (filled + Sha256PaddingSize(total)) / 64);
             return;
         }
     }

@@ -112,11 +112,11 @@ inline void AddJob(std::vector<PaddedHashJob>& jobs, const uint8_t* data, uint32
     j.out = out;
 }
 
-/// Copies [p, p + n) to `dst` and pads it as a SHA-256 message; returns the block count.
-uint32_t CopyPadded(uint8_t* dst, const uint8_t* p, std::size_t n) noexcept
+/// Pads the `n`-byte message at `msg` as SHA-256 does (the padding goes after it); returns the
+/// message's block count.
+uint32_t PadInPlace(uint8_t* msg, std::size_t n) noexcept
 {
-    std::memcpy(dst, p, n);
-    WriteSha256Padding(dst + n, n);
+    WriteSha256Padding(msg + n, n);
     return uint32_t((n + Sha256PaddingSize(n)) / 64);
 }
 
@@ -141,19 +141,19 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
 
     // The copy: the serialization (padded: the wtxid message, or the txid one without witness),
     // then for a segwit transaction its stripped serialization (the txid message), padded.
-    if (!jobs) {
-        std::memcpy(dst, in.begin, size);
-    } else if (!in.has_witness) {
-        AddJob(*jobs, dst, CopyPadded(dst, in.begin, size), tx.m_hash.AsUint256().data());
-    } else {
-        const uint32_t full_blocks = CopyPadded(dst, in.begin, size);
-        uint8_t* s = dst + size + Sha256PaddingSize(size);
-        std::memcpy(s, in.begin, 4);
-        std::memcpy(s + 4, in.vin_count, std::size_t(in.wit - in.vin_count));
-        std::memcpy(s + stripped - 4, in.lock, 4);
-        WriteSha256Padding(s + stripped, stripped);
-        AddJob(*jobs, s, uint32_t((stripped + Sha256PaddingSize(stripped)) / 64), tx.m_hash.AsUint256().data());
-        AddJob(*jobs, dst, full_blocks, tx.m_witness_hash.AsUint256().data());
+    std::memcpy(dst, in.begin, size);
+    if (jobs) {
+        const uint32_t full_blocks = PadInPlace(dst, size);
+        if (!in.has_witness) {
+            AddJob(*jobs, dst, full_blocks, tx.m_hash.AsUint256().data());
+        } else {
+            uint8_t* s = dst + 64 * std::size_t(full_blocks);
+            std::memcpy(s, in.begin, 4);
+            std::memcpy(s + 4, in.vin_count, std::size_t(in.wit - in.vin_count));
+            std::memcpy(s + stripped - 4, in.lock, 4);
+            AddJob(*jobs, s, PadInPlace(s, stripped), tx.m_hash.AsUint256().data());
+            AddJob(*jobs, dst, full_blocks, tx.m_witness_hash.AsUint256().data());
+        }
     }
 
     // The scripts now borrow from the copy.
