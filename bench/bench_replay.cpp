@@ -3,7 +3,7 @@
 #include "bench.h"
 
 #include <ibdkit/gen/chain_gen.h>
-#include <ibdkit/replay/replay.h>
+#include <ibdkit/engine/replay.h>
 
 #include <unistd.h>
 

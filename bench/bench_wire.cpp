@@ -2,7 +2,7 @@
 // decode and CheckBlock; every buffer policy (the receive buffer is a DataStream<Policy>).
 #include "bench.h"
 
-#include <ibdkit/wire/process.h>
+#include <ibdkit/engine/process.h>
 
 #include <fstream>
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include <ibdkit/replay/replay.h>
+#include <ibdkit/engine/replay.h>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +35,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         std::size_t dbcache{450};
         int stop_height{-1};
         int rounds{1};
+        unsigned threads{0};
         bool via_p2p{false}, json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
@@ -44,6 +45,8 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened, or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
+    cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
+        ->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
@@ -59,6 +62,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.dbcache_mib = a->dbcache;
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         o.via_p2p = a->via_p2p;
+        o.threads = a->threads;
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);

@@ -76,6 +76,7 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
         int blocks{2500};
         std::size_t dbcache{450};
         int rounds{3};
+        unsigned threads{0};
         bool quiet{false};
     };
     auto a = std::make_shared<Args>();
@@ -84,6 +85,7 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
     cmd->add_option("--blocks", a->blocks, "Blocks in the default chain")->capture_default_str();
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB")->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "Interleaved rounds (every policy once per round; medians reported)")->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads per replay (0 = every core)")->capture_default_str();
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bars");
     cmd->callback([a] {
         std::printf("ibdkit run — what does buffer hygiene cost a node?\n"
@@ -99,6 +101,7 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
         o.blocks_dir = fs::path(a->dir) / "blocks";
         o.chain = ChainType::REGTEST;
         o.dbcache_mib = a->dbcache;
+        o.threads = a->threads;
         ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);
         std::printf("\nMore: `ibdkit bench` (micro-benchmarks, interleaved), `ibdkit replay --help`, docs/benchmarks.md.\n");
     });

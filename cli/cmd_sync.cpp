@@ -3,7 +3,7 @@
 #include "replay_cli.h"
 #include "progress.h"
 
-#include <ibdkit/wire/sync.h>
+#include <ibdkit/engine/sync.h>
 
 #include <nlohmann/json.hpp>
 
@@ -39,7 +39,7 @@ nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     j["header_height"] = r.header_height;
     j["headers_received"] = r.headers_received;
-    PutRunFields(j, r, r.start_height, r.seconds, r.total_seconds, r.interrupted);
+    PutRunFields(j, r);
     j["handshake_seconds"] = r.handshake_seconds;
     j["headers_seconds"] = r.headers_seconds;
     j["messages"] = r.messages;
@@ -90,6 +90,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         double timeout{30};
         double headers_wait{3};
         std::size_t window{16};
+        unsigned threads{0};
         int stop_height{-1};
         bool json{false}, quiet{false}, getblocks{false};
     };
@@ -107,6 +108,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--window", a->window, "Blocks in flight")->check(CLI::Range(1, 1024))->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
+    cmd->add_option("--threads", a->threads, "Threads (peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
+        ->capture_default_str();
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
@@ -127,22 +130,23 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.timeout = std::chrono::milliseconds(int64_t(a->timeout * 1000));
         o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));
         o.window = a->window;
+        o.threads = a->threads;
         o.force_getblocks = a->getblocks;
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         auto bar = std::make_shared<ProgressLine>(!a->quiet);
-        o.on_progress = [bar](const SyncProgress& p) {
+        o.on_sync_progress = [bar](const SyncProgress& p) {
             char text[256];
             if (p.headers_phase) {
-                std::snprintf(text, sizeof text, "headers %d/%d", p.header_height, p.target_height);
+                std::snprintf(text, sizeof text, "headers %d/%d", p.header_height, p.tip_height);
             } else {
                 const double s = std::max(p.elapsed_s, 1e-9);
                 const double bps = double(p.blocks) / s;
-                const int left = p.target_height - p.height;
+                const int left = p.tip_height - p.height;
                 std::snprintf(text, sizeof text, "height %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  in flight %zu  cache %zu/%zu MiB  ETA %s",
-                              p.height, p.target_height, bps, double(p.txs) / s, double(p.bytes) / 1e6 / s, p.in_flight,
+                              p.height, p.tip_height, bps, double(p.txs) / s, double(p.bytes) / 1e6 / s, p.in_flight,
                               p.cache_bytes >> 20, p.cache_budget >> 20, bps > 0 ? (std::to_string(int(left / bps)) + " s").c_str() : "?");
             }
-            bar->Update(p.target_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.target_height : -1, text);
+            bar->Update(p.tip_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.tip_height : -1, text);
         };
         std::signal(SIGINT, OnSyncSignal);
         std::signal(SIGTERM, OnSyncSignal);

@@ -30,20 +30,22 @@ void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const Ut
     j["hash_serialized_3"] = u.hash_serialized.ToHex();
 }
 
-void PutRunFields(nlohmann::json& j, const ConnectorCounters& c, int start_height, double seconds,
-                  double total_seconds, bool interrupted)
+void PutRunFields(nlohmann::json& j, const EngineResult& c)
 {
+    const double seconds = c.seconds;
     j["blocks_connected"] = c.blocks;
-    j["start_height"] = start_height;
+    j["start_height"] = c.start_height;
     j["transactions_connected"] = c.txs;
     j["bytes"] = c.bytes;
     j["seconds"] = seconds;
-    j["total_seconds"] = total_seconds;
+    j["total_seconds"] = c.total_seconds;
     j["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
     j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
     j["flushes"] = c.flushes;
     j["recovered_blocks"] = c.recovered_blocks;
-    j["interrupted"] = interrupted;
+    j["interrupted"] = c.interrupted;
+    j["threads"] = c.threads;
+    j["bytes_cleansed"] = c.bytes_cleansed;
 }
 
 nlohmann::json ToJson(const ReplayResult& r)
@@ -52,8 +54,7 @@ nlohmann::json ToJson(const ReplayResult& r)
     j["network"] = std::string(ChainTypeName(r.chain));
     j["policy"] = nullptr;
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
-    PutRunFields(j, r, r.start_height, r.seconds, r.total_seconds, r.interrupted);
-    j["bytes_cleansed"] = r.bytes_cleansed;
+    PutRunFields(j, r);
     j["orphans"] = r.orphans;
     j["stale"] = r.stale;
     j["duplicates"] = r.duplicates;

@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "progress.h"
 
-#include <ibdkit/replay/replay.h>
+#include <ibdkit/engine/replay.h>
 
 #include <nlohmann/json.hpp>
 
@@ -21,9 +21,8 @@ std::string Btc(Amount a);
 void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u);
 /// Adds the fields every block-connecting run reports: blocks_connected, start_height,
 /// transactions_connected, bytes, seconds, total_seconds, blocks_per_s, mb_per_s, flushes,
-/// recovered_blocks, interrupted.
-void PutRunFields(nlohmann::json& j, const ConnectorCounters& c, int start_height, double seconds,
-                  double total_seconds, bool interrupted);
+/// recovered_blocks, interrupted, threads, bytes_cleansed.
+void PutRunFields(nlohmann::json& j, const EngineResult& r);
 /// The result as JSON: gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r);
 /// The result for people.

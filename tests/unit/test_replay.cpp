@@ -2,7 +2,7 @@
 #include "test_util.h"
 
 #include <ibdkit/encoding/endian.h>
-#include <ibdkit/replay/replay.h>
+#include <ibdkit/engine/replay.h>
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/gen/chain_gen.h>
-#include <ibdkit/replay/connector.h>
-#include <ibdkit/replay/replay.h>
-#include <ibdkit/wire/sync.h>
+#include <ibdkit/engine/connector.h>
+#include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/sync.h>
 
 #include <gtest/gtest.h>
 

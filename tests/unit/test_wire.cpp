@@ -135,7 +135,7 @@ TEST(Wire, LyingLengthDoesNotAllocateAhead)
     EXPECT_EQ(rx.PendingBytes(), 24u + 1000u);
 }
 
-#include <ibdkit/wire/process.h>
+#include <ibdkit/engine/process.h>
 
 TEST(Wire, ProcessMessageBlockEndToEnd)
 {

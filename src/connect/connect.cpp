@@ -1,4 +1,4 @@
-#include <ibdkit/replay/connect.h>
+#include <ibdkit/connect/connect.h>
 
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/consensus.h>
@@ -48,9 +48,10 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
     return (height == 91842 && hash == h91842) || (height == 91880 && hash == h91880);
 }
 
-bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
+bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
                   BlockValidationState& state, ConnectStats* stats)
 {
+    const Block& block = checked.block();
     const int height = ctx.height;
 
     // --- ContextualCheckBlock, in Core's order ---

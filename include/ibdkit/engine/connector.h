@@ -1,8 +1,7 @@
-// ibdkit/replay/connector.h — the step every IBD path shares once it has a block and its height:
-// CheckBlock, ConnectBlock into the UTXO cache, flush to the chainstate when the cache budget is
+// ibdkit/engine/connector.h — the engine's connecting step once it has a checked block and its
+// height: ConnectBlock into the UTXO cache, flush to the chainstate when the cache budget is
 // reached (Core's FlushStateToDisk on a full cache), and the roll-forward that recovers a
-// chainstate left mid-flush. Used by `ibdkit sync` (blocks from a peer); the same rules as the
-// replay pipeline over block files (replay/replay.h).
+// chainstate left mid-flush. The engine (engine/engine.h) drives it for every block source.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -10,7 +9,8 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/replay/connect.h>
+#include <ibdkit/connect/connect.h>
+#include <ibdkit/consensus/check.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -55,11 +55,13 @@ public:
     /// `db` must outlive the connector. budget: the dbcache in bytes (0: flush after every block).
     BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
 
-    /// CheckBlock + ConnectBlock at ctx.height. On success the cache's best block is the block
-    /// and the cache is flushed if over budget; returns nullopt. On a consensus failure returns
-    /// Core's reject reason: the cache then holds part of the block and must not be flushed.
-    /// `size` is the block's serialized size (for the byte counter). Throws StoreError/DecodeError
-    /// on a database failure, as CoinsCache does.
+    /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache
+    /// is flushed if over budget; returns nullopt. On a consensus failure returns Core's reject
+    /// reason: the cache then holds part of the block and must not be flushed. `size` is the
+    /// block's serialized size (for the byte counter). Throws StoreError/DecodeError on a database
+    /// failure, as CoinsCache does.
+    std::optional<std::string> Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size);
+    /// CheckBlock, then Connect.
     std::optional<std::string> Connect(Block&& block, const ConnectContext& ctx, std::size_t size);
 
     /// Re-applies an already-connected block idempotently (recovery of an interrupted flush).

@@ -1,4 +1,4 @@
-// ibdkit/wire/process.h — a `block` message end to end, as a node receives it: framing and
+// ibdkit/engine/process.h — a `block` message end to end, as a node receives it: framing and
 // checksum into a DataStream<Policy>, decode, CheckBlock. (Core's ProcessMessageBlock benchmark.)
 #pragma once
 

@@ -1,16 +1,22 @@
-#include <ibdkit/replay/connector.h>
+#include <ibdkit/engine/connector.h>
+#include <ibdkit/engine/engine.h>
+
+#include <ibdkit/consensus/check.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-
-#include <ibdkit/consensus/check.h>
-
-#include <algorithm>
+#include <thread>
 #include <vector>
 
 namespace ibdkit {
+
+unsigned ResolveThreads(unsigned threads) noexcept
+{
+    if (threads != 0) return threads;
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 int64_t MedianTimePast(std::span<const uint32_t> times)
 {
@@ -57,12 +63,18 @@ std::optional<std::string> BlockConnector::Connect(Block&& block, const ConnectC
     BlockValidationState state;
     auto checked = CheckBlock(std::move(block), state, m_params.consensus);
     if (!checked) return state.GetRejectReason();
+    return Connect(*checked, ctx, size);
+}
+
+std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size)
+{
+    BlockValidationState state;
     ConnectStats cs;
-    if (!ConnectBlock(checked->block(), ctx, m_cache, m_params.consensus, state, &cs) || state.IsInvalid()) {
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs) || state.IsInvalid()) {
         return state.GetRejectReason();
     }
     ++m_counters.blocks;
-    m_counters.txs += checked->block().vtx.size();
+    m_counters.txs += block->vtx.size();
     m_counters.inputs += cs.inputs;
     m_counters.outputs += cs.outputs_added;
     m_counters.bytes += size;

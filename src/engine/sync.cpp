@@ -1,10 +1,8 @@
-#include <ibdkit/wire/sync.h>
+#include <ibdkit/engine/sync.h>
+
+#include "run.h"
 
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/consensus/pow.h>
-#include <ibdkit/replay/connector.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
@@ -14,100 +12,9 @@
 
 namespace ibdkit {
 
-// ---- HeaderChain ------------------------------------------------------------------------------
-
-HeaderChain::HeaderChain(const ChainParams& params) : m_params(params)
-{
-    m_headers.push_back(params.genesis.header());
-    m_hashes.push_back(params.consensus.hash_genesis_block);
-    m_times.push_back(params.genesis.time);
-    m_height_of.emplace(m_hashes.back(), 0);
-}
-
-std::optional<int> HeaderChain::HeightOf(const BlockHash& hash) const
-{
-    auto it = m_height_of.find(hash);
-    if (it == m_height_of.end()) return std::nullopt;
-    return it->second;
-}
-
-std::optional<std::string> HeaderChain::Append(const BlockHeader& header)
-{
-    if (header.hash_prev_block != Tip()) {
-        return "header " + header.GetHash().ToHex() + " does not extend our best header " + Tip().ToHex() + " (height " +
-               std::to_string(Height()) + ")";
-    }
-    const BlockHash hash = header.GetHash();
-    if (!CheckProofOfWork(hash.ToUint256(), header.bits, m_params.consensus)) {
-        return "header " + hash.ToHex() + " at height " + std::to_string(Height() + 1) + " does not meet its nBits (high-hash)";
-    }
-    m_headers.push_back(header);
-    m_hashes.push_back(hash);
-    m_times.push_back(header.time);
-    m_height_of.emplace(hash, Height());
-    return std::nullopt;
-}
-
-void HeaderChain::Truncate(int height)
-{
-    while (Height() > std::max(0, height)) {
-        m_height_of.erase(m_hashes.back());
-        m_headers.pop_back();
-        m_hashes.pop_back();
-        m_times.pop_back();
-    }
-}
-
-int64_t HeaderChain::MedianTimePast(int height) const
-{
-    return ibdkit::MedianTimePast(std::span<const uint32_t>(m_times.data(), std::size_t(height) + 1));
-}
-
-Result<int> HeaderChain::Load(const std::filesystem::path& file)
-{
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return 0;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Error{Errc::Corrupt, "cannot read " + file.string()};
-    int loaded = 0;
-    std::array<uint8_t, 80> buf;
-    while (in.read(reinterpret_cast<char*>(buf.data()), 80)) {
-        if (Append(HeaderFromBytes(buf))) break;
-        ++loaded;
-    }
-    in.close();
-    const auto want = uintmax_t(loaded) * 80;
-    if (std::filesystem::file_size(file, ec) != want) {
-        std::filesystem::resize_file(file, want, ec);
-        if (ec) return Error{Errc::Corrupt, "cannot truncate " + file.string() + ": " + ec.message()};
-    }
-    return loaded;
-}
-
-std::optional<std::string> HeaderChain::Persist(const std::filesystem::path& file, int from) const
-{
-    from = std::max(from, 1);
-    std::error_code ec;
-    const auto keep = uintmax_t(from - 1) * 80;
-    if (std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) != keep) {
-        std::filesystem::resize_file(file, keep, ec);
-        if (ec) return "cannot truncate " + file.string() + ": " + ec.message();
-    }
-    std::ofstream out(file, std::ios::binary | std::ios::app);
-    for (int h = from; h <= Height(); ++h) {
-        const auto bytes = HeaderToBytes(Header(h));
-        out.write(reinterpret_cast<const char*>(bytes.data()), 80);
-    }
-    out.flush();
-    if (!out) return "cannot write " + file.string();
-    return std::nullopt;
-}
-
-// ---- the sync session ---------------------------------------------------------------------------
-
 namespace {
 
-Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
+using engine::EnvError;
 
 double Seconds(NetClock::time_point since) { return std::chrono::duration<double>(NetClock::now() - since).count(); }
 
@@ -118,25 +25,23 @@ std::string Secs(std::chrono::milliseconds d)
     return b;
 }
 
+// One peer as a block source: the handshake and header sync in Prepare, then blocks requested in
+// a window and emitted in chain order as they arrive (the engine decodes, checks and connects them).
 template <typename Policy>
-class Session {
+class PeerSource final : public engine::BlockSource<Policy> {
 public:
-    Session(const SyncOptions& o, const ChainParams& params, CoinsDB& db, HeaderChain& chain, std::filesystem::path headers_file,
-            SyncResult& res, Socket socket)
-        : m_o(o), m_params(params), m_db(db), m_chain(chain), m_headers_file(std::move(headers_file)), m_res(res),
-          m_peer(std::move(socket), params, o.interrupt), m_conn(db, params, o.dbcache_mib << 20)
+    PeerSource(const SyncOptions& o, const ChainParams& params, HeaderChain& chain, std::filesystem::path headers_file,
+               SyncResult& res, Socket socket)
+        : m_o(o), m_params(params), m_chain(chain), m_headers_file(std::move(headers_file)), m_res(res),
+          m_peer(std::move(socket), params, o.interrupt)
     {
+        PublishHeights();
     }
 
-    // Returns an environment error; peer failures land in m_res.failure.
-    std::optional<Error> Run()
+    std::optional<Error> Prepare(const BlockHash& best) override
     {
         const auto t_start = NetClock::now();
-        auto needs = m_db.NeedsReplay();
-        if (!needs) return needs.error();
-        auto best = m_db.GetBestBlock();
-        if (!best) return best.error();
-        std::optional<int> best_height = best->IsNull() ? std::optional<int>(-1) : m_chain.HeightOf(*best);
+        std::optional<int> best_height = best.IsNull() ? std::optional<int>(-1) : m_chain.HeightOf(best);
 
         // ---- handshake ----
         std::mt19937_64 rng(std::random_device{}());
@@ -148,51 +53,63 @@ public:
         m_res.peer_services = pv.services;
         m_block_type = (pv.services & NODE_WITNESS) ? MSG_WITNESS_BLOCK : MSG_BLOCK;
         m_res.handshake_seconds = Seconds(t_start);
+        PublishHeights();
 
         // ---- headers ----
         const auto t_headers = NetClock::now();
         m_getblocks = m_o.force_getblocks;
         if (!m_getblocks) {
             if (auto e = SyncHeaders(best_height.value_or(-1))) return e;
-            if (m_res.failure || m_res.interrupted) return std::nullopt;
         }
         m_res.mode = m_getblocks ? "getblocks" : "headers";
         m_res.headers_seconds = Seconds(t_headers);
-
-        // ---- recovery of an interrupted flush ----
-        if (*needs) {
-            if (auto e = Recover(**needs)) return e;
-            if (m_res.failure || m_res.interrupted) return std::nullopt;
-            best = m_db.GetBestBlock();
-            if (!best) return best.error();
-            best_height = m_chain.HeightOf(*best);
-        }
-        if (!best_height) {
-            return EnvError("the chainstate's best block " + best->ToHex() + " is not on the peer's chain" +
-                            (m_getblocks ? " (and " + std::string(HEADERS_FILE) + " does not know it; the peer did not answer getheaders)" : "") +
-                            ": use another --chainstate or a peer on the same chain");
-        }
-        m_connected = *best_height;
-        if (m_connected < 0) { // a new chainstate: the genesis outputs never enter the UTXO set
-            m_conn.cache().SetBestBlock(m_chain.Hash(0));
-            m_connected = 0;
-        }
-        m_res.height = m_connected;
-        m_res.tip = m_chain.Hash(m_connected);
-        m_res.start_height = m_connected + 1;
-
-        // ---- blocks ----
-        const auto t_blocks = NetClock::now();
-        m_t0 = t_blocks;
-        for (int h = m_connected + 1; h <= m_chain.Height(); ++h) m_queue.push_back(m_chain.Hash(h));
-        if (auto e = DownloadBlocks()) return e;
-        if (!m_res.reject_reason) {
-            if (auto st = m_conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
-        }
-        Report(true);
-        m_res.seconds = Seconds(t_blocks);
-        static_cast<ConnectorCounters&>(m_res) = m_conn.counters();
         return std::nullopt;
+    }
+
+    bool Failed() const override { return m_res.failure.has_value(); }
+    std::optional<int> HeightOf(const BlockHash& hash) const override { return m_chain.HeightOf(hash); }
+    int TipHeight() const override { return m_target_height.load(std::memory_order_relaxed); }
+
+    std::optional<Error> Produce(int from, int to, const typename engine::BlockSource<Policy>::Emit& emit) override
+    {
+        m_emit = &emit;
+        m_emitted = from - 1;
+        m_to = to;
+        m_halted = false;
+        m_queue.clear();
+        m_inflight.clear();
+        m_requested.clear();
+        m_arrived.clear();
+        // Past the known headers, getblocks mode learns the chain from the peer as blocks arrive.
+        m_extend = m_getblocks && to > m_chain.Height();
+        for (int h = from; h <= std::min(to, m_chain.Height()); ++h) m_queue.push_back(m_chain.Hash(h));
+        auto e = DownloadBlocks();
+        m_emit = nullptr;
+        return e;
+    }
+
+    std::optional<Error> Undecodable(int height, const Error& e) override
+    {
+        Fail({NetErrc::Misbehaving, "peer sent a block that does not decode (height " + std::to_string(height) + "): " + e.message});
+        return std::nullopt;
+    }
+    std::string NotOurChain(const BlockHash& best) const override
+    {
+        return "the chainstate's best block " + best.ToHex() + " is not on the peer's chain" +
+               (m_getblocks ? " (and " + std::string(HEADERS_FILE) + " does not know it; the peer did not answer getheaders)" : "") +
+               ": use another --chainstate or a peer on the same chain";
+    }
+    std::string NotOurRecovery() const override
+    {
+        return "chainstate was interrupted mid-flush between blocks this peer's chain does not have; "
+               "sync it from the peer it was built from";
+    }
+
+    /// The peer's side of the progress (safe while Produce runs).
+    void FillProgress(SyncProgress& p) const
+    {
+        p.header_height = m_header_height.load(std::memory_order_relaxed);
+        p.in_flight = m_in_flight.load(std::memory_order_relaxed);
     }
 
     void CollectPeerStats()
@@ -206,15 +123,21 @@ public:
     }
 
 private:
+    // A peer failure ends the run cleanly (the engine flushes); an interrupt is the engine's to see.
     std::optional<Error> Fail(NetError e)
     {
-        if (e.code == NetErrc::Interrupted) {
-            m_res.interrupted = true;
-        } else {
+        if (e.code != NetErrc::Interrupted) {
             if (!m_peer.info().rejects.empty()) e.message += " (the peer sent: " + m_peer.info().rejects.back() + ")";
             m_res.failure = std::move(e);
         }
         return std::nullopt;
+    }
+
+    void PublishHeights()
+    {
+        m_header_height.store(m_chain.Height(), std::memory_order_relaxed);
+        m_target_height.store(std::max(m_chain.Height(), m_res.peer_height), std::memory_order_relaxed);
+        m_in_flight.store(m_inflight.size(), std::memory_order_relaxed);
     }
 
     bool Interrupted() const { return m_o.interrupt && m_o.interrupt->load(std::memory_order_relaxed); }
@@ -286,29 +209,8 @@ private:
             if (auto e = Persist(persist_from)) return e;
             ReportHeaders();
             if (headers->size() < MAX_HEADERS_RESULTS) return std::nullopt;
-            if (Interrupted()) {
-                m_res.interrupted = true;
-                return std::nullopt;
-            }
+            if (Interrupted()) return std::nullopt;
         }
-    }
-
-    std::optional<Error> Recover(const ReplayRange& range)
-    {
-        auto from = range.old_tip.IsNull() ? std::optional<int>(0) : m_chain.HeightOf(range.old_tip);
-        auto to = m_chain.HeightOf(range.new_tip);
-        if (!from || !to) {
-            return EnvError("chainstate was interrupted mid-flush between blocks this peer's chain does not have; "
-                            "sync it from the peer it was built from");
-        }
-        m_recovering = true;
-        for (int h = std::max(*from + 1, 1); h <= *to; ++h) m_queue.push_back(m_chain.Hash(h));
-        m_recover_next = std::max(*from + 1, 1);
-        if (auto e = DownloadBlocks()) return e;
-        m_recovering = false;
-        if (m_res.failure || m_res.interrupted) return std::nullopt;
-        if (auto st = m_conn.Flush(range.new_tip); !st.ok()) return EnvError("flush after recovery failed: " + st.message);
-        return std::nullopt;
     }
 
     // The download loop: requests m_queue in windows, connects blocks in order; in getblocks
@@ -317,18 +219,15 @@ private:
     {
         m_last_progress = NetClock::now();
         for (;;) {
-            if (Interrupted()) {
-                m_res.interrupted = true;
-                return std::nullopt;
-            }
-            if (!m_recovering && m_o.stop_height && m_connected >= *m_o.stop_height) return std::nullopt;
+            if (Interrupted() || m_halted || Failed()) return std::nullopt;
+            if (m_emitted >= m_to) return std::nullopt;
             // Request what fits in the window.
             std::vector<Inv> req;
             const bool idle = m_inflight.empty();
             while (m_inflight.size() < m_o.window && !m_queue.empty()) {
                 // Requests go out in chain order, so the next one is for this height.
-                const int next_height = m_connected + int(m_inflight.size()) + 1;
-                if (!m_recovering && m_o.stop_height && next_height > *m_o.stop_height) {
+                const int next_height = m_emitted + int(m_inflight.size()) + 1;
+                if (next_height > m_to) {
                     m_queue.clear();
                     m_peer_exhausted = true; // nothing more wanted
                     break;
@@ -344,7 +243,8 @@ private:
             }
             // getblocks: more hashes.
             std::optional<NetClock::time_point> grace;
-            if (m_getblocks && !m_recovering && m_queue.empty() && !m_getblocks_pending && !m_peer_exhausted) {
+            PublishHeights();
+            if (m_extend && m_queue.empty() && !m_getblocks_pending && !m_peer_exhausted) {
                 if (m_awaiting_continue && m_continue_block_arrived) {
                     grace = *m_continue_block_arrived + std::chrono::seconds(2);
                     if (NetClock::now() >= *grace) m_awaiting_continue.reset();
@@ -362,7 +262,7 @@ private:
                     if (idle && req.empty()) m_last_progress = NetClock::now();
                 }
             }
-            if (m_queue.empty() && m_inflight.empty() && (!m_getblocks || m_recovering || m_peer_exhausted)) return std::nullopt;
+            if (m_queue.empty() && m_inflight.empty() && (!m_extend || m_peer_exhausted)) return std::nullopt;
 
             // Wait for the next message.
             auto deadline = m_last_progress + m_o.timeout;
@@ -386,7 +286,6 @@ private:
                 return Fail(m.error());
             }
             if (auto e = Handle(*m)) return e;
-            if (m_res.failure || m_res.reject_reason) return std::nullopt;
         }
     }
 
@@ -395,9 +294,9 @@ private:
         if (!m_inflight.empty()) {
             return "peer stalled: no block for " + Secs(m_o.timeout) + " with " + std::to_string(m_inflight.size()) +
                    " requested (waiting for block " + m_inflight.front().ToHex() + " at height " +
-                   std::to_string(m_recovering ? m_recover_next : m_connected + 1) + ")";
+                   std::to_string(m_emitted + 1) + ")";
         }
-        return "peer stalled: no answer to getblocks for " + Secs(m_o.timeout) + " (at height " + std::to_string(m_connected) +
+        return "peer stalled: no answer to getblocks for " + Secs(m_o.timeout) + " (at height " + std::to_string(m_emitted) +
                ", the peer announced " + std::to_string(m_res.peer_height) + ")";
     }
 
@@ -405,27 +304,34 @@ private:
     {
         const auto payload = Peer<Policy>::Bytes(m);
         if (m.command == "block") {
-            auto block = DecodeBlock(payload);
-            if (!block) {
-                Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + block.error().message});
+            if (payload.size() < 80) {
+                Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + std::to_string(payload.size()) +
+                                                " bytes, shorter than a header"});
                 return std::nullopt;
             }
-            const BlockHash hash = block->GetHash();
-            if (!m_requested.contains(hash)) return std::nullopt; // unsolicited (or from a reset queue): ignored
+            // The hash from the header alone; the engine's workers decode and check the block.
+            const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
+            if (!m_requested.contains(hash)) {
+                // Unsolicited (or from a reset queue): ignored — unless it is garbage, which only
+                // a misbehaving peer sends (rare, so decoding it here costs nothing).
+                if (auto b = DecodeBlock(payload); !b) {
+                    Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + b.error().message});
+                }
+                return std::nullopt;
+            }
             m_requested.erase(hash);
             m_last_progress = NetClock::now();
-            m_arrived.emplace(hash, std::make_pair(std::move(*block), payload.size()));
+            m_arrived.emplace(hash, std::move(m.payload));
             while (!m_inflight.empty()) {
                 auto it = m_arrived.find(m_inflight.front());
                 if (it == m_arrived.end()) break;
-                Block b = std::move(it->second.first);
-                const std::size_t size = it->second.second;
+                DataStream<Policy> bytes = std::move(it->second);
                 m_arrived.erase(it);
                 const BlockHash bh = m_inflight.front();
                 m_inflight.pop_front();
                 if (m_awaiting_continue && bh == *m_awaiting_continue) m_continue_block_arrived = NetClock::now();
-                if (auto e = Process(bh, std::move(b), size)) return e;
-                if (m_res.failure || m_res.reject_reason) return std::nullopt;
+                if (auto e = Process(bh, std::move(bytes))) return e;
+                if (m_halted || Failed()) return std::nullopt;
             }
             return std::nullopt;
         }
@@ -440,7 +346,7 @@ private:
             }
             return std::nullopt;
         }
-        if (m.command == "inv" && m_getblocks && !m_recovering) {
+        if (m.command == "inv" && m_extend) {
             auto invs = DecodeInv(payload);
             if (!invs) {
                 Fail({NetErrc::Misbehaving, "peer sent a malformed inv: " + invs.error().message});
@@ -480,16 +386,14 @@ private:
         return std::nullopt; // headers announcements, addr, sendcmpct, feefilter, ...: ignored
     }
 
-    std::optional<Error> Process(const BlockHash& hash, Block&& block, std::size_t size)
+    // Emits the next block in chain order (learning its header first in getblocks mode).
+    std::optional<Error> Process(const BlockHash& hash, DataStream<Policy>&& bytes)
     {
-        if (m_recovering) {
-            m_conn.Rollforward(block, m_recover_next++);
-            return std::nullopt;
-        }
-        const int height = m_connected + 1;
+        const int height = m_emitted + 1;
         if (m_chain.Height() < height) {
             // getblocks mode: the block brings its header.
-            if (block.hash_prev_block != m_chain.Tip()) {
+            const BlockHeader header = HeaderFromBytes(std::span<const uint8_t>(UCharCast(bytes.data()), bytes.size()).template first<80>());
+            if (header.hash_prev_block != m_chain.Tip()) {
                 // The hashes we queued do not continue our chain (e.g. an announcement taken for
                 // an answer): forget them and ask again from our tip.
                 if (++m_resets > 8) {
@@ -505,83 +409,64 @@ private:
                 m_peer_exhausted = false;
                 return std::nullopt;
             }
-            if (auto why = m_chain.Append(block.header())) {
+            if (auto why = m_chain.Append(header)) {
                 Fail({NetErrc::Misbehaving, "peer sent a block with an invalid header: " + *why});
                 return std::nullopt;
             }
             if (auto e = Persist(height)) return e;
+            PublishHeights();
         } else if (m_chain.Hash(height) != hash) {
             Fail({NetErrc::Misbehaving, "peer sent block " + hash.ToHex() + " where height " + std::to_string(height) + " was expected"});
             return std::nullopt;
         }
-        ConnectContext ctx;
-        ctx.height = height;
-        ctx.median_time_past = m_chain.MedianTimePast(height - 1);
+        engine::RawBlock<Policy> raw;
+        raw.height = height;
+        raw.hash = hash;
+        raw.ctx.height = height;
+        raw.ctx.median_time_past = m_chain.MedianTimePast(height - 1);
         const int bip34 = m_params.consensus.bip34_height;
-        if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) ctx.bip34_ancestor = m_chain.Hash(bip34);
-        if (auto reason = m_conn.Connect(std::move(block), ctx, size)) {
-            m_res.reject_reason = *reason;
-            m_res.reject_height = height;
+        if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) raw.ctx.bip34_ancestor = m_chain.Hash(bip34);
+        raw.bytes = std::move(bytes);
+        if (!(*m_emit)(std::move(raw))) {
+            m_halted = true;
             return std::nullopt;
         }
-        m_connected = height;
-        m_res.height = height;
-        m_res.tip = hash;
-        if (m_o.after_block) m_o.after_block(height);
-        Report(false);
+        m_emitted = height;
+        // The engine may have made us wait (a full pipeline, a flush): that is not the peer stalling.
+        m_last_progress = NetClock::now();
         return std::nullopt;
-    }
-
-    void Report(bool force)
-    {
-        if (!m_o.on_progress) return;
-        const auto now = NetClock::now();
-        if (!force && now - m_last_report < std::chrono::milliseconds(250)) return;
-        m_last_report = now;
-        SyncProgress p;
-        p.height = m_connected;
-        p.header_height = m_chain.Height();
-        p.target_height = std::max(m_chain.Height(), m_res.peer_height);
-        if (m_o.stop_height) p.target_height = std::min(p.target_height, *m_o.stop_height);
-        const auto& c = m_conn.counters();
-        p.blocks = c.blocks;
-        p.txs = c.txs;
-        p.bytes = c.bytes;
-        p.elapsed_s = std::chrono::duration<double>(now - m_t0).count();
-        p.cache_bytes = m_conn.cache().DynamicMemoryUsage();
-        p.cache_budget = m_conn.cache().Budget();
-        p.in_flight = m_inflight.size();
-        m_o.on_progress(p);
     }
 
     void ReportHeaders()
     {
-        if (!m_o.on_progress) return;
+        PublishHeights();
+        if (!m_o.on_sync_progress) return;
         SyncProgress p;
         p.headers_phase = true;
         p.header_height = m_chain.Height();
-        p.target_height = std::max(m_chain.Height(), m_res.peer_height);
-        m_o.on_progress(p);
+        p.tip_height = TipHeight();
+        m_o.on_sync_progress(p);
     }
 
     const SyncOptions& m_o;
     const ChainParams& m_params;
-    CoinsDB& m_db;
     HeaderChain& m_chain;
     std::filesystem::path m_headers_file;
     SyncResult& m_res;
     Peer<Policy> m_peer;
-    BlockConnector m_conn;
 
     uint32_t m_block_type{MSG_WITNESS_BLOCK};
     bool m_getblocks{false};
-    bool m_recovering{false};
-    int m_recover_next{0};
-    int m_connected{0};
+    // The current Produce call.
+    const typename engine::BlockSource<Policy>::Emit* m_emit{nullptr};
+    int m_emitted{0};   ///< height of the last block emitted
+    int m_to{0};        ///< last height wanted
+    bool m_extend{false};
+    bool m_halted{false};
     std::deque<BlockHash> m_queue;
     std::deque<BlockHash> m_inflight;
     std::unordered_set<BlockHash, Uint256Hasher> m_requested;
-    std::unordered_map<BlockHash, std::pair<Block, std::size_t>, Uint256Hasher> m_arrived;
+    std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> m_arrived;
     bool m_getblocks_pending{false};
     bool m_peer_exhausted{false};
     NetClock::time_point m_getblocks_sent{};
@@ -590,8 +475,9 @@ private:
     int m_empty_answers{0};
     int m_resets{0};
     NetClock::time_point m_last_progress{};
-    NetClock::time_point m_last_report{};
-    NetClock::time_point m_t0{NetClock::now()};
+    // Read by the engine's thread for progress.
+    std::atomic<int> m_header_height{0}, m_target_height{0};
+    std::atomic<std::size_t> m_in_flight{0};
 };
 
 } // namespace
@@ -605,50 +491,39 @@ Result<SyncResult> Sync(const SyncOptions& opts)
 
     auto cs = ChainstateHandle::Open(opts.chainstate, opts.policy, opts.dbcache_mib, "ibdkit-sync");
     if (!cs) return cs.error();
-    auto* db = &cs->db();
-    const auto& dir = cs->dir();
-
     HeaderChain chain(params);
-    const auto headers_file = dir / HEADERS_FILE;
+    const auto headers_file = cs->dir() / HEADERS_FILE;
     if (auto loaded = chain.Load(headers_file); !loaded) return loaded.error();
 
     auto socket = opts.connect ? opts.connect() : Socket::Connect(opts.host, opts.port, opts.timeout, opts.interrupt);
-    std::optional<Error> env;
     if (!socket) {
         if (socket.error().code == NetErrc::Interrupted) {
             res.interrupted = true;
         } else {
             res.failure = socket.error();
         }
-    } else {
-        env = VisitPolicy(opts.policy, [&]<typename P>(P) -> std::optional<Error> {
-            Session<P> s(opts, params, *db, chain, headers_file, res, std::move(*socket));
-            std::optional<Error> e;
-            try {
-                e = s.Run();
-            } catch (const StoreError& x) {
-                e = EnvError(std::string("chainstate failure: ") + x.what());
-            } catch (const DecodeError& x) {
-                e = Error{x.code(), std::string("chainstate record does not decode: ") + x.what()};
-            }
-            s.CollectPeerStats();
-            return e;
-        });
+        res.header_height = chain.Height();
+        res.total_seconds = Seconds(t_start);
+        return res;
     }
-    if (env) return *env;
+    auto run = VisitPolicy(opts.policy, [&]<typename P>(P) -> Result<EngineResult> {
+        PeerSource<P> source(opts, params, chain, headers_file, res, std::move(*socket));
+        EngineOptions eo = opts;
+        eo.on_progress = [&](const EngineProgress& ep) {
+            if (opts.on_progress) opts.on_progress(ep);
+            if (!opts.on_sync_progress) return;
+            SyncProgress p;
+            static_cast<EngineProgress&>(p) = ep;
+            source.FillProgress(p);
+            opts.on_sync_progress(p);
+        };
+        auto r = engine::RunEngine<P>(eo, params, source, *cs, res);
+        source.CollectPeerStats();
+        return r;
+    });
+    if (!run) return run.error();
+    static_cast<EngineResult&>(res) = std::move(*run);
     res.header_height = chain.Height();
-    res.height = -1;
-    res.tip = BlockHash{};
-    auto best = db->GetBestBlock();
-    if (best && !best->IsNull()) {
-        if (auto h = chain.HeightOf(*best)) {
-            res.height = *h;
-            res.tip = *best;
-            auto stats = ComputeUtxoStats(*db, uint32_t(*h));
-            if (!stats) return stats.error();
-            res.utxo = *stats;
-        }
-    }
     res.total_seconds = Seconds(t_start);
     return res;
 }

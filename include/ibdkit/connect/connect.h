@@ -1,4 +1,8 @@
-// ibdkit/replay/connect.h — connecting a checked block to the UTXO set, without scripts.
+// ibdkit/connect/connect.h — connecting a checked block to the UTXO set, without scripts.
+//
+// Its own area: the IBD engine (engine/) calls it; it knows nothing of block sources, threads or
+// flushing. ConnectBlock accepts only a CheckedBlock (consensus/check.h), so a block that skipped
+// CheckBlock cannot be connected by accident.
 //
 // The rules of Core's ContextualCheckBlock + ConnectBlock that need no script execution, with
 // Core's reject reasons: BIP34 coinbase height (bad-cb-height), transaction finality
@@ -17,6 +21,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
@@ -39,10 +44,10 @@ struct ConnectStats {
     uint64_t outputs_added{0};
 };
 
-/// Applies `block` (already through CheckBlock) at ctx.height: checks the rules above and updates
+/// Applies `block` at ctx.height: checks the rules above and updates
 /// `view`. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
 /// of the block's changes and must be discarded (not flushed) by the caller.
-bool ConnectBlock(const Block& block, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
+bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
                   BlockValidationState& state, ConnectStats* stats = nullptr);
 
 /// Re-applies a block that was already connected once, without checks and idempotently (spending

@@ -1,0 +1,79 @@
+// ibdkit/engine/engine.h — the IBD engine: what every run that connects blocks shares, whatever
+// feeds it the blocks.
+//
+// One engine owns the chainstate and the block connector: recovery of a flush interrupted by a
+// crash (Core's ReplayBlocks), resuming after the chainstate's best block, the genesis block,
+// connecting in chain order, flushing within the dbcache budget, Ctrl-C, progress, statistics,
+// and the boundary where exceptions from the database become `Result` errors. Block sources feed
+// it blocks in height order: block files (engine/replay.h: a bare blocks directory or a Core data
+// directory) and a P2P peer (engine/sync.h).
+//
+// Threads: the source produces raw block bytes on a thread of its own, workers decode them,
+// compute txids/wtxids and run CheckBlock, and one thread connects in chain order; bounded queues
+// keep the blocks in flight (and so memory) within a fixed byte budget. `threads == 1` does all of
+// it on the calling thread. Every thread count gives identical results: the same chainstate, the
+// same UTXO hash, the same rejection height and reason (tested).
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/engine/connector.h>
+#include <ibdkit/memory/policy.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ibdkit {
+
+/// How far a run has come; reported about 4 times a second.
+struct EngineProgress {
+    int height{0};
+    int tip_height{0};         ///< height of the last block the run will connect (as far as known)
+    uint64_t blocks{0};        ///< blocks connected in this run
+    uint64_t txs{0};
+    uint64_t bytes{0};         ///< block bytes connected in this run
+    double elapsed_s{0};
+    std::size_t cache_bytes{0};
+    std::size_t cache_budget{0};
+    uint64_t flushes{0};
+};
+
+/// What every run takes, whatever its block source.
+struct EngineOptions {
+    std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
+    std::size_t dbcache_mib{450};                ///< UTXO cache budget (Core's -dbcache default)
+    PolicyId policy{PolicyId::Hardened};
+    unsigned threads{0};                         ///< 0: every core (std::thread::hardware_concurrency)
+    std::optional<int> stop_height;
+    std::function<void(const EngineProgress&)> on_progress; ///< called about 4 times a second
+    const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
+    /// Test hook: called after each connected block with its height (e.g. to kill at a point).
+    std::function<void(int)> after_block;
+};
+
+/// What a run produced. Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks)
+/// come from the connector.
+struct EngineResult : ConnectorCounters {
+    ChainType chain{ChainType::MAIN};
+    int start_height{0};         ///< first height connected by this run
+    int height{-1};              ///< chainstate tip height at the end (-1: nothing connected)
+    BlockHash tip;
+    double seconds{0};           ///< wall time of the connect loop
+    double total_seconds{0};     ///< including preparation (scan, handshake) and the final statistics
+    uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run (all threads)
+    unsigned threads{1};         ///< threads the run used
+    bool interrupted{false};
+    std::optional<std::string> reject_reason;  ///< set when a block failed its checks
+    int reject_height{-1};
+    std::optional<UtxoStats> utxo;             ///< statistics of the final chainstate
+};
+
+/// The thread count `threads` means (0: every core, at least 1).
+unsigned ResolveThreads(unsigned threads) noexcept;
+
+} // namespace ibdkit

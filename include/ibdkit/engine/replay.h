@@ -1,0 +1,52 @@
+// ibdkit/engine/replay.h — the IBD engine fed from Bitcoin Core block files.
+//
+// Blocks are read from Bitcoin Core block files (any order; xor.dat honoured), ordered by following
+// prev-hashes, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
+// received through MessageReceiver<Policy>, as Core's IBD receives them), then handed to the engine
+// (engine/engine.h): decoded, checked with CheckBlock (proof of work included), connected with
+// ConnectBlock (UTXO rules without scripts — see connect/connect.h for what that means for trust)
+// and flushed to a chainstate in Core's LevelDB format whenever the cache exceeds its budget. A run
+// that stops (interrupt, --stop-height) flushes cleanly; the next run on the same chainstate resumes
+// after its best block, and a chainstate left mid-flush by a crash is recovered by rolling the
+// interrupted blocks forward.
+#pragma once
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/engine/engine.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ibdkit {
+
+using ReplayProgress = EngineProgress;
+
+struct ReplayOptions : EngineOptions {
+    std::filesystem::path blocks_dir;            ///< a blocks directory or a single blk file
+    std::optional<ChainType> chain;              ///< nullopt: detect from the first record's magic
+    bool via_p2p{false};
+};
+
+/// The engine's result plus what the block files held besides the chain.
+struct ReplayResult : EngineResult {
+    BlockFileScanStats scan;
+    uint64_t orphans{0}, stale{0}, duplicates{0};
+};
+
+/// Runs the engine over the block files. Environment failures and malformed files are errors; a block that fails
+/// validation is not (the result carries Core's reject reason and the height, and the chainstate
+/// holds the state before that block).
+Result<ReplayResult> Replay(const ReplayOptions& opts);
+
+/// The network whose magic starts the first block file, if any.
+std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir);
+
+} // namespace ibdkit

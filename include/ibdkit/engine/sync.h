@@ -1,0 +1,92 @@
+// ibdkit/engine/sync.h — the IBD engine fed by one P2P peer.
+//
+// 1. Handshake (version/verack; pings answered throughout).
+// 2. Headers-first: getheaders with a locator from our best header; each `headers` answer (≤ 2000)
+//    must link to our chain and every header must meet its own nBits (proof of work); repeated
+//    until an answer is short. A peer that does not answer getheaders within `headers_wait`
+//    (btcd and Core ignore it while their tip is older than ~24 h) is synced with the older
+//    getblocks/inv protocol instead: hashes from `inv`, headers learnt from the blocks.
+// 3. Blocks: getdata (MSG_WITNESS_BLOCK when the peer has NODE_WITNESS) in a window of at most
+//    `window` blocks in flight; each `block` message goes through MessageReceiver<Policy> into a
+//    DataStream<Policy> and goes to the engine (engine/engine.h), which decodes, checks (CheckBlock,
+//    PoW included), connects (UTXO rules without scripts) and flushes within the dbcache budget,
+//    exactly as for `ibdkit replay`.
+// 4. Stop: when the peer has nothing more, on Ctrl-C (interrupt flag), or on a peer failure
+//    (stall beyond `timeout`, framing violation, a block that is not what was asked, a header
+//    chain that does not link). The cache is flushed in every case except a consensus-invalid
+//    block, so the next run resumes from the chainstate's best block.
+//
+// Headers are kept next to the coins in CHAINSTATE/ibdkit-headers.dat (80 bytes per header from
+// height 1, appended; validated again when loaded) so a resumed run knows the height and the
+// median time past of the chainstate's best block. A chainstate left mid-flush is recovered by
+// fetching the interrupted blocks again and rolling them forward.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/engine/engine.h>
+#include <ibdkit/engine/header_chain.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/wire/peer.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ibdkit {
+
+/// The engine's progress plus the peer's side of it.
+struct SyncProgress : EngineProgress {
+    int header_height{0};
+    std::size_t in_flight{0};
+    bool headers_phase{false};
+};
+
+struct SyncOptions : EngineOptions {
+    std::string host{"127.0.0.1"};
+    uint16_t port{0};
+    ChainType chain{ChainType::REGTEST};
+    /// A peer that sends nothing we asked for during this long has stalled (also the connect and
+    /// handshake limit).
+    std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+    /// How long to wait for an answer to the first getheaders before falling back to getblocks.
+    std::chrono::milliseconds headers_wait{std::chrono::seconds(3)};
+    /// Force the getblocks/inv protocol (tests; peers without headers support).
+    bool force_getblocks{false};
+    std::size_t window{16};             ///< blocks in flight
+    /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
+    /// 4 times a second (EngineOptions::on_progress, when set, is called too).
+    std::function<void(const SyncProgress&)> on_sync_progress;
+    /// Test hook: a connected socket to use instead of connecting to host:port.
+    std::function<NetResult<Socket>()> connect;
+};
+
+/// The engine's result plus the peer's side of the run.
+struct SyncResult : EngineResult {
+    std::string mode;            ///< "headers" or "getblocks"
+    std::string peer_user_agent;
+    int32_t peer_version{0};
+    int peer_height{0};          ///< start height in the peer's version message
+    uint64_t peer_services{0};
+    int header_height{0};
+    uint64_t headers_received{0};
+    uint64_t messages{0}, dropped_messages{0}, bytes_received{0}, bytes_sent{0};
+    double handshake_seconds{0};
+    double headers_seconds{0};
+    std::optional<NetError> failure;          ///< the peer failed us (stall, misbehaviour, closed)
+    std::vector<std::string> peer_rejects;    ///< reject messages the peer sent
+};
+
+/// Runs a sync. Environment failures (chainstate cannot be opened, headers file unwritable, a
+/// chainstate whose best block the peer does not know) are errors; peer failures and invalid
+/// blocks are reported in the result after a clean flush.
+Result<SyncResult> Sync(const SyncOptions& opts);
+
+} // namespace ibdkit

@@ -1,0 +1,98 @@
+#include <ibdkit/engine/header_chain.h>
+
+#include <ibdkit/consensus/pow.h>
+#include <ibdkit/engine/connector.h>
+#include <ibdkit/wire/protocol.h>
+
+#include <fstream>
+
+namespace ibdkit {
+
+HeaderChain::HeaderChain(const ChainParams& params) : m_params(params)
+{
+    m_headers.push_back(params.genesis.header());
+    m_hashes.push_back(params.consensus.hash_genesis_block);
+    m_times.push_back(params.genesis.time);
+    m_height_of.emplace(m_hashes.back(), 0);
+}
+
+std::optional<int> HeaderChain::HeightOf(const BlockHash& hash) const
+{
+    auto it = m_height_of.find(hash);
+    if (it == m_height_of.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<std::string> HeaderChain::Append(const BlockHeader& header)
+{
+    if (header.hash_prev_block != Tip()) {
+        return "header " + header.GetHash().ToHex() + " does not extend our best header " + Tip().ToHex() + " (height " +
+               std::to_string(Height()) + ")";
+    }
+    const BlockHash hash = header.GetHash();
+    if (!CheckProofOfWork(hash.ToUint256(), header.bits, m_params.consensus)) {
+        return "header " + hash.ToHex() + " at height " + std::to_string(Height() + 1) + " does not meet its nBits (high-hash)";
+    }
+    m_headers.push_back(header);
+    m_hashes.push_back(hash);
+    m_times.push_back(header.time);
+    m_height_of.emplace(hash, Height());
+    return std::nullopt;
+}
+
+void HeaderChain::Truncate(int height)
+{
+    while (Height() > std::max(0, height)) {
+        m_height_of.erase(m_hashes.back());
+        m_headers.pop_back();
+        m_hashes.pop_back();
+        m_times.pop_back();
+    }
+}
+
+int64_t HeaderChain::MedianTimePast(int height) const
+{
+    return ibdkit::MedianTimePast(std::span<const uint32_t>(m_times.data(), std::size_t(height) + 1));
+}
+
+Result<int> HeaderChain::Load(const std::filesystem::path& file)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return 0;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Error{Errc::Corrupt, "cannot read " + file.string()};
+    int loaded = 0;
+    std::array<uint8_t, 80> buf;
+    while (in.read(reinterpret_cast<char*>(buf.data()), 80)) {
+        if (Append(HeaderFromBytes(buf))) break;
+        ++loaded;
+    }
+    in.close();
+    const auto want = uintmax_t(loaded) * 80;
+    if (std::filesystem::file_size(file, ec) != want) {
+        std::filesystem::resize_file(file, want, ec);
+        if (ec) return Error{Errc::Corrupt, "cannot truncate " + file.string() + ": " + ec.message()};
+    }
+    return loaded;
+}
+
+std::optional<std::string> HeaderChain::Persist(const std::filesystem::path& file, int from) const
+{
+    from = std::max(from, 1);
+    std::error_code ec;
+    const auto keep = uintmax_t(from - 1) * 80;
+    if (std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) != keep) {
+        std::filesystem::resize_file(file, keep, ec);
+        if (ec) return "cannot truncate " + file.string() + ": " + ec.message();
+    }
+    std::ofstream out(file, std::ios::binary | std::ios::app);
+    for (int h = from; h <= Height(); ++h) {
+        const auto bytes = HeaderToBytes(Header(h));
+        out.write(reinterpret_cast<const char*>(bytes.data()), 80);
+    }
+    out.flush();
+    if (!out) return "cannot write " + file.string();
+    return std::nullopt;
+}
+
+} // namespace ibdkit

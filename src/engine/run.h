@@ -1,0 +1,406 @@
+// src/engine/run.h — the engine's run loop over a block source, and the pipeline that spreads
+// decoding and checking over threads (private to the engine; the public view is engine/engine.h).
+//
+//   source thread          worker threads (N-1)              calling thread
+//   Produce(): raw bytes → DecodeBlock, txids/wtxids,     → blocks in chain order: ConnectBlock,
+//   in a DataStream<P>     CheckBlock → ReadyBlock           flush within the budget, progress
+//
+// Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
+// byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
+// MiB. With one thread the source's emit decodes, checks and connects in place.
+#pragma once
+
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/engine/connector.h>
+#include <ibdkit/engine/engine.h>
+#include <ibdkit/memory/cleanse.h>
+#include <ibdkit/primitives/block.h>
+#include <ibdkit/stream/streams.h>
+
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ibdkit::engine {
+
+using Clock = std::chrono::steady_clock;
+
+inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
+
+/// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
+/// ancestors, and its bytes in the policy's buffer (as a node holds a received message).
+template <typename Policy>
+struct RawBlock {
+    int height{0};
+    BlockHash hash;
+    ConnectContext ctx;
+    DataStream<Policy> bytes;
+};
+
+/// Feeds the engine blocks in height order. The engine calls one method at a time; Produce may run
+/// on a thread of its own, and nothing else is called while it runs except TipHeight().
+template <typename Policy>
+class BlockSource {
+public:
+    /// Takes the next block; returns false when the engine wants no more (stop producing).
+    using Emit = std::function<bool(RawBlock<Policy>&&)>;
+
+    virtual ~BlockSource() = default;
+    /// Called first, with the chainstate's best block (null for a new chainstate): a peer makes
+    /// its handshake and syncs headers here. An environment failure is an error; a failure of the
+    /// source itself (a misbehaving peer) is recorded by the source and Failed() says so.
+    virtual std::optional<Error> Prepare(const BlockHash& best) = 0;
+    /// The source failed; the run ends (with a clean flush) and the source's result says why.
+    virtual bool Failed() const = 0;
+    /// Height of `hash` on the source's chain (the genesis block is height 0).
+    virtual std::optional<int> HeightOf(const BlockHash& hash) const = 0;
+    /// The highest height the run is expected to reach, as far as the source knows now (progress
+    /// only; a peer may deliver beyond it). Safe to call while Produce runs.
+    virtual int TipHeight() const = 0;
+    /// Delivers heights [from, to] in order through `emit` until emit returns false, the source
+    /// has nothing more, or it fails (recorded as for Prepare). Returns an environment error.
+    virtual std::optional<Error> Produce(int from, int to, const Emit& emit) = 0;
+    /// A delivered block's bytes did not decode: an environment error (block files) or, recorded
+    /// as a source failure, nullopt (a peer sent garbage).
+    virtual std::optional<Error> Undecodable(int height, const Error& e) = 0;
+    /// The error text for a chainstate whose best block is not on the source's chain.
+    virtual std::string NotOurChain(const BlockHash& best) const = 0;
+    /// The error text for a chainstate left mid-flush between blocks the source does not have.
+    virtual std::string NotOurRecovery() const = 0;
+};
+
+/// A block after the workers: decoded and through CheckBlock, or why not.
+struct ReadyBlock {
+    int height{0};
+    BlockHash hash;
+    ConnectContext ctx;
+    std::size_t size{0};
+    std::optional<CheckedBlock> block;   ///< set when the block decoded and passed CheckBlock
+    std::string reject_reason;           ///< CheckBlock's reason when it did not pass
+    std::optional<Error> decode_error;   ///< the bytes do not decode
+};
+
+/// Decodes (computing every txid and wtxid) and checks a raw block; its buffer is freed here, as a
+/// node frees a message once it has decoded it.
+template <typename Policy>
+ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params)
+{
+    ReadyBlock rb;
+    rb.height = raw.height;
+    rb.hash = raw.hash;
+    rb.ctx = raw.ctx;
+    rb.size = raw.bytes.size();
+    auto block = DecodeBlock(std::span<const uint8_t>(UCharCast(raw.bytes.data()), raw.bytes.size()));
+    { DataStream<Policy> release(std::move(raw.bytes)); }
+    if (!block) {
+        rb.decode_error = block.error();
+        return rb;
+    }
+    BlockValidationState state;
+    rb.block = CheckBlock(std::move(*block), state, params);
+    if (!rb.block) rb.reject_reason = state.GetRejectReason();
+    return rb;
+}
+
+/// The threads behind the engine when it has more than one: a producer running the source and
+/// `workers` decoding and checking. Pop() hands blocks out in the order the source emitted them.
+template <typename Policy>
+class Pipeline {
+public:
+    using Produce = std::function<std::optional<Error>(const typename BlockSource<Policy>::Emit&)>;
+    /// Bytes of raw blocks in flight before the producer waits (at least one block always moves).
+    static constexpr std::size_t MAX_BYTES_IN_FLIGHT = std::size_t(32) << 20;
+
+    Pipeline(const ConsensusParams& params, unsigned workers) : m_params(params), m_max_count(8 + 8 * std::size_t(workers))
+    {
+        m_workers.reserve(workers);
+        for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
+    }
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+    ~Pipeline() { (void)Stop(); }
+
+    /// Runs `produce(emit)` on a thread of its own.
+    void Start(Produce produce)
+    {
+        m_producer = std::thread([this, produce = std::move(produce)] {
+            const uint64_t cleansed = CleansedBytes();
+            auto err = produce([this](RawBlock<Policy>&& raw) { return Push(std::move(raw)); });
+            m_cleansed += CleansedBytes() - cleansed;
+            std::lock_guard lock(m_mutex);
+            m_producer_error = std::move(err);
+            m_producer_done = true;
+            m_work.notify_all();
+            m_ready_cv.notify_all();
+        });
+    }
+
+    /// The next block in emission order; nullopt once the producer finished and every block it
+    /// emitted was handed out.
+    std::optional<ReadyBlock> Pop()
+    {
+        std::unique_lock lock(m_mutex);
+        m_ready_cv.wait(lock, [&] {
+            return m_stop || m_ready.contains(m_next_pop) || (m_producer_done && m_next_pop == m_next_push);
+        });
+        auto it = m_ready.find(m_next_pop);
+        if (m_stop || it == m_ready.end()) return std::nullopt;
+        ReadyBlock rb = std::move(it->second);
+        m_ready.erase(it);
+        ++m_next_pop;
+        m_bytes_in_flight -= rb.size;
+        m_space.notify_all();
+        return rb;
+    }
+
+    /// Stops the producer (its next emit returns false) and the workers, joins them, and returns
+    /// the producer's error, if any.
+    std::optional<Error> Stop()
+    {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+            m_space.notify_all();
+            m_work.notify_all();
+            m_ready_cv.notify_all();
+        }
+        if (m_producer.joinable()) m_producer.join();
+        for (auto& w : m_workers) {
+            if (w.joinable()) w.join();
+        }
+        std::lock_guard lock(m_mutex);
+        return m_producer_error;
+    }
+
+    /// Bytes cleansed by the policy's frees on the pipeline's threads (complete after Stop()).
+    uint64_t Cleansed() const noexcept { return m_cleansed.load(); }
+
+private:
+    bool Push(RawBlock<Policy>&& raw)
+    {
+        const std::size_t size = raw.bytes.size();
+        std::unique_lock lock(m_mutex);
+        m_space.wait(lock, [&] {
+            return m_stop || m_next_push == m_next_pop ||
+                   (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && m_next_push - m_next_pop < m_max_count);
+        });
+        if (m_stop) return false;
+        m_bytes_in_flight += size;
+        m_input.emplace_back(m_next_push++, std::move(raw));
+        m_work.notify_one();
+        return true;
+    }
+
+    void Work()
+    {
+        const uint64_t cleansed = CleansedBytes();
+        std::unique_lock lock(m_mutex);
+        for (;;) {
+            m_work.wait(lock, [&] { return m_stop || !m_input.empty() || m_producer_done; });
+            if (m_stop || (m_input.empty() && m_producer_done)) break;
+            auto [seq, raw] = std::move(m_input.front());
+            m_input.pop_front();
+            lock.unlock();
+            ReadyBlock rb = DecodeAndCheck(std::move(raw), m_params);
+            lock.lock();
+            m_ready.emplace(seq, std::move(rb));
+            if (seq == m_next_pop) m_ready_cv.notify_all();
+        }
+        lock.unlock();
+        m_cleansed += CleansedBytes() - cleansed;
+    }
+
+    const ConsensusParams& m_params;
+    const std::size_t m_max_count;
+    std::mutex m_mutex;
+    std::condition_variable m_space, m_work, m_ready_cv;
+    std::deque<std::pair<uint64_t, RawBlock<Policy>>> m_input;
+    std::map<uint64_t, ReadyBlock> m_ready;
+    uint64_t m_next_push{0}, m_next_pop{0};
+    std::size_t m_bytes_in_flight{0};
+    bool m_stop{false}, m_producer_done{false};
+    std::optional<Error> m_producer_error;
+    std::atomic<uint64_t> m_cleansed{0};
+    std::thread m_producer;
+    std::vector<std::thread> m_workers;
+};
+
+/// Runs the engine over `src` into `cs`, filling `res` (whose source-specific fields the caller
+/// set). Database failures (StoreError, a corrupt coin) become errors naming the chainstate.
+template <typename Policy>
+Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params, BlockSource<Policy>& src,
+                               ChainstateHandle& cs, EngineResult res)
+{
+    const auto t_start = Clock::now();
+    const uint64_t cleansed_before = CleansedBytes();
+    uint64_t cleansed_elsewhere = 0;
+    const unsigned threads = ResolveThreads(o.threads);
+    res.threads = threads;
+    CoinsDB& db = cs.db();
+    auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
+
+    auto body = [&]() -> std::optional<Error> {
+        BlockConnector conn(db, params, o.dbcache_mib << 20);
+        auto needs = db.NeedsReplay();
+        if (!needs) return needs.error();
+        auto best = db.GetBestBlock();
+        if (!best) return best.error();
+        if (auto e = src.Prepare(*best)) return e;
+        if (src.Failed() || interrupted()) return std::nullopt;
+
+        // ---- recovery of an interrupted flush: roll the blocks between the tips forward ----
+        if (*needs) {
+            const auto& range = **needs;
+            auto from = range.old_tip.IsNull() ? std::optional<int>(0) : src.HeightOf(range.old_tip);
+            auto to = src.HeightOf(range.new_tip);
+            if (!from || !to) return EnvError(src.NotOurRecovery());
+            int next = std::max(*from + 1, 1);
+            std::optional<Error> undecodable;
+            auto e = src.Produce(next, *to, [&](RawBlock<Policy>&& raw) {
+                auto block = DecodeBlock(std::span<const uint8_t>(UCharCast(raw.bytes.data()), raw.bytes.size()));
+                if (!block) {
+                    undecodable = src.Undecodable(raw.height, block.error());
+                    return false;
+                }
+                conn.Rollforward(*block, raw.height);
+                ++next;
+                return true;
+            });
+            if (e) return e;
+            if (undecodable) return undecodable;
+            if (next <= *to) return std::nullopt; // failed or interrupted: the chainstate keeps its H marker
+            if (auto st = conn.Flush(range.new_tip); !st.ok()) return EnvError("flush after recovery failed: " + st.message);
+            best = db.GetBestBlock();
+            if (!best) return best.error();
+        }
+
+        // ---- resume after the chainstate's best block; a new one starts after the genesis ----
+        int next = 1;
+        if (best->IsNull()) {
+            conn.cache().SetBestBlock(params.consensus.hash_genesis_block);
+            res.height = 0;
+            res.tip = params.consensus.hash_genesis_block;
+        } else {
+            auto h = src.HeightOf(*best);
+            if (!h) return EnvError(src.NotOurChain(*best));
+            res.height = *h;
+            res.tip = *best;
+            next = *h + 1;
+        }
+        res.start_height = next;
+        const int last = o.stop_height.value_or(INT_MAX);
+
+        // ---- connect ----
+        const auto t0 = Clock::now();
+        auto last_report = t0;
+        auto report = [&](bool force) {
+            if (!o.on_progress) return;
+            const auto now = Clock::now();
+            if (!force && now - last_report < std::chrono::milliseconds(250)) return;
+            last_report = now;
+            EngineProgress p;
+            p.height = res.height;
+            p.tip_height = std::min(src.TipHeight(), last);
+            p.blocks = conn.counters().blocks;
+            p.txs = conn.counters().txs;
+            p.bytes = conn.counters().bytes;
+            p.elapsed_s = std::chrono::duration<double>(now - t0).count();
+            p.cache_bytes = conn.cache().DynamicMemoryUsage();
+            p.cache_budget = conn.cache().Budget();
+            p.flushes = conn.counters().flushes;
+            o.on_progress(p);
+        };
+        std::optional<std::pair<int, Error>> undecodable;
+        // Connects one block; false ends the run.
+        auto connect = [&](ReadyBlock& rb) {
+            if (rb.decode_error) {
+                undecodable.emplace(rb.height, *rb.decode_error);
+                return false;
+            }
+            std::optional<std::string> reason;
+            if (!rb.block) {
+                reason = rb.reject_reason;
+            } else {
+                reason = conn.Connect(*rb.block, rb.ctx, rb.size);
+            }
+            if (reason) {
+                // The cache may hold part of the block: it is dropped by not flushing. Good blocks
+                // since the last flush are lost too; the next run redoes them.
+                res.reject_reason = std::move(reason);
+                res.reject_height = rb.height;
+                return false;
+            }
+            res.height = rb.height;
+            res.tip = rb.hash;
+            if (o.after_block) o.after_block(rb.height);
+            report(false);
+            return !interrupted();
+        };
+        std::optional<Error> produce_error;
+        if (next <= last && !interrupted()) {
+            if (threads <= 1) {
+                produce_error = src.Produce(next, last, [&](RawBlock<Policy>&& raw) {
+                    ReadyBlock rb = DecodeAndCheck(std::move(raw), params.consensus);
+                    return connect(rb);
+                });
+            } else {
+                Pipeline<Policy> pipe(params.consensus, threads - 1);
+                pipe.Start([&](const typename BlockSource<Policy>::Emit& emit) { return src.Produce(next, last, emit); });
+                while (auto rb = pipe.Pop()) {
+                    if (!connect(*rb)) break;
+                }
+                produce_error = pipe.Stop();
+                cleansed_elsewhere = pipe.Cleansed();
+            }
+        }
+        if (produce_error) return produce_error;
+        if (undecodable) {
+            if (auto e = src.Undecodable(undecodable->first, undecodable->second)) return e;
+        }
+        if (!res.reject_reason) {
+            if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
+        }
+        static_cast<ConnectorCounters&>(res) = conn.counters();
+        report(true);
+        res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        return std::nullopt;
+    };
+
+    std::optional<Error> err;
+    try {
+        err = body();
+    } catch (const StoreError& e) { // a LevelDB failure inside the cache (disk full, corruption)
+        err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
+    } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
+        err = Error{e.code(), "chainstate " + cs.dir().string() + ": " + e.what()};
+    }
+    if (err) return *err;
+    res.interrupted = interrupted();
+    res.bytes_cleansed = CleansedBytes() - cleansed_before + cleansed_elsewhere;
+
+    // ---- the statistics of what is on disk ----
+    auto best = db.GetBestBlock();
+    if (!best) return best.error();
+    if (!best->IsNull()) {
+        if (auto h = src.HeightOf(*best)) {
+            res.height = *h;
+            res.tip = *best;
+            auto stats = ComputeUtxoStats(db, uint32_t(*h));
+            if (!stats) return stats.error();
+            res.utxo = *stats;
+        }
+    }
+    res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+    return res;
+}
+
+} // namespace ibdkit::engine

@@ -1,0 +1,179 @@
+// The IBD engine: every thread count gives the same chainstate, the same UTXO hash, and the same
+// rejection height and reason; the bytes cleansed by the policy are counted on every thread.
+#include "test_util.h"
+
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/engine/replay.h>
+#include <ibdkit/gen/chain_gen.h>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+
+using namespace ibdkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir()
+    {
+        static int n = 0;
+        path = fs::temp_directory_path() / ("ibdkit-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+        fs::create_directories(path);
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+// A small generated chain (with spends, witness blocks, several files), made once.
+const fs::path& GeneratedBlocks()
+{
+    static TempDir dir;
+    static const fs::path blocks = [] {
+        auto o = TinyChainGenOptions();
+        o.blocks = 220;
+        o.target_bytes = 6'000'000;
+        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+        ChainWriteOptions w;
+        w.xor_files = true;
+        w.max_file_size = 1 << 20; // several blk files
+        auto r = WriteGeneratedChain(dir.path, o, w);
+        EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+        return dir.path / "blocks";
+    }();
+    return blocks;
+}
+
+ReplayResult MustReplay(const ReplayOptions& o)
+{
+    auto r = Replay(o);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : ReplayResult{};
+}
+
+std::string HashOf(const ReplayResult& r) { return r.utxo ? r.utxo->hash_serialized.ToHex() : "none"; }
+
+} // namespace
+
+TEST(Engine, EveryThreadCountGivesTheSameChainstate)
+{
+    ReplayOptions o;
+    o.blocks_dir = GeneratedBlocks();
+    o.dbcache_mib = 1; // flushes along the way, and coins read back from the chainstate
+    o.threads = 1;
+    const auto one = MustReplay(o);
+    ASSERT_EQ(one.height, 220);
+    ASSERT_EQ(one.threads, 1u);
+    ASSERT_GT(one.inputs, 0u);
+    for (unsigned threads : {2u, 3u, 8u}) {
+        o.threads = threads;
+        for (bool via_p2p : {false, true}) {
+            o.via_p2p = via_p2p;
+            const auto r = MustReplay(o);
+            EXPECT_EQ(r.threads, threads);
+            EXPECT_EQ(r.height, one.height);
+            EXPECT_EQ(r.tip, one.tip);
+            EXPECT_EQ(HashOf(r), HashOf(one)) << threads << " threads";
+            EXPECT_EQ(r.blocks, one.blocks);
+            EXPECT_EQ(r.txs, one.txs);
+            EXPECT_EQ(r.inputs, one.inputs);
+            EXPECT_EQ(r.outputs, one.outputs);
+            EXPECT_EQ(r.flushes, one.flushes);
+        }
+    }
+}
+
+TEST(Engine, StopHeightAndResumeWithThreads)
+{
+    TempDir cs;
+    ReplayOptions o;
+    o.blocks_dir = GeneratedBlocks();
+    o.chainstate = cs.path / "chainstate";
+    o.threads = 4;
+    o.stop_height = 150;
+    auto first = MustReplay(o);
+    ASSERT_EQ(first.height, 150);
+    o.stop_height.reset();
+    auto second = MustReplay(o);
+    EXPECT_EQ(second.start_height, 151);
+    EXPECT_EQ(second.height, 220);
+    ReplayOptions whole;
+    whole.blocks_dir = GeneratedBlocks();
+    whole.threads = 1;
+    EXPECT_EQ(HashOf(second), HashOf(MustReplay(whole)));
+}
+
+TEST(Engine, BytesCleansedAreCountedOnEveryThread)
+{
+    ReplayOptions o;
+    o.blocks_dir = GeneratedBlocks();
+    o.policy = PolicyId::ZeroAfterFree;
+    o.threads = 1;
+    const auto one = MustReplay(o);
+    o.threads = 3;
+    const auto three = MustReplay(o);
+    // Every block's buffer is cleansed once, whichever thread frees it.
+    ASSERT_GT(one.bytes_cleansed, one.bytes);
+    EXPECT_GE(three.bytes_cleansed, one.bytes);
+}
+
+// One kind of break per chain: the rejection height and Core's reason are the same with every
+// thread count, and the chainstate holds the state of its last flush before the bad block.
+TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
+{
+    // Copy the generated files, then change the last byte of block 180 (its last transaction's
+    // lock time): the block still decodes and links, but its merkle root no longer matches.
+    const auto src = GeneratedBlocks();
+    ReplayOptions probe;
+    probe.blocks_dir = src;
+    probe.stop_height = 179;
+    probe.threads = 1;
+    const auto before = MustReplay(probe);
+    ASSERT_EQ(before.height, 179);
+
+    // Find block 180's record: scan the (xor'd) files for its position.
+    std::optional<BlockRecordPos> pos;
+    std::vector<fs::path> files = ListBlockFiles(src);
+    auto key = ReadXorKey(src);
+    ASSERT_TRUE(key.ok());
+    ChainOrderer orderer(GetChainParams(ChainType::REGTEST).consensus.hash_genesis_block);
+    auto scan = ScanBlockFiles(files, std::span<const uint8_t, 4>(GetChainParams(ChainType::REGTEST).message_start), *key,
+                               [&](const BlockRecordPos& p, std::span<const uint8_t> b) { orderer.Add(p, b.first<80>()); });
+    ASSERT_TRUE(scan.ok());
+    const auto order = orderer.Finish();
+    ASSERT_GT(order.blocks.size(), 180u);
+    pos = order.blocks[180];
+
+    TempDir bad;
+    for (const auto& f : files) fs::copy_file(f, bad.path / f.filename());
+    fs::copy_file(src / "xor.dat", bad.path / "xor.dat");
+    {
+        std::fstream f(bad.path / files[pos->file].filename(), std::ios::binary | std::ios::in | std::ios::out);
+        const uint64_t at = pos->offset + pos->size - 1;
+        f.seekg(std::streamoff(at));
+        char c = 0;
+        f.read(&c, 1);
+        c = char(c ^ 0x01);
+        f.seekp(std::streamoff(at));
+        f.write(&c, 1);
+    }
+    ReplayOptions o;
+    o.blocks_dir = bad.path;
+    std::optional<std::string> reason;
+    for (unsigned threads : {1u, 2u, 5u}) {
+        o.threads = threads;
+        const auto r = MustReplay(o);
+        ASSERT_TRUE(r.reject_reason) << threads << " threads";
+        EXPECT_EQ(r.reject_height, 180);
+        if (!reason) reason = r.reject_reason;
+        EXPECT_EQ(*r.reject_reason, *reason) << threads << " threads";
+    }
+    EXPECT_EQ(*reason, "bad-txnmrklroot");
+}
