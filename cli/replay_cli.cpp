@@ -46,6 +46,8 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["interrupted"] = c.interrupted;
     j["threads"] = c.threads;
     j["bytes_cleansed"] = c.bytes_cleansed;
+    j["coins_read_from_disk"] = c.coins_read_from_disk;
+    j["coins_prefetched"] = c.coins_prefetched;
 }
 
 nlohmann::json ToJson(const ReplayResult& r)

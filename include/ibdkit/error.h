@@ -53,12 +53,13 @@ struct Error {
     std::string message;
 };
 
-/// Either a value or an Error. A minimal std::expected (C++23) stand-in.
-template <typename T>
+/// Either a value or an error (by default an Error; the P2P layer uses its NetError). A minimal
+/// std::expected (C++23) stand-in.
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
 public:
     Result(T value) : m_v(std::in_place_index<0>, std::move(value)) {}
-    Result(Error err) : m_v(std::in_place_index<1>, std::move(err)) {}
+    Result(E err) : m_v(std::in_place_index<1>, std::move(err)) {}
 
     bool ok() const noexcept { return m_v.index() == 0; }
     explicit operator bool() const noexcept { return ok(); }
@@ -71,10 +72,10 @@ public:
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
 
-    const Error& error() const { return std::get<1>(m_v); }
+    const E& error() const { return std::get<1>(m_v); }
 
 private:
-    std::variant<T, Error> m_v;
+    std::variant<T, E> m_v;
 };
 
 /// Runs `fn` and turns a DecodeError into a Result error.

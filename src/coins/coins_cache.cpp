@@ -39,7 +39,18 @@ CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
     if (!*r) return m_map.end();
     auto ret = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::forward_as_tuple(std::move(**r))).first;
     m_cached_coins_usage += ScriptHeapUsage(ret->second.coin);
+    ++m_coins_read;
     return ret;
+}
+
+bool CoinsCache::AddFetched(const OutPoint& outpoint, Coin&& coin)
+{
+    if (coin.IsSpent()) return false;
+    auto [it, inserted] = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::forward_as_tuple(std::move(coin)));
+    if (!inserted) return false;
+    m_cached_coins_usage += ScriptHeapUsage(it->second.coin);
+    ++m_coins_read;
+    return true;
 }
 
 const Coin& CoinsCache::AccessCoin(const OutPoint& outpoint)

@@ -4,10 +4,19 @@
 //   source thread          worker threads (N-1)              calling thread
 //   Produce(): raw bytes → DecodeBlock, txids/wtxids,     → blocks in chain order: ConnectBlock,
 //   in a DataStream<P>     CheckBlock → ReadyBlock           flush within the budget, progress
+//                          prevout reads from the         ←  the missing prevouts of the next
+//                          chainstate (prefetch)              decoded blocks
 //
 // Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
 // MiB. With one thread the source's emit decodes, checks and connects in place.
+//
+// Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),
+// the connecting thread looks at the next few decoded blocks, finds the prevouts its cache does not
+// hold, and workers read them from the database while it connects; the coins are added to the
+// cache just before their block is connected. Only the connecting thread flushes, so a read is
+// used only if no flush happened between asking for it and using it (the flush count is the
+// epoch); otherwise it is dropped and ConnectBlock reads the coin itself.
 #pragma once
 
 #include <ibdkit/coins/coins_db.h>
@@ -28,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 namespace ibdkit::engine {
@@ -80,6 +90,7 @@ public:
 
 /// A block after the workers: decoded and through CheckBlock, or why not.
 struct ReadyBlock {
+    uint64_t seq{0};                     ///< order of emission (pipeline only)
     int height{0};
     BlockHash hash;
     ConnectContext ctx;
@@ -117,10 +128,17 @@ template <typename Policy>
 class Pipeline {
 public:
     using Produce = std::function<std::optional<Error>(const typename BlockSource<Policy>::Emit&)>;
+    /// Coins read ahead for one block, and the epoch (flush count) they were asked for in.
+    struct Prefetched {
+        uint64_t epoch{0};
+        std::vector<std::pair<OutPoint, Coin>> coins;
+    };
     /// Bytes of raw blocks in flight before the producer waits (at least one block always moves).
     static constexpr std::size_t MAX_BYTES_IN_FLIGHT = std::size_t(32) << 20;
 
-    Pipeline(const ConsensusParams& params, unsigned workers) : m_params(params), m_max_count(8 + 8 * std::size_t(workers))
+    /// `db`: where prefetch reads coins (may be null: no prefetch).
+    Pipeline(const ConsensusParams& params, unsigned workers, const CoinsDB* db)
+        : m_params(params), m_db(db), m_max_count(8 + 8 * std::size_t(workers))
     {
         m_workers.reserve(workers);
         for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
@@ -134,7 +152,12 @@ public:
     {
         m_producer = std::thread([this, produce = std::move(produce)] {
             const uint64_t cleansed = CleansedBytes();
-            auto err = produce([this](RawBlock<Policy>&& raw) { return Push(std::move(raw)); });
+            std::optional<Error> err;
+            try {
+                err = produce([this](RawBlock<Policy>&& raw) { return Push(std::move(raw)); });
+            } catch (const std::exception& e) {
+                err = EnvError(std::string("block source failed: ") + e.what());
+            }
             m_cleansed += CleansedBytes() - cleansed;
             std::lock_guard lock(m_mutex);
             m_producer_error = std::move(err);
@@ -160,6 +183,42 @@ public:
         m_bytes_in_flight -= rb.size;
         m_space.notify_all();
         return rb;
+    }
+
+    /// Decoded blocks waiting behind the last one popped, from emission number `from` on, as long
+    /// as they are contiguous, at most `max`. The pointers stay valid until those blocks are popped
+    /// (only Pop removes them, and only the caller pops).
+    std::vector<const ReadyBlock*> Peek(uint64_t from, std::size_t max)
+    {
+        std::vector<const ReadyBlock*> out;
+        std::lock_guard lock(m_mutex);
+        for (uint64_t seq = std::max(from, m_next_pop); out.size() < max; ++seq) {
+            auto it = m_ready.find(seq);
+            if (it == m_ready.end()) break;
+            out.push_back(&it->second);
+        }
+        return out;
+    }
+
+    /// Asks the workers to read `outpoints` (the prevouts block `seq` will spend that the cache does
+    /// not hold) from the database, ahead of the block's decoding work.
+    void Prefetch(uint64_t seq, uint64_t epoch, std::vector<OutPoint> outpoints)
+    {
+        if (!m_db || outpoints.empty()) return;
+        std::lock_guard lock(m_mutex);
+        m_prefetch_jobs.push_back({seq, epoch, std::move(outpoints)});
+        m_work.notify_one();
+    }
+
+    /// The coins read ahead for block `seq` (just popped), if the workers finished them.
+    std::optional<Prefetched> TakePrefetched(uint64_t seq)
+    {
+        std::lock_guard lock(m_mutex);
+        auto it = m_prefetched.find(seq);
+        if (it == m_prefetched.end()) return std::nullopt;
+        Prefetched p = std::move(it->second);
+        m_prefetched.erase(it);
+        return p;
     }
 
     /// Stops the producer (its next emit returns false) and the workers, joins them, and returns
@@ -200,17 +259,44 @@ private:
         return true;
     }
 
+    struct PrefetchJob {
+        uint64_t seq{0};
+        uint64_t epoch{0};
+        std::vector<OutPoint> outpoints;
+    };
+
     void Work()
     {
         const uint64_t cleansed = CleansedBytes();
         std::unique_lock lock(m_mutex);
         for (;;) {
-            m_work.wait(lock, [&] { return m_stop || !m_input.empty() || m_producer_done; });
-            if (m_stop || (m_input.empty() && m_producer_done)) break;
+            m_work.wait(lock, [&] { return m_stop || !m_prefetch_jobs.empty() || !m_input.empty() || m_producer_done; });
+            if (m_stop) break;
+            if (!m_prefetch_jobs.empty()) { // the next blocks to connect wait for these: first
+                PrefetchJob job = std::move(m_prefetch_jobs.front());
+                m_prefetch_jobs.pop_front();
+                lock.unlock();
+                Prefetched got;
+                got.epoch = job.epoch;
+                try {
+                    for (const auto& op : job.outpoints) {
+                        auto coin = m_db->GetCoin(op);
+                        // A corrupt record is left for ConnectBlock's own read to report.
+                        if (coin && *coin) got.coins.emplace_back(op, std::move(**coin));
+                    }
+                } catch (const std::exception&) {
+                    // A database failure: ConnectBlock's own read meets it again and reports it.
+                }
+                lock.lock();
+                if (job.seq >= m_next_pop) m_prefetched.emplace(job.seq, std::move(got));
+                continue;
+            }
+            if (m_input.empty() && m_producer_done) break;
             auto [seq, raw] = std::move(m_input.front());
             m_input.pop_front();
             lock.unlock();
             ReadyBlock rb = DecodeAndCheck(std::move(raw), m_params);
+            rb.seq = seq;
             lock.lock();
             m_ready.emplace(seq, std::move(rb));
             if (seq == m_next_pop) m_ready_cv.notify_all();
@@ -220,11 +306,14 @@ private:
     }
 
     const ConsensusParams& m_params;
+    const CoinsDB* m_db;
     const std::size_t m_max_count;
     std::mutex m_mutex;
     std::condition_variable m_space, m_work, m_ready_cv;
     std::deque<std::pair<uint64_t, RawBlock<Policy>>> m_input;
     std::map<uint64_t, ReadyBlock> m_ready;
+    std::deque<PrefetchJob> m_prefetch_jobs;
+    std::map<uint64_t, Prefetched> m_prefetched;
     uint64_t m_next_push{0}, m_next_pop{0};
     std::size_t m_bytes_in_flight{0};
     bool m_stop{false}, m_producer_done{false};
@@ -236,6 +325,9 @@ private:
 
 /// Runs the engine over `src` into `cs`, filling `res` (whose source-specific fields the caller
 /// set). Database failures (StoreError, a corrupt coin) become errors naming the chainstate.
+/// Decoded blocks ahead of the one being connected whose missing prevouts are read ahead.
+inline constexpr std::size_t PREFETCH_BLOCKS = 4;
+
 template <typename Policy>
 Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params, BlockSource<Policy>& src,
                                ChainstateHandle& cs, EngineResult res)
@@ -353,10 +445,34 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                     return connect(rb);
                 });
             } else {
-                Pipeline<Policy> pipe(params.consensus, threads - 1);
+                Pipeline<Policy> pipe(params.consensus, threads - 1, &db);
                 pipe.Start([&](const typename BlockSource<Policy>::Emit& emit) { return src.Produce(next, last, emit); });
+                // Coins are on disk once the chainstate was resumed or the cache flushed.
+                bool prefetch = !best->IsNull();
+                uint64_t scanned = 0; // next emission number to look at for prefetch
+                std::unordered_set<Txid, Uint256Hasher> own;
                 while (auto rb = pipe.Pop()) {
+                    if (prefetch) {
+                        if (auto pf = pipe.TakePrefetched(rb->seq); pf && pf->epoch == conn.counters().flushes) {
+                            for (auto& [op, coin] : pf->coins) res.coins_prefetched += conn.cache().AddFetched(op, std::move(coin));
+                        }
+                        for (const ReadyBlock* ahead : pipe.Peek(std::max(scanned, rb->seq + 1), PREFETCH_BLOCKS)) {
+                            scanned = ahead->seq + 1;
+                            if (!ahead->block) continue;
+                            std::vector<OutPoint> missing;
+                            own.clear();
+                            for (const auto& tx : ahead->block->block().vtx) own.insert(tx.GetHash());
+                            for (const auto& tx : ahead->block->block().vtx) {
+                                if (tx.IsCoinBase()) continue;
+                                for (const auto& in : tx.vin()) {
+                                    if (!own.contains(in.prevout.hash) && !conn.cache().HasEntry(in.prevout)) missing.push_back(in.prevout);
+                                }
+                            }
+                            pipe.Prefetch(ahead->seq, conn.counters().flushes, std::move(missing));
+                        }
+                    }
                     if (!connect(*rb)) break;
+                    prefetch = prefetch || conn.counters().flushes > 0;
                 }
                 produce_error = pipe.Stop();
                 cleansed_elsewhere = pipe.Cleansed();
@@ -370,6 +486,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
         }
         static_cast<ConnectorCounters&>(res) = conn.counters();
+        res.coins_read_from_disk = conn.cache().CoinsReadFromDisk();
         report(true);
         res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         return std::nullopt;

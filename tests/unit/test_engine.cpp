@@ -1,5 +1,6 @@
 // The IBD engine: every thread count gives the same chainstate, the same UTXO hash, and the same
-// rejection height and reason; the bytes cleansed by the policy are counted on every thread.
+// rejection height and reason; prevouts are read ahead once the cache is smaller than the set; the
+// bytes cleansed by the policy are counted on every thread.
 #include "test_util.h"
 
 #include <ibdkit/encoding/endian.h>
@@ -72,6 +73,10 @@ TEST(Engine, EveryThreadCountGivesTheSameChainstate)
     ASSERT_EQ(one.height, 220);
     ASSERT_EQ(one.threads, 1u);
     ASSERT_GT(one.inputs, 0u);
+    ASSERT_GT(one.flushes, 1u);
+    ASSERT_GT(one.coins_read_from_disk, 0u); // the cache is smaller than the UTXO set
+    EXPECT_EQ(one.coins_prefetched, 0u);     // one thread: no workers to read ahead
+    uint64_t prefetched = 0;
     for (unsigned threads : {2u, 3u, 8u}) {
         o.threads = threads;
         for (bool via_p2p : {false, true}) {
@@ -86,8 +91,14 @@ TEST(Engine, EveryThreadCountGivesTheSameChainstate)
             EXPECT_EQ(r.inputs, one.inputs);
             EXPECT_EQ(r.outputs, one.outputs);
             EXPECT_EQ(r.flushes, one.flushes);
+            // Workers read prevouts ahead (how many depends on timing); every coin read from disk,
+            // ahead or not, is one the single-threaded run read too.
+            EXPECT_LE(r.coins_prefetched, r.coins_read_from_disk);
+            EXPECT_EQ(r.coins_read_from_disk, one.coins_read_from_disk) << threads << " threads";
+            prefetched += r.coins_prefetched;
         }
     }
+    std::printf("coins read ahead by the workers, all threaded runs: %llu\n", (unsigned long long)prefetched);
 }
 
 TEST(Engine, StopHeightAndResumeWithThreads)

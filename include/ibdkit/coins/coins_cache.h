@@ -54,6 +54,14 @@ public:
     CoinsMap::iterator MapEnd() noexcept { return m_map.end(); }
     /// Drops a non-dirty entry from the cache (no effect on the database).
     void Uncache(const OutPoint& outpoint);
+    /// Whether the cache holds an entry for `outpoint` (spent or not); never reads the database.
+    bool HasEntry(const OutPoint& outpoint) const { return m_map.find(outpoint) != m_map.end(); }
+    /// Adds a coin read from the database ahead of time (a prefetch), clean, unless the cache
+    /// already holds an entry for it (the cache's entry is newer). The caller guarantees that no
+    /// flush happened between the read and this call. Returns whether it was added.
+    bool AddFetched(const OutPoint& outpoint, Coin&& coin);
+    /// Coins this cache read from the database: on a miss (FetchCoin) or by prefetch (AddFetched).
+    uint64_t CoinsReadFromDisk() const noexcept { return m_coins_read; }
 
     /// The block the cache's state corresponds to (the database's best block until set).
     BlockHash GetBestBlock();
@@ -88,6 +96,7 @@ private:
     CoinsMap m_map;
     BlockHash m_best_block;
     std::size_t m_cached_coins_usage{0}; ///< heap bytes of the coins' scripts
+    uint64_t m_coins_read{0};
 };
 
 /// Bytes malloc really uses for an allocation of `alloc` bytes (Core's memusage::MallocUsage).

@@ -67,6 +67,8 @@ struct EngineResult : ConnectorCounters {
     double total_seconds{0};     ///< including preparation (scan, handshake) and the final statistics
     uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run (all threads)
     unsigned threads{1};         ///< threads the run used
+    uint64_t coins_read_from_disk{0}; ///< coins the cache read from the chainstate (misses and prefetch)
+    uint64_t coins_prefetched{0};     ///< of those, read ahead by the workers
     bool interrupted{false};
     std::optional<std::string> reject_reason;  ///< set when a block failed its checks
     int reject_height{-1};

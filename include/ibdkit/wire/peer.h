@@ -8,6 +8,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/error.h>
 #include <ibdkit/wire/message.h>
 #include <ibdkit/wire/protocol.h>
 
@@ -41,21 +42,7 @@ struct NetError {
 
 /// A value or a NetError.
 template <typename T>
-class [[nodiscard]] NetResult {
-public:
-    NetResult(T v) : m_v(std::in_place_index<0>, std::move(v)) {}
-    NetResult(NetError e) : m_v(std::in_place_index<1>, std::move(e)) {}
-    bool ok() const noexcept { return m_v.index() == 0; }
-    explicit operator bool() const noexcept { return ok(); }
-    T& value() & { return std::get<0>(m_v); }
-    T&& value() && { return std::get<0>(std::move(m_v)); }
-    T& operator*() & { return value(); }
-    T* operator->() { return &value(); }
-    const NetError& error() const { return std::get<1>(m_v); }
-
-private:
-    std::variant<T, NetError> m_v;
-};
+using NetResult = Result<T, NetError>;
 
 using NetClock = std::chrono::steady_clock;
 
