@@ -81,14 +81,26 @@ private:
 void PrintStats(const UtxoStats& s, bool json)
 {
     const std::string best = s.best_block.ToHex();
+    const bool adds_up = s.BreakdownAddsUp();
     if (json) {
-        std::printf("{\n  \"height\": %u,\n  \"bestblock\": \"%s\",\n  \"txouts\": %llu,\n  \"bogosize\": %llu,\n"
-                    "  \"hash_serialized_3\": \"%s\",\n  \"total_amount\": %s,\n  \"transactions\": %llu,\n"
-                    "  \"height_source\": \"%s\",\n  \"total_amount_sat\": %lld",
-                    s.height, best.c_str(), (unsigned long long)s.txouts, (unsigned long long)s.bogosize,
-                    s.hash_serialized.ToHex().c_str(), FormatMoney(s.total_amount).c_str(),
-                    (unsigned long long)s.transactions, s.height_from_coins ? "max-coin-height" : "argument",
-                    (long long)s.total_amount);
+        std::printf("{\n  \"height\": %u,\n  \"bestblock\": \"%s\",\n  \"txouts\": %llu,\n  \"bogosize\": %llu,\n",
+                    s.height, best.c_str(), (unsigned long long)s.txouts, (unsigned long long)s.bogosize);
+        if (s.hashes.hash_serialized) std::printf("  \"hash_serialized_3\": \"%s\",\n", s.hash_serialized.ToHex().c_str());
+        if (s.hashes.muhash) std::printf("  \"muhash\": \"%s\",\n", s.muhash.ToHex().c_str());
+        std::printf("  \"total_amount\": %s,\n  \"transactions\": %llu,\n"
+                    "  \"height_source\": \"%s\",\n  \"total_amount_sat\": %lld,\n  \"script_types\": {",
+                    FormatMoney(s.total_amount).c_str(), (unsigned long long)s.transactions,
+                    s.height_from_coins ? "max-coin-height" : "argument", (long long)s.total_amount);
+        bool first = true;
+        for (const TxoutType t : SCRIPT_TYPE_ORDER) {
+            const auto label = ScriptTypeLabel(t);
+            const auto& v = s.by_type[std::size_t(t)];
+            std::printf("%s\n    \"%.*s\": {\"count\": %llu, \"amount\": %s, \"amount_sat\": %lld}", first ? "" : ",",
+                        int(label.size()), label.data(), (unsigned long long)v.count, FormatMoney(v.amount).c_str(),
+                        (long long)v.amount);
+            first = false;
+        }
+        std::printf("\n  },\n  \"script_types_add_up\": %s", adds_up ? "true" : "false");
         if (s.interrupted_flush) {
             std::printf(",\n  \"interrupted_flush\": {\"new_tip\": \"%s\", \"old_tip\": \"%s\"}",
                         s.interrupted_flush->new_tip.ToHex().c_str(), s.interrupted_flush->old_tip.ToHex().c_str());
@@ -102,13 +114,29 @@ void PrintStats(const UtxoStats& s, bool json)
     std::printf("transactions       %llu\n", (unsigned long long)s.transactions);
     std::printf("bogosize           %llu\n", (unsigned long long)s.bogosize);
     std::printf("total_amount       %s\n", FormatMoney(s.total_amount).c_str());
-    std::printf("hash_serialized_3  %s\n", s.hash_serialized.ToHex().c_str());
+    if (s.hashes.hash_serialized) std::printf("hash_serialized_3  %s\n", s.hash_serialized.ToHex().c_str());
+    if (s.hashes.muhash) std::printf("muhash             %s\n", s.muhash.ToHex().c_str());
+    std::printf("\nscript type            coins                amount\n");
+    for (const TxoutType t : SCRIPT_TYPE_ORDER) {
+        const auto label = ScriptTypeLabel(t);
+        std::printf("%-16.*s %12llu %21s\n", int(label.size()), label.data(),
+                    (unsigned long long)s.by_type[std::size_t(t)].count, FormatMoney(s.by_type[std::size_t(t)].amount).c_str());
+    }
+    std::printf("%-16s %12llu %21s  %s\n", "total", (unsigned long long)s.txouts, FormatMoney(s.total_amount).c_str(),
+                adds_up ? "(the types add up to the totals)" : "(MISMATCH: the types do not add up)");
     if (s.interrupted_flush) {
         std::printf("WARNING: interrupted flush (H marker): replay blocks after %s up to %s\n",
                     s.interrupted_flush->old_tip.ToHex().c_str(), s.interrupted_flush->new_tip.ToHex().c_str());
     }
 }
 
+UtxoHashTypes ParseHashType(const std::string& t)
+{
+    UtxoHashTypes h;
+    h.hash_serialized = t == "hash_serialized_3" || t == "both";
+    h.muhash = t == "muhash" || t == "both";
+    return h;
+}
 
 const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
@@ -119,16 +147,22 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto so = std::make_shared<CommonOpts>();
     auto json = std::make_shared<bool>(false);
     auto height = std::make_shared<std::optional<uint32_t>>();
+    auto hash_type = std::make_shared<std::string>("hash_serialized_3");
     AddCommon(stats, *so);
+    stats->add_option("--hash-type", *hash_type,
+                      "Set hash as gettxoutsetinfo's hash_type: hash_serialized_3, muhash, none; or both (one walk)")
+        ->check(CLI::IsMember({"hash_serialized_3", "muhash", "none", "both"}))
+        ->capture_default_str();
     stats->add_flag("--json", *json, "JSON output with gettxoutsetinfo's field names");
     stats->add_option("--height", *height, "Report this height (default: the highest coin height)");
-    stats->callback([so, json, height] {
+    stats->callback([so, json, height, hash_type] {
         auto db = OpenReadOnly(*so);
         ProgressBar bar(!so->no_progress);
-        auto r = ComputeUtxoStats(*db, *height, [&](uint64_t n, double f) { bar.Update(n, f); });
+        auto r = ComputeUtxoStats(*db, ParseHashType(*hash_type), *height, [&](uint64_t n, double f) { bar.Update(n, f); });
         bar.Done();
         if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
         PrintStats(*r, *json);
+        if (!r->BreakdownAddsUp()) throw std::runtime_error("script-type breakdown does not add up to the totals");
     });
 
     // ---- dump ----
@@ -159,8 +193,9 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         auto r = db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
             const std::string txid = op.hash.ToHex();
             const std::string script = HexStr(c.out.script_pubkey.span());
-            const std::string_view type = ScriptTypeName(c.out.script_pubkey);
-            const auto addr = EncodeAddress(c.out.script_pubkey, *net);
+            const TxoutType tt = Solver(c.out.script_pubkey.span());
+            const std::string_view type = GetTxnOutputType(tt);
+            const auto addr = EncodeAddress(c.out.script_pubkey, tt, *net);
             if (csv) {
                 std::fprintf(f, "%s,%u,%u,%d,%lld,%s,%.*s,%s\n", txid.c_str(), op.n, c.height, c.coinbase ? 1 : 0,
                              (long long)c.out.value, script.c_str(), int(type.size()), type.data(),

@@ -18,6 +18,69 @@ pbk = pytest.importorskip("pbk")
 from conftest import run_cli  # noqa: E402
 
 EMPTY_HASH = "56944c5d3f98413ef45cf54545538103cc9f298e0575820ad3591376e2e0f65d"
+EMPTY_MUHASH = "dd5ad2a105c2d29495f577245c357409002329b9f4d6182c0af3dc2f462555c8"
+MUHASH_PRIME = 2**3072 - 1103717
+
+
+def _chacha20_block(key, counter):
+    """RFC 8439 block function, zero nonce (an independent implementation for the MuHash check)."""
+    def rotl(v, c):
+        return ((v << c) & 0xFFFFFFFF) | (v >> (32 - c))
+
+    def qr(x, a, b, c, d):
+        x[a] = (x[a] + x[b]) & 0xFFFFFFFF; x[d] = rotl(x[d] ^ x[a], 16)
+        x[c] = (x[c] + x[d]) & 0xFFFFFFFF; x[b] = rotl(x[b] ^ x[c], 12)
+        x[a] = (x[a] + x[b]) & 0xFFFFFFFF; x[d] = rotl(x[d] ^ x[a], 8)
+        x[c] = (x[c] + x[d]) & 0xFFFFFFFF; x[b] = rotl(x[b] ^ x[c], 7)
+
+    state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574, *struct.unpack("<8I", key), counter, 0, 0, 0]
+    x = list(state)
+    for _ in range(10):
+        qr(x, 0, 4, 8, 12); qr(x, 1, 5, 9, 13); qr(x, 2, 6, 10, 14); qr(x, 3, 7, 11, 15)
+        qr(x, 0, 5, 10, 15); qr(x, 1, 6, 11, 12); qr(x, 2, 7, 8, 13); qr(x, 3, 4, 9, 14)
+    return struct.pack("<16I", *[(a + b) & 0xFFFFFFFF for a, b in zip(x, state)])
+
+
+def muhash(elements):
+    """Core's MuHash3072 over byte strings, finalized and printed as gettxoutsetinfo does."""
+    acc = 1
+    for e in elements:
+        key = hashlib.sha256(e).digest()
+        stream = b"".join(_chacha20_block(key, i) for i in range(6))
+        acc = acc * int.from_bytes(stream, "little") % MUHASH_PRIME
+    return hashlib.sha256(acc.to_bytes(384, "little")).digest()[::-1].hex()
+
+
+def script_type(script):
+    """Core's Solver, type only (independent of ibdkit's classifier), as ibdkit's breakdown labels."""
+    n = len(script)
+    if n == 23 and script[0] == 0xA9 and script[1] == 20 and script[22] == 0x87:
+        return "P2SH"
+    if 4 <= n <= 42 and (script[0] == 0 or 0x51 <= script[0] <= 0x60) and script[1] + 2 == n:
+        v = 0 if script[0] == 0 else script[0] - 0x50
+        prog = script[2:]
+        if v == 0 and len(prog) == 20:
+            return "P2WPKH"
+        if v == 0 and len(prog) == 32:
+            return "P2WSH"
+        if v == 1 and len(prog) == 32:
+            return "P2TR"
+        if v == 1 and prog == b"\x4e\x73":
+            return "P2A"
+        return "witness_unknown" if v != 0 else "nonstandard"
+    if (n == 35 and script[0] == 33 and script[34] == 0xAC and script[1] in (2, 3)) or \
+       (n == 67 and script[0] == 65 and script[66] == 0xAC and script[1] in (4, 6, 7)):
+        return "P2PK"
+    if n == 25 and script[:3] == b"\x76\xa9\x14" and script[23:] == b"\x88\xac":
+        return "P2PKH"
+    if n >= 3 and script[-1] == 0xAE and 0x51 <= script[0] <= 0x60 and 0x51 <= script[-2] <= 0x60:
+        i, keys = 1, 0
+        while i < n - 2 and script[i] in (33, 65) and i + 1 + script[i] <= n - 2:
+            i += 1 + script[i]
+            keys += 1
+        if i == n - 2 and keys == script[-2] - 0x50 and script[0] <= script[-2]:
+            return "bare_multisig"
+    return "nonstandard"
 
 
 def sha256d(b):
@@ -76,7 +139,17 @@ def expected_stats(utxo):
         txids.add(txid)
         total += value
         bogo += 50 + len(script)
+    elements = []
+    by_type = {}
+    for (txid, n), (h, cb, value, script) in utxo.items():
+        elements.append(txid + struct.pack("<I", n) + struct.pack("<I", h * 2 + int(cb)) +
+                        struct.pack("<q", value) + compact_size(len(script)) + script)
+        t = by_type.setdefault(script_type(script), [0, 0])
+        t[0] += 1
+        t[1] += value
     return {
+        "muhash": muhash(elements),
+        "by_type": by_type,
         "txouts": len(utxo),
         "transactions": len(txids),
         "total_amount_sat": total,
@@ -131,6 +204,16 @@ def test_utxo_stats_match_core(cli, request, which):
     assert got["total_amount_sat"] == exp["total_amount_sat"]
     assert got["bogosize"] == exp["bogosize"]
     assert got["hash_serialized_3"] == exp["hash_serialized_3"]
+    # MuHash (against an independent Python MuHash3072) and the script-type breakdown.
+    got_mu = stats_json(cli, chainstate, "--hash-type", "muhash")
+    assert got_mu["muhash"] == exp["muhash"]
+    assert "hash_serialized_3" not in got_mu
+    both = stats_json(cli, chainstate, "--hash-type", "both")
+    assert (both["muhash"], both["hash_serialized_3"]) == (exp["muhash"], exp["hash_serialized_3"])
+    assert "muhash" not in got and "hash_serialized_3" not in stats_json(cli, chainstate, "--hash-type", "none")
+    assert got["script_types_add_up"] is True
+    nonzero = {k: [v["count"], v["amount_sat"]] for k, v in got["script_types"].items() if v["count"]}
+    assert nonzero == exp["by_type"]
     # Read-only: Core's directory is byte-identical (and untouched) afterwards.
     assert dir_fingerprint(chainstate) == before
     for k in ("height", "bestblock", "txouts", "transactions", "bogosize", "total_amount", "hash_serialized_3"):
@@ -195,7 +278,9 @@ def test_locked_chainstate_is_refused(cli, tmp_path):
         assert "is bitcoind running? stop it or copy the directory" in r.stderr
     finally:
         del cm
-    # After the manager is gone, the empty set's hash is the known constant.
-    got = stats_json(cli, datadir / "chainstate")
+    # After the manager is gone, the empty set's hashes are the known constants.
+    got = stats_json(cli, datadir / "chainstate", "--hash-type", "both")
     assert got["txouts"] == 0
+    assert got["hash_serialized_3"] == EMPTY_HASH
+    assert got["muhash"] == EMPTY_MUHASH
     assert got["hash_serialized_3"] == EMPTY_HASH

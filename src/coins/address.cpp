@@ -1,6 +1,7 @@
 #include <ibdkit/coins/address.h>
 
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/primitives/script_ops.h>
 
 #include <cstdint>
 #include <vector>
@@ -23,71 +24,6 @@ NetParams Params(AddressNetwork n)
     case AddressNetwork::Regtest: break;
     }
     return {0x6f, 0xc4, "bcrt"};
-}
-
-bool IsOpN(uint8_t op) { return op == 0x00 || (op >= 0x51 && op <= 0x60); }
-int DecodeOpN(uint8_t op) { return op == 0 ? 0 : op - 0x50; }
-
-bool IsWitnessProgram(const Script& s, int& version, std::span<const uint8_t>& program)
-{
-    if (s.size() < 4 || s.size() > 42) return false;
-    if (!IsOpN(s[0])) return false;
-    if (std::size_t(s[1]) + 2 != s.size()) return false;
-    version = DecodeOpN(s[0]);
-    program = std::span<const uint8_t>(s.data() + 2, s.size() - 2);
-    return true;
-}
-
-bool IsP2PKH(const Script& s)
-{
-    return s.size() == 25 && s[0] == 0x76 && s[1] == 0xa9 && s[2] == 20 && s[23] == 0x88 && s[24] == 0xac;
-}
-bool IsP2SH(const Script& s) { return s.size() == 23 && s[0] == 0xa9 && s[1] == 20 && s[22] == 0x87; }
-
-bool IsPubKeyScript(const Script& s)
-{
-    if (s.size() == 35 && s[0] == 33 && s[34] == 0xac) return s[1] == 0x02 || s[1] == 0x03;
-    if (s.size() == 67 && s[0] == 65 && s[66] == 0xac) return s[1] == 0x04 || s[1] == 0x06 || s[1] == 0x07;
-    return false;
-}
-
-/// Core's IsPushOnly-after-OP_RETURN check for nulldata.
-bool IsNullData(const Script& s)
-{
-    if (s.size() < 1 || s[0] != 0x6a) return false;
-    std::size_t i = 1;
-    while (i < s.size()) {
-        const uint8_t op = s[i++];
-        if (op > 0x60) return false; // not a push / small number
-        std::size_t len = 0;
-        if (op < 0x4c) len = op;
-        else if (op == 0x4c) { if (i + 1 > s.size()) return false; len = s[i]; i += 1; }
-        else if (op == 0x4d) { if (i + 2 > s.size()) return false; len = s[i] | (s[i + 1] << 8); i += 2; }
-        else if (op == 0x4e) { if (i + 4 > s.size()) return false; len = std::size_t(s[i]) | (std::size_t(s[i + 1]) << 8) | (std::size_t(s[i + 2]) << 16) | (std::size_t(s[i + 3]) << 24); i += 4; }
-        if (i + len > s.size()) return false;
-        i += len;
-    }
-    return true;
-}
-
-bool IsMultisig(const Script& s)
-{
-    // OP_m <pubkey>... OP_n OP_CHECKMULTISIG with 1 <= m <= n <= 20 keys of 33/65 bytes.
-    if (s.size() < 3 || s[s.size() - 1] != 0xae) return false;
-    const uint8_t m_op = s[0], n_op = s[s.size() - 2];
-    if (m_op < 0x51 || m_op > 0x60 || n_op < 0x51 || n_op > 0x60) return false;
-    const int m = m_op - 0x50, n = n_op - 0x50;
-    if (m > n) return false;
-    std::size_t i = 1;
-    int keys = 0;
-    while (i < s.size() - 2) {
-        const uint8_t len = s[i];
-        if (len != 33 && len != 65) return false;
-        if (i + 1 + len > s.size() - 2) return false;
-        i += 1 + len;
-        ++keys;
-    }
-    return keys == n;
 }
 
 const char* BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -173,44 +109,39 @@ std::optional<AddressNetwork> ParseAddressNetwork(std::string_view n) noexcept
     return std::nullopt;
 }
 
-std::string_view ScriptTypeName(const Script& s) noexcept
-{
-    int version;
-    std::span<const uint8_t> program;
-    if (IsP2SH(s)) return "scripthash";
-    if (IsWitnessProgram(s, version, program)) {
-        if (version == 0 && program.size() == 20) return "witness_v0_keyhash";
-        if (version == 0 && program.size() == 32) return "witness_v0_scripthash";
-        if (version == 1 && program.size() == 32) return "witness_v1_taproot";
-        if (version == 1 && program.size() == 2 && program[0] == 0x4e && program[1] == 0x73) return "anchor";
-        if (version != 0) return "witness_unknown";
-        return "nonstandard";
-    }
-    if (IsNullData(s)) return "nulldata";
-    if (IsPubKeyScript(s)) return "pubkey";
-    if (IsP2PKH(s)) return "pubkeyhash";
-    if (IsMultisig(s)) return "multisig";
-    return "nonstandard";
-}
-
 std::optional<std::string> EncodeAddress(const Script& s, AddressNetwork net)
 {
+    return EncodeAddress(s, Solver(s.span()), net);
+}
+
+std::optional<std::string> EncodeAddress(const Script& s, TxoutType type, AddressNetwork net)
+{
     const NetParams p = Params(net);
-    if (IsP2PKH(s)) {
+    switch (type) {
+    case TxoutType::PUBKEYHASH: {
         std::vector<uint8_t> d{p.p2pkh};
         d.insert(d.end(), s.data() + 3, s.data() + 23);
         return EncodeBase58Check(std::move(d));
     }
-    if (IsP2SH(s)) {
+    case TxoutType::SCRIPTHASH: {
         std::vector<uint8_t> d{p.p2sh};
         d.insert(d.end(), s.data() + 2, s.data() + 22);
         return EncodeBase58Check(std::move(d));
     }
-    int version;
-    std::span<const uint8_t> program;
-    if (IsWitnessProgram(s, version, program)) {
-        if (version == 0 && program.size() != 20 && program.size() != 32) return std::nullopt;
+    case TxoutType::WITNESS_V0_KEYHASH:
+    case TxoutType::WITNESS_V0_SCRIPTHASH:
+    case TxoutType::WITNESS_V1_TAPROOT:
+    case TxoutType::ANCHOR:
+    case TxoutType::WITNESS_UNKNOWN: {
+        int version = 0;
+        std::span<const uint8_t> program;
+        if (!IsWitnessProgram(s.span(), version, program)) return std::nullopt; // not reached
         return EncodeSegwit(p.hrp, version, program);
+    }
+    case TxoutType::PUBKEY: // Core's PubKeyDestination has no address
+    case TxoutType::MULTISIG:
+    case TxoutType::NULL_DATA:
+    case TxoutType::NONSTANDARD: break;
     }
     return std::nullopt;
 }
