@@ -1,10 +1,13 @@
-// `ibdkit utxo stats` and `ibdkit utxo dump`: read-only views of a chainstate in Core's format.
+// `ibdkit utxo stats|get|dump|snapshot|load-snapshot`: views of a chainstate in Core's format
+// (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
 
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/snapshot.h>
 #include <ibdkit/coins/stats.h>
+#include <ibdkit/chain/params.h>
 #include <ibdkit/memory/policy.h>
 
 #include <unistd.h>
@@ -130,6 +133,30 @@ void PrintStats(const UtxoStats& s, bool json)
     }
 }
 
+[[noreturn]] void Fail(const Error& e) { throw std::runtime_error(std::string(ErrcName(e.code)) + ": " + e.message); }
+
+const ChainParams& NetworkParams(const std::string& name)
+{
+    const auto t = ParseChainType(name);
+    if (!t) throw CLI::ValidationError("--network", "unknown network '" + name + "'");
+    return GetChainParams(*t);
+}
+
+/// "TXID:VOUT" with the txid in Core's display form.
+OutPoint ParseOutPoint(const std::string& s)
+{
+    const auto colon = s.find(':');
+    if (colon == std::string::npos) throw CLI::ValidationError("OUTPOINT", "expected TXID:VOUT");
+    const auto txid = Txid::FromHex(s.substr(0, colon));
+    if (!txid) throw CLI::ValidationError("OUTPOINT", "bad txid '" + s.substr(0, colon) + "'");
+    const std::string vs = s.substr(colon + 1);
+    if (vs.empty() || vs.size() > 10 || vs.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(vs) > 0xffffffffULL) {
+        throw CLI::ValidationError("OUTPOINT", "bad output index '" + vs + "'");
+    }
+    return OutPoint{*txid, uint32_t(std::stoull(vs))};
+}
+
 UtxoHashTypes ParseHashType(const std::string& t)
 {
     UtxoHashTypes h;
@@ -163,6 +190,99 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
         PrintStats(*r, *json);
         if (!r->BreakdownAddsUp()) throw std::runtime_error("script-type breakdown does not add up to the totals");
+    });
+
+    // ---- get ----
+    auto* get = utxo->add_subcommand("get", "Look up one coin (gettxout on the chainstate)");
+    auto gopt = std::make_shared<CommonOpts>();
+    auto gout = std::make_shared<std::string>();
+    auto gnet = std::make_shared<std::string>("main");
+    auto gjson = std::make_shared<bool>(false);
+    AddCommon(get, *gopt);
+    get->add_option("outpoint", *gout, "TXID:VOUT (txid as Core displays it)")->required();
+    get->add_option("--network", *gnet, "Network for the address: main, test, signet, regtest")->capture_default_str();
+    get->add_flag("--json", *gjson, "JSON output");
+    get->callback([gopt, gout, gnet, gjson] {
+        const OutPoint op = ParseOutPoint(*gout);
+        const auto net = ParseAddressNetwork(*gnet);
+        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *gnet + "'");
+        auto db = OpenReadOnly(*gopt);
+        auto r = db->GetCoin(op);
+        if (!r) Fail(r.error());
+        if (!*r) {
+            if (*gjson) std::printf("null\n");
+            else std::printf("%s:%u is not in the UTXO set\n", op.hash.ToHex().c_str(), op.n);
+            throw CLI::RuntimeError(1);
+        }
+        const Coin& c = **r;
+        const TxoutType tt = Solver(c.out.script_pubkey.span());
+        const auto addr = EncodeAddress(c.out.script_pubkey, tt, *net);
+        const auto type = GetTxnOutputType(tt);
+        const std::string hex = HexStr(c.out.script_pubkey.span());
+        if (*gjson) {
+            std::printf("{\"txid\": \"%s\", \"vout\": %u, \"height\": %u, \"coinbase\": %s, \"value\": %s, "
+                        "\"amount_sat\": %lld, \"scriptPubKey\": {\"hex\": \"%s\", \"type\": \"%.*s\"%s%s%s}}\n",
+                        op.hash.ToHex().c_str(), op.n, c.height, c.coinbase ? "true" : "false",
+                        FormatMoney(c.out.value).c_str(), (long long)c.out.value, hex.c_str(), int(type.size()), type.data(),
+                        addr ? ", \"address\": \"" : "", addr ? addr->c_str() : "", addr ? "\"" : "");
+        } else {
+            std::printf("outpoint  %s:%u\nheight    %u\ncoinbase  %s\nvalue     %s\ntype      %.*s\naddress   %s\nscript    %s\n",
+                        op.hash.ToHex().c_str(), op.n, c.height, c.coinbase ? "yes" : "no", FormatMoney(c.out.value).c_str(),
+                        int(type.size()), type.data(), addr ? addr->c_str() : "", hex.c_str());
+        }
+    });
+
+    // ---- snapshot ----
+    auto* snap = utxo->add_subcommand("snapshot", "Write an assumeutxo snapshot in Core's dumptxoutset format, then verify it");
+    auto sopt = std::make_shared<CommonOpts>();
+    auto sout = std::make_shared<std::string>();
+    auto snet = std::make_shared<std::string>();
+    AddCommon(snap, *sopt);
+    snap->add_option("--out", *sout, "Snapshot file to write")->required();
+    snap->add_option("--network", *snet, "Network of the chainstate (its magic goes into the metadata): main, test, testnet4, signet, regtest")
+        ->required();
+    snap->callback([sopt, sout, snet] {
+        const ChainParams& params = NetworkParams(*snet);
+        auto db = OpenReadOnly(*sopt);
+        ProgressBar bar(!sopt->no_progress);
+        auto r = WriteUtxoSnapshot(*db, params, *sout, [&](uint64_t n, double f) { bar.Update(n, f); });
+        bar.Done();
+        if (!r) Fail(r.error());
+        std::printf("snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
+                    "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
+                    sout->c_str(), r->metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r->metadata.coins_count,
+                    (unsigned long long)r->bytes, r->chainstate_stats.hash_serialized.ToHex().c_str(),
+                    (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str());
+    });
+
+    // ---- load-snapshot ----
+    auto* load = utxo->add_subcommand("load-snapshot", "Build a chainstate from an assumeutxo snapshot (loadtxoutset), verifying every coin and the hash");
+    auto lfile = std::make_shared<std::string>();
+    auto ldir = std::make_shared<std::string>();
+    auto lnet = std::make_shared<std::string>();
+    auto lhash = std::make_shared<std::string>();
+    auto lprog = std::make_shared<bool>(false);
+    load->add_option("file", *lfile, "Snapshot file")->required();
+    load->add_option("--chainstate", *ldir, "New chainstate directory (must not exist or be empty)")->required();
+    load->add_option("--network", *lnet, "Network this node runs: main, test, testnet4, signet, regtest")->required();
+    load->add_option("--expect-hash", *lhash, "hash_serialized_3 the set must have (required unless Core pins the base block)");
+    load->add_flag("--no-progress", *lprog, "Do not draw a progress bar on stderr");
+    load->callback([lfile, ldir, lnet, lhash, lprog] {
+        const ChainParams& params = NetworkParams(*lnet);
+        SnapshotLoadOptions opt;
+        if (!lhash->empty()) {
+            opt.expected_hash = uint256::FromHex(*lhash);
+            if (!opt.expected_hash) throw CLI::ValidationError("--expect-hash", "expected 64 hex digits");
+        }
+        ProgressBar bar(!*lprog);
+        auto r = LoadUtxoSnapshot(*lfile, params, *ldir, opt, [&](uint64_t n, double f) { bar.Update(n, f); });
+        bar.Done();
+        if (!r) Fail(r.error());
+        std::printf("chainstate         %s\nbase_blockhash     %s\n", ldir->c_str(), r->metadata.base_blockhash.ToHex().c_str());
+        if (r->height) std::printf("base_height        %d (Core's assumeutxo parameters)\n", *r->height);
+        std::printf("coins_loaded       %llu\ntotal_amount       %s\nhash_serialized_3  %s (verified)\n",
+                    (unsigned long long)r->stats.txouts, FormatMoney(r->stats.total_amount).c_str(),
+                    r->stats.hash_serialized.ToHex().c_str());
     });
 
     // ---- dump ----
