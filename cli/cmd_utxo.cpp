@@ -5,6 +5,7 @@
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/export.h>
 #include <ibdkit/coins/snapshot.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/chain/params.h>
@@ -286,56 +287,41 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     });
 
     // ---- dump ----
-    auto* dump = utxo->add_subcommand("dump", "Dump every coin as CSV or JSON lines");
+    auto* dump = utxo->add_subcommand("dump", "Export every coin as CSV, JSON lines or SQLite, then re-read the file and check it");
     auto dopt = std::make_shared<CommonOpts>();
     auto format = std::make_shared<std::string>("csv");
     auto out = std::make_shared<std::string>();
     auto network = std::make_shared<std::string>("main");
     AddCommon(dump, *dopt);
-    dump->add_option("--format", *format, "csv or jsonl")->check(CLI::IsMember({"csv", "jsonl"}))->capture_default_str();
-    dump->add_option("--out", *out, "Output file (default: stdout)");
+    dump->add_option("--format", *format, "csv, jsonl or sqlite (schemas: docs/utxo-export.md)")
+        ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
+        ->capture_default_str();
+    dump->add_option("--out", *out, "Output file (replaced); it is re-read and verified afterwards")->required();
     dump->add_option("--network", *network, "Network for addresses: main, test, signet, regtest")->capture_default_str();
     dump->callback([dopt, format, out, network] {
         const auto net = ParseAddressNetwork(*network);
         if (!net) throw CLI::ValidationError("--network", "unknown network '" + *network + "'");
+        const ExportFormat f = *format == "csv" ? ExportFormat::Csv : *format == "jsonl" ? ExportFormat::Jsonl : ExportFormat::Sqlite;
         auto db = OpenReadOnly(*dopt);
-        FILE* f = stdout;
-        if (!out->empty()) {
-            f = std::fopen(out->c_str(), "wb");
-            if (!f) throw std::runtime_error("cannot open " + *out + " for writing");
-        }
-        static char buf[1 << 20];
-        std::setvbuf(f, buf, _IOFBF, sizeof(buf));
-        const bool csv = *format == "csv";
-        if (csv) std::fputs("txid,vout,height,coinbase,amount,script,type,address\n", f);
         ProgressBar bar(!dopt->no_progress);
-        uint64_t n = 0;
-        auto r = db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            const std::string txid = op.hash.ToHex();
-            const std::string script = HexStr(c.out.script_pubkey.span());
-            const TxoutType tt = Solver(c.out.script_pubkey.span());
-            const std::string_view type = GetTxnOutputType(tt);
-            const auto addr = EncodeAddress(c.out.script_pubkey, tt, *net);
-            if (csv) {
-                std::fprintf(f, "%s,%u,%u,%d,%lld,%s,%.*s,%s\n", txid.c_str(), op.n, c.height, c.coinbase ? 1 : 0,
-                             (long long)c.out.value, script.c_str(), int(type.size()), type.data(),
-                             addr ? addr->c_str() : "");
-            } else {
-                std::fprintf(f,
-                             "{\"txid\":\"%s\",\"vout\":%u,\"height\":%u,\"coinbase\":%s,\"amount\":%lld,"
-                             "\"script\":\"%s\",\"type\":\"%.*s\",\"address\":%s%s%s}\n",
-                             txid.c_str(), op.n, c.height, c.coinbase ? "true" : "false", (long long)c.out.value,
-                             script.c_str(), int(type.size()), type.data(), addr ? "\"" : "",
-                             addr ? addr->c_str() : "null", addr ? "\"" : "");
+        std::string phase;
+        auto r = ExportUtxoSet(*db, f, *out, *net, [&](std::string_view p, uint64_t n, double frac) {
+            if (p != phase) {
+                if (!phase.empty()) bar.Done();
+                phase = p;
             }
-            if ((++n & 0xffff) == 0) bar.Update(n, (op.hash.data()[0] * 256.0 + op.hash.data()[1]) / 65536.0);
-            return true;
+            bar.Update(n, frac);
         });
-        bar.Update(n, 1.0);
         bar.Done();
-        if (f != stdout) std::fclose(f);
-        else std::fflush(f);
-        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+        if (!r) Fail(r.error());
+        const UtxoStats& s = r->chainstate_stats;
+        std::fprintf(stderr,
+                     "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s); verified in %.2f s: %llu coins, %s BTC, "
+                     "hash_serialized_3 %s equal to the chainstate's\n",
+                     out->c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
+                     double(s.txouts) / std::max(r->write_seconds, 1e-9), r->verify_seconds,
+                     (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
+                     r->file_stats.hash_serialized.ToHex().c_str());
     });
 });
 
