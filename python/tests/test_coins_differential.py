@@ -253,15 +253,38 @@ def test_dump_matches_core_coins(cli, regtest_chainstate, tmp_path):
             assert r["address"].startswith("bcrt1")
         if r["type"] == "pubkeyhash":
             assert r["address"][0] in "mn"
-    csv = run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "csv").stdout.splitlines()
-    assert csv[0] == "txid,vout,height,coinbase,amount,script,type,address"
+    csv_path = tmp_path / "dump.csv"
+    r = run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "csv", "--out", csv_path,
+                "--network", "regtest")
+    exp = expected_stats(utxo)
+    assert f"hash_serialized_3 {exp['hash_serialized_3']} equal to the chainstate's" in r.stderr
+    csv = csv_path.read_text().splitlines()
+    assert csv[0] == "txid,vout,height,coinbase,amount,type,address,script"
     assert len(csv) == len(utxo) + 1
+    for line in csv[1:]:
+        txid, vout, h, cb, amount, typ, addr, script = line.split(",")
+        assert (int(h), cb == "1", int(amount), script) == \
+            (utxo[(bytes.fromhex(txid)[::-1], int(vout))][0], *utxo[(bytes.fromhex(txid)[::-1], int(vout))][1:3],
+             utxo[(bytes.fromhex(txid)[::-1], int(vout))][3].hex())
+    # SQLite: same rows; the meta table carries the chainstate's figures.
+    import sqlite3
+    db_path = tmp_path / "dump.sqlite"
+    run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "sqlite", "--out", db_path,
+            "--network", "regtest")
+    con = sqlite3.connect(db_path)
+    assert con.execute("SELECT count(*), sum(amount) FROM utxo").fetchone() == (len(utxo), exp["total_amount_sat"])
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    assert meta["hash_serialized_3"] == exp["hash_serialized_3"]
+    for txid, vout, h, cb, amount, script in con.execute("SELECT txid, vout, height, coinbase, amount, script FROM utxo"):
+        assert (h, bool(cb), amount, bytes(script)) == utxo[(bytes.fromhex(txid)[::-1], vout)]
+    con.close()
 
 
-def test_mainnet_dump_p2pk_and_known_address(cli, mainnet_chainstate):
+def test_mainnet_dump_p2pk_and_known_address(cli, mainnet_chainstate, tmp_path):
     chainstate = mainnet_chainstate[0]
-    rows = [json.loads(x) for x in run_cli(cli, "utxo", "dump", "--chainstate", chainstate,
-                                           "--format", "jsonl").stdout.splitlines()]
+    out = tmp_path / "m.jsonl"
+    run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "jsonl", "--out", out)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
     # Early coinbases pay to uncompressed P2PK (stored as compressed type 4/5, decompressed with
     # libsecp256k1 on read): the scripts must be 67 bytes, 41 04 ... ac.
     p2pk = [r for r in rows if r["type"] == "pubkey"]
