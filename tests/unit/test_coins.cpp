@@ -931,6 +931,9 @@ TEST(CoinsAddress, KnownVectors)
     EXPECT_EQ(TypeName(S("51024e73")), "anchor");
     EXPECT_EQ(TypeName(S("5220" + G_X)), "witness_unknown");
     EXPECT_EQ(TypeName(S("51")), "nonstandard");
+    // Leading zero bytes become '1's (hash160 of zeros: the well-known burn address).
+    EXPECT_EQ(EncodeAddress(S("76a914" + std::string(40, '0') + "88ac"), AddressNetwork::Main).value_or(""),
+              "1111111111111111111114oLvT2");
     // P2A (anchor) is witness v1 with a 2-byte program: it has an address (Core's WitnessUnknown).
     EXPECT_EQ(EncodeAddress(S("51024e73"), AddressNetwork::Main).value_or(""), "bc1pfeessrawgf");
     EXPECT_FALSE(EncodeAddress(S("5121" "02" + G_X + "51ae"), AddressNetwork::Main));
