@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 
 namespace ibdkit {
@@ -296,6 +297,53 @@ TEST(Snapshot, LoaderChecksTheHashAndRefusesUnknownBases)
     auto busy = LoadUtxoSnapshot(d.path / "a.snap", params, d.path / "cs", lo);
     ASSERT_FALSE(busy.ok());
     EXPECT_TRUE(fs::exists(d.path / "cs" / "CURRENT"));
+}
+
+TEST(Snapshot, RandomCorruptionsFailTypedOrReadInOrder)
+{
+    TempDir d;
+    std::vector<Group> good;
+    FillChainstate(d.path / "cs", &good);
+    const auto ok = Craft(good, 30, REGTEST);
+    const uint64_t seed = test::TestSeed();
+    std::cout << "seed " << seed << "\n";
+    std::mt19937_64 rng(seed);
+    for (int iter = 0; iter < 400; ++iter) {
+        auto b = ok;
+        const int edits = 1 + int(rng() % 3);
+        for (int e = 0; e < edits; ++e) {
+            const std::size_t pos = SNAPSHOT_METADATA_SIZE + rng() % (b.size() - SNAPSHOT_METADATA_SIZE);
+            switch (rng() % 3) {
+            case 0: b[pos] ^= uint8_t(1u << (rng() % 8)); break;
+            case 1: b.resize(pos); break;
+            default: b.insert(b.begin() + std::ptrdiff_t(pos), uint8_t(rng())); break;
+            }
+            if (b.size() <= SNAPSHOT_METADATA_SIZE) break;
+        }
+        WriteBytes(d.path / "f.snap", b);
+        auto r = SnapshotReader::Open(d.path / "f.snap", REGTEST);
+        ASSERT_TRUE(r.ok());
+        OutPoint op, prev;
+        Coin c;
+        uint64_t n = 0;
+        while (true) {
+            auto more = (*r)->Next(op, c);
+            if (!more) {
+                EXPECT_NE(more.error().code, Errc::Ok);
+                EXPECT_FALSE(more.error().message.empty());
+                break;
+            }
+            if (!*more) {
+                EXPECT_EQ(n, 30u); // a file that reads to the end holds exactly the announced coins
+                break;
+            }
+            if (n > 0) {
+                EXPECT_TRUE(prev.hash < op.hash || (prev.hash == op.hash && !(prev == op)));
+            }
+            prev = op;
+            ++n;
+        }
+    }
 }
 
 TEST(Snapshot, CoresPinnedParameters)
