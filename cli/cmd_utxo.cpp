@@ -316,10 +316,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         if (!r) Fail(r.error());
         const UtxoStats& s = r->chainstate_stats;
         std::fprintf(stderr,
-                     "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s); verified in %.2f s: %llu coins, %s BTC, "
-                     "hash_serialized_3 %s equal to the chainstate's\n",
+                     "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
+                     "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
                      out->c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
-                     double(s.txouts) / std::max(r->write_seconds, 1e-9), r->verify_seconds,
+                     double(s.txouts) / std::max(r->write_seconds, 1e-9), r->write_cpu_seconds,
+                     double(s.txouts) / std::max(r->write_cpu_seconds, 1e-9), r->verify_seconds, r->verify_cpu_seconds,
                      (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
                      r->file_stats.hash_serialized.ToHex().c_str());
     });

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr char HEX[] = "0123456789abcdef";
+
+double ThreadCpuSeconds()
+{
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 double Fraction(const Txid& t) { return (t.data()[0] * 256.0 + t.data()[1]) / 65536.0; }
 
@@ -439,6 +447,7 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
     res.chainstate_stats.best_block = *best;
     UtxoStatsBuilder builder;
     const auto t0 = Clock::now();
+    const double c0 = ThreadCpuSeconds();
     if (format == ExportFormat::Sqlite) {
         auto w = WriteSqlite(db, out, net, builder, progress, res.chainstate_stats);
         if (!w) return w.error();
@@ -477,11 +486,14 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
         builder.Finish(res.chainstate_stats);
     }
     const auto t1 = Clock::now();
+    const double c1 = ThreadCpuSeconds();
     auto back = ComputeExportStats(format, out, progress);
     if (!back) return Error{back.error().code, "verifying " + out.string() + ": " + back.error().message};
     res.file_stats = *back;
     res.write_seconds = std::chrono::duration<double>(t1 - t0).count();
     res.verify_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+    res.write_cpu_seconds = c1 - c0;
+    res.verify_cpu_seconds = ThreadCpuSeconds() - c1;
     const UtxoStats& a = res.chainstate_stats;
     const UtxoStats& b = res.file_stats;
     if (a.txouts != b.txouts || a.total_amount != b.total_amount || a.hash_serialized != b.hash_serialized) {

@@ -32,8 +32,10 @@ struct ExportResult {
     UtxoStats chainstate_stats; ///< computed during the write walk
     UtxoStats file_stats;       ///< recomputed from the file's rows
     uint64_t bytes{0};
-    double write_seconds{0};
-    double verify_seconds{0};
+    double write_seconds{0};      ///< wall time of the write walk
+    double verify_seconds{0};     ///< wall time of the re-read check
+    double write_cpu_seconds{0};  ///< CPU time of the calling thread (honest on a shared machine)
+    double verify_cpu_seconds{0};
 };
 
 /// Phase ("write" or "verify"), coins done, fraction of the phase (0..1).
