@@ -3,6 +3,7 @@
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/script_ops.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -94,15 +95,21 @@ std::string EncodeSegwit(const char* hrp, int version, std::span<const uint8_t> 
     if (bits) v[nv++] = uint8_t((acc << (5 - bits)) & 31);
     const std::size_t data_end = nv;
     for (int i = 0; i < 6; ++i) v[nv++] = 0;
+    // BIP173 polymod, branch-free: the generator terms for the 5 bits shifted out, from a table.
+    static constexpr std::array<uint32_t, 32> GEN_XOR = [] {
+        constexpr uint32_t GEN[5] = {0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3};
+        std::array<uint32_t, 32> t{};
+        for (uint32_t b = 0; b < 32; ++b) {
+            for (int i = 0; i < 5; ++i) {
+                if (b & (1u << i)) t[b] ^= GEN[i];
+            }
+        }
+        return t;
+    }();
     uint32_t c = 1;
     for (std::size_t i = 0; i < nv; ++i) {
-        const uint8_t c0 = uint8_t(c >> 25);
-        c = ((c & 0x1ffffff) << 5) ^ v[i];
-        if (c0 & 1) c ^= 0x3b6a57b2;
-        if (c0 & 2) c ^= 0x26508e6d;
-        if (c0 & 4) c ^= 0x1ea119fa;
-        if (c0 & 8) c ^= 0x3d4233dd;
-        if (c0 & 16) c ^= 0x2a1462b3;
+        const uint32_t c0 = c >> 25;
+        c = (((c & 0x1ffffff) << 5) ^ v[i]) ^ GEN_XOR[c0];
     }
     const uint32_t mod = c ^ (version == 0 ? 1 : 0x2bc830a3); // bech32 / bech32m (BIP350)
     std::string out(hrp_len + 1 + (data_end - data_start) + 6, '1');

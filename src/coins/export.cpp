@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -61,23 +62,28 @@ struct Out {
     }
 };
 
-int HexVal(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
+/// Hex digit values (lower case only, as written); -1 for anything else.
+constexpr std::array<int8_t, 256> HEX_VALUE = [] {
+    std::array<int8_t, 256> t{};
+    for (auto& v : t) v = -1;
+    for (int i = 0; i < 10; ++i) t[std::size_t('0' + i)] = int8_t(i);
+    for (int i = 0; i < 6; ++i) t[std::size_t('a' + i)] = int8_t(10 + i);
+    return t;
+}();
+
+inline int HexVal(char c) { return HEX_VALUE[uint8_t(c)]; }
 
 bool ParseHexInto(std::string_view s, std::vector<uint8_t>& out)
 {
     if (s.size() % 2) return false;
     out.resize(s.size() / 2);
+    int bad = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
         const int hi = HexVal(s[2 * i]), lo = HexVal(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return false;
+        bad |= hi | lo; // negative if any digit is not hex
         out[i] = uint8_t(hi << 4 | lo);
     }
-    return true;
+    return bad >= 0;
 }
 
 bool ParseTxid(std::string_view s, Txid& t)
@@ -171,15 +177,16 @@ bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std:
 {
     std::string_view fields[8];
     if (f == ExportFormat::Csv) {
-        std::size_t k = 0, start = 0;
-        for (std::size_t i = 0; i <= line.size(); ++i) {
-            if (i == line.size() || line[i] == ',') {
-                if (k == 8) return false;
-                fields[k++] = line.substr(start, i - start);
-                start = i + 1;
-            }
+        std::size_t start = 0;
+        for (int k = 0; k < 7; ++k) {
+            const void* comma = std::memchr(line.data() + start, ',', line.size() - start);
+            if (!comma) return false;
+            const std::size_t at = std::size_t(static_cast<const char*>(comma) - line.data());
+            fields[k] = line.substr(start, at - start);
+            start = at + 1;
         }
-        if (k != 8) return false;
+        fields[7] = line.substr(start);
+        if (fields[7].find(',') != std::string_view::npos) return false;
     } else {
         // {"txid":"..","vout":N,"height":N,"coinbase":B,"amount":N,"type":"..","address":..,"script":".."}
         static constexpr std::string_view KEYS[8] = {"{\"txid\":",   ",\"vout\":", ",\"height\":",
