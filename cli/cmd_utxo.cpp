@@ -1,10 +1,14 @@
-// `ibdkit utxo stats` and `ibdkit utxo dump`: read-only views of a chainstate in Core's format.
+// `ibdkit utxo stats|get|dump|snapshot|load-snapshot`: views of a chainstate in Core's format
+// (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
 
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/export.h>
+#include <ibdkit/coins/snapshot.h>
 #include <ibdkit/coins/stats.h>
+#include <ibdkit/chain/params.h>
 #include <ibdkit/memory/policy.h>
 
 #include <unistd.h>
@@ -81,14 +85,26 @@ private:
 void PrintStats(const UtxoStats& s, bool json)
 {
     const std::string best = s.best_block.ToHex();
+    const bool adds_up = s.BreakdownAddsUp();
     if (json) {
-        std::printf("{\n  \"height\": %u,\n  \"bestblock\": \"%s\",\n  \"txouts\": %llu,\n  \"bogosize\": %llu,\n"
-                    "  \"hash_serialized_3\": \"%s\",\n  \"total_amount\": %s,\n  \"transactions\": %llu,\n"
-                    "  \"height_source\": \"%s\",\n  \"total_amount_sat\": %lld",
-                    s.height, best.c_str(), (unsigned long long)s.txouts, (unsigned long long)s.bogosize,
-                    s.hash_serialized.ToHex().c_str(), FormatMoney(s.total_amount).c_str(),
-                    (unsigned long long)s.transactions, s.height_from_coins ? "max-coin-height" : "argument",
-                    (long long)s.total_amount);
+        std::printf("{\n  \"height\": %u,\n  \"bestblock\": \"%s\",\n  \"txouts\": %llu,\n  \"bogosize\": %llu,\n",
+                    s.height, best.c_str(), (unsigned long long)s.txouts, (unsigned long long)s.bogosize);
+        if (s.hashes.hash_serialized) std::printf("  \"hash_serialized_3\": \"%s\",\n", s.hash_serialized.ToHex().c_str());
+        if (s.hashes.muhash) std::printf("  \"muhash\": \"%s\",\n", s.muhash.ToHex().c_str());
+        std::printf("  \"total_amount\": %s,\n  \"transactions\": %llu,\n"
+                    "  \"height_source\": \"%s\",\n  \"total_amount_sat\": %lld,\n  \"script_types\": {",
+                    FormatMoney(s.total_amount).c_str(), (unsigned long long)s.transactions,
+                    s.height_from_coins ? "max-coin-height" : "argument", (long long)s.total_amount);
+        bool first = true;
+        for (const TxoutType t : SCRIPT_TYPE_ORDER) {
+            const auto label = ScriptTypeLabel(t);
+            const auto& v = s.by_type[std::size_t(t)];
+            std::printf("%s\n    \"%.*s\": {\"count\": %llu, \"amount\": %s, \"amount_sat\": %lld}", first ? "" : ",",
+                        int(label.size()), label.data(), (unsigned long long)v.count, FormatMoney(v.amount).c_str(),
+                        (long long)v.amount);
+            first = false;
+        }
+        std::printf("\n  },\n  \"script_types_add_up\": %s", adds_up ? "true" : "false");
         if (s.interrupted_flush) {
             std::printf(",\n  \"interrupted_flush\": {\"new_tip\": \"%s\", \"old_tip\": \"%s\"}",
                         s.interrupted_flush->new_tip.ToHex().c_str(), s.interrupted_flush->old_tip.ToHex().c_str());
@@ -102,13 +118,53 @@ void PrintStats(const UtxoStats& s, bool json)
     std::printf("transactions       %llu\n", (unsigned long long)s.transactions);
     std::printf("bogosize           %llu\n", (unsigned long long)s.bogosize);
     std::printf("total_amount       %s\n", FormatMoney(s.total_amount).c_str());
-    std::printf("hash_serialized_3  %s\n", s.hash_serialized.ToHex().c_str());
+    if (s.hashes.hash_serialized) std::printf("hash_serialized_3  %s\n", s.hash_serialized.ToHex().c_str());
+    if (s.hashes.muhash) std::printf("muhash             %s\n", s.muhash.ToHex().c_str());
+    std::printf("\nscript type            coins                amount\n");
+    for (const TxoutType t : SCRIPT_TYPE_ORDER) {
+        const auto label = ScriptTypeLabel(t);
+        std::printf("%-16.*s %12llu %21s\n", int(label.size()), label.data(),
+                    (unsigned long long)s.by_type[std::size_t(t)].count, FormatMoney(s.by_type[std::size_t(t)].amount).c_str());
+    }
+    std::printf("%-16s %12llu %21s  %s\n", "total", (unsigned long long)s.txouts, FormatMoney(s.total_amount).c_str(),
+                adds_up ? "(the types add up to the totals)" : "(MISMATCH: the types do not add up)");
     if (s.interrupted_flush) {
         std::printf("WARNING: interrupted flush (H marker): replay blocks after %s up to %s\n",
                     s.interrupted_flush->old_tip.ToHex().c_str(), s.interrupted_flush->new_tip.ToHex().c_str());
     }
 }
 
+[[noreturn]] void Fail(const Error& e) { throw std::runtime_error(std::string(ErrcName(e.code)) + ": " + e.message); }
+
+const ChainParams& NetworkParams(const std::string& name)
+{
+    const auto t = ParseChainType(name);
+    if (!t) throw CLI::ValidationError("--network", "unknown network '" + name + "'");
+    return GetChainParams(*t);
+}
+
+/// "TXID:VOUT" with the txid in Core's display form.
+OutPoint ParseOutPoint(const std::string& s)
+{
+    const auto colon = s.find(':');
+    if (colon == std::string::npos) throw CLI::ValidationError("OUTPOINT", "expected TXID:VOUT");
+    const auto txid = Txid::FromHex(s.substr(0, colon));
+    if (!txid) throw CLI::ValidationError("OUTPOINT", "bad txid '" + s.substr(0, colon) + "'");
+    const std::string vs = s.substr(colon + 1);
+    if (vs.empty() || vs.size() > 10 || vs.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(vs) > 0xffffffffULL) {
+        throw CLI::ValidationError("OUTPOINT", "bad output index '" + vs + "'");
+    }
+    return OutPoint{*txid, uint32_t(std::stoull(vs))};
+}
+
+UtxoHashTypes ParseHashType(const std::string& t)
+{
+    UtxoHashTypes h;
+    h.hash_serialized = t == "hash_serialized_3" || t == "both";
+    h.muhash = t == "muhash" || t == "both";
+    return h;
+}
 
 const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
@@ -119,68 +175,154 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto so = std::make_shared<CommonOpts>();
     auto json = std::make_shared<bool>(false);
     auto height = std::make_shared<std::optional<uint32_t>>();
+    auto hash_type = std::make_shared<std::string>("hash_serialized_3");
     AddCommon(stats, *so);
+    stats->add_option("--hash-type", *hash_type,
+                      "Set hash as gettxoutsetinfo's hash_type: hash_serialized_3, muhash, none; or both (one walk)")
+        ->check(CLI::IsMember({"hash_serialized_3", "muhash", "none", "both"}))
+        ->capture_default_str();
     stats->add_flag("--json", *json, "JSON output with gettxoutsetinfo's field names");
     stats->add_option("--height", *height, "Report this height (default: the highest coin height)");
-    stats->callback([so, json, height] {
+    stats->callback([so, json, height, hash_type] {
         auto db = OpenReadOnly(*so);
         ProgressBar bar(!so->no_progress);
-        auto r = ComputeUtxoStats(*db, *height, [&](uint64_t n, double f) { bar.Update(n, f); });
+        auto r = ComputeUtxoStats(*db, ParseHashType(*hash_type), *height, [&](uint64_t n, double f) { bar.Update(n, f); });
         bar.Done();
         if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
         PrintStats(*r, *json);
+        if (!r->BreakdownAddsUp()) throw std::runtime_error("script-type breakdown does not add up to the totals");
+    });
+
+    // ---- get ----
+    auto* get = utxo->add_subcommand("get", "Look up one coin (gettxout on the chainstate)");
+    auto gopt = std::make_shared<CommonOpts>();
+    auto gout = std::make_shared<std::string>();
+    auto gnet = std::make_shared<std::string>("main");
+    auto gjson = std::make_shared<bool>(false);
+    AddCommon(get, *gopt);
+    get->add_option("outpoint", *gout, "TXID:VOUT (txid as Core displays it)")->required();
+    get->add_option("--network", *gnet, "Network for the address: main, test, signet, regtest")->capture_default_str();
+    get->add_flag("--json", *gjson, "JSON output");
+    get->callback([gopt, gout, gnet, gjson] {
+        const OutPoint op = ParseOutPoint(*gout);
+        const auto net = ParseAddressNetwork(*gnet);
+        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *gnet + "'");
+        auto db = OpenReadOnly(*gopt);
+        auto r = db->GetCoin(op);
+        if (!r) Fail(r.error());
+        if (!*r) {
+            if (*gjson) std::printf("null\n");
+            else std::printf("%s:%u is not in the UTXO set\n", op.hash.ToHex().c_str(), op.n);
+            throw CLI::RuntimeError(1);
+        }
+        const Coin& c = **r;
+        const TxoutType tt = Solver(c.out.script_pubkey.span());
+        const auto addr = EncodeAddress(c.out.script_pubkey, tt, *net);
+        const auto type = GetTxnOutputType(tt);
+        const std::string hex = HexStr(c.out.script_pubkey.span());
+        if (*gjson) {
+            std::printf("{\"txid\": \"%s\", \"vout\": %u, \"height\": %u, \"coinbase\": %s, \"value\": %s, "
+                        "\"amount_sat\": %lld, \"scriptPubKey\": {\"hex\": \"%s\", \"type\": \"%.*s\"%s%s%s}}\n",
+                        op.hash.ToHex().c_str(), op.n, c.height, c.coinbase ? "true" : "false",
+                        FormatMoney(c.out.value).c_str(), (long long)c.out.value, hex.c_str(), int(type.size()), type.data(),
+                        addr ? ", \"address\": \"" : "", addr ? addr->c_str() : "", addr ? "\"" : "");
+        } else {
+            std::printf("outpoint  %s:%u\nheight    %u\ncoinbase  %s\nvalue     %s\ntype      %.*s\naddress   %s\nscript    %s\n",
+                        op.hash.ToHex().c_str(), op.n, c.height, c.coinbase ? "yes" : "no", FormatMoney(c.out.value).c_str(),
+                        int(type.size()), type.data(), addr ? addr->c_str() : "", hex.c_str());
+        }
+    });
+
+    // ---- snapshot ----
+    auto* snap = utxo->add_subcommand("snapshot", "Write an assumeutxo snapshot in Core's dumptxoutset format, then verify it");
+    auto sopt = std::make_shared<CommonOpts>();
+    auto sout = std::make_shared<std::string>();
+    auto snet = std::make_shared<std::string>();
+    AddCommon(snap, *sopt);
+    snap->add_option("--out", *sout, "Snapshot file to write")->required();
+    snap->add_option("--network", *snet, "Network of the chainstate (its magic goes into the metadata): main, test, testnet4, signet, regtest")
+        ->required();
+    snap->callback([sopt, sout, snet] {
+        const ChainParams& params = NetworkParams(*snet);
+        auto db = OpenReadOnly(*sopt);
+        ProgressBar bar(!sopt->no_progress);
+        auto r = WriteUtxoSnapshot(*db, params, *sout, [&](uint64_t n, double f) { bar.Update(n, f); });
+        bar.Done();
+        if (!r) Fail(r.error());
+        std::printf("snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
+                    "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
+                    sout->c_str(), r->metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r->metadata.coins_count,
+                    (unsigned long long)r->bytes, r->chainstate_stats.hash_serialized.ToHex().c_str(),
+                    (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str());
+    });
+
+    // ---- load-snapshot ----
+    auto* load = utxo->add_subcommand("load-snapshot", "Build a chainstate from an assumeutxo snapshot (loadtxoutset), verifying every coin and the hash");
+    auto lfile = std::make_shared<std::string>();
+    auto ldir = std::make_shared<std::string>();
+    auto lnet = std::make_shared<std::string>();
+    auto lhash = std::make_shared<std::string>();
+    auto lprog = std::make_shared<bool>(false);
+    load->add_option("file", *lfile, "Snapshot file")->required();
+    load->add_option("--chainstate", *ldir, "New chainstate directory (must not exist or be empty)")->required();
+    load->add_option("--network", *lnet, "Network this node runs: main, test, testnet4, signet, regtest")->required();
+    load->add_option("--expect-hash", *lhash, "hash_serialized_3 the set must have (required unless Core pins the base block)");
+    load->add_flag("--no-progress", *lprog, "Do not draw a progress bar on stderr");
+    load->callback([lfile, ldir, lnet, lhash, lprog] {
+        const ChainParams& params = NetworkParams(*lnet);
+        SnapshotLoadOptions opt;
+        if (!lhash->empty()) {
+            opt.expected_hash = uint256::FromHex(*lhash);
+            if (!opt.expected_hash) throw CLI::ValidationError("--expect-hash", "expected 64 hex digits");
+        }
+        ProgressBar bar(!*lprog);
+        auto r = LoadUtxoSnapshot(*lfile, params, *ldir, opt, [&](uint64_t n, double f) { bar.Update(n, f); });
+        bar.Done();
+        if (!r) Fail(r.error());
+        std::printf("chainstate         %s\nbase_blockhash     %s\n", ldir->c_str(), r->metadata.base_blockhash.ToHex().c_str());
+        if (r->height) std::printf("base_height        %d (Core's assumeutxo parameters)\n", *r->height);
+        std::printf("coins_loaded       %llu\ntotal_amount       %s\nhash_serialized_3  %s (verified)\n",
+                    (unsigned long long)r->stats.txouts, FormatMoney(r->stats.total_amount).c_str(),
+                    r->stats.hash_serialized.ToHex().c_str());
     });
 
     // ---- dump ----
-    auto* dump = utxo->add_subcommand("dump", "Dump every coin as CSV or JSON lines");
+    auto* dump = utxo->add_subcommand("dump", "Export every coin as CSV, JSON lines or SQLite, then re-read the file and check it");
     auto dopt = std::make_shared<CommonOpts>();
     auto format = std::make_shared<std::string>("csv");
     auto out = std::make_shared<std::string>();
     auto network = std::make_shared<std::string>("main");
     AddCommon(dump, *dopt);
-    dump->add_option("--format", *format, "csv or jsonl")->check(CLI::IsMember({"csv", "jsonl"}))->capture_default_str();
-    dump->add_option("--out", *out, "Output file (default: stdout)");
+    dump->add_option("--format", *format, "csv, jsonl or sqlite (schemas: docs/utxo-export.md)")
+        ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
+        ->capture_default_str();
+    dump->add_option("--out", *out, "Output file (replaced); it is re-read and verified afterwards")->required();
     dump->add_option("--network", *network, "Network for addresses: main, test, signet, regtest")->capture_default_str();
     dump->callback([dopt, format, out, network] {
         const auto net = ParseAddressNetwork(*network);
         if (!net) throw CLI::ValidationError("--network", "unknown network '" + *network + "'");
+        const ExportFormat f = *format == "csv" ? ExportFormat::Csv : *format == "jsonl" ? ExportFormat::Jsonl : ExportFormat::Sqlite;
         auto db = OpenReadOnly(*dopt);
-        FILE* f = stdout;
-        if (!out->empty()) {
-            f = std::fopen(out->c_str(), "wb");
-            if (!f) throw std::runtime_error("cannot open " + *out + " for writing");
-        }
-        static char buf[1 << 20];
-        std::setvbuf(f, buf, _IOFBF, sizeof(buf));
-        const bool csv = *format == "csv";
-        if (csv) std::fputs("txid,vout,height,coinbase,amount,script,type,address\n", f);
         ProgressBar bar(!dopt->no_progress);
-        uint64_t n = 0;
-        auto r = db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            const std::string txid = op.hash.ToHex();
-            const std::string script = HexStr(c.out.script_pubkey.span());
-            const std::string_view type = ScriptTypeName(c.out.script_pubkey);
-            const auto addr = EncodeAddress(c.out.script_pubkey, *net);
-            if (csv) {
-                std::fprintf(f, "%s,%u,%u,%d,%lld,%s,%.*s,%s\n", txid.c_str(), op.n, c.height, c.coinbase ? 1 : 0,
-                             (long long)c.out.value, script.c_str(), int(type.size()), type.data(),
-                             addr ? addr->c_str() : "");
-            } else {
-                std::fprintf(f,
-                             "{\"txid\":\"%s\",\"vout\":%u,\"height\":%u,\"coinbase\":%s,\"amount\":%lld,"
-                             "\"script\":\"%s\",\"type\":\"%.*s\",\"address\":%s%s%s}\n",
-                             txid.c_str(), op.n, c.height, c.coinbase ? "true" : "false", (long long)c.out.value,
-                             script.c_str(), int(type.size()), type.data(), addr ? "\"" : "",
-                             addr ? addr->c_str() : "null", addr ? "\"" : "");
+        std::string phase;
+        auto r = ExportUtxoSet(*db, f, *out, *net, [&](std::string_view p, uint64_t n, double frac) {
+            if (p != phase) {
+                if (!phase.empty()) bar.Done();
+                phase = p;
             }
-            if ((++n & 0xffff) == 0) bar.Update(n, (op.hash.data()[0] * 256.0 + op.hash.data()[1]) / 65536.0);
-            return true;
+            bar.Update(n, frac);
         });
-        bar.Update(n, 1.0);
         bar.Done();
-        if (f != stdout) std::fclose(f);
-        else std::fflush(f);
-        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+        if (!r) Fail(r.error());
+        const UtxoStats& s = r->chainstate_stats;
+        std::fprintf(stderr,
+                     "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
+                     "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
+                     out->c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
+                     double(s.txouts) / std::max(r->write_seconds, 1e-9), r->write_cpu_seconds,
+                     double(s.txouts) / std::max(r->write_cpu_seconds, 1e-9), r->verify_seconds, r->verify_cpu_seconds,
+                     (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
+                     r->file_stats.hash_serialized.ToHex().c_str());
     });
 });
 

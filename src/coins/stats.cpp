@@ -1,23 +1,78 @@
 #include <ibdkit/coins/stats.h>
 
+#include <ibdkit/crypto/muhash.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <vector>
 
 namespace ibdkit {
 
+std::string_view ScriptTypeLabel(TxoutType t) noexcept
+{
+    switch (t) {
+    case TxoutType::PUBKEY: return "P2PK";
+    case TxoutType::PUBKEYHASH: return "P2PKH";
+    case TxoutType::SCRIPTHASH: return "P2SH";
+    case TxoutType::WITNESS_V0_KEYHASH: return "P2WPKH";
+    case TxoutType::WITNESS_V0_SCRIPTHASH: return "P2WSH";
+    case TxoutType::WITNESS_V1_TAPROOT: return "P2TR";
+    case TxoutType::ANCHOR: return "P2A";
+    case TxoutType::WITNESS_UNKNOWN: return "witness_unknown";
+    case TxoutType::MULTISIG: return "bare_multisig";
+    case TxoutType::NULL_DATA: return "nulldata";
+    case TxoutType::NONSTANDARD: return "nonstandard";
+    }
+    return "nonstandard";
+}
+
+void AppendTxOutSer(std::vector<uint8_t>& buf, const Txid& txid, uint32_t n, const Coin& coin)
+{
+    const auto& script = coin.out.script_pubkey;
+    const std::size_t off = buf.size();
+    buf.resize(off + 32 + 4 + 4 + 8 + 9 + script.size());
+    uint8_t* p = buf.data() + off;
+    std::memcpy(p, txid.data(), 32);
+    p += 32;
+    WriteLE32(p, n);
+    p += 4;
+    WriteLE32(p, (coin.height << 1) + uint32_t(coin.coinbase));
+    p += 4;
+    WriteLE64(p, uint64_t(coin.out.value));
+    p += 8;
+    const uint64_t len = script.size();
+    if (len < 253) {
+        *p++ = uint8_t(len);
+    } else if (len <= 0xffff) {
+        *p++ = 253;
+        WriteLE16(p, uint16_t(len));
+        p += 2;
+    } else {
+        *p++ = 254;
+        WriteLE32(p, uint32_t(len));
+        p += 4;
+    }
+    if (len) std::memcpy(p, script.data(), len);
+    p += len;
+    buf.resize(std::size_t(p - buf.data()));
+}
+
 struct UtxoStatsBuilder::Impl {
+    UtxoHashTypes hashes;
     Sha256d hasher;
+    MuHash3072 muhash;
     Txid current;
     bool have_current{false};
     std::vector<std::pair<uint32_t, Coin>> outputs; // of `current`
     std::vector<uint8_t> buf;
+    std::vector<uint8_t> one; // one coin's bytes for MuHash
     uint64_t txouts{0}, transactions{0}, bogosize{0};
     Amount total{0};
     uint32_t max_height{0};
+    std::array<ScriptTypeTotals, TXOUT_TYPE_COUNT> by_type{};
 
     void FlushTx()
     {
@@ -30,33 +85,15 @@ struct UtxoStatsBuilder::Impl {
             ++txouts;
             total += coin.out.value;
             bogosize += GetBogoSize(coin.out.script_pubkey);
-            const auto& script = coin.out.script_pubkey;
-            const std::size_t off = buf.size();
-            buf.resize(off + 32 + 4 + 4 + 8 + 9 + script.size());
-            uint8_t* p = buf.data() + off;
-            std::memcpy(p, current.data(), 32);
-            p += 32;
-            WriteLE32(reinterpret_cast<std::byte*>(p), n);
-            p += 4;
-            WriteLE32(reinterpret_cast<std::byte*>(p), (coin.height << 1) + uint32_t(coin.coinbase));
-            p += 4;
-            WriteLE64(reinterpret_cast<std::byte*>(p), uint64_t(coin.out.value));
-            p += 8;
-            const uint64_t len = script.size();
-            if (len < 253) {
-                *p++ = uint8_t(len);
-            } else if (len <= 0xffff) {
-                *p++ = 253;
-                WriteLE16(reinterpret_cast<std::byte*>(p), uint16_t(len));
-                p += 2;
-            } else {
-                *p++ = 254;
-                WriteLE32(reinterpret_cast<std::byte*>(p), uint32_t(len));
-                p += 4;
+            auto& t = by_type[std::size_t(Solver(coin.out.script_pubkey.span()))];
+            ++t.count;
+            t.amount += coin.out.value;
+            if (hashes.hash_serialized) AppendTxOutSer(buf, current, n, coin);
+            if (hashes.muhash) {
+                one.clear();
+                AppendTxOutSer(one, current, n, coin);
+                muhash.Insert(std::span<const uint8_t>(one));
             }
-            if (len) std::memcpy(p, script.data(), len);
-            p += len;
-            buf.resize(std::size_t(p - buf.data()));
         }
         outputs.clear();
         if (buf.size() >= 1 << 16) {
@@ -66,7 +103,11 @@ struct UtxoStatsBuilder::Impl {
     }
 };
 
-UtxoStatsBuilder::UtxoStatsBuilder() : m_impl(std::make_unique<Impl>()) { m_impl->buf.reserve(1 << 17); }
+UtxoStatsBuilder::UtxoStatsBuilder(UtxoHashTypes hashes) : m_impl(std::make_unique<Impl>())
+{
+    m_impl->hashes = hashes;
+    m_impl->buf.reserve(1 << 17);
+}
 UtxoStatsBuilder::~UtxoStatsBuilder() = default;
 
 void UtxoStatsBuilder::Add(const OutPoint& outpoint, const Coin& coin)
@@ -85,17 +126,32 @@ void UtxoStatsBuilder::Finish(UtxoStats& stats)
 {
     Impl& im = *m_impl;
     im.FlushTx();
-    if (!im.buf.empty()) im.hasher.Write(std::span<const uint8_t>(im.buf));
-    im.buf.clear();
-    im.hasher.Finalize(stats.hash_serialized.data());
+    stats.hashes = im.hashes;
+    if (im.hashes.hash_serialized) {
+        if (!im.buf.empty()) im.hasher.Write(std::span<const uint8_t>(im.buf));
+        im.buf.clear();
+        im.hasher.Finalize(stats.hash_serialized.data());
+    }
+    if (im.hashes.muhash) {
+        const auto h = im.muhash.Finalize();
+        std::memcpy(stats.muhash.data(), h.data(), 32);
+    }
     stats.txouts = im.txouts;
     stats.transactions = im.transactions;
     stats.bogosize = im.bogosize;
     stats.total_amount = im.total;
+    stats.by_type = im.by_type;
+    assert(stats.BreakdownAddsUp()); // the breakdown is a partition of the set
     if (stats.height_from_coins) stats.height = im.max_height;
 }
 
 Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, std::optional<uint32_t> height, const StatsProgress& progress)
+{
+    return ComputeUtxoStats(db, UtxoHashTypes{}, height, progress);
+}
+
+Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, UtxoHashTypes hashes, std::optional<uint32_t> height,
+                                   const StatsProgress& progress)
 {
     UtxoStats stats;
     auto best = db.GetBestBlock();
@@ -108,7 +164,7 @@ Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, std::optional<uint32_t> he
         stats.height = *height;
         stats.height_from_coins = false;
     }
-    UtxoStatsBuilder builder;
+    UtxoStatsBuilder builder(hashes);
     uint64_t seen = 0;
     auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& coin) {
         builder.Add(op, coin);

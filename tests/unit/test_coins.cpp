@@ -904,31 +904,40 @@ TEST(CoinsStats, FormatMoney)
 namespace ibdkit {
 namespace {
 
+std::string_view TypeName(const Script& s) { return GetTxnOutputType(Solver(s.span())); }
+
 TEST(CoinsAddress, KnownVectors)
 {
     const Script p2pkh = S("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac"); // genesis key's hash160
-    EXPECT_EQ(ScriptTypeName(p2pkh), "pubkeyhash");
+    EXPECT_EQ(TypeName(p2pkh), "pubkeyhash");
     EXPECT_EQ(EncodeAddress(p2pkh, AddressNetwork::Main).value_or(""), "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa");
     const Script p2wpkh = S("0014751e76e8199196d454941c45d1b3a323f1433bd6"); // BIP173
-    EXPECT_EQ(ScriptTypeName(p2wpkh), "witness_v0_keyhash");
+    EXPECT_EQ(TypeName(p2wpkh), "witness_v0_keyhash");
     EXPECT_EQ(EncodeAddress(p2wpkh, AddressNetwork::Main).value_or(""), "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4");
     EXPECT_EQ(EncodeAddress(p2wpkh, AddressNetwork::Regtest).value_or(""), "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080");
     const Script p2wsh = S("00201863143c14c5166804bd19203356da136c985678cd4d27a1b8c6329604903262"); // BIP173
-    EXPECT_EQ(ScriptTypeName(p2wsh), "witness_v0_scripthash");
+    EXPECT_EQ(TypeName(p2wsh), "witness_v0_scripthash");
     EXPECT_EQ(EncodeAddress(p2wsh, AddressNetwork::Test).value_or(""), "tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7");
     const Script p2tr = S("5120" + G_X); // BIP350 / BIP86 style
-    EXPECT_EQ(ScriptTypeName(p2tr), "witness_v1_taproot");
+    EXPECT_EQ(TypeName(p2tr), "witness_v1_taproot");
     EXPECT_EQ(EncodeAddress(p2tr, AddressNetwork::Main).value_or(""), "bc1p0xlxvlhemja6c4dqv22uapctqupfhlxm9h8z3k2e72q4k9hcz7vqzk5jj0");
     const Script p2sh = S("a914" + std::string("e9c3dd0c07aac76179ebc76a6c78d4d67c6c160a") + "87");
-    EXPECT_EQ(ScriptTypeName(p2sh), "scripthash");
+    EXPECT_EQ(TypeName(p2sh), "scripthash");
     EXPECT_EQ(EncodeAddress(p2sh, AddressNetwork::Main).value_or(""), "3P14159f73E4gFr7JterCCQh9QjiTjiZrG");
-    EXPECT_EQ(ScriptTypeName(S("4104" + G_X + G_Y + "ac")), "pubkey");
+    EXPECT_EQ(TypeName(S("4104" + G_X + G_Y + "ac")), "pubkey");
     EXPECT_FALSE(EncodeAddress(S("4104" + G_X + G_Y + "ac"), AddressNetwork::Main));
-    EXPECT_EQ(ScriptTypeName(S("6a0568656c6c6f")), "nulldata");
-    EXPECT_EQ(ScriptTypeName(S("5121" "02" + G_X + "51ae")), "multisig");
-    EXPECT_EQ(ScriptTypeName(S("51024e73")), "anchor");
-    EXPECT_EQ(ScriptTypeName(S("5220" + G_X)), "witness_unknown");
-    EXPECT_EQ(ScriptTypeName(S("51")), "nonstandard");
+    EXPECT_EQ(TypeName(S("6a0568656c6c6f")), "nulldata");
+    EXPECT_EQ(TypeName(S("5121" "02" + G_X + "51ae")), "multisig");
+    EXPECT_EQ(TypeName(S("51024e73")), "anchor");
+    EXPECT_EQ(TypeName(S("5220" + G_X)), "witness_unknown");
+    EXPECT_EQ(TypeName(S("51")), "nonstandard");
+    // Leading zero bytes become '1's (hash160 of zeros: the well-known burn address).
+    EXPECT_EQ(EncodeAddress(S("76a914" + std::string(40, '0') + "88ac"), AddressNetwork::Main).value_or(""),
+              "1111111111111111111114oLvT2");
+    // P2A (anchor) is witness v1 with a 2-byte program: it has an address (Core's WitnessUnknown).
+    EXPECT_EQ(EncodeAddress(S("51024e73"), AddressNetwork::Main).value_or(""), "bc1pfeessrawgf");
+    EXPECT_FALSE(EncodeAddress(S("5121" "02" + G_X + "51ae"), AddressNetwork::Main));
+    EXPECT_FALSE(EncodeAddress(S("0015" + std::string(42, '0')), AddressNetwork::Main)); // v0, 21 bytes: nonstandard
 }
 
 } // namespace

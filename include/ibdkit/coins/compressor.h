@@ -17,6 +17,7 @@
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/primitives/script.h>
+#include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
 
 #include <array>
@@ -29,8 +30,6 @@ namespace ibdkit {
 inline constexpr unsigned MAX_SCRIPT_SIZE = 10'000;
 /// Number of special script types (0..5) in the compressed format.
 inline constexpr unsigned SPECIAL_SCRIPTS = 6;
-
-inline constexpr uint8_t OP_RETURN = 0x6a;
 
 /// Core's CompressAmount: 0 -> 0; else 1 + (9n + d - 1)·10 + e, or 1 + (n - 1)·10 + 9.
 uint64_t CompressAmount(uint64_t n) noexcept;

@@ -7,6 +7,13 @@
 // and the result is SHA256d, shown byte-reversed. The empty set hashes to
 // 56944c5d3f98413ef45cf54545538103cc9f298e0575820ad3591376e2e0f65d.
 //
+// muhash: the same per-coin bytes, each inserted into a MuHash3072 (crypto/muhash.h); the empty set
+// is dd5ad2a105c2d29495f577245c357409002329b9f4d6182c0af3dc2f462555c8. Either hash, both or none
+// are computed (Core's hash_type; `none` skips the hashing work).
+//
+// Script types: every coin is classified by Solver (primitives/script_ops.h); the breakdown's
+// counts and amounts add up to txouts and total_amount (checked by Finish).
+//
 // Height: Core's chainstate stores only the best block hash; Core looks the height up in its block
 // index. ibdkit reports the highest coin height found (equal to the tip height whenever the tip's
 // coinbase has an unspent, spendable output — always true on mainnet and regtest) unless the
@@ -18,13 +25,43 @@
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/script_ops.h>
+
+#include <array>
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ibdkit {
+
+/// Which set hashes to compute (Core's CoinStatsHashType; ibdkit can do both in one walk).
+struct UtxoHashTypes {
+    bool hash_serialized{true};
+    bool muhash{false};
+};
+
+inline constexpr std::size_t TXOUT_TYPE_COUNT = std::size_t(TxoutType::WITNESS_UNKNOWN) + 1;
+
+/// Short label of a script type in the breakdown: "P2PK", "P2PKH", "P2SH", "P2WPKH", "P2WSH",
+/// "P2TR", "P2A", "witness_unknown" (other witness versions), "bare_multisig", "nulldata",
+/// "nonstandard".
+std::string_view ScriptTypeLabel(TxoutType t) noexcept;
+
+/// The breakdown's display order: P2PK, P2PKH, P2SH, P2WPKH, P2WSH, P2TR, P2A, other witness
+/// versions, bare multisig, nulldata, non-standard.
+inline constexpr std::array<TxoutType, TXOUT_TYPE_COUNT> SCRIPT_TYPE_ORDER{
+    TxoutType::PUBKEY, TxoutType::PUBKEYHASH, TxoutType::SCRIPTHASH, TxoutType::WITNESS_V0_KEYHASH,
+    TxoutType::WITNESS_V0_SCRIPTHASH, TxoutType::WITNESS_V1_TAPROOT, TxoutType::ANCHOR, TxoutType::WITNESS_UNKNOWN,
+    TxoutType::MULTISIG, TxoutType::NULL_DATA, TxoutType::NONSTANDARD};
+
+struct ScriptTypeTotals {
+    uint64_t count{0};
+    Amount amount{0};
+};
 
 struct UtxoStats {
     uint32_t height{0};
@@ -36,6 +73,21 @@ struct UtxoStats {
     uint64_t bogosize{0};
     Amount total_amount{0};
     uint256 hash_serialized; ///< internal byte order; ToHex() gives Core's display form
+    uint256 muhash;          ///< same byte order convention as hash_serialized
+    UtxoHashTypes hashes;    ///< which of the two hashes were computed
+    std::array<ScriptTypeTotals, TXOUT_TYPE_COUNT> by_type{}; ///< indexed by TxoutType
+
+    /// True when the breakdown's counts and amounts sum to txouts and total_amount.
+    bool BreakdownAddsUp() const noexcept
+    {
+        uint64_t n = 0;
+        Amount a = 0;
+        for (const auto& t : by_type) {
+            n += t.count;
+            a += t.amount;
+        }
+        return n == txouts && a == total_amount;
+    }
 };
 
 /// Core's GetBogoSize: 32 + 4 + 4 + 8 + 2 + script size.
@@ -45,10 +97,11 @@ inline uint64_t GetBogoSize(const Script& s) noexcept { return 50 + s.size(); }
 /// contiguous). Feed coins with Add(), then Finish().
 class UtxoStatsBuilder {
 public:
-    UtxoStatsBuilder();
+    explicit UtxoStatsBuilder(UtxoHashTypes hashes = {});
     ~UtxoStatsBuilder();
     void Add(const OutPoint& outpoint, const Coin& coin);
-    /// Fills the counters and the hash into stats.
+    /// Fills the counters, the breakdown and the hashes into stats. Asserts that the breakdown
+    /// adds up to the totals.
     void Finish(UtxoStats& stats);
 
 private:
@@ -63,6 +116,11 @@ using StatsProgress = std::function<void(uint64_t coins, double fraction)>;
 /// the decoder's code), LevelDB failures (Errc::Corrupt with LevelDB's message).
 Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, std::optional<uint32_t> height = std::nullopt,
                                    const StatsProgress& progress = {});
+Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, UtxoHashTypes hashes, std::optional<uint32_t> height,
+                                   const StatsProgress& progress = {});
+
+/// Appends a coin's hash_serialized_3 / MuHash bytes (txid | n | code | value | script) to `out`.
+void AppendTxOutSer(std::vector<uint8_t>& out, const Txid& txid, uint32_t n, const Coin& coin);
 
 /// Decimal BTC with 8 decimals ("29950.00000000"), as Core's ValueFromAmount prints.
 std::string FormatMoney(Amount sat);

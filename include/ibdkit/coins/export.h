@@ -1,0 +1,52 @@
+// ibdkit/coins/export.h — UTXO set exports that check themselves: CSV, JSON lines, SQLite.
+//
+// One row per coin in the chainstate's key order: txid (Core's display hex), vout, height,
+// coinbase, amount (satoshis), script type (Core's TxoutType name, from Solver), address for the
+// network (base58/bech32/bech32m; empty or NULL where the script has none), script (hex; a BLOB
+// in SQLite). Schemas: docs/utxo-export.md.
+//
+// Streamed: memory stays bounded whatever the set's size. After writing, the export re-reads its
+// own file and recomputes coin count, total amount and hash_serialized_3 from the rows; any
+// difference from the chainstate walk is an error (Errc::Corrupt), as is a row that does not parse.
+// SQLite's types stay in src/coins/.
+#pragma once
+
+#include <ibdkit/coins/address.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/coins/stats.h>
+#include <ibdkit/error.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+namespace ibdkit {
+
+enum class ExportFormat { Csv, Jsonl, Sqlite };
+
+/// CSV header line (without the newline).
+inline constexpr std::string_view CSV_HEADER = "txid,vout,height,coinbase,amount,type,address,script";
+
+struct ExportResult {
+    UtxoStats chainstate_stats; ///< computed during the write walk
+    UtxoStats file_stats;       ///< recomputed from the file's rows
+    uint64_t bytes{0};
+    double write_seconds{0};      ///< wall time of the write walk
+    double verify_seconds{0};     ///< wall time of the re-read check
+    double write_cpu_seconds{0};  ///< CPU time of the calling thread (honest on a shared machine)
+    double verify_cpu_seconds{0};
+};
+
+/// Phase ("write" or "verify"), coins done, fraction of the phase (0..1).
+using ExportProgress = std::function<void(std::string_view phase, uint64_t coins, double fraction)>;
+
+/// Exports every coin of `db` to `out` (an existing file is replaced), then verifies it.
+Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const std::filesystem::path& out,
+                                   AddressNetwork net, const ExportProgress& progress = {});
+
+/// Re-reads an export and computes the statistics of its rows (hash_serialized_3, count, amount).
+Result<UtxoStats> ComputeExportStats(ExportFormat format, const std::filesystem::path& file,
+                                     const ExportProgress& progress = {});
+
+} // namespace ibdkit
