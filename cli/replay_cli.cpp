@@ -54,6 +54,7 @@ nlohmann::json ToJson(const ReplayResult& r)
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     PutRunFields(j, r, r.start_height, r.seconds, r.total_seconds, r.interrupted);
     j["bytes_cleansed"] = r.bytes_cleansed;
+    j["bytes_read"] = r.bytes_read;
     j["orphans"] = r.orphans;
     j["stale"] = r.stale;
     j["duplicates"] = r.duplicates;

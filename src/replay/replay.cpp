@@ -24,83 +24,14 @@ using Clock = std::chrono::steady_clock;
 
 Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
 
-// Keeps block files open for random reads of records.
-class RecordReader {
-public:
-    RecordReader(const std::vector<std::filesystem::path>& files, const ObfuscationKey& key) : m_files(files), m_key(key)
-    {
-        m_streams.resize(files.size());
-    }
-    // Reads the record's bytes into dst (resized to the record size).
-    template <typename Stream>
-    bool Read(const BlockRecordPos& pos, Stream& dst)
-    {
-        auto& f = m_streams[pos.file];
-        if (!f) f = std::make_unique<std::ifstream>(m_files[pos.file], std::ios::binary);
-        dst.resize(pos.size);
-        f->seekg(std::streamoff(pos.offset));
-        if (!f->read(reinterpret_cast<char*>(dst.data()), std::streamsize(pos.size))) return false;
-        XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(dst.data()), pos.size), m_key, std::size_t(pos.offset));
-        return true;
-    }
-
-private:
-    const std::vector<std::filesystem::path>& m_files;
-    ObfuscationKey m_key;
-    std::vector<std::unique_ptr<std::ifstream>> m_streams;
-};
-
-struct Scanned {
-    ChainParams const* params{nullptr};
-    std::vector<std::filesystem::path> files;
-    ObfuscationKey key;
-    BlockFileScanStats scan;
-    ChainOrder order;
-    std::vector<uint32_t> times; ///< index 0 = the block before order.blocks[0] when genesis is not a record
-    int base_height{0};          ///< height of order.blocks[0]
-    bool genesis_is_record{false};
-};
-
-Result<Scanned> ScanChain(const ReplayOptions& opts, ChainType chain)
-{
-    Scanned s;
-    s.params = &GetChainParams(chain);
-    s.files = ListBlockFiles(opts.blocks_dir);
-    if (s.files.empty()) {
-        return Error{Errc::InvalidValue, "no blkNNNNN.dat files in " + opts.blocks_dir.string() +
-                                             " (point --blocks-dir at a Bitcoin Core blocks directory or a blk file)"};
-    }
-    const auto key_dir = std::filesystem::is_directory(opts.blocks_dir) ? opts.blocks_dir : opts.blocks_dir.parent_path();
-    auto key = ReadXorKey(key_dir);
-    if (!key) return key.error();
-    s.key = *key;
-    const BlockHash genesis = s.params->consensus.hash_genesis_block;
-    ChainOrderer orderer(genesis);
-    std::unordered_map<BlockHash, uint32_t, Uint256Hasher> time_of;
-    auto scan = ScanBlockFiles(s.files, std::span<const uint8_t, 4>(s.params->message_start), s.key,
-                               [&](const BlockRecordPos& pos, std::span<const uint8_t> b) {
-                                   auto hdr = b.first<80>();
-                                   orderer.Add(pos, hdr);
-                                   time_of.emplace(BlockHash(HashSha256d(std::span<const uint8_t>(hdr))), ReadLE32(hdr.data() + 68));
-                               });
-    if (!scan) return scan.error();
-    s.scan = *scan;
-    s.order = orderer.Finish();
-    s.genesis_is_record = !s.order.hashes.empty() && s.order.hashes.front() == genesis;
-    s.base_height = s.genesis_is_record ? 0 : 1;
-    if (!s.genesis_is_record) s.times.push_back(s.params->genesis.time);
-    for (const auto& h : s.order.hashes) s.times.push_back(time_of[h]);
-    return s;
-}
-
 template <typename Policy>
-Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, CoinsDB& db, ReplayResult res)
+Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const LocatedChain& sc, CoinsDB& db, ReplayResult res)
 {
-    const auto& params = *sc.params;
+    const auto& params = GetChainParams(sc.chain);
     const auto& order = sc.order;
     BlockConnector conn(db, params, opts.dbcache_mib << 20);
     CoinsCache& cache = conn.cache();
-    RecordReader reader(sc.files, sc.key);
+    BlockFileReader reader(sc.files, sc.key);
     const int tip_height = sc.base_height + int(order.blocks.size()) - 1;
     // times[] index of the block at height h.
     const auto time_index = [&](int h) { return std::size_t(h - sc.base_height + (sc.genesis_is_record ? 0 : 1)); };
@@ -121,7 +52,11 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
     auto load = [&](int h) -> Result<Block> {
         const auto& pos = order.blocks[order_index(h)];
         DataStream<Policy> disk_buf;
-        if (!reader.Read(pos, disk_buf)) return EnvError("cannot read block at height " + std::to_string(h));
+        if (auto r = reader.Read(pos, disk_buf); !r) return Error{r.error().code, "cannot read block at height " + std::to_string(h) + ": " + r.error().message};
+        // The bytes must be the block the index or the scan named (a stale index can point elsewhere).
+        if (disk_buf.size() < 80 || BlockHash(HashSha256d(std::span<const std::byte>(disk_buf.data(), 80))) != order.hashes[order_index(h)]) {
+            return Error{Errc::Corrupt, "the record at height " + std::to_string(h) + " is not block " + order.hashes[order_index(h)].ToHex()};
+        }
         if (!opts.via_p2p) {
             auto b = DecodeBlock(std::span<const uint8_t>(UCharCast(disk_buf.data()), disk_buf.size()));
             disk_buf.clear();
@@ -248,44 +183,31 @@ Result<ReplayResult> RunPipeline(const ReplayOptions& opts, const Scanned& sc, C
     report(res.height);
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     res.bytes_cleansed = CleansedBytes() - cleansed_before;
+    res.bytes_read = reader.bytes_read();
     return res;
 }
 
 } // namespace
 
-std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir)
-{
-    const auto files = ListBlockFiles(blocks_dir);
-    if (files.empty()) return std::nullopt;
-    const auto key_dir = std::filesystem::is_directory(blocks_dir) ? blocks_dir : blocks_dir.parent_path();
-    auto key = ReadXorKey(key_dir);
-    if (!key) return std::nullopt;
-    std::ifstream f(files.front(), std::ios::binary);
-    std::array<uint8_t, 4> magic{};
-    if (!f.read(reinterpret_cast<char*>(magic.data()), 4)) return std::nullopt;
-    XorBytes(MakeWritableByteSpan(magic), *key, 0);
-    return ChainTypeFromMagic(magic);
-}
+std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir) { return DetectChainFromBlockFiles(blocks_dir); }
 
 Result<ReplayResult> Replay(const ReplayOptions& opts)
 {
     const auto t_start = Clock::now();
     ReplayResult res;
-    std::optional<ChainType> chain = opts.chain ? opts.chain : DetectChain(opts.blocks_dir);
-    if (!chain) {
-        return Error{Errc::BadMagic, "cannot tell the network of " + opts.blocks_dir.string() +
-                                         ": its first record has no known magic (pass --network)"};
+    if (!opts.datadir.empty() && !opts.blocks_dir.empty()) {
+        return Error{Errc::InvalidValue, "give either a data directory or a blocks directory, not both"};
     }
-    res.chain = *chain;
-    auto sc = ScanChain(opts, *chain);
+    auto sc = opts.datadir.empty() ? LocateFromBlocksDir(opts.blocks_dir, opts.chain) : LocateFromDatadir(opts.datadir, opts.chain);
     if (!sc) return sc.error();
+    res.chain = sc->chain;
     res.scan = sc->scan;
     res.orphans = sc->order.orphans;
     res.stale = sc->order.stale;
     res.duplicates = sc->order.duplicates;
     if (sc->order.blocks.empty()) {
-        return Error{Errc::InvalidValue, "no block in " + opts.blocks_dir.string() + " connects to the " +
-                                             std::string(ChainTypeName(*chain)) + " genesis block"};
+        return Error{Errc::InvalidValue, "no block in " + sc->blocks_dir.string() + " connects to the " +
+                                             std::string(ChainTypeName(sc->chain)) + " genesis block"};
     }
 
     auto cs = ChainstateHandle::Open(opts.chainstate, opts.policy, opts.dbcache_mib, "ibdkit-replay");

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
@@ -40,7 +41,10 @@ struct ReplayProgress {
 
 struct ReplayOptions {
     std::filesystem::path blocks_dir;            ///< a blocks directory or a single blk file
-    std::optional<ChainType> chain;              ///< nullopt: detect from the first record's magic
+    /// Or a Bitcoin Core data directory, read strictly read-only through its block index
+    /// (LocateFromDatadir); exclusive with blocks_dir.
+    std::filesystem::path datadir;
+    std::optional<ChainType> chain;              ///< nullopt: from the first record's magic (datadir: its layout)
     std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
     std::size_t dbcache_mib{450};                ///< UTXO cache budget (Core's -dbcache default)
     PolicyId policy{PolicyId::Hardened};
@@ -61,6 +65,7 @@ struct ReplayResult : ConnectorCounters {
     double seconds{0};           ///< wall time of the connect loop
     double total_seconds{0};     ///< including scanning the files and the final statistics
     uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run
+    uint64_t bytes_read{0};      ///< block bytes read from the blk files by the connect loop
     BlockFileScanStats scan;
     uint64_t orphans{0}, stale{0}, duplicates{0};
     bool interrupted{false};
