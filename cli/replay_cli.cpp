@@ -59,6 +59,7 @@ nlohmann::json ToJson(const ReplayResult& r)
     j["stale"] = r.stale;
     j["duplicates"] = r.duplicates;
     j["skipped_bytes"] = r.scan.skipped_bytes;
+    j["scan_bytes_read"] = r.scan.bytes_read;
     j["truncated_records"] = r.scan.truncated;
     if (r.reject_reason) {
         j["reject_reason"] = *r.reject_reason;

@@ -114,6 +114,7 @@ def test_replay_datadir_matches_core_and_is_read_only(cli, tmp_path):
     for k in FIELDS:
         assert got[k] == exp[k], k
     assert got["bytes_read"] == got["bytes"], "each block's bytes are read from disk once"
+    assert got["scan_bytes_read"] == 0, "the index locates the blocks: no blk file is scanned"
     assert snapshot(datadir) == before, "the data directory is byte-identical, with no new file"
 
     # The same blocks through a bare scan of Core's blocks directory agree.
