@@ -1,7 +1,8 @@
 // ibdkit/replay/replay.h — the IBD pipeline over block files: read, decode, check, connect, flush.
 //
 // Blocks are read from Bitcoin Core block files (any order; xor.dat honoured), ordered by following
-// prev-hashes, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
+// prev-hashes — or located through a Core data directory's block index (blockfile/locate.h) — read
+// from disk once each, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
 // received through MessageReceiver<Policy>, as Core's IBD receives them), decoded, checked with
 // CheckBlock (proof of work included), connected with ConnectBlock (UTXO rules without scripts —
 // see replay/connect.h for what that means for trust) and flushed to a chainstate in Core's LevelDB
