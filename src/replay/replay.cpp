@@ -206,7 +206,7 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
     res.stale = sc->order.stale;
     res.duplicates = sc->order.duplicates;
     if (sc->order.blocks.empty()) {
-        return Error{Errc::InvalidValue, "no block in " + sc->blocks_dir.string() + " connects to the " +
+        return Error{Errc::InvalidValue, "no block in " + (opts.datadir.empty() ? opts.blocks_dir : sc->blocks_dir).string() + " connects to the " +
                                              std::string(ChainTypeName(sc->chain)) + " genesis block"};
     }
 
