@@ -31,7 +31,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "execution is, with Core's reject reasons. Trust the result only for chains whose scripts you\n"
         "already trust (as an assumevalid node trusts blocks below its assumevalid hash).");
     struct Args {
-        std::string blocks_dir, network, chainstate, policy{"hardened"};
+        std::string blocks_dir, datadir, network, chainstate, policy{"hardened"};
         std::size_t dbcache{450};
         int stop_height{-1};
         int rounds{1};
@@ -39,8 +39,13 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         bool via_p2p{false}, json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
-    cmd->add_option("--blocks-dir", a->blocks_dir, "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->required();
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic)");
+    auto* blocks_opt = cmd->add_option("--blocks-dir", a->blocks_dir,
+        "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file: every record's header is scanned");
+    cmd->add_option("--datadir", a->datadir,
+        "Bitcoin Core data directory (e.g. ~/.bitcoin): blocks located through its block index\n"
+        "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; refused while bitcoind runs")
+        ->excludes(blocks_opt);
+    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened, or all")->capture_default_str();
@@ -53,7 +58,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
     cmd->callback([a] {
         ReplayOptions o;
+        if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
         o.blocks_dir = a->blocks_dir;
+        o.datadir = a->datadir;
         if (!a->network.empty()) {
             o.chain = ParseChainType(a->network);
             if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");

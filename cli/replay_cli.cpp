@@ -57,10 +57,12 @@ nlohmann::json ToJson(const ReplayResult& r)
     j["policy"] = nullptr;
     if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
     PutRunFields(j, r);
+    j["bytes_read"] = r.bytes_read;
     j["orphans"] = r.orphans;
     j["stale"] = r.stale;
     j["duplicates"] = r.duplicates;
     j["skipped_bytes"] = r.scan.skipped_bytes;
+    j["scan_bytes_read"] = r.scan.bytes_read;
     j["truncated_records"] = r.scan.truncated;
     if (r.reject_reason) {
         j["reject_reason"] = *r.reject_reason;

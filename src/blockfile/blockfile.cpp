@@ -2,7 +2,13 @@
 
 #include <ibdkit/encoding/endian.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -71,42 +77,139 @@ std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& d
     return out;
 }
 
+namespace {
+
+/// A read-only file descriptor, closed on scope exit.
+struct Fd {
+    int fd{-1};
+    explicit Fd(const std::filesystem::path& p) : fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {}
+    ~Fd()
+    {
+        if (fd >= 0) ::close(fd);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+};
+
+/// pread until `n` bytes or end of file; returns the count read, or -1 on an I/O error.
+ssize_t PreadFull(int fd, void* buf, std::size_t n, uint64_t offset)
+{
+    std::size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, off_t(offset + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += std::size_t(r);
+    }
+    return ssize_t(got);
+}
+
+// Resynchronisation reads this much at a time.
+constexpr std::size_t SCAN_CHUNK = 256 * 1024;
+
+} // namespace
+
 Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::path>& files,
                                           std::span<const uint8_t, 4> magic, const ObfuscationKey& key,
-                                          const std::function<void(const BlockRecordPos&, std::span<const uint8_t>)>& fn)
+                                          const std::function<void(const BlockRecordPos&, std::span<const uint8_t, 80>)>& fn)
 {
     BlockFileScanStats st;
+    // Resynchronisation reads the file through this window (deobfuscated); record prefixes are
+    // served from it when it covers them. Windows only move forward, so a file is read at most
+    // about once however much garbage it holds.
+    std::vector<uint8_t> win(SCAN_CHUNK);
     for (uint32_t fi = 0; fi < files.size(); ++fi) {
-        auto data = ReadWholeFile(files[fi]);
-        if (!data) return data.error();
-        auto& buf = *data;
-        XorBytes(MakeWritableByteSpan(buf), key, 0);
-        const std::size_t n = buf.size();
-        std::size_t pos = 0;
+        Fd f(files[fi]);
+        if (f.fd < 0) return EnvError(files[fi], std::string("cannot open for reading: ") + std::strerror(errno));
+        struct stat sb;
+        if (::fstat(f.fd, &sb) != 0) return EnvError(files[fi], "cannot determine size");
+        const uint64_t n = uint64_t(sb.st_size);
+        // Headers are read one by one far apart: the kernel's read-ahead would pull in the bodies.
+        ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_RANDOM);
+        uint64_t win_off = 0;
+        std::size_t win_len = 0;
+        auto read_at = [&](uint64_t off, uint8_t* dst, std::size_t len) -> bool {
+            if (off >= win_off && off + len <= win_off + win_len) {
+                std::memcpy(dst, win.data() + (off - win_off), len);
+                return true;
+            }
+            const ssize_t r = PreadFull(f.fd, dst, len, off);
+            if (r != ssize_t(len)) return false;
+            st.bytes_read += len;
+            XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(dst), len), key, std::size_t(off));
+            return true;
+        };
+        auto refill = [&](uint64_t off) -> bool {
+            win_off = off;
+            win_len = 0; // read_at must not serve the refill from the old window
+            const std::size_t len = std::size_t(std::min<uint64_t>(win.size(), n - off));
+            if (!read_at(off, win.data(), len)) return false;
+            win_len = len;
+            return true;
+        };
+        uint64_t pos = 0;
+        std::array<uint8_t, RECORD_PREFIX_SIZE> prefix;
         while (pos < n) {
-            if (n - pos >= 8 && std::memcmp(buf.data() + pos, magic.data(), 4) == 0) {
-                const uint32_t size = ReadLE32(buf.data() + pos + 4);
-                if (size >= MIN_RECORD_SIZE && size <= MAX_RECORD_SIZE) {
-                    if (size > n - pos - 8) { // declared size runs past the end: a truncated tail
-                        ++st.truncated;
-                        st.skipped_bytes += n - pos;
-                        break;
+            if (n - pos >= 8) {
+                const std::size_t want = std::size_t(std::min<uint64_t>(RECORD_PREFIX_SIZE, n - pos));
+                if (!read_at(pos, prefix.data(), want)) return EnvError(files[fi], "read failed");
+                if (std::memcmp(prefix.data(), magic.data(), 4) == 0) {
+                    const uint32_t size = ReadLE32(prefix.data() + 4);
+                    if (size >= MIN_RECORD_SIZE && size <= MAX_RECORD_SIZE) {
+                        if (size > n - pos - 8) { // declared size runs past the end: a truncated tail
+                            ++st.truncated;
+                            st.skipped_bytes += n - pos;
+                            break;
+                        }
+                        ++st.records;
+                        st.bytes += size;
+                        fn(BlockRecordPos{fi, pos + 8, size}, std::span<const uint8_t, 80>(prefix.data() + 8, 80));
+                        pos += 8 + uint64_t(size);
+                        continue;
                     }
-                    ++st.records;
-                    st.bytes += size;
-                    fn(BlockRecordPos{fi, pos + 8, size}, std::span<const uint8_t>(buf.data() + pos + 8, size));
-                    pos += 8 + std::size_t(size);
-                    continue;
                 }
             }
-            // Not a record here: a zero run to the end is pre-allocated space; otherwise resync on
-            // the next magic.
-            if (std::all_of(buf.begin() + std::ptrdiff_t(pos), buf.end(), [](uint8_t b) { return b == 0; })) {
+            // Not a record here: resync on the next magic after pos. A zero run to the end of the
+            // file is pre-allocated space, anything else skipped garbage.
+            bool all_zero = true;
+            uint64_t zero_checked = pos; // bytes [pos, zero_checked) are known to be zero
+            uint64_t to = n;
+            uint64_t from = pos + 1;     // where the next magic may start
+            while (from < n) {
+                // The window must hold [from, from + 4) (or reach the end of the file).
+                const uint64_t need = all_zero ? std::min(zero_checked, from) : from;
+                if (need < win_off || from + std::min<uint64_t>(4, n - from) > win_off + win_len) {
+                    if (!refill(need)) return EnvError(files[fi], "read failed");
+                }
+                const uint64_t win_end = win_off + win_len;
+                if (all_zero && zero_checked < win_end) {
+                    const uint64_t z0 = std::max(zero_checked, win_off);
+                    all_zero = std::all_of(win.begin() + std::ptrdiff_t(z0 - win_off), win.begin() + std::ptrdiff_t(win_len),
+                                           [](uint8_t b) { return b == 0; });
+                    zero_checked = win_end;
+                }
+                const auto* base = win.data() + (from - win_off);
+                const std::size_t avail = std::size_t(win_end - from);
+                const auto* hit = avail >= 4 ? static_cast<const uint8_t*>(memmem(base, avail, magic.data(), 4)) : nullptr;
+                if (hit) {
+                    to = win_off + uint64_t(hit - win.data());
+                    break;
+                }
+                if (win_end >= n) break;
+                from = win_end - 3; // a magic may straddle the window's end
+            }
+            while (to == n && all_zero && zero_checked < n) { // a tail too short to hold a magic
+                if (!refill(zero_checked)) return EnvError(files[fi], "read failed");
+                all_zero = std::all_of(win.begin(), win.begin() + std::ptrdiff_t(win_len), [](uint8_t b) { return b == 0; });
+                zero_checked = win_off + win_len;
+            }
+            if (to == n && all_zero) {
                 st.zero_tail_bytes += n - pos;
                 break;
             }
-            const auto* next = static_cast<const uint8_t*>(memmem(buf.data() + pos + 1, n - pos - 1, magic.data(), 4));
-            const std::size_t to = next ? std::size_t(next - buf.data()) : n;
             st.skipped_bytes += to - pos;
             pos = to;
         }
@@ -114,18 +217,59 @@ Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::pat
     return st;
 }
 
-Result<std::vector<uint8_t>> ReadBlockAt(const std::filesystem::path& file, const BlockRecordPos& pos,
-                                         const ObfuscationKey& key)
+BlockFileReader::BlockFileReader(std::vector<std::filesystem::path> files, const ObfuscationKey& key)
+    : m_files(std::move(files)), m_key(key), m_fds(m_files.size(), -1)
 {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return EnvError(file, "cannot open for reading");
-    std::vector<uint8_t> out(pos.size);
-    f.seekg(std::streamoff(pos.offset));
-    if (!f.read(reinterpret_cast<char*>(out.data()), std::streamsize(out.size()))) {
-        return Error{Errc::EndOfData, file.string() + ": record runs past the end of the file"};
+}
+
+BlockFileReader::~BlockFileReader()
+{
+    for (int fd : m_fds) {
+        if (fd >= 0) ::close(fd);
     }
-    XorBytes(MakeWritableByteSpan(out), key, std::size_t(pos.offset));
+}
+
+Result<std::size_t> BlockFileReader::ReadInto(uint32_t file, uint64_t offset, std::span<std::byte> dst)
+{
+    if (file >= m_files.size()) return Error{Errc::InvalidValue, "block file index " + std::to_string(file) + " out of range"};
+    int& fd = m_fds[file];
+    if (fd < 0) {
+        fd = ::open(m_files[file].c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return EnvError(m_files[file], std::string("cannot open for reading: ") + std::strerror(errno));
+    }
+    const ssize_t r = PreadFull(fd, dst.data(), dst.size(), offset);
+    if (r < 0) return EnvError(m_files[file], std::string("read failed: ") + std::strerror(errno));
+    m_bytes_read += uint64_t(r);
+    if (std::size_t(r) != dst.size()) {
+        return Error{Errc::EndOfData, m_files[file].string() + ": record at offset " + std::to_string(offset) +
+                                          " runs past the end of the file"};
+    }
+    XorBytes(dst, m_key, std::size_t(offset));
+    return dst.size();
+}
+
+Result<std::vector<uint8_t>> BlockFileReader::Read(const BlockRecordPos& pos)
+{
+    std::vector<uint8_t> out;
+    auto r = Read(pos, out);
+    if (!r) return r.error();
     return out;
+}
+
+Result<BlockRecordPos> BlockFileReader::ReadFrame(uint32_t file, uint64_t data_offset, std::span<const uint8_t, 4> magic)
+{
+    if (data_offset < 8) return Error{Errc::Corrupt, "block data position " + std::to_string(data_offset) + " leaves no room for the record framing"};
+    std::array<uint8_t, 8> frame;
+    auto r = ReadInto(file, data_offset - 8, MakeWritableByteSpan(frame));
+    if (!r) return r.error();
+    if (std::memcmp(frame.data(), magic.data(), 4) != 0) {
+        return Error{Errc::BadMagic, m_files[file].string() + ": no record magic before data position " + std::to_string(data_offset)};
+    }
+    const uint32_t size = ReadLE32(frame.data() + 4);
+    if (size < MIN_RECORD_SIZE || size > MAX_RECORD_SIZE) {
+        return Error{Errc::Corrupt, m_files[file].string() + ": record at " + std::to_string(data_offset) + " declares size " + std::to_string(size)};
+    }
+    return BlockRecordPos{file, data_offset, size};
 }
 
 double BlockProofApprox(uint32_t bits) noexcept

@@ -331,9 +331,10 @@ struct Store::Impl {
     }
 };
 
-bool IsDirectoryLocked(const std::filesystem::path& dir)
+bool IsDirectoryLocked(const std::filesystem::path& dir) { return IsFileLocked(dir / "LOCK"); }
+
+bool IsFileLocked(const std::filesystem::path& lock)
 {
-    const auto lock = dir / "LOCK";
     const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct flock fl;

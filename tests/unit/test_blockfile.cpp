@@ -31,31 +31,44 @@ Scanned Scan(const fs::path& dir_or_file, std::span<const uint8_t, 4> magic, con
     auto key = ReadXorKey(fs::is_directory(dir_or_file) ? dir_or_file : dir_or_file.parent_path());
     EXPECT_TRUE(key.ok());
     ChainOrderer orderer(*BlockHash::FromHex(genesis));
-    std::vector<std::vector<uint8_t>> by_record;
-    auto st = ScanBlockFiles(ListBlockFiles(dir_or_file), magic, *key, [&](const BlockRecordPos& pos, std::span<const uint8_t> b) {
-        orderer.Add(pos, b.first<80>());
-        by_record.emplace_back(b.begin(), b.end());
+    const auto files = ListBlockFiles(dir_or_file);
+    auto st = ScanBlockFiles(files, magic, *key, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80> hdr) {
+        orderer.Add(pos, hdr);
     });
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
     s.stats = *st;
+    // The scan reads 88 bytes per record, plus what resynchronisation and zero tails need.
+    if (s.stats.skipped_bytes == 0 && s.stats.zero_tail_bytes == 0 && s.stats.truncated == 0) {
+        EXPECT_EQ(s.stats.bytes_read, s.stats.records * RECORD_PREFIX_SIZE) << "clean files: only record prefixes are read";
+    }
     s.order = orderer.Finish();
-    // Re-read every block of the chain by position (exercises ReadBlockAt + xor offsets).
-    const auto files = ListBlockFiles(dir_or_file);
+    // Re-read every block of the chain by position (exercises BlockFileReader + xor offsets).
+    BlockFileReader reader(files, *key);
+    uint64_t want = 0;
     for (const auto& pos : s.order.blocks) {
-        auto b = ReadBlockAt(files[pos.file], pos, *key);
+        auto b = reader.Read(pos);
         EXPECT_TRUE(b.ok());
         s.blocks.push_back(*b);
+        want += pos.size;
     }
+    EXPECT_EQ(reader.bytes_read(), want) << "each block's bytes are read once";
     return s;
 }
 
 std::vector<std::vector<uint8_t>> Records(const fs::path& file, std::span<const uint8_t, 4> magic)
 {
-    std::vector<std::vector<uint8_t>> out;
-    auto st = ScanBlockFiles({file}, magic, ObfuscationKey{}, [&](const BlockRecordPos&, std::span<const uint8_t> b) {
-        out.emplace_back(b.begin(), b.end());
+    std::vector<BlockRecordPos> where;
+    auto st = ScanBlockFiles({file}, magic, ObfuscationKey{}, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) {
+        where.push_back(pos);
     });
     EXPECT_TRUE(st.ok());
+    BlockFileReader reader({file}, ObfuscationKey{});
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& pos : where) {
+        auto b = reader.Read(pos);
+        EXPECT_TRUE(b.ok());
+        if (b.ok()) out.push_back(std::move(*b));
+    }
     return out;
 }
 
@@ -198,4 +211,45 @@ TEST(BlockFile, BadXorKeyFileIsAnError)
     auto none = ReadXorKey(empty.path);
     ASSERT_TRUE(none.ok());
     EXPECT_TRUE(none->IsNull());
+}
+
+TEST(BlockFile, ScanReadsRecordPrefixesOnlyAndResyncIsLinear)
+{
+    std::mt19937_64 rng(ibdkit::test::TestSeed());
+    // 20 records of 100 kB (random bytes: the scan does not decode) and a 1000-byte zero tail.
+    std::vector<uint8_t> file;
+    uint64_t body = 0;
+    for (int i = 0; i < 20; ++i) {
+        std::vector<uint8_t> block(100'000);
+        for (auto& b : block) b = uint8_t(rng());
+        AppendRecord(file, MAINNET_MAGIC, block);
+        body += block.size();
+    }
+    file.insert(file.end(), 1000, 0);
+    TempDir d;
+    WriteFile(d.path / "blk00000.dat", file);
+    uint64_t seen = 0;
+    auto st = ScanBlockFiles({d.path / "blk00000.dat"}, MAINNET_MAGIC, ObfuscationKey{},
+                             [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) { seen += pos.size; });
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->records, 20u);
+    EXPECT_EQ(seen, body);
+    EXPECT_EQ(st->zero_tail_bytes, 1000u);
+    // 88 bytes per record, then the tail: one 88-byte probe and the 1000 bytes checked for zeros.
+    EXPECT_EQ(st->bytes_read, 20 * RECORD_PREFIX_SIZE + 88 + 1000);
+
+    // 4 MB of magics declaring impossible sizes: every position fails and resyncs, yet the file is
+    // read about once (a re-read per failed position would be quadratic).
+    std::vector<uint8_t> bad;
+    while (bad.size() < (4u << 20)) {
+        bad.insert(bad.end(), MAINNET_MAGIC.begin(), MAINNET_MAGIC.end());
+        bad.insert(bad.end(), {0xff, 0xff, 0xff, 0xff});
+    }
+    WriteFile(d.path / "blk00001.dat", bad);
+    auto st2 = ScanBlockFiles({d.path / "blk00001.dat"}, MAINNET_MAGIC, ObfuscationKey{},
+                              [&](const BlockRecordPos&, std::span<const uint8_t, 80>) { FAIL() << "no record here"; });
+    ASSERT_TRUE(st2.ok());
+    EXPECT_EQ(st2->records, 0u);
+    EXPECT_EQ(st2->skipped_bytes, bad.size());
+    EXPECT_LE(st2->bytes_read, 2 * bad.size());
 }

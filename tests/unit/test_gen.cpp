@@ -58,10 +58,18 @@ std::vector<std::vector<uint8_t>> ReadRecords(const fs::path& blocks_dir)
 {
     auto key = ReadXorKey(blocks_dir);
     EXPECT_TRUE(key.ok());
-    std::vector<std::vector<uint8_t>> out;
-    auto st = ScanBlockFiles(ListBlockFiles(blocks_dir), RegtestMagic(), *key,
-                             [&](const BlockRecordPos&, std::span<const uint8_t> b) { out.emplace_back(b.begin(), b.end()); });
+    std::vector<BlockRecordPos> where;
+    const auto files = ListBlockFiles(blocks_dir);
+    auto st = ScanBlockFiles(files, RegtestMagic(), *key,
+                             [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) { where.push_back(pos); });
     EXPECT_TRUE(st.ok());
+    BlockFileReader reader(files, *key);
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& pos : where) {
+        auto b = reader.Read(pos);
+        EXPECT_TRUE(b.ok());
+        if (b.ok()) out.push_back(std::move(*b));
+    }
     if (st.ok()) {
         EXPECT_EQ(st->skipped_bytes, 0u);
         EXPECT_EQ(st->truncated, 0u);
@@ -326,7 +334,7 @@ TEST(Gen, SplitsFilesBelowTheLimitAtAbsoluteXorOffsets)
         const auto size = fs::file_size(f);
         // Files stay within the limit, except that a record larger than it gets a file of its own.
         if (size > w.max_file_size) {
-            auto st = ScanBlockFiles({f}, RegtestMagic(), *key, [](const BlockRecordPos&, std::span<const uint8_t>) {});
+            auto st = ScanBlockFiles({f}, RegtestMagic(), *key, [](const BlockRecordPos&, std::span<const uint8_t, 80>) {});
             ASSERT_TRUE(st.ok());
             EXPECT_EQ(st->records, 1u) << f;
         }

@@ -60,10 +60,17 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
     // Every record of both files, shuffled, split over three files, XORed with a random key.
     std::vector<std::vector<uint8_t>> recs;
     const std::array<uint8_t, 4> magic{0xf9, 0xbe, 0xb4, 0xd9};
-    auto st = ScanBlockFiles(ListBlockFiles(*dir), magic, ObfuscationKey{}, [&](const BlockRecordPos&, std::span<const uint8_t> b) {
-        recs.emplace_back(b.begin(), b.end());
+    std::vector<BlockRecordPos> where;
+    auto st = ScanBlockFiles(ListBlockFiles(*dir), magic, ObfuscationKey{}, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) {
+        where.push_back(pos);
     });
     ASSERT_TRUE(st.ok());
+    BlockFileReader reader(ListBlockFiles(*dir), ObfuscationKey{});
+    for (const auto& pos : where) {
+        auto b = reader.Read(pos);
+        ASSERT_TRUE(b.ok());
+        recs.push_back(std::move(*b));
+    }
     std::mt19937_64 rng(ibdkit::test::TestSeed());
     std::shuffle(recs.begin(), recs.end(), rng);
     TempDir t;

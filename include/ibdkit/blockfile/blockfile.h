@@ -43,20 +43,60 @@ struct BlockFileScanStats {
     uint64_t skipped_bytes{0};   ///< bytes skipped while resynchronising on the magic
     uint64_t truncated{0};       ///< records whose declared size ran past the end of the file
     uint64_t zero_tail_bytes{0}; ///< pre-allocated zero bytes at file ends
+    uint64_t bytes_read{0};      ///< bytes the scan read from disk (88 per record plus resync/tail reads)
 };
 
-/// Scans framed records in the given files in order. For each record, calls
-/// `fn(pos, block_bytes)`; the span is valid only during the call (it points into a buffer holding the
-/// deobfuscated file). Garbage between records is skipped by searching for the next magic (as Core's
-/// LoadExternalBlockFile does); a zero run ends a file; a record running past the end of its file is
-/// counted as truncated. Returns an environment error if a file cannot be read.
+/// Size of what a scan reads of each record: magic, size and the 80-byte header.
+inline constexpr std::size_t RECORD_PREFIX_SIZE = 8 + 80;
+
+/// Scans framed records in the given files in order, reading only each record's first 88 bytes
+/// (magic, size, header) and seeking past the block's body: no file is ever held in memory. For each
+/// record, calls `fn(pos, header)`; the span is valid only during the call. Garbage between records
+/// is skipped by searching for the next magic (as Core's LoadExternalBlockFile does); a zero run
+/// ends a file; a record running past the end of its file is counted as truncated. Returns an
+/// environment error if a file cannot be read.
 Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::path>& files,
                                           std::span<const uint8_t, 4> magic, const ObfuscationKey& key,
-                                          const std::function<void(const BlockRecordPos&, std::span<const uint8_t>)>& fn);
+                                          const std::function<void(const BlockRecordPos&, std::span<const uint8_t, 80>)>& fn);
 
-/// Reads one record's block bytes back (deobfuscated).
-Result<std::vector<uint8_t>> ReadBlockAt(const std::filesystem::path& file, const BlockRecordPos& pos,
-                                         const ObfuscationKey& key);
+/// Random reads of block records: keeps the files open (read-only), reads a record's block bytes into
+/// a caller's buffer, deobfuscates them, and counts every byte it reads from disk.
+class BlockFileReader {
+public:
+    BlockFileReader(std::vector<std::filesystem::path> files, const ObfuscationKey& key);
+    ~BlockFileReader();
+    BlockFileReader(const BlockFileReader&) = delete;
+    BlockFileReader& operator=(const BlockFileReader&) = delete;
+
+    /// Reads the record's block bytes into `dst` (resized to pos.size; any buffer with resize() and
+    /// data() of 1-byte elements: std::vector<uint8_t>, DataStream<Policy>, ...). A record running
+    /// past the end of its file is Errc::EndOfData; an unopenable file Errc::Corrupt. Returns pos.size.
+    template <typename Buffer>
+    Result<std::size_t> Read(const BlockRecordPos& pos, Buffer& dst)
+    {
+        static_assert(sizeof(*dst.data()) == 1);
+        dst.resize(pos.size);
+        return ReadInto(pos.file, pos.offset, std::span<std::byte>(reinterpret_cast<std::byte*>(dst.data()), pos.size));
+    }
+    /// The record's block bytes as a new vector.
+    Result<std::vector<uint8_t>> Read(const BlockRecordPos& pos);
+    /// Reads `dst.size()` deobfuscated bytes at `offset` of file `file` (an index into the list);
+    /// returns the count read.
+    Result<std::size_t> ReadInto(uint32_t file, uint64_t offset, std::span<std::byte> dst);
+    /// The record framing just before a block's data position (magic and size at offset - 8): the
+    /// record's position with its size. Errc::BadMagic if the magic is not `magic`.
+    Result<BlockRecordPos> ReadFrame(uint32_t file, uint64_t data_offset, std::span<const uint8_t, 4> magic);
+
+    /// Bytes read from disk so far (block bytes and frames).
+    uint64_t bytes_read() const noexcept { return m_bytes_read; }
+    const std::vector<std::filesystem::path>& files() const noexcept { return m_files; }
+
+private:
+    std::vector<std::filesystem::path> m_files;
+    ObfuscationKey m_key;
+    std::vector<int> m_fds; ///< -1: not opened yet
+    uint64_t m_bytes_read{0};
+};
 
 /// The best chain through a set of scanned headers.
 struct ChainOrder {

@@ -159,6 +159,9 @@ private:
 
 /// True if another process holds the LevelDB LOCK of `dir` (fcntl F_GETLK). Missing LOCK = false.
 bool IsDirectoryLocked(const std::filesystem::path& dir);
+/// True if another process holds an fcntl lock on `file` (LevelDB's LOCK, bitcoind's datadir
+/// `.lock`). Missing file = false.
+bool IsFileLocked(const std::filesystem::path& file);
 
 // ---- typed access through DataStream<Policy> (Core's CDBBatch::Write / CDBWrapper::Read) ----------
 

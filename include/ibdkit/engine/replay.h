@@ -1,7 +1,8 @@
 // ibdkit/engine/replay.h — the IBD engine fed from Bitcoin Core block files.
 //
 // Blocks are read from Bitcoin Core block files (any order; xor.dat honoured), ordered by following
-// prev-hashes, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
+// prev-hashes — or located through a Core data directory's block index (blockfile/locate.h) — read
+// from disk once each, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
 // received through MessageReceiver<Policy>, as Core's IBD receives them), then handed to the engine
 // (engine/engine.h): decoded, checked with CheckBlock (proof of work included), connected with
 // ConnectBlock (UTXO rules without scripts — see connect/connect.h for what that means for trust)
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
@@ -31,12 +33,16 @@ using ReplayProgress = EngineProgress;
 
 struct ReplayOptions : EngineOptions {
     std::filesystem::path blocks_dir;            ///< a blocks directory or a single blk file
-    std::optional<ChainType> chain;              ///< nullopt: detect from the first record's magic
+    /// Or a Bitcoin Core data directory, read strictly read-only through its block index
+    /// (LocateFromDatadir); exclusive with blocks_dir.
+    std::filesystem::path datadir;
+    std::optional<ChainType> chain;              ///< nullopt: from the first record's magic (datadir: its layout)
     bool via_p2p{false};
 };
 
 /// The engine's result plus what the block files held besides the chain.
 struct ReplayResult : EngineResult {
+    uint64_t bytes_read{0};      ///< block bytes read from the blk files by the block source
     BlockFileScanStats scan;
     uint64_t orphans{0}, stale{0}, duplicates{0};
 };

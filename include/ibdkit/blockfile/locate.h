@@ -1,0 +1,74 @@
+// ibdkit/blockfile/locate.h — where the blocks of the best chain are: the seam between block storage
+// and the IBD engine.
+//
+// Two sources give the same LocatedChain:
+//  - a bare blocks directory (or one blk file): every record's 88 leading bytes are scanned and the
+//    chain is ordered by following prev-hashes (ChainOrderer);
+//  - a Bitcoin Core data directory: the block index (`blocks/index`, read-only, see
+//    block_index.h) gives every block's file and position; no blk file is scanned.
+// Either way the engine then reads each block's bytes once, with a BlockFileReader over `files`.
+// Nothing is ever written into the directories.
+#pragma once
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/error.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace ibdkit {
+
+/// The best chain found in a set of block files, ready to be read in height order.
+struct LocatedChain {
+    ChainType chain{ChainType::MAIN};
+    std::filesystem::path blocks_dir;           ///< the directory holding `files` (and xor.dat)
+    std::vector<std::filesystem::path> files;   ///< BlockRecordPos::file indexes into this
+    ObfuscationKey key;                         ///< xor.dat (null when absent)
+    ChainOrder order;                           ///< positions and hashes, genesis or first known first
+    /// Header times: index 0 is the block before order.blocks[0] when the genesis is not a record
+    /// (then times.size() == order.blocks.size() + 1), else the time of order.blocks[0].
+    std::vector<uint32_t> times;
+    int base_height{0};                         ///< height of order.blocks[0]
+    bool genesis_is_record{false};              ///< order.blocks[0] is the genesis block
+    BlockFileScanStats scan;                    ///< bare scan: what the scan met (datadir: zeros)
+    bool from_index{false};                     ///< located through Core's block index
+    uint64_t index_entries{0};                  ///< datadir: 'b' records in the block index
+    uint64_t failed{0};                         ///< datadir: entries Core marked invalid
+
+    /// Height of the last block (base_height - 1 when empty).
+    int TipHeight() const noexcept { return base_height + int(order.blocks.size()) - 1; }
+    /// Index into `times` of the block at height h.
+    std::size_t TimeIndex(int h) const noexcept { return std::size_t(h - base_height + (genesis_is_record ? 0 : 1)); }
+};
+
+/// The network whose magic starts the first block file of `blocks_dir` (a directory or one file).
+std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& blocks_dir);
+
+/// Scans the blk files of a blocks directory (or one blk file) and orders the best chain from the
+/// network's genesis. `chain` nullopt: detected from the first record's magic. Errors: no blk file,
+/// unknown magic, unreadable files. An empty order is not an error (order.blocks may be empty).
+Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir, std::optional<ChainType> chain);
+
+/// Where a data directory keeps a network's blocks: DIR/blocks (main), DIR/testnet3/blocks,
+/// DIR/testnet4/blocks, DIR/signet/blocks, DIR/regtest/blocks. `dir` may also be a network's own
+/// directory (e.g. ~/.bitcoin/testnet3) or a blocks directory holding `index/`. With `chain`
+/// nullopt the network comes from the layout (and, for DIR/blocks, the files' magic); several
+/// networks present is an error asking for one, as is none.
+struct DatadirLayout {
+    ChainType chain{ChainType::MAIN};
+    std::filesystem::path blocks_dir;           ///< …/blocks
+    std::filesystem::path lock_file;            ///< the network datadir's `.lock`
+};
+Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
+
+/// Reads a Bitcoin Core data directory strictly read-only: the block index gives the best chain
+/// (most work, HAVE_DATA, no FAILED flag, every ancestor present) and each block's position; each
+/// chain block's 8-byte record framing is read to learn its size. A running bitcoind (the
+/// datadir's `.lock` or `blocks/index/LOCK` held) is an error: "bitcoind appears to be running …
+/// stop it or copy the datadir". The index's genesis must be the network's.
+Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
+
+} // namespace ibdkit

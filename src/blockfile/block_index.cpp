@@ -1,0 +1,165 @@
+// Bitcoin Core's block index, read through the store's read-only overlay.
+#include <ibdkit/blockfile/block_index.h>
+
+#include <ibdkit/coins/store.h>
+#include <ibdkit/consensus/pow.h>
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/encoding/serialize.h>
+#include <ibdkit/stream/streams.h>
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+namespace ibdkit {
+
+namespace {
+
+constexpr uint8_t DB_BLOCK_INDEX = 'b';
+constexpr uint8_t DB_REINDEX_FLAG = 'R';
+
+// Core's VARINT_MODE(NONNEGATIVE_SIGNED) into an int32_t.
+int32_t ReadSignedVarInt(SpanReader& r, const char* what)
+{
+    const uint32_t v = ReadVarInt<uint32_t>(r);
+    if (v > uint32_t(std::numeric_limits<int32_t>::max())) {
+        throw DecodeError(Errc::VarIntOverflow, what);
+    }
+    return int32_t(v);
+}
+
+} // namespace
+
+uint32_t BlockIndexEntry::Time() const noexcept { return ReadLE32(header.data() + 68); }
+uint32_t BlockIndexEntry::Bits() const noexcept { return ReadLE32(header.data() + 72); }
+
+Result<BlockIndexEntry> DecodeBlockIndexEntry(const BlockHash& hash, std::span<const uint8_t> value)
+{
+    return CatchDecode([&]() -> BlockIndexEntry {
+        SpanReader r(value);
+        BlockIndexEntry e;
+        e.hash = hash;
+        e.client_version = ReadSignedVarInt(r, "block index: client version out of range");
+        e.height = ReadSignedVarInt(r, "block index: height out of range");
+        e.status = ReadVarInt<uint32_t>(r);
+        e.tx_count = ReadVarInt<uint32_t>(r);
+        if (e.status & (BLOCK_HAVE_DATA | BLOCK_HAVE_UNDO)) e.file = ReadSignedVarInt(r, "block index: file number out of range");
+        if (e.status & BLOCK_HAVE_DATA) e.data_pos = ReadVarInt<uint32_t>(r);
+        if (e.status & BLOCK_HAVE_UNDO) e.undo_pos = ReadVarInt<uint32_t>(r);
+        r.read(MakeWritableByteSpan(e.header));
+        if (!r.empty()) throw DecodeError(Errc::TrailingData, "block index: trailing bytes after the header");
+        return e;
+    });
+}
+
+Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(index_dir / "CURRENT", ec)) {
+        return Error{Errc::InvalidValue, "no block index at " + index_dir.string() + " (missing CURRENT)"};
+    }
+    if (IsDirectoryLocked(index_dir)) {
+        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + (index_dir / "LOCK").string() +
+                                             " is locked; stop it or copy the datadir"};
+    }
+    StoreOptions so;
+    so.read_only = true;
+    so.create_if_missing = false;
+    so.obfuscate = false;
+    so.cache_bytes = 8 << 20;
+    StoreStatus status;
+    auto store = Store::Open(index_dir, so, &status);
+    if (!store) {
+        if (status.code == StoreStatus::Code::Locked) {
+            return Error{Errc::InvalidValue, "bitcoind appears to be running: " + index_dir.string() +
+                                                 " is locked; stop it or copy the datadir"};
+        }
+        return Error{Errc::Corrupt, "block index " + index_dir.string() + ": " + status.message};
+    }
+    BlockIndex out;
+    try {
+        const std::array<uint8_t, 1> rkey{DB_REINDEX_FLAG};
+        out.reindexing = store->Exists(MakeByteSpan(rkey));
+        auto it = store->NewIterator();
+        const std::array<uint8_t, 1> prefix{DB_BLOCK_INDEX};
+        it->Seek(MakeByteSpan(prefix));
+        std::vector<uint8_t> value;
+        for (; it->Valid(); it->Next()) {
+            const auto key = it->Key();
+            if (key.empty() || uint8_t(key[0]) != DB_BLOCK_INDEX) break;
+            if (key.size() != 33) return Error{Errc::Corrupt, "block index: a 'b' key of " + std::to_string(key.size()) + " bytes"};
+            BlockHash hash(uint256(std::span<const uint8_t, 32>(reinterpret_cast<const uint8_t*>(key.data()) + 1, 32)));
+            const auto raw = it->RawValue();
+            value.assign(reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+            XorBytes(MakeWritableByteSpan(value), store->Obfuscation());
+            auto e = DecodeBlockIndexEntry(hash, value);
+            if (!e) return Error{e.error().code, "block index record " + hash.ToHex() + ": " + e.error().message};
+            if (BlockHash(HashSha256d(std::span<const uint8_t>(e->header))) != hash) {
+                return Error{Errc::Corrupt, "block index record " + hash.ToHex() + " holds the header of another block"};
+            }
+            out.entries.push_back(std::move(*e));
+        }
+        if (auto st = it->status(); !st.ok()) return Error{Errc::Corrupt, "block index " + index_dir.string() + ": " + st.message};
+    } catch (const StoreError& e) {
+        return Error{Errc::Corrupt, "block index " + index_dir.string() + ": " + e.what()};
+    }
+    return out;
+}
+
+Result<BestChain> SelectBestChain(const BlockIndex& index, const BlockHash& genesis)
+{
+    BestChain out;
+    const auto& es = index.entries;
+    auto usable = [&](std::size_t i) { return (es[i].status & BLOCK_HAVE_DATA) && !(es[i].status & BLOCK_FAILED_MASK); };
+    std::unordered_map<BlockHash, std::vector<std::size_t>, Uint256Hasher> children;
+    std::size_t g = SIZE_MAX;
+    uint64_t usable_count = 0;
+    for (std::size_t i = 0; i < es.size(); ++i) {
+        if (es[i].status & BLOCK_HAVE_DATA) ++out.with_data;
+        if (es[i].status & BLOCK_FAILED_MASK) ++out.failed;
+        if (!usable(i)) continue;
+        ++usable_count;
+        if (es[i].hash == genesis) {
+            g = i;
+        } else {
+            children[es[i].Prev()].push_back(i);
+        }
+    }
+    if (g == SIZE_MAX) {
+        out.orphans = usable_count;
+        return out;
+    }
+    if (es[g].height != 0) return Error{Errc::Corrupt, "block index: the genesis block is stored at height " + std::to_string(es[g].height)};
+    std::vector<arith_uint256> work(es.size());
+    std::vector<std::size_t> parent(es.size(), SIZE_MAX);
+    std::vector<std::size_t> frontier{g};
+    work[g] = GetBlockProof(es[g].Bits());
+    for (std::size_t k = 0; k < frontier.size(); ++k) {
+        const std::size_t i = frontier[k];
+        auto it = children.find(es[i].hash);
+        if (it == children.end()) continue;
+        for (std::size_t c : it->second) {
+            if (es[c].height != es[i].height + 1) {
+                return Error{Errc::Corrupt, "block index: block " + es[c].hash.ToHex() + " is stored at height " +
+                                                std::to_string(es[c].height) + " but its parent is at " + std::to_string(es[i].height)};
+            }
+            work[c] = work[i] + GetBlockProof(es[c].Bits());
+            parent[c] = i;
+            frontier.push_back(c);
+        }
+    }
+    auto earlier = [&](std::size_t a, std::size_t b) {
+        return std::pair(es[a].file, es[a].data_pos) < std::pair(es[b].file, es[b].data_pos);
+    };
+    std::size_t best = g;
+    for (std::size_t i : frontier) {
+        if (work[i] > work[best] || (work[i] == work[best] && earlier(i, best))) best = i;
+    }
+    for (std::size_t i = best; i != SIZE_MAX; i = parent[i]) out.entries.push_back(i);
+    std::reverse(out.entries.begin(), out.entries.end());
+    out.orphans = usable_count - frontier.size();
+    out.stale = frontier.size() - out.entries.size();
+    return out;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,229 @@
+// Locating the best chain's blocks: by scanning bare blk files, or through Core's block index.
+#include <ibdkit/blockfile/locate.h>
+
+#include <ibdkit/blockfile/block_index.h>
+#include <ibdkit/coins/store.h>
+#include <ibdkit/encoding/endian.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+namespace ibdkit {
+
+namespace {
+
+struct NetworkDir {
+    ChainType chain;
+    const char* sub; ///< Core's per-network subdirectory ("" for main)
+};
+constexpr std::array<NetworkDir, 5> NETWORK_DIRS{{{ChainType::MAIN, ""},
+                                                  {ChainType::TESTNET, "testnet3"},
+                                                  {ChainType::TESTNET4, "testnet4"},
+                                                  {ChainType::SIGNET, "signet"},
+                                                  {ChainType::REGTEST, "regtest"}}};
+
+bool HasIndex(const std::filesystem::path& blocks_dir)
+{
+    std::error_code ec;
+    return std::filesystem::exists(blocks_dir / "index" / "CURRENT", ec);
+}
+
+std::filesystem::path BlocksDirOf(const std::filesystem::path& dir, const NetworkDir& n)
+{
+    return *n.sub ? dir / n.sub / "blocks" : dir / "blocks";
+}
+
+std::string Name(ChainType c) { return std::string(ChainTypeName(c)); }
+
+std::filesystem::path BlkFileName(const std::filesystem::path& dir, int32_t n)
+{
+    char name[32];
+    std::snprintf(name, sizeof name, "blk%05d.dat", int(n));
+    return dir / name;
+}
+
+} // namespace
+
+std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& blocks_dir)
+{
+    const auto files = ListBlockFiles(blocks_dir);
+    if (files.empty()) return std::nullopt;
+    std::error_code ec;
+    const auto key_dir = std::filesystem::is_directory(blocks_dir, ec) ? blocks_dir : blocks_dir.parent_path();
+    auto key = ReadXorKey(key_dir);
+    if (!key) return std::nullopt;
+    BlockFileReader reader({files.front()}, *key);
+    std::array<uint8_t, 4> magic{};
+    if (!reader.ReadInto(0, 0, MakeWritableByteSpan(magic))) return std::nullopt;
+    return ChainTypeFromMagic(magic);
+}
+
+Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir, std::optional<ChainType> chain)
+{
+    LocatedChain s;
+    s.files = ListBlockFiles(blocks_dir);
+    if (s.files.empty()) {
+        return Error{Errc::InvalidValue, "no blkNNNNN.dat files in " + blocks_dir.string() +
+                                             " (point --blocks-dir at a Bitcoin Core blocks directory or a blk file)"};
+    }
+    if (!chain) chain = DetectChainFromBlockFiles(blocks_dir);
+    if (!chain) {
+        return Error{Errc::BadMagic, "cannot tell the network of " + blocks_dir.string() +
+                                         ": its first record has no known magic (pass --network)"};
+    }
+    s.chain = *chain;
+    const auto& params = GetChainParams(*chain);
+    std::error_code ec;
+    s.blocks_dir = std::filesystem::is_directory(blocks_dir, ec) ? blocks_dir : blocks_dir.parent_path();
+    auto key = ReadXorKey(s.blocks_dir);
+    if (!key) return key.error();
+    s.key = *key;
+    const BlockHash genesis = params.consensus.hash_genesis_block;
+    ChainOrderer orderer(genesis);
+    std::unordered_map<BlockHash, uint32_t, Uint256Hasher> time_of;
+    auto scan = ScanBlockFiles(s.files, std::span<const uint8_t, 4>(params.message_start), s.key,
+                               [&](const BlockRecordPos& pos, std::span<const uint8_t, 80> hdr) {
+                                   orderer.Add(pos, hdr);
+                                   time_of.emplace(BlockHash(HashSha256d(std::span<const uint8_t>(hdr))), ReadLE32(hdr.data() + 68));
+                               });
+    if (!scan) return scan.error();
+    s.scan = *scan;
+    s.order = orderer.Finish();
+    s.genesis_is_record = !s.order.hashes.empty() && s.order.hashes.front() == genesis;
+    s.base_height = s.genesis_is_record ? 0 : 1;
+    if (!s.genesis_is_record) s.times.push_back(params.genesis.time);
+    for (const auto& h : s.order.hashes) s.times.push_back(time_of[h]);
+    return s;
+}
+
+Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return Error{Errc::InvalidValue, "data directory " + dir.string() + " does not exist"};
+    auto finish = [&](ChainType layout_chain, const std::filesystem::path& blocks_dir, bool magic_decides) -> Result<DatadirLayout> {
+        DatadirLayout l;
+        l.chain = layout_chain;
+        l.blocks_dir = blocks_dir;
+        l.lock_file = blocks_dir.parent_path() / ".lock";
+        const auto magic = DetectChainFromBlockFiles(blocks_dir);
+        if (chain) {
+            if (magic && *magic != *chain) {
+                return Error{Errc::BadMagic, blocks_dir.string() + " holds " + Name(*magic) + " blocks, not " + Name(*chain)};
+            }
+            l.chain = *chain;
+        } else if (magic_decides && magic) {
+            l.chain = *magic;
+        } else if (magic && *magic != layout_chain) {
+            return Error{Errc::BadMagic, blocks_dir.string() + " holds " + Name(*magic) + " blocks, not " + Name(layout_chain) +
+                                             " as its place in the data directory says"};
+        }
+        return l;
+    };
+    // A blocks directory itself (it holds index/).
+    if (HasIndex(dir)) {
+        auto magic = DetectChainFromBlockFiles(dir);
+        if (!chain && !magic) {
+            return Error{Errc::InvalidValue, "cannot tell the network of " + dir.string() + ": pass --network"};
+        }
+        return finish(chain ? *chain : *magic, dir, true);
+    }
+    std::vector<NetworkDir> found;
+    for (const auto& n : NETWORK_DIRS) {
+        if (HasIndex(BlocksDirOf(dir, n))) found.push_back(n);
+    }
+    auto looked = [&] {
+        std::string s;
+        for (const auto& n : NETWORK_DIRS) s += (s.empty() ? "" : ", ") + (BlocksDirOf(dir, n) / "index").string();
+        return s;
+    };
+    if (chain) {
+        for (const auto& n : found) {
+            if (n.chain == *chain) return finish(n.chain, BlocksDirOf(dir, n), false);
+        }
+        // DIR may be a network's own directory (e.g. ~/.bitcoin/testnet3): its blocks are DIR/blocks.
+        if (!found.empty() && found.front().chain == ChainType::MAIN) return finish(*chain, dir / "blocks", true);
+        return Error{Errc::InvalidValue, "no " + Name(*chain) + " block index in " + dir.string() + " (looked for " + looked() + ")"};
+    }
+    if (found.empty()) {
+        return Error{Errc::InvalidValue, "no Bitcoin Core block index in " + dir.string() + " (looked for " + looked() + ")"};
+    }
+    if (found.size() > 1) {
+        std::string names;
+        for (const auto& n : found) names += (names.empty() ? "" : ", ") + Name(n.chain);
+        return Error{Errc::InvalidValue, dir.string() + " holds the blocks of several networks (" + names + "): pass --network"};
+    }
+    // DIR/blocks is main by layout, unless the files say otherwise (DIR is then a network's own
+    // directory such as ~/.bitcoin/testnet3).
+    return finish(found.front().chain, BlocksDirOf(dir, found.front()), found.front().chain == ChainType::MAIN);
+}
+
+Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+{
+    auto layout = ResolveDatadir(dir, chain);
+    if (!layout) return layout.error();
+    if (IsFileLocked(layout->lock_file)) {
+        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + layout->lock_file.string() +
+                                             " is locked; stop it or copy the datadir"};
+    }
+    const auto& params = GetChainParams(layout->chain);
+    auto index = ReadBlockIndex(layout->blocks_dir / "index");
+    if (!index) return index.error();
+    if (index->reindexing) {
+        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() +
+                                             " is being rebuilt (-reindex did not finish): let bitcoind finish, or use --blocks-dir"};
+    }
+    const BlockHash genesis = params.consensus.hash_genesis_block;
+    auto best = SelectBestChain(*index, genesis);
+    if (!best) return best.error();
+    if (best->entries.empty()) {
+        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() + " has no stored " +
+                                             Name(layout->chain) + " genesis block (" + std::to_string(index->entries.size()) +
+                                             " entries; a pruned node, or another network's index?)"};
+    }
+    LocatedChain s;
+    s.chain = layout->chain;
+    s.blocks_dir = layout->blocks_dir;
+    s.from_index = true;
+    s.index_entries = index->entries.size();
+    s.failed = best->failed;
+    auto key = ReadXorKey(s.blocks_dir);
+    if (!key) return key.error();
+    s.key = *key;
+    // Only the files the chain uses, in number order (an index naming file 2^31 costs one entry).
+    std::map<int32_t, uint32_t> file_index;
+    for (std::size_t i : best->entries) file_index.emplace(index->entries[i].file, 0);
+    for (auto& [number, idx] : file_index) {
+        idx = uint32_t(s.files.size());
+        s.files.push_back(BlkFileName(s.blocks_dir, number));
+    }
+    BlockFileReader frames(s.files, s.key);
+    const auto magic = std::span<const uint8_t, 4>(params.message_start);
+    s.order.blocks.reserve(best->entries.size());
+    s.order.hashes.reserve(best->entries.size());
+    s.times.reserve(best->entries.size());
+    for (std::size_t i : best->entries) {
+        const auto& e = index->entries[i];
+        auto pos = frames.ReadFrame(file_index.at(e.file), e.data_pos, magic);
+        if (!pos) {
+            return Error{pos.error().code, "block " + e.hash.ToHex() + " at height " + std::to_string(e.height) +
+                                               " (blk" + std::to_string(e.file) + " position " + std::to_string(e.data_pos) +
+                                               "): " + pos.error().message};
+        }
+        s.order.blocks.push_back(*pos);
+        s.order.hashes.push_back(e.hash);
+        s.times.push_back(e.Time());
+    }
+    s.order.orphans = best->orphans;
+    s.order.stale = best->stale;
+    s.genesis_is_record = true;
+    s.base_height = 0;
+    return s;
+}
+
+} // namespace ibdkit
