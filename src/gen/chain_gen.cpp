@@ -697,6 +697,8 @@ struct ChainGenerator::Impl {
     std::vector<std::vector<DueCoin>> due; // coins by the height that spends them (heights <= opts.blocks)
     std::vector<DueCoin> backlog;          // coins due now, not yet spent
     std::vector<int> spend_at;             // per output of the transaction being built: spend height, or -1
+    std::vector<OutKind> out_kinds;        // its output types
+    std::vector<Amount> out_values;        // its output values
     int pull_from{0};                      // first height whose bucket may still hold coins to pull early
 
     /// The era of a height: by the share of the planned bytes before it (mainnet: ~20% of its bytes
@@ -730,7 +732,7 @@ struct ChainGenerator::Impl {
     }
 
     /// Share (per mille) of outputs made never to be spent.
-    static constexpr unsigned NEVER_SPENT_PM = 140;
+    static constexpr unsigned NEVER_SPENT_PM = 200;
 
     /// Type of an output that will be spent: mainnet's spent types mapped onto the three keyless
     /// ones (key hashes → P2WSH in the witness eras, P2SH before; taproot → P2TR script path).
@@ -905,7 +907,8 @@ struct ChainGenerator::Impl {
 
         // Decide each output's fate first: never spent (a keyed type, a dust-heavy value) or spent
         // after DrawSpendDelay blocks (a keyless type, a share of what is left).
-        std::vector<OutKind> kinds(static_cast<std::size_t>(n_out));
+        std::vector<OutKind>& kinds = out_kinds;
+        kinds.assign(std::size_t(n_out), OutKind::P2SH_TRUE);
         spend_at.assign(std::size_t(n_out), -1);
         int n_spend = 0;
         for (int i = 0; i < n_out; ++i) {
@@ -920,7 +923,8 @@ struct ChainGenerator::Impl {
         const uint64_t bound = W_TX_OVERHEAD + uint64_t(n_in) * W_IN_MAX + uint64_t(n_out) * 4 * 43;
         fee = Fee(bound, v);
         const Amount avail = v - fee;
-        std::vector<Amount> values(std::size_t(n_out), 0);
+        std::vector<Amount>& values = out_values;
+        values.assign(std::size_t(n_out), 0);
         Amount used = 0;
         const Amount cap_each = avail / (2 * Amount(n_out));
         for (int i = 0; i < n_out; ++i) {
