@@ -732,7 +732,7 @@ struct ChainGenerator::Impl {
     }
 
     /// Share (per mille) of outputs made never to be spent.
-    static constexpr unsigned NEVER_SPENT_PM = 200;
+    static constexpr unsigned NEVER_SPENT_PM = 250;
 
     /// Type of an output that will be spent: mainnet's spent types mapped onto the three keyless
     /// ones (key hashes → P2WSH in the witness eras, P2SH before; taproot → P2TR script path).
