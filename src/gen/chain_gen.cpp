@@ -1185,6 +1185,27 @@ const ChainGenStats& ChainGenerator::Stats() const noexcept
 
 namespace {
 
+/// Appends to a byte vector that keeps its capacity from block to block (VectorWriter zero-fills
+/// on every field it appends).
+class AppendWriter {
+public:
+    explicit AppendWriter(std::vector<uint8_t>& v) : m_v(v) {}
+    void write(std::span<const std::byte> src)
+    {
+        const auto* p = reinterpret_cast<const uint8_t*>(src.data());
+        m_v.insert(m_v.end(), p, p + src.size());
+    }
+    template <typename T>
+    AppendWriter& operator<<(const T& obj)
+    {
+        Serialize(*this, obj);
+        return *this;
+    }
+
+private:
+    std::vector<uint8_t>& m_v;
+};
+
 class BlockFileWriter {
 public:
     BlockFileWriter(std::filesystem::path dir, const ObfuscationKey& key, uint64_t max_size)
@@ -1196,7 +1217,16 @@ public:
     /// Appends one record; false (with *err set) on an I/O failure.
     bool Write(std::span<const uint8_t> block, std::string* err)
     {
-        const uint64_t rec = 8 + block.size();
+        m_buf.resize(8 + block.size());
+        std::memcpy(m_buf.data() + 8, block.data(), block.size());
+        return WriteFramed(m_buf, err);
+    }
+
+    /// Appends one record whose block is already in `rec` after 8 bytes of room for the magic and
+    /// size (filled in here; `rec` is obfuscated in place).
+    bool WriteFramed(std::vector<uint8_t>& recbuf, std::string* err)
+    {
+        const uint64_t rec = recbuf.size();
         if (m_file && m_offset + rec > m_max && m_offset > 0) {
             if (!Close(err)) return false;
             ++m_index;
@@ -1214,14 +1244,12 @@ public:
             m_offset = 0;
             ++m_files;
         }
-        m_buf.resize(rec);
         const auto& magic = GetChainParams(ChainType::REGTEST).message_start;
-        std::memcpy(m_buf.data(), magic.data(), 4);
-        const uint32_t size = uint32_t(block.size());
-        for (int i = 0; i < 4; ++i) m_buf[4 + std::size_t(i)] = uint8_t(size >> (8 * i));
-        std::memcpy(m_buf.data() + 8, block.data(), block.size());
-        XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(m_buf.data()), m_buf.size()), m_key, std::size_t(m_offset));
-        if (std::fwrite(m_buf.data(), 1, m_buf.size(), m_file) != m_buf.size()) {
+        std::memcpy(recbuf.data(), magic.data(), 4);
+        const uint32_t size = uint32_t(rec - 8);
+        for (int i = 0; i < 4; ++i) recbuf[4 + std::size_t(i)] = uint8_t(size >> (8 * i));
+        XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(recbuf.data()), recbuf.size()), m_key, std::size_t(m_offset));
+        if (std::fwrite(recbuf.data(), 1, recbuf.size(), m_file) != recbuf.size()) {
             *err = m_path.string() + ": write failed";
             return false;
         }
@@ -1290,10 +1318,10 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
     std::vector<uint8_t> bytes;
     while (!gen->Done()) {
         const Block block = gen->Next();
-        bytes.clear();
-        VectorWriter<std::vector<uint8_t>> w(bytes, 0);
+        bytes.assign(8, 0); // room for the record's magic and size
+        AppendWriter w(bytes);
         Serialize(w, block);
-        if (!writer.Write(bytes, &err)) return Error{Errc::Corrupt, err};
+        if (!writer.WriteFramed(bytes, &err)) return Error{Errc::Corrupt, err};
         if (progress) progress(gen->Stats());
     }
     if (!writer.Close(&err)) return Error{Errc::Corrupt, err};
