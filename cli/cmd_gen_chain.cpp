@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -22,6 +23,7 @@ namespace {
 struct GenOpts {
     std::string out;
     std::string preset{"default"};
+    std::string profile{"default"};
     std::optional<int> blocks;
     uint64_t seed{1};
     std::optional<int64_t> start_time;
@@ -38,6 +40,7 @@ nlohmann::json StatsJson(const ChainWriteResult& r, const GenOpts& o, const Chai
     return nlohmann::json{
         {"generator", "ibdkit gen-chain"},
         {"network", "regtest"},
+        {"profile", o.profile},
         {"blocks", s.height},
         {"tip_hash", s.tip.ToHex()},
         {"tip_time", s.tip_time},
@@ -62,6 +65,11 @@ nlohmann::json StatsJson(const ChainWriteResult& r, const GenOpts& o, const Chai
         {"outputs_by_type",
          {{"p2pkh", s.out_p2pkh}, {"p2sh", s.out_p2sh}, {"p2wpkh", s.out_p2wpkh}, {"p2wsh", s.out_p2wsh}, {"p2tr", s.out_p2tr},
           {"p2pk", s.out_p2pk}, {"multisig", s.out_multisig}, {"op_return", s.out_op_return}}},
+        {"spent_by_age",
+         {{"same_block", s.spent_by_age[0]}, {"1_6", s.spent_by_age[1]}, {"7_144", s.spent_by_age[2]},
+          {"145_1008", s.spent_by_age[3]}, {"1009_4320", s.spent_by_age[4]}, {"over_4320", s.spent_by_age[5]}}},
+        {"never_spent_outputs", s.never_spent_outputs},
+        {"pending_coins_peak", s.pending_coins_peak},
         {"seconds", secs},
     };
 }
@@ -78,12 +86,19 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
     cmd->add_option("--preset", o->preset, "Size preset: default (2,500 blocks, ~180 MB) or tiny (150 blocks, ~2 MB)")
         ->check(CLI::IsMember({"default", "tiny"}))
         ->capture_default_str();
+    cmd->add_option("--profile", o->profile,
+                    "Chain shape: default (the benchmark chain) or mainnet (mainnet-shaped transactions, output types by era, "
+                    "dust-heavy values, full blocks and coin lifetimes; 0.8 MB per block, 2,000 blocks unless sized; "
+                    "see docs/generator.md)")
+        ->check(CLI::IsMember({"default", "mainnet"}))
+        ->capture_default_str();
     cmd->add_option("--blocks", o->blocks, "Height of the last block (overrides the preset)")->check(CLI::Range(1, 1'000'000));
     cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
     cmd->add_option("--start-time", o->start_time,
                     "Timestamp of block 1 (default: such that the last block is stamped about now; fix it for identical output)");
     cmd->add_option("--target-mb", o->target_mb,
-                    "Approximate total block bytes in MB (default: the preset's, or 72 kB per block with --blocks)")
+                    "Approximate total block bytes in MB (default: the preset's, or 72 kB per block with --blocks; mainnet "
+                    "profile: 1 MB per block)")
         ->check(CLI::PositiveNumber);
     cmd->add_flag("--xor", o->xor_files, "Obfuscate like Core >= 28: write blocks/xor.dat and XOR the blk files with it");
     cmd->add_flag("--no-genesis", o->no_genesis, "Do not write the genesis block as the first record");
@@ -91,7 +106,14 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
     cmd->add_flag("--json", o->json, "Print the summary as JSON");
     cmd->callback([o] {
         ChainGenOptions g = o->preset == "tiny" ? TinyChainGenOptions() : DefaultChainGenOptions();
-        if (o->blocks) {
+        if (o->profile == "mainnet") {
+            // 0.8 MB per block unless both sizes are given (full blocks hold ~1 MB; the first ones
+            // fill up); --preset tiny: 150 blocks.
+            int blocks = o->preset == "tiny" ? 150 : 0;
+            if (o->blocks) blocks = *o->blocks;
+            else if (o->target_mb) blocks = std::max(150, int(std::min(*o->target_mb / 0.8, 1e6)));
+            g = MainnetChainGenOptions(blocks);
+        } else if (o->blocks) {
             g.target_bytes = uint64_t(*o->blocks) * (DefaultChainGenOptions().target_bytes / uint64_t(DefaultChainGenOptions().blocks));
             g.blocks = *o->blocks;
         }

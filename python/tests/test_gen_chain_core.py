@@ -72,6 +72,39 @@ def test_core_accepts_generated_chain(cli, tmp_path):
     del chainman
 
 
+def test_core_accepts_mainnet_profile_chain(cli, tmp_path):
+    # The mainnet profile: coins spent in the same block, a few blocks later and hundreds of blocks
+    # later, all three eras' output types, coinbases spent late; Core connects it with full
+    # validation (scripts included) and ends on our tip.
+    s = gen(cli, tmp_path / "chain", "--profile", "mainnet", "--blocks", "600", "--target-mb", "25",
+            "--seed", "4", "--start-time", str(START))
+    assert s["profile"] == "mainnet"
+    assert s["blocks"] == 600
+    for kind in ("p2sh", "p2wsh", "p2tr_script", "coinbase"):
+        assert s["spent"][kind] > 0, kind
+    for kind, n in s["outputs_by_type"].items():
+        assert n > 0, kind
+    ages = s["spent_by_age"]
+    for bucket in ("same_block", "1_6", "7_144", "145_1008"):
+        assert ages[bucket] > 0, bucket
+    assert s["never_spent_outputs"] > 0.10 * s["outputs"]
+    assert s["max_block_weight"] <= 4_000_000
+
+    chainman = core_chainman(tmp_path / "core")
+    files = sorted((tmp_path / "chain" / "blocks").glob("blk*.dat"))
+    assert chainman.import_blocks(files) == 0
+    assert tip_of(chainman) == (600, s["tip_hash"])
+    del chainman
+
+
+def test_mainnet_profile_same_arguments_same_bytes(cli, tmp_path):
+    args = ("--profile", "mainnet", "--blocks", "250", "--target-mb", "5", "--seed", "2", "--start-time", str(START))
+    a = gen(cli, tmp_path / "a", *args)
+    b = gen(cli, tmp_path / "b", *args)
+    assert a["tip_hash"] == b["tip_hash"]
+    assert (tmp_path / "a" / "blocks" / "blk00000.dat").read_bytes() == (tmp_path / "b" / "blocks" / "blk00000.dat").read_bytes()
+
+
 def test_core_accepts_xor_chain_block_by_block(cli, tmp_path):
     s = gen(cli, tmp_path / "chain", "--preset", "tiny", "--xor", "--seed", "5", "--start-time", str(START))
     blocks_dir = tmp_path / "chain" / "blocks"

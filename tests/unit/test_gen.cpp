@@ -191,17 +191,47 @@ struct ModelCoin {
     bool coinbase;
 };
 
+/// What the model saw while connecting a chain.
+struct ModelSummary {
+    std::map<TxoutType, uint64_t> created;                  // every output, coinbases included
+    std::map<TxoutType, uint64_t> created_late;             // outputs of non-coinbase txs in the last 30% of the bytes
+    std::map<TxoutType, uint64_t> created_early;            // outputs of non-coinbase txs in the first 10% of the bytes
+    std::map<std::pair<int, int>, uint64_t> shapes_late;    // (inputs, outputs capped at 3) of the late txs
+    std::vector<int> spent_ages;                            // per input: spend height - creation height
+    std::vector<Amount> keyed_values;                       // values of outputs of key-locked types (never spent)
+    uint64_t txs_late{0}, inputs_late{0}, outputs_late{0};
+    std::vector<uint64_t> utxos_by_height;                  // UTXO count after each block
+    uint64_t tip_keyed_unspent{0};                          // key-locked outputs in the set at the tip
+    ChainGenStats stats;                                    // the generator's own counters
+};
+
+/// Whether the generator could never spend an output of this type (it holds no key).
+bool KeyLocked(TxoutType t)
+{
+    return t == TxoutType::PUBKEY || t == TxoutType::PUBKEYHASH || t == TxoutType::MULTISIG || t == TxoutType::WITNESS_V0_KEYHASH;
+}
+
 // Connects the chain to a plain map: every input exists and is unspent, coinbases are mature,
 // no value is created, the coinbase claims exactly subsidy + fees, and every spend matches the
 // anyone-can-spend script it claims (P2SH of OP_TRUE, P2WSH script hash, P2TR control block).
-TEST(Gen, UtxoRulesHoldInAPlainModel)
+void ConnectInPlainModel(const ChainGenOptions& o, ModelSummary* sum)
 {
     TempDir d;
-    const auto o = SmallOptions();
     auto res = WriteGeneratedChain(d.path, o, {});
     ASSERT_TRUE(res.ok());
     const auto records = ReadRecords(d.path / "blocks");
     const ChainParams& params = GetChainParams(ChainType::REGTEST);
+    sum->stats = res->stats;
+    // Eras by bytes, as the generator plans them (mainnet profile: first 20% legacy, last 40% taproot).
+    uint64_t total_bytes = 0;
+    for (const auto& r : records) total_bytes += r.size();
+    std::size_t late_from = records.size(), early_to = 0;
+    uint64_t seen = 0;
+    for (std::size_t h = 0; h < records.size(); ++h) {
+        if (seen <= total_bytes / 10) early_to = h;
+        seen += records[h].size();
+        if (late_from == records.size() && seen >= total_bytes * 7 / 10) late_from = h + 1;
+    }
 
     std::unordered_map<OutPoint, ModelCoin, OutPointHasher> utxo;
     uint64_t spent_p2sh = 0, spent_p2wsh = 0, spent_p2tr = 0, spent_cb = 0, intra_block = 0;
@@ -224,6 +254,7 @@ TEST(Gen, UtxoRulesHoldInAPlainModel)
                         ++spent_cb;
                     }
                     if (in_block.count(in.prevout.hash)) ++intra_block;
+                    sum->spent_ages.push_back(int(h) - c.height);
                     in_value += c.out.value;
                     const auto spk = c.out.script_pubkey.span();
                     switch (Solver(spk)) {
@@ -261,17 +292,37 @@ TEST(Gen, UtxoRulesHoldInAPlainModel)
                 EXPECT_GE(in_value, tx.GetValueOut()) << "value created at height " << h;
                 fees += in_value - tx.GetValueOut();
             }
+            if (t > 0 && h >= late_from) {
+                ++sum->txs_late;
+                sum->inputs_late += tx.vin().size();
+                sum->outputs_late += tx.vout().size();
+                sum->shapes_late[{int(tx.vin().size()), int(std::min<std::size_t>(tx.vout().size(), 3))}]++;
+            }
             for (uint32_t i = 0; i < tx.vout().size(); ++i) {
                 const Script& s = tx.vout()[i].script_pubkey;
-                created[Solver(s.span())]++;
+                const TxoutType type = Solver(s.span());
+                created[type]++;
+                if (t > 0 && h >= late_from) sum->created_late[type]++;
+                if (t > 0 && h > std::size_t(COINBASE_MATURITY) && h < early_to) sum->created_early[type]++;
+                if (t > 0 && KeyLocked(type)) sum->keyed_values.push_back(tx.vout()[i].value);
                 if (!s.empty() && s[0] == OP_RETURN) continue;
                 utxo.emplace(OutPoint{tx.GetHash(), i}, ModelCoin{tx.vout()[i], int(h), t == 0});
             }
             in_block[tx.GetHash()] = int(t);
         }
         EXPECT_EQ(block->vtx[0].GetValueOut(), GetBlockSubsidy(int(h), params.consensus) + fees) << "height " << h;
+        sum->utxos_by_height.push_back(utxo.size());
     }
+    for (const auto& [op, c] : utxo) sum->tip_keyed_unspent += KeyLocked(Solver(c.out.script_pubkey.span())) ? 1 : 0;
+    sum->created = created;
     EXPECT_EQ(utxo.size(), res->stats.utxos);
+    std::array<uint64_t, 6> by_age{};
+    for (int age : sum->spent_ages) {
+        std::size_t b = 0;
+        while (b < std::size(SPENT_AGE_BOUNDS) && age > SPENT_AGE_BOUNDS[b]) ++b;
+        ++by_age[b];
+    }
+    EXPECT_EQ(by_age, res->stats.spent_by_age);
     EXPECT_EQ(spent_p2sh, res->stats.spent_p2sh);
     EXPECT_EQ(spent_p2wsh, res->stats.spent_p2wsh);
     EXPECT_EQ(spent_p2tr, res->stats.spent_p2tr);
@@ -287,6 +338,117 @@ TEST(Gen, UtxoRulesHoldInAPlainModel)
         EXPECT_GT(created[t], 0u) << GetTxnOutputType(t);
     }
     EXPECT_EQ(created[TxoutType::NONSTANDARD], 0u);
+}
+
+TEST(Gen, UtxoRulesHoldInAPlainModel)
+{
+    ModelSummary sum;
+    ConnectInPlainModel(SmallOptions(), &sum);
+}
+
+// A mainnet-profile chain long enough for every era and for coins a thousand blocks old.
+ChainGenOptions MainnetOptions()
+{
+    auto o = MainnetChainGenOptions(1200);
+    o.target_bytes = 30'000'000;
+    o.seed = 9;
+    o.start_time = 1'700'000'000;
+    return o;
+}
+
+double Share(const std::map<TxoutType, uint64_t>& m, TxoutType t)
+{
+    uint64_t total = 0;
+    for (const auto& [k, n] : m) total += k == TxoutType::NULL_DATA ? 0 : n;
+    auto it = m.find(t);
+    return total && it != m.end() ? double(it->second) / double(total) : 0.0;
+}
+
+// The mainnet profile's shapes, measured on the decoded chain (independently of the generator's own
+// counters): output types by era, transaction shapes, coin lifetimes, never-spent share, dust.
+TEST(Gen, MainnetProfileHasMainnetShapes)
+{
+    ModelSummary sum;
+    ConnectInPlainModel(MainnetOptions(), &sum);
+    if (HasFatalFailure()) return;
+
+    // First era: legacy types only (no witness program is paid to before segwit).
+    EXPECT_GT(Share(sum.created_early, TxoutType::SCRIPTHASH), 0.5);
+    EXPECT_GT(Share(sum.created_early, TxoutType::PUBKEYHASH), 0.05);
+    for (TxoutType t : {TxoutType::WITNESS_V0_KEYHASH, TxoutType::WITNESS_V0_SCRIPTHASH, TxoutType::WITNESS_V1_TAPROOT}) {
+        EXPECT_EQ(sum.created_early[t], 0u) << GetTxnOutputType(t);
+    }
+    // Last era (taproot): expected shares from the profile's tables — spent outputs (75%): P2SH 14%,
+    // P2WSH 56%, P2TR 30%; never-spent outputs (25%): P2WPKH 49%, P2TR 43%, P2SH 3.5%, P2PKH 3.5%, P2WSH 1%.
+    const auto& late = sum.created_late;
+    EXPECT_NEAR(Share(late, TxoutType::WITNESS_V0_SCRIPTHASH), 0.75 * 0.56 + 0.25 * 0.01, 0.04);
+    EXPECT_NEAR(Share(late, TxoutType::WITNESS_V1_TAPROOT), 0.75 * 0.30 + 0.25 * 0.43, 0.04);
+    EXPECT_NEAR(Share(late, TxoutType::WITNESS_V0_KEYHASH), 0.25 * 0.49, 0.03);
+    EXPECT_NEAR(Share(late, TxoutType::SCRIPTHASH), 0.75 * 0.14 + 0.25 * 0.035, 0.03);
+    EXPECT_NEAR(Share(late, TxoutType::PUBKEYHASH), 0.25 * 0.035, 0.01);
+    EXPECT_GT(late.at(TxoutType::NULL_DATA), sum.txs_late / 10); // runes-era OP_RETURNs (25% of txs)
+
+    // Transaction shapes of the last era: mostly 1 input → 2 outputs, some consolidations and batches.
+    ASSERT_GT(sum.txs_late, 1000u);
+    const double one_two = double(sum.shapes_late[{1, 2}]) / double(sum.txs_late);
+    EXPECT_GT(one_two, 0.6);
+    EXPECT_LT(one_two, 0.95);
+    const double mean_in = double(sum.inputs_late) / double(sum.txs_late);
+    EXPECT_GT(mean_in, 1.1);
+    EXPECT_LT(mean_in, 4.0);
+
+    // Coin lifetimes: a large share spent in the same block or within six, a tail a thousand blocks
+    // old and more.
+    const double n = double(sum.spent_ages.size());
+    ASSERT_GT(n, 10000);
+    auto share_le = [&](int lo, int hi) {
+        return double(std::count_if(sum.spent_ages.begin(), sum.spent_ages.end(), [&](int a) { return a >= lo && a <= hi; })) / n;
+    };
+    EXPECT_GT(share_le(0, 0), 0.10);
+    EXPECT_GT(share_le(0, 6), 0.25);
+    EXPECT_GT(share_le(7, 144), 0.20);
+    EXPECT_GT(share_le(145, 1008), 0.002);
+    EXPECT_GT(share_le(1009, 1'000'000), 0.0);
+
+    // A share of outputs is never spent: 25% of transaction outputs (a few are turned into change).
+    uint64_t outputs = 0;
+    for (const auto& [t, k] : sum.created) outputs += t == TxoutType::NULL_DATA ? 0 : k;
+    EXPECT_NEAR(double(sum.stats.never_spent_outputs) / double(outputs), 0.24, 0.02);
+    EXPECT_GE(sum.tip_keyed_unspent, sum.keyed_values.size()); // all of them are still unspent at the tip
+
+    // Dust-heavy values: the median key-locked output is under 20,000 sat, over 10% under 1,000.
+    std::vector<Amount> v = sum.keyed_values;
+    std::sort(v.begin(), v.end());
+    EXPECT_LT(v[v.size() / 2], 20'000);
+    EXPECT_GT(double(std::lower_bound(v.begin(), v.end(), Amount(1000)) - v.begin()) / double(v.size()), 0.10);
+
+    // The UTXO set grows with the chain: more coins at the tip than at three quarters, than at half.
+    const auto& u = sum.utxos_by_height;
+    EXPECT_GT(u.back(), u[u.size() * 3 / 4]);
+    EXPECT_GT(u[u.size() * 3 / 4], u[u.size() / 2]);
+}
+
+TEST(Gen, MainnetProfileIsDeterministic)
+{
+    TempDir a, b, c;
+    auto o = MainnetOptions();
+    o.blocks = 300;
+    o.target_bytes = 6'000'000;
+    ASSERT_TRUE(WriteGeneratedChain(a.path, o, {}).ok());
+    ASSERT_TRUE(WriteGeneratedChain(b.path, o, {}).ok());
+    const auto fa = ReadDir(a.path / "blocks");
+    ASSERT_FALSE(fa.empty());
+    EXPECT_EQ(fa, ReadDir(b.path / "blocks"));
+    auto other = o;
+    other.seed = 10;
+    ASSERT_TRUE(WriteGeneratedChain(c.path, other, {}).ok());
+    EXPECT_NE(ReadDir(c.path / "blocks"), fa);
+    // And not the default profile's chain.
+    auto plain = o;
+    plain.profile = ChainProfile::Default;
+    TempDir p;
+    ASSERT_TRUE(WriteGeneratedChain(p.path, plain, {}).ok());
+    EXPECT_NE(ReadDir(p.path / "blocks"), fa);
 }
 
 TEST(Gen, XorVariantHoldsTheSameBlocks)

@@ -9,11 +9,20 @@
 // by the script path through a leaf of the same shape — so script validation succeeds without
 // signatures; every other output is left unspent and grows the UTXO set. Same options → the same
 // bytes, on any machine.
+//
+// Two profiles: `Default` (the benchmark chain above: random spends from a pool of spendable coins)
+// and `Mainnet`, whose shapes follow published mainnet statistics (docs/generator.md): inputs and
+// outputs per transaction, output types by era, dust-heavy values, full blocks, and coin lifetimes —
+// each output is given, when it is made, the height at which it will be spent (often the same or the
+// next few blocks, sometimes thousands of blocks later) or none, so the UTXO set grows with the chain
+// and a cache smaller than the set misses as Core's does on mainnet. Only coins still waiting to be
+// spent are held in memory (48 bytes each).
 #pragma once
 
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -29,6 +38,12 @@ inline constexpr uint64_t MAX_BLOCKFILE_SIZE = 0x8000000;
 /// Target spacing between generated blocks, in seconds.
 inline constexpr int64_t GEN_BLOCK_SPACING = 600;
 
+/// What the chain looks like (docs/generator.md).
+enum class ChainProfile : uint8_t {
+    Default, ///< random spends from a pool of spendable coins; most bytes in the last blocks
+    Mainnet, ///< mainnet-shaped: tx shapes, types by era, dust, full blocks, coin lifetimes
+};
+
 struct ChainGenOptions {
     /// Height of the last block (the chain has blocks 0..blocks).
     int blocks{2500};
@@ -40,11 +55,18 @@ struct ChainGenOptions {
     /// Approximate total size of the serialized blocks. The block-size ramp is scaled to it;
     /// capped by what `blocks` blocks of at most MAX_BLOCK_WEIGHT can hold.
     uint64_t target_bytes{180'000'000};
+    ChainProfile profile{ChainProfile::Default};
 };
 
 /// Default options sizes: the benchmark chain and a tiny one for tests.
 ChainGenOptions DefaultChainGenOptions();
 ChainGenOptions TinyChainGenOptions();
+/// The mainnet profile at 0.8 MB per block on average: `blocks` blocks (2,000 when 0).
+ChainGenOptions MainnetChainGenOptions(int blocks = 0);
+
+/// Upper bounds (inclusive, in blocks) of the age buckets of ChainGenStats::spent_by_age; the last
+/// bucket holds every older coin. 0: spent in the block that made it; 144 ≈ a day; 4,320 ≈ a month.
+inline constexpr int SPENT_AGE_BOUNDS[5] = {0, 6, 144, 1008, 4320};
 
 /// A start time such that the last of `blocks` blocks is stamped about `now`.
 int64_t DefaultStartTime(int blocks, int64_t now) noexcept;
@@ -69,6 +91,13 @@ struct ChainGenStats {
     /// Outputs created by script type.
     uint64_t out_p2pkh{0}, out_p2sh{0}, out_p2wpkh{0}, out_p2wsh{0}, out_p2tr{0}, out_p2pk{0}, out_multisig{0},
         out_op_return{0};
+    /// Inputs by the age of the coin they spend, in blocks (bounds: SPENT_AGE_BOUNDS).
+    std::array<uint64_t, 6> spent_by_age{};
+    /// Outputs made never to be spent (OP_RETURN excluded). Mainnet profile; in the default profile,
+    /// every output of a type the generator cannot spend.
+    uint64_t never_spent_outputs{0};
+    /// Mainnet profile: coins waiting to be spent, now and at most (the generator's memory).
+    uint64_t pending_coins{0}, pending_coins_peak{0};
 };
 
 /// Makes the chain block by block. Each block passes CheckBlock, the witness-commitment and
