@@ -65,7 +65,7 @@ std::size_t GetBlockWeight(const Block& block) noexcept
 namespace {
 
 /// Doubles vtx's capacity; the jobs' `out` (ids of transactions in vtx) follow it. Growth is
-/// rare (the first reservation holds every transaction of a block up to ~40,000) and amortised.
+/// rare (the first reservation holds ~35,000 transactions, more than a real block has) and amortised.
 void GrowKeepingJobs(std::vector<Transaction>& vtx, std::vector<PaddedHashJob>& jobs)
 {
     const auto old_base = reinterpret_cast<std::uintptr_t>(vtx.data());
