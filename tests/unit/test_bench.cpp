@@ -70,12 +70,14 @@ uint64_t Fnv1a(const uint8_t* p, std::size_t n)
     }
     void* p = std::malloc(n ? n : 1);
     if (!p) throw std::bad_alloc();
+    if (auto on_alloc = ibdkit::test::g_on_alloc.load(std::memory_order_relaxed)) on_alloc(p, ::malloc_usable_size(p));
     return p;
 }
 
 [[maybe_unused]] void CountingDelete(void* p) noexcept
 {
     if (!p) return;
+    if (auto on_free = ibdkit::test::g_on_free.load(std::memory_order_relaxed)) on_free(p, ::malloc_usable_size(p));
     const std::size_t cap = g_capture_bytes.load(std::memory_order_relaxed);
     if (cap && g_armed.load(std::memory_order_relaxed) && ::malloc_usable_size(p) >= cap) {
         const auto* b = static_cast<const uint8_t*>(p);
@@ -94,6 +96,9 @@ void operator delete(void* p) noexcept { CountingDelete(p); }
 void operator delete[](void* p) noexcept { CountingDelete(p); }
 void operator delete(void* p, std::size_t) noexcept { CountingDelete(p); }
 void operator delete[](void* p, std::size_t) noexcept { CountingDelete(p); }
+namespace {
+const bool g_hook_installed = (ibdkit::test::g_free_hook_installed = true);
+}
 #endif
 
 namespace ibdkit::bench {
@@ -295,7 +300,7 @@ TEST(BenchCore, CoreRunsSideBySideWhenAvailable)
 {
     std::string why;
     auto lib = FindKernelLib("", &why);
-    if (!lib) GTEST_SKIP() << why;
+    if (!lib) IBDKIT_MISSING_PREREQUISITE(why, "py-bitcoinkernel (scripts/pydeps.sh puts it in build/venv) or set IBDKIT_KERNEL_LIB");
     if (!TxCount413567()) GTEST_SKIP() << "block 413,567 not present";
     if (!Find("DeserializeBlockTest/core-kernel")) GTEST_SKIP() << "no Core variant registered";
     Options o;
