@@ -1,12 +1,15 @@
 // Contextual header checks (consensus/header_check.h): Core's retarget vectors (pow_tests.cpp),
 // testnet's minimum-difficulty rule, testnet4's BIP94, regtest's no-retargeting, and one test per
 // reject reason asserting Core's exact string.
+#include "test_primitives_data.h"
+
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/pow.h>
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 namespace ibdkit {
@@ -203,6 +206,41 @@ TEST(HeaderCheck, ChainWorkPerHeader)
     EXPECT_EQ(GetBlockProof(0x1d00ffff), arith_uint256(0x100010001ULL));
     EXPECT_EQ(GetBlockProof(0x207fffff), arith_uint256(2));
     EXPECT_EQ(GetBlockProof(0x1d00ffff) + GetBlockProof(0x1d00ffff), arith_uint256(0x200020002ULL));
+}
+
+// Every real header under ../shared/data (mainnet 0-599, signet, regtest), linked from its
+// genesis block, passes on top of its real ancestors; the same header with other bits does not.
+TEST(HeaderCheck, RealChainsPass)
+{
+    std::map<ChainType, std::map<BlockHash, BlockHeader>> by_prev;
+    for (const auto& b : test::AllSharedBlocks()) {
+        if (b.bytes.size() < 80) continue;
+        const BlockHeader h = HeaderFromBytes(std::span<const uint8_t, 80>(b.bytes.data(), 80));
+        by_prev[b.chain][h.hash_prev_block] = h;
+    }
+    if (by_prev.empty()) GTEST_SKIP() << "../shared/data not present";
+    int checked = 0;
+    for (const auto& [chain, children] : by_prev) {
+        const ChainParams& cp = GetChainParams(chain);
+        std::vector<HeaderInfo> infos{{cp.genesis.time, cp.genesis.bits}};
+        BlockHash tip = cp.genesis.GetHash();
+        for (auto it = children.find(tip); it != children.end(); it = children.find(tip)) {
+            const BlockHeader& h = it->second;
+            const int height = int(infos.size());
+            const int first = std::max(0, height - HEADER_ANCESTRY_NEEDED);
+            const HeaderAncestry prev{first, std::span(infos).subspan(std::size_t(first))};
+            BlockValidationState st;
+            ASSERT_TRUE(ContextualCheckBlockHeader(h, prev, cp.consensus, NOW, st))
+                << cp.name << " height " << height << ": " << st.GetRejectReason();
+            BlockHeader other = h;
+            other.bits ^= 1;
+            EXPECT_EQ(Reject(other, prev, cp.consensus, NOW), "bad-diffbits") << cp.name << " height " << height;
+            infos.push_back({h.time, h.bits});
+            tip = h.GetHash();
+            ++checked;
+        }
+    }
+    EXPECT_GE(checked, 500);
 }
 
 } // namespace
