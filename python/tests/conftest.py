@@ -25,6 +25,32 @@ def shared():
     return SHARED
 
 
+PBK_INSTALL = "py-bitcoinkernel (scripts/pydeps.sh installs it into build/venv: pip install py-bitcoinkernel==0.1.0a5)"
+GO_INSTALL = "a Go toolchain for btcd (apt-get install golang-go, or set GO=/path/to/go)"
+
+
+def on_ci():
+    """True when CI=true (or 1/yes): missing prerequisites fail instead of skipping."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def missing(what, install):
+    """A prerequisite is missing: skip with the reason locally; with CI=true, fail naming what to install."""
+    msg = f"{what}; install {install}"
+    if on_ci():
+        pytest.fail(f"CI=true and {msg}", pytrace=False)
+    pytest.skip(msg, allow_module_level=True)
+
+
+def import_pbk():
+    """Bitcoin Core's engine (py-bitcoinkernel's `pbk`), or a skip (a failure with CI=true)."""
+    try:
+        import pbk
+    except Exception as e:  # ImportError, or the bundled libbitcoinkernel failing to load
+        missing(f"Bitcoin Core's engine does not import ({type(e).__name__}: {e})", PBK_INSTALL)
+    return pbk
+
+
 def run_cli(cli, *args, check=True, input=None):
     """Runs ibdkit with args; returns CompletedProcess (text mode unless input is bytes)."""
     return subprocess.run([str(cli), *map(str, args)], check=check, capture_output=True,

@@ -14,7 +14,9 @@ import struct
 
 import pytest
 
-pbk = pytest.importorskip("pbk")
+from conftest import import_pbk  # noqa: E402
+
+pbk = import_pbk()
 
 from conftest import run_cli  # noqa: E402
 

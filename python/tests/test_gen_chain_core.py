@@ -9,7 +9,9 @@ import pytest
 
 from conftest import run_cli
 
-pbk = pytest.importorskip("pbk")
+from conftest import import_pbk  # noqa: E402
+
+pbk = import_pbk()
 
 START = 1_700_000_000  # fixed, so the chain is the same on every run
 

@@ -5,7 +5,9 @@ import shutil
 
 import pytest
 
-pbk = pytest.importorskip("pbk")
+from conftest import import_pbk  # noqa: E402
+
+pbk = import_pbk()
 
 from conftest import run_cli  # noqa: E402
 from test_coins_differential import build_chainstate, expected_stats  # noqa: E402

@@ -25,6 +25,8 @@ import urllib.request
 
 import pytest
 
+from conftest import GO_INSTALL, import_pbk, missing  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REGTEST_MAGIC = bytes.fromhex("fabfb5da")
 REGTEST_GENESIS = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
@@ -150,9 +152,12 @@ def btcd_bin():
     try:
         r = subprocess.run([str(ROOT / "scripts" / "btcd.sh"), "install"], capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        pytest.skip("installing btcd took more than 15 minutes")
+        missing("installing btcd took more than 15 minutes", f"{GO_INSTALL} and check the Go module proxy is reachable")
+    if r.returncode == 3:  # btcd.sh: no Go toolchain
+        missing("no Go toolchain to build btcd", GO_INSTALL)
     if r.returncode != 0:
-        pytest.skip(f"btcd cannot be installed here (scripts/btcd.sh install exit {r.returncode}): {r.stderr.strip()[-500:]}")
+        missing(f"btcd cannot be installed here (scripts/btcd.sh install exit {r.returncode}): {r.stderr.strip()[-500:]}",
+                f"{GO_INSTALL} and check the Go module proxy is reachable")
     return pathlib.Path(r.stdout.strip().splitlines()[-1])
 
 
@@ -203,7 +208,7 @@ def test_headers_first_sync_matches_replay_and_core(cli, btcd_gen, gen_chain, tm
     want = replay(cli, gen_chain)
     for k in STATS:
         assert got[k] == want[k], k
-    pbk = pytest.importorskip("pbk")
+    pbk = import_pbk()
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
     from test_coins_differential import build_chainstate, expected_stats
     height, tip, utxo = build_chainstate(tmp_path / "core", pbk.ChainType.REGTEST, [gen_chain])

@@ -1,58 +1,82 @@
 #include <ibdkit/consensus/tx_check.h>
 
+#include "consensus/tx_check_internal.h"
+
 #include <ibdkit/consensus/consensus.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <vector>
 
 namespace ibdkit {
 
-namespace {
-bool HasDuplicateInputs(std::span<const TxIn> vin)
+namespace detail {
+
+uint64_t DuplicateInputSeed() noexcept
 {
+    static const uint64_t seed = [] {
+        std::random_device rd;
+        return (uint64_t(rd()) << 32 | rd()) ^ uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    }();
+    return seed;
+}
+
+bool HasDuplicateInputs(std::span<const TxIn> vin, uint64_t seed, DuplicateCheckWork* work)
+{
+    DuplicateCheckWork local;
+    DuplicateCheckWork& w = work ? *work : local;
     const std::size_t n = vin.size();
     if (n < 2) return false;
     if (n <= 16) {
         // Small transactions (almost all): pairwise beats allocating.
         for (std::size_t i = 1; i < n; ++i) {
             for (std::size_t j = 0; j < i; ++j) {
+                ++w.comparisons;
                 if (vin[i].prevout == vin[j].prevout) return true;
             }
         }
         return false;
     }
-    // One 64-bit key per input (a hash word mixed with the index) in an open-addressing table
-    // twice the input count: linear time. Equal keys (a duplicate, or an astronomically rare
-    // collision) fall back to an exact sort of the outpoints.
+    // One mixed 64-bit key per input in an open-addressing table twice the input count: linear
+    // time. Equal keys (a duplicate, or a collision of the 64-bit keys, which anyone can craft)
+    // and a probe count over budget (slots crowded by crafted keys) fall back to an exact sort.
     std::size_t size = 64;
     while (size < 2 * n) size *= 2;
     std::vector<uint64_t> table(size, 0); // 0 = empty; a key of 0 is stored as 1
     const std::size_t mask = size - 1;
-    bool collision = false;
-    for (std::size_t i = 0; i < n && !collision; ++i) {
-        const OutPoint& o = vin[i].prevout;
-        uint64_t key = o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL);
+    const std::size_t budget = DUPLICATE_PROBES_PER_INPUT * n;
+    bool sort = false;
+    for (std::size_t i = 0; i < n && !sort; ++i) {
+        uint64_t key = MixDuplicateKey(DuplicateKey(vin[i].prevout), seed);
         if (key == 0) key = 1;
-        for (std::size_t slot = std::size_t(key >> 7) & mask;; slot = (slot + 1) & mask) {
+        for (std::size_t slot = std::size_t(key) & mask;; slot = (slot + 1) & mask) {
+            if (++w.probes > budget || table[slot] == key) {
+                sort = true;
+                break;
+            }
             if (table[slot] == 0) {
                 table[slot] = key;
                 break;
             }
-            if (table[slot] == key) {
-                collision = true;
-                break;
-            }
         }
     }
-    if (!collision) return false;
+    if (!sort) return false;
+    w.sorted = true;
     std::vector<OutPoint> all;
     all.reserve(n);
     for (const TxIn& in : vin) all.push_back(in.prevout);
-    std::sort(all.begin(), all.end());
+    std::size_t comparisons = 0;
+    std::sort(all.begin(), all.end(), [&](const OutPoint& a, const OutPoint& b) {
+        ++comparisons;
+        return a < b;
+    });
+    w.comparisons += comparisons + n;
     return std::adjacent_find(all.begin(), all.end()) != all.end();
 }
-} // namespace
+
+} // namespace detail
 
 bool CheckTransaction(const Transaction& tx, TxValidationState& state)
 {
@@ -71,7 +95,7 @@ bool CheckTransaction(const Transaction& tx, TxValidationState& state)
         if (!MoneyRange(value_out)) return state.Invalid(TxValidationResult::TX_CONSENSUS, "bad-txns-txouttotal-toolarge");
     }
     // Duplicate inputs (CVE-2018-17144).
-    if (HasDuplicateInputs(tx.vin())) return state.Invalid(TxValidationResult::TX_CONSENSUS, "bad-txns-inputs-duplicate");
+    if (detail::HasDuplicateInputs(tx.vin(), detail::DuplicateInputSeed())) return state.Invalid(TxValidationResult::TX_CONSENSUS, "bad-txns-inputs-duplicate");
     if (tx.IsCoinBase()) {
         const std::size_t len = tx.vin()[0].script_sig.size();
         if (len < 2 || len > 100) return state.Invalid(TxValidationResult::TX_CONSENSUS, "bad-cb-length");

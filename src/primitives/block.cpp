@@ -62,6 +62,20 @@ std::size_t GetBlockWeight(const Block& block) noexcept
     return GetBlockStrippedSize(block) * 3 + GetBlockTotalSize(block);
 }
 
+namespace {
+
+/// Doubles vtx's capacity; the jobs' `out` (ids of transactions in vtx) follow it. Growth is
+/// rare (the first reservation holds ~35,000 transactions, more than a real block has) and amortised.
+void GrowKeepingJobs(std::vector<Transaction>& vtx, std::vector<PaddedHashJob>& jobs)
+{
+    const auto old_base = reinterpret_cast<std::uintptr_t>(vtx.data());
+    vtx.reserve(std::max<std::size_t>(16, vtx.capacity() * 2));
+    const auto new_base = reinterpret_cast<std::uintptr_t>(vtx.data());
+    for (PaddedHashJob& j : jobs) j.out = reinterpret_cast<uint8_t*>(reinterpret_cast<std::uintptr_t>(j.out) - old_base + new_base);
+}
+
+} // namespace
+
 Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed)
 {
     // Every transaction is validated, copied (with its id messages padded) into storage shared
@@ -75,17 +89,17 @@ Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed
     detail::ParseBlock(
         c,
         [&](uint64_t n, std::size_t remaining) {
-            // The smallest transaction is 10 bytes: never reserve for bytes that are not there.
-            // At most `bound` transactions can parse, so with one spare slot (for the one whose
-            // parse fails) vtx never reallocates: the jobs' `out` point into it.
-            const std::size_t bound = std::size_t(std::min<uint64_t>(n, remaining / 10));
+            // The smallest transaction is 10 bytes, and a count reserves at most one batch of
+            // MAX_VECTOR_ALLOCATE bytes: a lying count commits little before the bytes run out.
+            const std::size_t bound = detail::BoundedCount<Transaction>(n, remaining / 10);
             block.vtx.reserve(bound + 1);
-            jobs.reserve(bound + bound / 2);
+            jobs.reserve(detail::BoundedCount<PaddedHashJob>(bound + bound / 2, SIZE_MAX));
             // Room for the copies and their padding; `remaining` may run past this block (a stream).
             const std::size_t copy = std::min<std::size_t>(remaining, MAX_BLOCK_SERIALIZED_SIZE);
             hint = copy + copy / 8;
         },
         [&](detail::ByteCursor& cur) {
+            if (block.vtx.size() == block.vtx.capacity()) GrowKeepingJobs(block.vtx, jobs);
             detail::TxBuilder::Append(cur, true, *st, hint, block.vtx.emplace_back(), &jobs);
         });
     Sha256dManyPadded(jobs);

@@ -55,7 +55,7 @@ namespace {
 class StoragePool {
 public:
     static constexpr std::size_t MAX_ENTRIES = 4;
-    static constexpr std::size_t MAX_FOOTPRINT = std::size_t(64) << 20;
+    static constexpr std::size_t MAX_FOOTPRINT = MAX_POOLED_FOOTPRINT;
 
     StoragePool() { m_idle.reserve(MAX_ENTRIES); }
 
@@ -80,6 +80,19 @@ public:
         if (m_idle.size() < MAX_ENTRIES) m_idle.push_back(std::move(st)); // within the reserve: no throw
     }
 
+    StoragePoolSnapshot Inspect()
+    {
+        std::lock_guard lock(m_mutex);
+        StoragePoolSnapshot snap;
+        snap.idle = m_idle.size();
+        for (const auto& st : m_idle) {
+            const std::size_t walked = st->FootprintByWalking();
+            snap.largest_footprint = std::max(snap.largest_footprint, walked);
+            snap.footprints_exact &= walked == st->Footprint();
+        }
+        return snap;
+    }
+
 private:
     std::mutex m_mutex;
     std::vector<std::unique_ptr<TxStorage>> m_idle;
@@ -93,6 +106,8 @@ StoragePool& Pool()
 }
 
 } // namespace
+
+StoragePoolSnapshot InspectStoragePool() { return Pool().Inspect(); }
 
 std::shared_ptr<TxStorage> TxBuilder::NewStorage(bool recycled)
 {
@@ -159,7 +174,7 @@ TxLayout TxBuilder::Append(ByteCursor& src, bool allow_witness, TxStorage& st, s
     // The scripts now borrow from the copy.
     for (std::size_t i = first_in; i < st.n_in; ++i) {
         Rebase(st.vin[i].script_sig, in.begin, dst);
-        if (!in.has_witness) st.vin[i].witness.stack.clear(); // a reused input's old stack
+        if (!in.has_witness) ClearWitness(st, st.vin[i]); // a reused input's old stack
     }
     for (std::size_t i = first_out; i < st.n_out; ++i) Rebase(st.vout[i].script_pubkey, in.begin, dst);
     SetFields(in, tx);

@@ -43,8 +43,10 @@ struct TxStorage {
     std::vector<TxOut> vout;
     std::size_t n_in{0};
     std::size_t n_out{0};
-    std::size_t witness_bytes{0}; ///< witness item bytes decoded into it since the last Reset
-    std::size_t witness_high{0};  ///< the most of any one use: about what the stacks keep
+    /// Heap bytes the witness stacks of `vin` hold: each stack's capacity in items and each
+    /// item's capacity, kept exact as stacks and items grow, shrink and are destroyed (elements
+    /// are reused from block to block, so this capacity outlives the block that grew it).
+    std::size_t witness_capacity{0};
 
     /// `need` contiguous bytes after those handed out before: the rest of the current chunk, a
     /// later (recycled) chunk, or a new one of at least `hint` bytes.
@@ -66,20 +68,40 @@ struct TxStorage {
     /// Empty again, keeping its memory (nothing is destroyed: the elements are reused).
     void Reset() noexcept
     {
-        witness_high = std::max(witness_high, witness_bytes);
-        witness_bytes = 0;
         n_in = n_out = 0;
         chunk = 0;
         used = 0;
     }
-    /// Heap bytes held (chunks, both arrays' capacity, and about what the witness stacks hold).
+    /// Heap bytes held: chunks, both arrays' capacity, and the witness stacks' capacity.
     std::size_t Footprint() const noexcept
     {
-        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut) + std::max(witness_high, witness_bytes);
+        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut) + witness_capacity;
+        for (const Chunk& c : chunks) n += c.capacity;
+        return n;
+    }
+    /// Footprint() computed by walking every element (tests: the two must agree).
+    std::size_t FootprintByWalking() const noexcept
+    {
+        std::size_t n = vin.capacity() * sizeof(TxIn) + vout.capacity() * sizeof(TxOut);
+        for (const TxIn& in : vin) {
+            n += in.witness.stack.capacity() * sizeof(std::vector<uint8_t>);
+            for (const std::vector<uint8_t>& item : in.witness.stack) n += item.capacity();
+        }
         for (const Chunk& c : chunks) n += c.capacity;
         return n;
     }
 };
+
+/// The block storage pool's idle entries (tests): how many, the largest footprint (walked), and
+/// whether every entry's Footprint() agrees with its walk.
+struct StoragePoolSnapshot {
+    std::size_t idle{0};
+    std::size_t largest_footprint{0};
+    bool footprints_exact{true};
+};
+StoragePoolSnapshot InspectStoragePool();
+/// The most bytes an idle storage may hold and stay in the pool.
+inline constexpr std::size_t MAX_POOLED_FOOTPRINT = std::size_t(64) << 20;
 
 /// Friend of Transaction and Script: fills transactions from the parser.
 struct TxBuilder {
@@ -104,6 +126,8 @@ struct TxBuilder {
     /// Appends the Sha256dMany jobs for a transaction's ids where its bytes lie (txid; and wtxid
     /// when it has a witness), with `out` unset (BlockView::ComputeTxIds).
     static void AddIdJobs(const TxLayout& l, std::vector<HashJob>& jobs);
+    /// The storage a decoded transaction points into (tests).
+    static const TxStorage* StorageOf(const Transaction& tx) noexcept { return static_cast<const TxStorage*>(tx.m_storage.get()); }
     /// Decodes one transaction from the front of [p, end) into storage of its own, ids hashed.
     static Transaction DecodeOne(const uint8_t* p, const uint8_t* end, bool allow_witness, std::size_t* consumed);
     /// Makes `s` borrow [p, p + n) (TxStorage elements, reused from block to block, only ever
@@ -132,6 +156,18 @@ T& NextElement(std::vector<T>& v, std::size_t& used)
     return v.emplace_back();
 }
 
+/// Core's MAX_VECTOR_ALLOCATE: the most bytes a count read from the input reserves at once;
+/// vectors grow in batches of this size as their elements arrive.
+inline constexpr std::size_t MAX_VECTOR_ALLOCATE = 5'000'000;
+
+/// A count read from the input, bounded by `fit` (what the bytes left could hold) and by one
+/// batch of MAX_VECTOR_ALLOCATE bytes of T: what may be reserved before the elements arrive.
+template <typename T>
+std::size_t BoundedCount(uint64_t n, std::size_t fit) noexcept
+{
+    return std::size_t(std::min<uint64_t>({n, uint64_t(fit), uint64_t(MAX_VECTOR_ALLOCATE / sizeof(T))}));
+}
+
 /// Room for `n` more elements after `used`, growing geometrically. `n` is a count read from the
 /// input: callers bound it by the bytes left (an input takes at least 41, an output 9).
 template <typename T>
@@ -150,7 +186,7 @@ struct OwnedTxSink {
 
     void Inputs(uint64_t n, std::size_t remaining)
     {
-        ReserveMore(st.vin, st.n_in, std::size_t(std::min<uint64_t>(n, remaining / 41)));
+        ReserveMore(st.vin, st.n_in, BoundedCount<TxIn>(n, remaining / 41));
     }
     void Input(const uint8_t* prevout, const uint8_t* script, std::size_t len, uint32_t seq)
     {
@@ -162,7 +198,7 @@ struct OwnedTxSink {
     }
     void Outputs(uint64_t n, std::size_t remaining)
     {
-        ReserveMore(st.vout, st.n_out, std::size_t(std::min<uint64_t>(n, remaining / 9)));
+        ReserveMore(st.vout, st.n_out, BoundedCount<TxOut>(n, remaining / 9));
     }
     void Output(int64_t value, const uint8_t* script, std::size_t len)
     {
@@ -170,18 +206,46 @@ struct OwnedTxSink {
         out.value = value;
         TxBuilder::SetBorrowed(out.script_pubkey, script, len);
     }
-    void WitnessStack(std::size_t i, uint64_t items, std::size_t remaining)
+    std::size_t items{0}; // the count the current stack announced
+
+    void WitnessStack(std::size_t i, uint64_t n, std::size_t remaining)
     {
-        // Each item takes at least one byte: never more items than bytes left.
+        // Each item takes at least one byte, and the stack grows in batches as items arrive:
+        // a lying count commits at most one batch (Core's MAX_VECTOR_ALLOCATE), not its count.
         stack = &st.vin[first_in + i].witness.stack;
-        stack->resize(std::size_t(std::min<uint64_t>(items, remaining)));
+        items = std::size_t(std::min<uint64_t>(n, remaining));
+        ResizeStack(BoundedCount<std::vector<uint8_t>>(n, remaining));
         item = 0;
     }
     void WitnessItem(std::size_t, const uint8_t* p, std::size_t len)
     {
-        (*stack)[item++].assign(p, p + len); // reuses the item's capacity from earlier blocks
-        st.witness_bytes += len;
+        if (item == stack->size()) ResizeStack(std::min(items, item + WITNESS_BATCH)); // the next batch
+        std::vector<uint8_t>& v = (*stack)[item++];
+        const std::size_t before = v.capacity();
+        v.assign(p, p + len); // reuses the item's capacity from earlier blocks
+        st.witness_capacity += v.capacity() - before;
+    }
+
+    static constexpr std::size_t WITNESS_BATCH = MAX_VECTOR_ALLOCATE / sizeof(std::vector<uint8_t>);
+
+private:
+    /// Resizes the current stack, keeping st.witness_capacity exact.
+    void ResizeStack(std::size_t n)
+    {
+        std::vector<std::vector<uint8_t>>& s = *stack;
+        for (std::size_t k = n; k < s.size(); ++k) st.witness_capacity -= s[k].capacity(); // destroyed
+        const std::size_t before = s.capacity();
+        s.resize(n);
+        st.witness_capacity += (s.capacity() - before) * sizeof(std::vector<uint8_t>);
     }
 };
+
+/// Clears a reused input's witness stack (a transaction without witness), keeping
+/// st.witness_capacity exact.
+inline void ClearWitness(TxStorage& st, TxIn& in) noexcept
+{
+    for (const std::vector<uint8_t>& item : in.witness.stack) st.witness_capacity -= item.capacity();
+    in.witness.stack.clear();
+}
 
 } // namespace ibdkit::detail

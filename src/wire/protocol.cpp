@@ -47,11 +47,6 @@ std::string ReadLimitedString(SpanReader& r, std::size_t limit, const char* what
     return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-void ExpectEnd(const SpanReader& r)
-{
-    if (!r.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after the message");
-}
-
 template <typename Fn>
 auto Decode(std::span<const uint8_t> payload, Fn&& fn) -> Result<decltype(fn(std::declval<SpanReader&>()))>
 {
@@ -186,12 +181,17 @@ Result<VersionMessage> DecodeVersion(std::span<const uint8_t> payload)
         Unserialize(r, m.services);
         Unserialize(r, m.time);
         m.addr_recv = ReadAddress(r);
-        // Core reads the rest only when present; nodes since 0.1.x send all of it.
-        m.addr_from = ReadAddress(r);
-        Unserialize(r, m.nonce);
-        m.user_agent = ReadLimitedString(r, MAX_SUBVERSION_LENGTH, "version: user agent longer than 256 bytes");
-        Unserialize(r, m.start_height);
+        // Core reads each later group only when bytes remain (net_processing.cpp): the payload
+        // may end after addr_recv, after the nonce, the user agent or the start height; fields
+        // not reached keep their defaults (an empty user agent, height 0, relay true).
+        m.user_agent.clear();
         m.relay = true;
+        if (!r.empty()) {
+            m.addr_from = ReadAddress(r); // read as one unit with the nonce, as Core's ignore(26)
+            Unserialize(r, m.nonce);
+        }
+        if (!r.empty()) m.user_agent = ReadLimitedString(r, MAX_SUBVERSION_LENGTH, "version: user agent longer than 256 bytes");
+        if (!r.empty()) Unserialize(r, m.start_height);
         if (!r.empty()) {
             uint8_t relay = 0;
             Unserialize(r, relay);
@@ -206,8 +206,7 @@ Result<uint64_t> DecodePing(std::span<const uint8_t> payload)
     return Decode(payload, [](SpanReader& r) {
         uint64_t nonce = 0;
         Unserialize(r, nonce);
-        ExpectEnd(r);
-        return nonce;
+        return nonce; // bytes after the nonce are ignored, as Core does
     });
 }
 
@@ -220,8 +219,7 @@ Result<LocatorMessage> DecodeLocator(std::span<const uint8_t> payload)
         m.locator.resize(std::size_t(n));
         for (auto& h : m.locator) Unserialize(r, h);
         Unserialize(r, m.hash_stop);
-        ExpectEnd(r);
-        return m;
+        return m; // trailing bytes ignored, as Core does
     });
 }
 
@@ -234,11 +232,10 @@ Result<std::vector<BlockHeader>> DecodeHeaders(std::span<const uint8_t> payload)
         for (uint64_t i = 0; i < n; ++i) {
             BlockHeader h;
             Unserialize(r, h);
-            if (ReadCompactSize(r) != 0) throw DecodeError(Errc::InvalidValue, "headers message: a header with transactions");
+            (void)ReadCompactSize(r); // the transaction count: read (range-checked) and ignored, as Core
             out.push_back(h);
         }
-        ExpectEnd(r);
-        return out;
+        return out; // trailing bytes ignored, as Core does
     });
 }
 
@@ -253,8 +250,7 @@ Result<std::vector<Inv>> DecodeInv(std::span<const uint8_t> payload)
             Unserialize(r, i.type);
             Unserialize(r, i.hash);
         }
-        ExpectEnd(r);
-        return out;
+        return out; // trailing bytes ignored, as Core does
     });
 }
 
@@ -272,6 +268,38 @@ Result<RejectMessage> DecodeReject(std::span<const uint8_t> payload)
         }
         return m;
     });
+}
+
+Result<std::vector<AddrEntry>> DecodeAddr(std::span<const uint8_t> payload)
+{
+    return Decode(payload, [](SpanReader& r) {
+        const uint64_t n = ReadCount(r, MAX_ADDR_TO_SEND, "addr message with more than 1000 addresses");
+        if (r.size() < n * 30) throw DecodeError(Errc::EndOfData, "addr message shorter than its count");
+        std::vector<AddrEntry> out(static_cast<std::size_t>(n));
+        for (AddrEntry& a : out) {
+            Unserialize(r, a.time);
+            a.addr = ReadAddress(r);
+        }
+        return out; // trailing bytes ignored, as Core does
+    });
+}
+
+std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs)
+{
+    std::vector<uint8_t> out;
+    out.reserve(3 + addrs.size() * 30);
+    Writer w(out, 0);
+    WriteCompactSize(w, addrs.size());
+    for (const AddrEntry& a : addrs) {
+        Serialize(w, a.time);
+        WriteAddress(w, a.addr);
+    }
+    return out;
+}
+
+Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload)
+{
+    return CatchDecode([&] { return UnserializeBlockFrom(payload, nullptr); }); // one block; the rest ignored
 }
 
 std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain)

@@ -5,10 +5,12 @@
 // instructions (deterministic, so comparable in a test).
 #include "bench.h"
 
+#include "primitives/tx_builder.h"
 #include "test_util.h"
 
 #include <ibdkit/memory/locked_pool.h>
 #include <ibdkit/primitives/block.h>
+#include <ibdkit/stream/streams.h>
 
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -68,12 +70,14 @@ uint64_t Fnv1a(const uint8_t* p, std::size_t n)
     }
     void* p = std::malloc(n ? n : 1);
     if (!p) throw std::bad_alloc();
+    if (auto on_alloc = ibdkit::test::g_on_alloc.load(std::memory_order_relaxed)) on_alloc(p, ::malloc_usable_size(p));
     return p;
 }
 
 [[maybe_unused]] void CountingDelete(void* p) noexcept
 {
     if (!p) return;
+    if (auto on_free = ibdkit::test::g_on_free.load(std::memory_order_relaxed)) on_free(p, ::malloc_usable_size(p));
     const std::size_t cap = g_capture_bytes.load(std::memory_order_relaxed);
     if (cap && g_armed.load(std::memory_order_relaxed) && ::malloc_usable_size(p) >= cap) {
         const auto* b = static_cast<const uint8_t*>(p);
@@ -92,6 +96,9 @@ void operator delete(void* p) noexcept { CountingDelete(p); }
 void operator delete[](void* p) noexcept { CountingDelete(p); }
 void operator delete(void* p, std::size_t) noexcept { CountingDelete(p); }
 void operator delete[](void* p, std::size_t) noexcept { CountingDelete(p); }
+namespace {
+const bool g_hook_installed = (ibdkit::test::g_free_hook_installed = true);
+}
 #endif
 
 namespace ibdkit::bench {
@@ -293,7 +300,7 @@ TEST(BenchCore, CoreRunsSideBySideWhenAvailable)
 {
     std::string why;
     auto lib = FindKernelLib("", &why);
-    if (!lib) GTEST_SKIP() << why;
+    if (!lib) IBDKIT_MISSING_PREREQUISITE(why, "py-bitcoinkernel (scripts/pydeps.sh puts it in build/venv) or set IBDKIT_KERNEL_LIB");
     if (!TxCount413567()) GTEST_SKIP() << "block 413,567 not present";
     if (!Find("DeserializeBlockTest/core-kernel")) GTEST_SKIP() << "no Core variant registered";
     Options o;
@@ -374,6 +381,93 @@ TEST(DecodeAllocation, CountPrefixesDoNotSizeAllocations)
     ASSERT_FALSE(decoded);
     EXPECT_EQ(decoded.error().code, Errc::EndOfData);
     EXPECT_LT(g_bytes.load(), 64u * 1024);
+}
+
+namespace {
+/// CompactSize encoding of `n`.
+std::vector<uint8_t> CompactSizeBytes(uint64_t n)
+{
+    std::vector<uint8_t> out;
+    VectorWriter<std::vector<uint8_t>> w(out, 0);
+    WriteCompactSize(w, n);
+    return out;
+}
+
+void Append(std::vector<uint8_t>& v, const std::vector<uint8_t>& more) { v.insert(v.end(), more.begin(), more.end()); }
+} // namespace
+
+// A 4 MB block message whose counts lie — a transaction, input, output or witness item count far
+// above what arrives — reserves at most one MAX_VECTOR_ALLOCATE batch (Core's 5 MB) for it before
+// the decode fails, not what the count (or the 4 MB left) could hold. A witness item count of
+// 2^25 once committed ~96 MB (4 M items of 24 bytes) here; a transaction count ~60 MB.
+TEST(DecodeAllocation, LyingCountsInFourMegabyteBlockCommitOneBatch)
+{
+    SKIP_WITHOUT_ALLOCATION_COUNTING();
+    constexpr std::size_t SIZE = 4'000'000;
+    const std::string prevout(72, '1'), lie = "fe00000002"; // 2^25 = MAX_SIZE
+    const std::string tx_head = "01000000" "01" + prevout + "00" "ffffffff";
+    // Each prefix ends where a length follows: it claims SIZE bytes that never arrive.
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"transactions", lie + "01000000" "01" + prevout},
+        {"inputs", "01" "01000000" + lie + prevout},
+        {"outputs", "01" + tx_head + lie + "0000000000000000"},
+        {"witness items", "01" "01000000" "0001" "01" + prevout + "00" "ffffffff" "01" "0000000000000000" "00" + lie},
+    };
+    for (const auto& [what, hex] : cases) {
+        std::vector<uint8_t> msg(80, 0);
+        Append(msg, test::ParseHex(hex));
+        Append(msg, CompactSizeBytes(SIZE));
+        msg.resize(SIZE, 0);
+        g_bytes = 0;
+        g_armed = true;
+        auto decoded = DecodeBlock(msg);
+        g_armed = false;
+        ASSERT_FALSE(decoded) << what;
+        EXPECT_EQ(decoded.error().code, Errc::EndOfData) << what;
+        EXPECT_LT(g_bytes.load(), 2 * detail::MAX_VECTOR_ALLOCATE) << what;
+    }
+}
+
+// Witness stacks keep their capacity in recycled block storage, so it counts in the storage's
+// footprint: exact (equal to a walk over every element) after each decode, and a storage whose
+// stacks grew beyond the pool's limit is not kept (3 M empty witness items hold 72 MB).
+TEST(DecodeAllocation, WitnessCapacityCountsInPooledStorageFootprint)
+{
+    const auto block_with_items = [](std::size_t items, std::size_t inputs) {
+        std::vector<uint8_t> msg(80, 0);
+        Append(msg, test::ParseHex("01" "02000000" "0001"));
+        Append(msg, CompactSizeBytes(inputs));
+        for (std::size_t i = 0; i < inputs; ++i) {
+            Append(msg, test::ParseHex(std::string(64, '2') + "00000000" "00" "ffffffff"));
+            msg[msg.size() - 41] = uint8_t(i); // distinct prevouts
+        }
+        Append(msg, test::ParseHex("01" "0000000000000000" "00"));
+        for (std::size_t i = 0; i < inputs; ++i) {
+            Append(msg, CompactSizeBytes(i == 0 ? items : 2));
+            for (std::size_t k = 0; k < (i == 0 ? items : 2); ++k) {
+                msg.push_back(k % 2); // an empty item, or one byte
+                if (k % 2) msg.push_back(1);
+            }
+        }
+        Append(msg, test::ParseHex("00000000"));
+        return msg;
+    };
+    for (const auto& [items, inputs] : std::vector<std::pair<std::size_t, std::size_t>>{{1'000'000, 3}, {5, 2}, {1, 1}, {3'000'000, 2}}) {
+        auto block = DecodeBlock(block_with_items(items, inputs));
+        ASSERT_TRUE(block) << items;
+        ASSERT_EQ(block->vtx[0].vin()[0].witness.stack.size(), items);
+        const detail::TxStorage* st = detail::TxBuilder::StorageOf(block->vtx[0]);
+        EXPECT_EQ(st->Footprint(), st->FootprintByWalking()) << items;
+        EXPECT_GE(st->Footprint(), items * sizeof(std::vector<uint8_t>)) << items;
+        // A block without witness over the same (recycled) storage clears the old stacks.
+        block = DecodeBlock(test::ParseHex(std::string(160, '0') + "01" "01000000" "01" + std::string(72, '3') + "00" "ffffffff" "01" "0000000000000000" "00" "00000000"));
+        ASSERT_TRUE(block);
+        st = detail::TxBuilder::StorageOf(block->vtx[0]);
+        EXPECT_EQ(st->Footprint(), st->FootprintByWalking()) << items;
+    }
+    const detail::StoragePoolSnapshot pool = detail::InspectStoragePool();
+    EXPECT_TRUE(pool.footprints_exact);
+    EXPECT_LE(pool.largest_footprint, detail::MAX_POOLED_FOOTPRINT);
 }
 
 } // namespace

@@ -107,10 +107,10 @@ CoinsDBOptions CrashOptions()
 
 /// Opens the database and, if a flush was interrupted, replays it (Core's ReplayBlocks: re-apply
 /// the blocks after the old tip up to the new tip, then flush). Returns the generation reached.
-uint64_t OpenAndRecover(const fs::path& dir, std::unique_ptr<CoinsDB>& db)
+uint64_t OpenAndRecover(const fs::path& dir, std::unique_ptr<CoinsDB>& db, const CoinsDBOptions& options = CrashOptions())
 {
     StoreStatus st;
-    db = CoinsDB::Open(dir, CrashOptions(), &st);
+    db = CoinsDB::Open(dir, options, &st);
     if (!db) throw std::runtime_error("open: " + st.message);
     auto replay = db->NeedsReplay();
     if (!replay) throw std::runtime_error("replay: " + replay.error().message);
@@ -132,8 +132,21 @@ TEST(CoinsCrashChild, Main)
 {
     const char* dir = std::getenv("IBDKIT_COINS_CRASH_CHILD");
     if (!dir) GTEST_SKIP() << "only runs as the crash test's child process";
+    // A targeted kill: after the N-th intermediate batch of a flush (H written, B not yet), tell
+    // the parent through the inherited pipe and wait there to be killed.
+    CoinsDBOptions options = CrashOptions();
+    const char* fd = std::getenv("IBDKIT_COINS_CRASH_SIGNAL_FD");
+    const char* at = std::getenv("IBDKIT_COINS_CRASH_AT_BATCH");
+    if (fd && at) {
+        options.after_partial_batch = [fd = std::atoi(fd), at = std::atol(at), n = 0L]() mutable {
+            if (++n != at) return;
+            const char c = 'F';
+            if (::write(fd, &c, 1) != 1) std::_Exit(4);
+            for (;;) ::pause();
+        };
+    }
     std::unique_ptr<CoinsDB> db;
-    uint64_t g = OpenAndRecover(dir, db);
+    uint64_t g = OpenAndRecover(dir, db, options);
     CoinsCache cache(*db, 64 << 20);
     while (++g < MAX_GEN) {
         ApplyGenToCache(cache, g);
@@ -168,18 +181,38 @@ TEST(CoinsCrash, SigkillDuringFlushLeavesOldOrNewState)
         model_gen = to;
     };
 
-    int with_h = 0, total_gens = 0;
+    // Every other kill is targeted: the child stops inside a flush (after its N-th intermediate
+    // batch) and says so, and the kill lands there for certain; the others land at random moments.
+    int with_h = 0, total_gens = 0, targeted = 0;
     uint64_t last_gen = 0;
     for (int k = 0; k < kills; ++k) {
+        const bool target = k % 2 == 0;
+        int fds[2];
+        ASSERT_EQ(::pipe(fds), 0);
+        const std::string at = std::to_string(1 + rng() % 6);
         pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
+            ::close(fds[0]);
             setenv("IBDKIT_COINS_CRASH_CHILD", dir.c_str(), 1);
+            if (target) {
+                setenv("IBDKIT_COINS_CRASH_SIGNAL_FD", std::to_string(fds[1]).c_str(), 1);
+                setenv("IBDKIT_COINS_CRASH_AT_BATCH", at.c_str(), 1);
+            }
             execl(self.c_str(), self.c_str(), "--gtest_filter=CoinsCrashChild.Main", "--gtest_brief=1", (char*)nullptr);
             std::_Exit(127);
         }
-        // Let it run long enough to open, recover and flush a few generations.
-        std::this_thread::sleep_for(std::chrono::microseconds(20'000 + rng() % 150'000));
+        ::close(fds[1]);
+        if (target) {
+            char c = 0;
+            const ssize_t got = ::read(fds[0], &c, 1); // returns when the child is inside a flush
+            if (got != 1) kill(pid, SIGKILL);
+            ASSERT_EQ(got, 1) << "the child never reached intermediate batch " << at << " of a flush";
+        } else {
+            // Let it run long enough to open, recover and flush a few generations.
+            std::this_thread::sleep_for(std::chrono::microseconds(20'000 + rng() % 150'000));
+        }
+        ::close(fds[0]);
         kill(pid, SIGKILL);
         int status = 0;
         waitpid(pid, &status, 0);
@@ -196,6 +229,11 @@ TEST(CoinsCrash, SigkillDuringFlushLeavesOldOrNewState)
                 ++with_h;
                 EXPECT_TRUE(db->GetBestBlock()->IsNull());
                 EXPECT_LT(GenOfTip((*replay)->old_tip), GenOfTip((*replay)->new_tip));
+            }
+            if (target) {
+                // The kill landed between H written and B restored: the database says so.
+                ASSERT_TRUE(replay->has_value()) << "kill " << k << " stopped inside a flush, but no H on disk";
+                ++targeted;
             }
         }
         std::unique_ptr<CoinsDB> db;
@@ -214,9 +252,11 @@ TEST(CoinsCrash, SigkillDuringFlushLeavesOldOrNewState)
         ASSERT_EQ(got.size(), model.size()) << "kill " << k << " generation " << g;
         ASSERT_TRUE(got == model) << "kill " << k << ": database is a mix of generations (at " << g << ")";
     }
-    std::printf("crash test: %d kills, %d generations flushed, %d interrupted flushes recovered via H\n", kills,
-                total_gens, with_h);
+    std::printf("crash test: %d kills (%d targeted inside a flush), %d generations flushed, %d interrupted flushes "
+                "recovered via H\n", kills, targeted, total_gens, with_h);
     EXPECT_GT(total_gens, 0);
+    EXPECT_GE(with_h, targeted);
+    EXPECT_EQ(targeted, (kills + 1) / 2) << "kills inside a flush are what this test is about";
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

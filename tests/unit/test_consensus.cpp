@@ -1,5 +1,6 @@
 // Context-free checks: every reject reason of CheckTransaction / CheckBlock, their order, the
 // CheckedBlock type-state, the witness commitment and BIP34.
+#include "consensus/tx_check_internal.h"
 #include "test_primitives_data.h"
 
 #include <ibdkit/chain/params.h>
@@ -12,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
+#include <random>
 
 namespace ibdkit {
 namespace {
@@ -208,6 +211,67 @@ TEST(CheckTransaction, DuplicateInputsWithSharedHashPrefix)
         EXPECT_FALSE(CheckTransaction(Transaction(d), st));
         EXPECT_EQ(st.GetRejectReason(), "bad-txns-inputs-duplicate");
     }
+}
+
+namespace {
+/// The inverse of MixDuplicateKey without the seed (what an attacker who knew the seed would use).
+uint64_t UnmixDuplicateKey(uint64_t k) noexcept
+{
+    const auto inverse = [](uint64_t c) {
+        uint64_t x = c; // Newton's iteration for c⁻¹ mod 2^64
+        for (int i = 0; i < 6; ++i) x *= 2 - c * x;
+        return x;
+    };
+    k ^= k >> 33;
+    k *= inverse(0xc4ceb9fe1a85ec53ULL);
+    k ^= k >> 33;
+    k *= inverse(0xff51afd7ed558ccdULL);
+    k ^= k >> 33;
+    return k;
+}
+} // namespace
+
+// 24,000 distinct inputs crafted so that every key lands in the same slot of the duplicate table
+// (here with the seed known, which a peer does not have): linear probing alone would make ~288 M
+// probes; the probe budget sends the check to a sort instead. Bounded by counting operations.
+TEST(CheckTransaction, CollidingInputsTakeBoundedWork)
+{
+    constexpr std::size_t N = 24'000;
+    const uint64_t seed = 0x0123456789abcdefULL;
+    std::vector<TxIn> vin(N);
+    for (std::size_t i = 0; i < N; ++i) {
+        const uint64_t mixed = uint64_t(i + 1) << 20; // the low 20 bits (every slot bit) zero
+        const uint64_t key = UnmixDuplicateKey(mixed) ^ seed;
+        ASSERT_EQ(detail::MixDuplicateKey(key, seed), mixed);
+        uint8_t* h = vin[i].prevout.hash.AsUint256().data();
+        for (int b = 0; b < 8; ++b) h[b] = uint8_t(key >> (8 * b)); // GetUint64(0) is little-endian
+        vin[i].prevout.n = 0;
+        ASSERT_EQ(detail::DuplicateKey(vin[i].prevout), key);
+    }
+    const auto bound = [](std::size_t n) {
+        std::size_t log2 = 0;
+        while ((std::size_t(1) << log2) < n) ++log2;
+        return detail::DUPLICATE_PROBES_PER_INPUT * n + 1 + 4 * n * log2 + n; // table, sort, scan
+    };
+    detail::DuplicateCheckWork work;
+    EXPECT_FALSE(detail::HasDuplicateInputs(vin, seed, &work));
+    EXPECT_TRUE(work.sorted);
+    EXPECT_LE(work.probes + work.comparisons, bound(N)) << work.probes << " probes, " << work.comparisons << " comparisons";
+    // A planted duplicate among them is still found, within the same bound.
+    vin[N / 2].prevout = vin[N / 3].prevout;
+    detail::DuplicateCheckWork dup;
+    EXPECT_TRUE(detail::HasDuplicateInputs(vin, seed, &dup));
+    EXPECT_LE(dup.probes + dup.comparisons, bound(N));
+    // Honest (random) inputs stay in the table: about one and a half probes each, no sort.
+    std::mt19937_64 rng(test::TestSeed());
+    std::printf("seed %llu\n", (unsigned long long)test::TestSeed());
+    for (TxIn& in : vin) {
+        for (int b = 0; b < 32; ++b) in.prevout.hash.AsUint256().data()[b] = uint8_t(rng());
+    }
+    detail::DuplicateCheckWork honest;
+    EXPECT_FALSE(detail::HasDuplicateInputs(vin, detail::DuplicateInputSeed(), &honest));
+    EXPECT_FALSE(honest.sorted);
+    EXPECT_LT(honest.probes, 3 * N);
 }
 
 TEST(CheckTransaction, Oversize)

@@ -60,6 +60,25 @@ TEST(Protocol, VersionBytes)
     EXPECT_TRUE(DecodeVersion(ParseHex(want + "deadbeef")).ok());
     // Truncated inside the user agent: EndOfData.
     EXPECT_EQ(DecodeVersion(ParseHex(want.substr(0, 170))).error().code, Errc::EndOfData);
+    // Core reads each later group only when bytes remain: a payload may stop after addr_recv
+    // (46 bytes), after the nonce (80), the user agent or the start height; not inside a group.
+    auto minimal = DecodeVersion(ParseHex(want.substr(0, 2 * 46)));
+    ASSERT_TRUE(minimal.ok()) << minimal.error().message;
+    EXPECT_EQ(minimal->addr_recv, v.addr_recv);
+    EXPECT_EQ(minimal->nonce, 0u);
+    EXPECT_EQ(minimal->user_agent, "");
+    EXPECT_EQ(minimal->start_height, 0);
+    EXPECT_TRUE(minimal->relay);
+    auto with_nonce = DecodeVersion(ParseHex(want.substr(0, 2 * 80)));
+    ASSERT_TRUE(with_nonce.ok());
+    EXPECT_EQ(with_nonce->nonce, v.nonce);
+    EXPECT_EQ(with_nonce->user_agent, "");
+    auto with_agent = DecodeVersion(ParseHex(want.substr(0, want.size() - 10)));
+    ASSERT_TRUE(with_agent.ok());
+    EXPECT_EQ(with_agent->user_agent, v.user_agent);
+    EXPECT_EQ(with_agent->start_height, 0);
+    EXPECT_EQ(DecodeVersion(ParseHex(want.substr(0, 2 * 50))).error().code, Errc::EndOfData); // inside addr_from
+    EXPECT_EQ(DecodeVersion(ParseHex(want.substr(0, 2 * 45))).error().code, Errc::EndOfData); // inside addr_recv
 }
 
 TEST(Protocol, VersionUserAgentLimit)
@@ -76,7 +95,7 @@ TEST(Protocol, PingPong)
     EXPECT_EQ(ToHex(EncodePing(0x1122334455667788)), "8877665544332211");
     EXPECT_EQ(*DecodePing(ParseHex("8877665544332211")), 0x1122334455667788u);
     EXPECT_EQ(DecodePing({}).error().code, Errc::EndOfData);
-    EXPECT_EQ(DecodePing(ParseHex("887766554433221100")).error().code, Errc::TrailingData);
+    EXPECT_EQ(*DecodePing(ParseHex("887766554433221100")), 0x1122334455667788u); // trailing: ignored, as Core
     // A whole ping message: header with the command and checksum, then the nonce.
     const auto msg = MakeMessage(GetChainParams(ChainType::REGTEST).message_start, "ping", EncodePing(0));
     EXPECT_EQ(ToHex(msg).substr(0, 40), "fabfb5da" "70696e670000000000000000" "08000000");
@@ -110,8 +129,13 @@ TEST(Protocol, HeadersBytes)
     ASSERT_TRUE(back.ok());
     ASSERT_EQ(back->size(), 2u);
     EXPECT_EQ((*back)[1], genesis.header());
-    // A header that claims transactions: refused. A truncated header: EndOfData.
-    EXPECT_EQ(DecodeHeaders(ParseHex("01" + REGTEST_GENESIS_HEADER + "01")).error().code, Errc::InvalidValue);
+    // A header that claims transactions: Core reads the count and ignores it (so do we); the count
+    // must still be a valid CompactSize. Bytes after the last header: ignored. Truncated: EndOfData.
+    auto with_txs = DecodeHeaders(ParseHex("01" + REGTEST_GENESIS_HEADER + "fd0301" "ff"));
+    ASSERT_TRUE(with_txs.ok());
+    EXPECT_EQ(with_txs->at(0), genesis.header());
+    EXPECT_EQ(DecodeHeaders(ParseHex("01" + REGTEST_GENESIS_HEADER + "fd0100")).error().code, Errc::NonCanonicalCompactSize);
+    EXPECT_EQ(DecodeHeaders(ParseHex("01" + REGTEST_GENESIS_HEADER)).error().code, Errc::EndOfData);
     EXPECT_EQ(DecodeHeaders(ParseHex("01" + REGTEST_GENESIS_HEADER.substr(0, 100))).error().code, Errc::EndOfData);
     // 2001 headers announced: refused before any is read (no allocation from the count).
     EXPECT_EQ(DecodeHeaders(ParseHex("fdd107")).error().code, Errc::SizeTooLarge);
@@ -132,7 +156,36 @@ TEST(Protocol, InvAndGetDataBytes)
     // 50,001 entries: SizeTooLarge. A count of 50,000 with 1 entry of bytes: EndOfData, no 1.8 MB vector.
     EXPECT_EQ(DecodeInv(ParseHex("fd51c3")).error().code, Errc::SizeTooLarge);
     EXPECT_EQ(DecodeInv(ParseHex("fd50c3" "02000000" + std::string(64, '0'))).error().code, Errc::EndOfData);
-    EXPECT_EQ(DecodeInv(ParseHex(want + "00")).error().code, Errc::TrailingData);
+    EXPECT_EQ(DecodeInv(ParseHex(want + "00"))->size(), 2u); // trailing: ignored, as Core
+}
+
+TEST(Protocol, AddrBytes)
+{
+    const AddrEntry a{0x65000000, VersionAddress::FromIPv4({10, 0, 0, 1}, 8333, NODE_NETWORK | NODE_WITNESS)};
+    const std::string want = "01" "00000065" "0900000000000000" "00000000000000000000ffff0a000001" "208d";
+    EXPECT_EQ(ToHex(EncodeAddr(std::span(&a, 1))), want);
+    auto back = DecodeAddr(ParseHex(want + "00"));
+    ASSERT_TRUE(back.ok());
+    ASSERT_EQ(back->size(), 1u);
+    EXPECT_EQ((*back)[0], a);
+    EXPECT_EQ(DecodeAddr(ParseHex("fde903")).error().code, Errc::SizeTooLarge); // 1001
+    EXPECT_EQ(DecodeAddr(ParseHex("fde803" + want.substr(2))).error().code, Errc::EndOfData);
+    EXPECT_TRUE(DecodeAddr(ParseHex("00"))->empty());
+}
+
+TEST(Protocol, BlockMessageIgnoresTrailingBytes)
+{
+    // Core's `block` handler reads one block and ignores the rest of the payload; DecodeBlock
+    // (a block alone) refuses trailing bytes.
+    const Block& genesis = GetChainParams(ChainType::REGTEST).genesis;
+    std::vector<uint8_t> payload = EncodeBlock(genesis);
+    payload.push_back(0x42);
+    EXPECT_EQ(DecodeBlock(payload).error().code, Errc::TrailingData);
+    auto b = DecodeBlockMessage(payload);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->GetHash(), genesis.GetHash());
+    payload.resize(payload.size() - 2);
+    EXPECT_EQ(DecodeBlockMessage(payload).error().code, Errc::EndOfData);
 }
 
 TEST(Protocol, RejectParsesToAMessage)

@@ -1,6 +1,8 @@
 // Helpers shared by unit tests.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -61,4 +63,33 @@ inline uint64_t TestSeed()
     return seed;
 }
 
+/// Called with every block the test binary's global operator delete is about to free (and its
+/// usable size), while set. The counting operator new/delete live in test_bench.cpp; under
+/// AddressSanitizer they are not installed and this is never called (FreeHookInstalled()).
+inline std::atomic<void (*)(const void*, std::size_t)> g_on_free{nullptr};
+/// Called with every block the test binary's global operator new returns (and its usable size), while set.
+inline std::atomic<void (*)(void*, std::size_t)> g_on_alloc{nullptr};
+/// Whether the binary's operator delete calls g_on_free (set by test_bench.cpp at static init).
+inline std::atomic<bool> g_free_hook_installed{false};
+
+/// True when CI=true (or 1/yes): a test whose prerequisite is missing fails instead of skipping.
+inline bool OnCI()
+{
+    const char* ci = std::getenv("CI");
+    if (!ci) return false;
+    const std::string v(ci);
+    return v == "true" || v == "TRUE" || v == "True" || v == "1" || v == "yes";
+}
+
 } // namespace ibdkit::test
+
+/// A prerequisite is missing: skips with the reason locally; with CI=true, fails naming what to
+/// install. Use in a test body (it returns from it).
+#define IBDKIT_MISSING_PREREQUISITE(what, install)                                                  \
+    do {                                                                                            \
+        if (::ibdkit::test::OnCI()) {                                                               \
+            FAIL() << "CI=true and " << what << "; install " << install;                           \
+        } else {                                                                                    \
+            GTEST_SKIP() << what << "; install " << install;                                        \
+        }                                                                                           \
+    } while (0)

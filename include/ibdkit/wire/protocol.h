@@ -14,10 +14,14 @@
 //               CompactSize count (≤ 50000) | (u32 type | 32-byte hash)*
 //   block       a block with witness
 //   reject      string message | u8 code | string reason | [32-byte hash]
+//   addr        CompactSize count (≤ 1000) | (u32 time | addr)*
 //
 // Decoders take an untrusted payload and return Result<T>: Errc::SizeTooLarge for a count above
-// its limit, Errc::EndOfData for a truncated payload, Errc::TrailingData for bytes after a complete
-// message (version and reject excepted: later protocol versions append fields, which Core ignores).
+// its limit, Errc::EndOfData for a truncated payload. They are as lenient as Core's
+// net_processing.cpp, which reads what it needs from a message and never looks past it: bytes
+// after a complete message are ignored (later protocol versions append fields), a header's
+// transaction count in `headers` is read and ignored, and `version` may end after any of its
+// optional groups.
 #pragma once
 
 #include <ibdkit/error.h>
@@ -48,6 +52,8 @@ inline constexpr std::size_t MAX_HEADERS_RESULTS = 2000;
 inline constexpr std::size_t MAX_LOCATOR_SZ = 101;
 /// Core's MAX_INV_SZ: the most entries of an inv / getdata / notfound.
 inline constexpr std::size_t MAX_INV_SZ = 50000;
+/// Core's MAX_ADDR_TO_SEND: the most entries of one addr message.
+inline constexpr std::size_t MAX_ADDR_TO_SEND = 1000;
 /// The most block hashes a node answers one getblocks with.
 inline constexpr std::size_t MAX_BLOCKS_PER_GETBLOCKS = 500;
 /// ibdkit's user agent (BIP14).
@@ -114,6 +120,13 @@ struct Inv {
     friend bool operator==(const Inv&, const Inv&) = default;
 };
 
+/// An addr entry (v1): when the address was last seen, and the address.
+struct AddrEntry {
+    uint32_t time{0};
+    VersionAddress addr;
+    friend bool operator==(const AddrEntry&, const AddrEntry&) = default;
+};
+
 struct RejectMessage {
     std::string message; ///< the command that was rejected
     uint8_t code{0};
@@ -143,10 +156,16 @@ Result<VersionMessage> DecodeVersion(std::span<const uint8_t> payload);
 /// ping / pong. (A pre-BIP31 empty ping is Errc::EndOfData.)
 Result<uint64_t> DecodePing(std::span<const uint8_t> payload);
 Result<LocatorMessage> DecodeLocator(std::span<const uint8_t> payload);
-/// Headers; a non-zero transaction count after a header is Errc::InvalidValue.
+/// Headers; each header's transaction count is read (a CompactSize ≤ MAX_SIZE) and ignored, as Core.
 Result<std::vector<BlockHeader>> DecodeHeaders(std::span<const uint8_t> payload);
 Result<std::vector<Inv>> DecodeInv(std::span<const uint8_t> payload);
 Result<RejectMessage> DecodeReject(std::span<const uint8_t> payload);
+/// addr (v1 encoding). A count above MAX_ADDR_TO_SEND is Errc::SizeTooLarge (Core misbehaves the peer).
+Result<std::vector<AddrEntry>> DecodeAddr(std::span<const uint8_t> payload);
+std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs);
+/// A `block` message: one block with witness from the front of the payload; bytes after it are
+/// ignored, as Core's `block` handler does (DecodeBlock, for a block alone, refuses them).
+Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload);
 
 /// A block locator for a chain given as hashes by height (index = height): the tip, the 10 below,
 /// then doubling steps back, and always the genesis block (Core's LocatorEntries).

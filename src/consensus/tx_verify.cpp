@@ -1,0 +1,147 @@
+#include <ibdkit/consensus/tx_verify.h>
+
+#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/tx_check.h>
+#include <ibdkit/primitives/script_ops.h>
+
+#include <algorithm>
+#include <cassert>
+#include <optional>
+
+namespace ibdkit {
+
+namespace {
+
+/// BIP68 fields of nSequence (Core's CTxIn constants).
+constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
+constexpr uint32_t SEQUENCE_LOCKTIME_TYPE_FLAG = 1u << 22;
+constexpr uint32_t SEQUENCE_LOCKTIME_MASK = 0x0000ffff;
+constexpr int SEQUENCE_LOCKTIME_GRANULARITY = 9;
+
+/// The data of the last push of a push-only script (empty for OP_0..OP_16), or nullopt when the
+/// script has an op above OP_16 or a malformed push (Core's loop in CScript::GetSigOpCount).
+std::optional<std::span<const uint8_t>> LastPush(std::span<const uint8_t> script_sig) noexcept
+{
+    const uint8_t* pc = script_sig.data();
+    const uint8_t* end = pc + script_sig.size();
+    std::span<const uint8_t> data;
+    while (pc < end) {
+        uint8_t opcode = 0;
+        if (!GetScriptOp(pc, end, opcode, &data)) return std::nullopt;
+        if (opcode > OP_16) return std::nullopt;
+    }
+    return data;
+}
+
+/// Core's CScript::GetSigOpCount(scriptSig) on a scriptPubKey: a P2SH output counts its redeem
+/// script (the scriptSig's last push) accurately.
+unsigned P2SHSigOps(std::span<const uint8_t> script_pubkey, std::span<const uint8_t> script_sig) noexcept
+{
+    if (!IsPayToScriptHash(script_pubkey)) return GetSigOpCount(script_pubkey, true);
+    const auto redeem = LastPush(script_sig);
+    return redeem ? GetSigOpCount(*redeem, true) : 0;
+}
+
+/// Core's WitnessSigOps.
+unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const ScriptWitness& witness) noexcept
+{
+    if (version == 0) {
+        if (program.size() == 20) return 1;
+        if (program.size() == 32 && !witness.stack.empty()) {
+            const auto& script = witness.stack.back();
+            return GetSigOpCount(std::span<const uint8_t>(script.data(), script.size()), true);
+        }
+    }
+    return 0;
+}
+
+/// Core's CountWitnessSigOps.
+unsigned CountWitnessSigOps(std::span<const uint8_t> script_sig, std::span<const uint8_t> script_pubkey,
+                            const ScriptWitness& witness) noexcept
+{
+    int version = 0;
+    std::span<const uint8_t> program;
+    if (IsWitnessProgram(script_pubkey, version, program)) return WitnessSigOps(version, program, witness);
+    if (IsPayToScriptHash(script_pubkey) && IsPushOnly(script_sig)) {
+        const auto redeem = LastPush(script_sig); // push-only: always parses
+        if (redeem && IsWitnessProgram(*redeem, version, program)) return WitnessSigOps(version, program, witness);
+    }
+    return 0;
+}
+
+} // namespace
+
+unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) noexcept
+{
+    if (tx.IsCoinBase()) return 0;
+    assert(spent.size() == tx.vin().size());
+    unsigned n = 0;
+    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+        if (IsPayToScriptHash(spent[i].script_pubkey.span())) {
+            n += P2SHSigOps(spent[i].script_pubkey.span(), tx.vin()[i].script_sig.span());
+        }
+    }
+    return n;
+}
+
+int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept
+{
+    int64_t cost = int64_t(GetLegacySigOpCount(tx)) * WITNESS_SCALE_FACTOR;
+    if (tx.IsCoinBase()) return cost;
+    assert(spent.size() == tx.vin().size());
+    if (flags.p2sh) cost += int64_t(GetP2SHSigOpCount(tx, spent)) * WITNESS_SCALE_FACTOR;
+    if (flags.witness) {
+        assert(flags.p2sh);
+        for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+            const TxIn& in = tx.vin()[i];
+            cost += CountWitnessSigOps(in.script_sig.span(), spent[i].script_pubkey.span(), in.witness);
+        }
+    }
+    return cost;
+}
+
+bool AddSigOpCost(int64_t& total, int64_t cost, BlockValidationState& state)
+{
+    total += cost;
+    if (total > MAX_BLOCK_SIGOPS_COST) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-blk-sigops", "too many sigops");
+    return true;
+}
+
+SequenceLocks CalculateSequenceLocks(const Transaction& tx, bool enforce_bip68, std::span<const int> coin_heights,
+                                     const std::function<int64_t(int)>& median_time_past_at)
+{
+    SequenceLocks locks;
+    if (!enforce_bip68 || tx.version() < 2) return locks; // unsigned comparison, as Core
+    assert(coin_heights.size() == tx.vin().size());
+    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+        const uint32_t seq = tx.vin()[i].sequence;
+        if (seq & SEQUENCE_LOCKTIME_DISABLE_FLAG) continue;
+        const int coin_height = coin_heights[i];
+        if (seq & SEQUENCE_LOCKTIME_TYPE_FLAG) {
+            const int64_t coin_time = median_time_past_at(std::max(coin_height - 1, 0));
+            locks.min_time = std::max(locks.min_time,
+                                      coin_time + (int64_t(seq & SEQUENCE_LOCKTIME_MASK) << SEQUENCE_LOCKTIME_GRANULARITY) - 1);
+        } else {
+            locks.min_height = std::max(locks.min_height, coin_height + int(seq & SEQUENCE_LOCKTIME_MASK) - 1);
+        }
+    }
+    return locks;
+}
+
+bool EvaluateSequenceLocks(int block_height, int64_t prev_median_time_past, const SequenceLocks& locks) noexcept
+{
+    return !(locks.min_height >= block_height || locks.min_time >= prev_median_time_past);
+}
+
+bool CheckSequenceLocks(const Transaction& tx, int block_height, int64_t prev_median_time_past, bool csv_active,
+                        std::span<const int> coin_heights, const std::function<int64_t(int)>& median_time_past_at,
+                        BlockValidationState& state)
+{
+    const SequenceLocks locks = CalculateSequenceLocks(tx, csv_active, coin_heights, median_time_past_at);
+    if (!EvaluateSequenceLocks(block_height, prev_median_time_past, locks)) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "contains a non-BIP68-final transaction");
+    }
+    return true;
+}
+
+} // namespace ibdkit
