@@ -135,3 +135,26 @@ def test_read_blocks_errors(ibdkit, tmp_path):
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.read_blocks(tmp_path)
     assert e.value.kind == "BadMagic"
+
+
+def test_read_mainnet_block_files(ibdkit):
+    """Mainnet heights 0-599 in Core's framing (../shared/data): chain order, Core's hashes, checks pass."""
+    import os
+    import pathlib
+    d = pathlib.Path(os.environ.get("IBDKIT_SHARED_DATA", pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"))
+    d = d / "mainnet" / "blk_0-599"
+    if not d.exists():
+        msg = f"{d} is missing (the shared test data)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    blocks = list(ibdkit.read_blocks(d))
+    assert reader_len(ibdkit, d) == len(blocks) == 600
+    assert blocks[0].hash == "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f"
+    assert blocks[0].network == "main" and blocks[-1].height == 599
+    assert all(b.check() is None for b in blocks)
+    assert sum(b.tx_count for b in blocks) >= 600
+
+
+def reader_len(ibdkit, d):
+    return len(ibdkit.read_blocks(d))
