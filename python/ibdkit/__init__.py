@@ -31,7 +31,6 @@ from ._ibdkit import (  # noqa: F401  (re-exported)
     Output,
     Transaction,
     __version__,
-    decode_block,
     policies,
 )
 from . import _ibdkit
@@ -43,6 +42,18 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 Progress = Union[bool, Callable[[Dict[str, Any]], None]]
+
+
+def decode_block(data: Union[bytes, bytearray, memoryview], network: str = "main") -> Block:
+    """Decodes one serialized block (80-byte header, transactions with witness).
+
+    The bytes are copied once into the block, which its transaction views share. Malformed bytes
+    raise ``ibdkit.Error`` (kind "EndOfData", "TrailingData", "NonCanonicalCompactSize", ...).
+    ``network`` is the default of ``Block.check()`` and of output addresses.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    return _ibdkit.decode_block(data, network)
 
 
 def read_blocks(path: PathLike, network: Optional[str] = None) -> BlockReader:

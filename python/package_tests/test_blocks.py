@@ -158,3 +158,11 @@ def test_read_mainnet_block_files(ibdkit):
 
 def reader_len(ibdkit, d):
     return len(ibdkit.read_blocks(d))
+
+
+def test_decode_accepts_buffers(ibdkit):
+    a = bytearray(REGTEST_GENESIS)
+    b = ibdkit.decode_block(a, network="regtest")
+    a[0] ^= 0xFF  # the block holds its own copy
+    assert b.hash == REGTEST_GENESIS_HASH
+    assert ibdkit.decode_block(memoryview(REGTEST_GENESIS)).hash == REGTEST_GENESIS_HASH
