@@ -132,15 +132,28 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
     c.type_offsets.reserve((max_rows + 1) * 4);
     c.addr_offsets.reserve((max_rows + 1) * 4);
     c.script_offsets.reserve((max_rows + 1) * 4);
+    c.type_data.reserve(max_rows * 20);
+    c.addr_data.reserve(max_rows * 44);
+    c.script_data.reserve(max_rows * (script_hex ? 70 : 35));
+    c.coinbase_bits.reserve(max_rows / 8 + 1);
+    c.addr_valid.reserve(max_rows / 8 + 1);
     AppendOffset(c.txid_offsets, 0);
     AppendOffset(c.type_offsets, 0);
     AppendOffset(c.addr_offsets, 0);
     AppendOffset(c.script_offsets, 0);
     OutPoint op;
     Coin coin;
+    Txid last;
     while (c.rows < max_rows && cur.Next(op, coin)) {
         const std::size_t i = c.rows++;
-        AppendDisplayHex(c.txid_data, op.hash.data());
+        if (i > 0 && op.hash == last) { // outputs of one transaction are adjacent: reuse its hex
+            const std::size_t at = c.txid_data.size();
+            c.txid_data.resize(at + 64);
+            std::memcpy(c.txid_data.data() + at, c.txid_data.data() + at - 64, 64);
+        } else {
+            AppendDisplayHex(c.txid_data, op.hash.data());
+            last = op.hash;
+        }
         AppendOffset(c.txid_offsets, c.txid_data.size());
         AppendLE<uint32_t>(c.vout, op.n);
         AppendLE<uint32_t>(c.height, coin.height);

@@ -632,8 +632,15 @@ struct BatchIter {
         return ColumnsToPython(cols);
     }
 
-    static nb::bytes B(const std::string& v) { return nb::bytes(v.data(), v.size()); }
-    static nb::object ColumnsToPython(const ArrowColumns& c)
+    /// Hands a buffer to Python without copying: (address, size, owner); the owner (a capsule)
+    /// frees it. _arrow.py wraps it with pyarrow.foreign_buffer(address, size, base=owner).
+    static nb::object B(std::string& v)
+    {
+        auto* owned = new std::string(std::move(v));
+        nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });
+        return nb::make_tuple(reinterpret_cast<uintptr_t>(owned->data()), owned->size(), owner);
+    }
+    static nb::object ColumnsToPython(ArrowColumns& c)
     {
         nb::dict d;
         d["rows"] = c.rows;

@@ -25,7 +25,10 @@ def batches(raw: Iterator[dict], script_hex: bool) -> Iterator[Any]:
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("Chainstate.to_arrow needs pyarrow: pip install pyarrow") from e
     sch = schema(script_hex)
-    buf = pa.py_buffer
+
+    def buf(t: tuple) -> Any:  # (address, size, owner) of a buffer built in C++: no copy
+        return pa.foreign_buffer(t[0], t[1], base=t[2])
+
     for b in raw:
         n = b["rows"]
 
