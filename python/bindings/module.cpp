@@ -215,8 +215,9 @@ public:
         }
         if (!scan) Throw(scan.error());
         m_scan = *scan;
-        // The genesis block is height 0 when present; otherwise the first known block is.
-        m_first_height = 0;
+        // The genesis block is height 0; files written without it (gen-chain --no-genesis) start
+        // at its child, height 1.
+        m_first_height = !m_order.hashes.empty() && m_order.hashes[0] != params.consensus.hash_genesis_block ? 1 : 0;
     }
 
     std::size_t Size() const noexcept { return m_order.blocks.size(); }

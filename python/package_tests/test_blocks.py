@@ -166,3 +166,11 @@ def test_decode_accepts_buffers(ibdkit):
     a[0] ^= 0xFF  # the block holds its own copy
     assert b.hash == REGTEST_GENESIS_HASH
     assert ibdkit.decode_block(memoryview(REGTEST_GENESIS)).hash == REGTEST_GENESIS_HASH
+
+
+def test_read_blocks_without_genesis_record(ibdkit, cli, tmp_path):
+    run_cli(cli, "gen-chain", "--preset", "tiny", "--out", tmp_path, "--no-genesis", "--no-progress")
+    blocks = list(ibdkit.read_blocks(tmp_path))  # a datadir-like directory: its blocks/ is used
+    assert len(blocks) == 150
+    assert blocks[0].height == 1 and blocks[0].prev_hash == REGTEST_GENESIS_HASH
+    assert blocks[-1].height == 150
