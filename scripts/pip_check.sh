@@ -4,7 +4,8 @@
 # WORK/site, then imports the package from there and decodes a block. Prints the time taken.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-work=${1:?usage: pip_check.sh WORK_DIR}
+mkdir -p "${1:?usage: pip_check.sh WORK_DIR}"
+work=$(cd "$1" && pwd)
 py=$("$root/scripts/pydeps.sh")
 start=$(date +%s)
 rm -rf "$work/site"
