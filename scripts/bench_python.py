@@ -87,7 +87,7 @@ def main():
         med = statistics.median(times)
         print(f"{name:28s} {counts[name]:>10d} txids  median {med:8.2f} s  {counts[name] / med / 1e6:6.2f} M txid/s"
               f"  ({med / base:5.1f}x ibdkit tx.txid; runs {', '.join(f'{t:.2f}' for t in times)})")
-    if len(set(counts.values())) != 1:
+    if counts and len(set(counts.values())) != 1:
         print("WARNING: txid counts differ:", counts)
 
     if a.only == "txids":
