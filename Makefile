@@ -13,6 +13,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
+	@scripts/pydeps.sh >/dev/null
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Creates build/venv with pytest and py-bitcoinkernel (Bitcoin Core's libbitcoinkernel, the
-# differential-test oracle). Idempotent; prints the venv's python path. With --report, also
-# matplotlib (for `ibdkit bench --report`'s chart, scripts/bench_report.py).
+# differential-test oracle), and what the Python package needs to build and be tested (nanobind,
+# scikit-build-core, pyarrow, tqdm). Idempotent; prints the venv's python path. With --report,
+# also matplotlib (for `ibdkit bench --report`'s chart, scripts/bench_report.py); with --bench, the
+# peers of the Python benchmark (blockchain-parser, duckdb).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/build/venv"
+pip() { "$venv/bin/pip" install -q --disable-pip-version-check "$@" >&2; }
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import pbk, pytest" 2>/dev/null; then
   py=$(command -v python3)
   "$py" -m venv "$venv" >/dev/null 2>&1 || { echo "pydeps: python3 -m venv failed (apt-get install python3-venv)" >&2; exit 1; }
-  "$venv/bin/pip" install -q --disable-pip-version-check pytest "py-bitcoinkernel==0.1.0a5" >&2 \
-    || "$venv/bin/pip" install -q --disable-pip-version-check --pre pytest py-bitcoinkernel >&2
+  pip pytest "py-bitcoinkernel==0.1.0a5" || pip --pre pytest py-bitcoinkernel
+fi
+if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pyarrow, tqdm" 2>/dev/null; then
+  pip "nanobind>=2.0" "scikit-build-core>=0.9" "pyarrow>=14" tqdm \
+    || { echo "pydeps: pip install nanobind scikit-build-core pyarrow tqdm failed" >&2; exit 1; }
 fi
 if [ "${1:-}" = "--report" ] && ! "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
-  "$venv/bin/pip" install -q --disable-pip-version-check matplotlib >&2
+  pip matplotlib
+fi
+if [ "${1:-}" = "--bench" ] && ! "$venv/bin/python" -c "import blockchain_parser, duckdb" 2>/dev/null; then
+  pip blockchain-parser duckdb
 fi
 echo "$venv/bin/python"

@@ -184,9 +184,15 @@ std::string FormatMoney(Amount sat)
 {
     const bool neg = sat < 0;
     const uint64_t a = neg ? uint64_t(0) - uint64_t(sat) : uint64_t(sat);
-    std::string frac = std::to_string(a % uint64_t(COIN));
-    frac.insert(0, 8 - frac.size(), '0');
-    return (neg ? "-" : "") + std::to_string(a / uint64_t(COIN)) + "." + frac;
+    const std::string frac = std::to_string(a % uint64_t(COIN));
+    // Appended piece by piece: GCC 12's -O3 reports a false -Wrestrict on `const char* + string`.
+    std::string out;
+    if (neg) out += '-';
+    out += std::to_string(a / uint64_t(COIN));
+    out += '.';
+    out.append(8 - frac.size(), '0');
+    out += frac;
+    return out;
 }
 
 } // namespace ibdkit

@@ -1,0 +1,38 @@
+// Errors of the Python binding: every failure of the library reaches Python as ibdkit.Error with
+// `kind` (the typed error's name: an Errc name such as "EndOfData", a store status such as
+// "NotFound", or "InvalidArgument") and `message`.
+#pragma once
+
+#include <ibdkit/coins/store.h>
+#include <ibdkit/error.h>
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+namespace ibdkit::py {
+
+struct PyError {
+    std::string kind;
+    std::string message;
+};
+
+[[noreturn]] inline void Throw(const Error& e) { throw PyError{std::string(ErrcName(e.code)), e.message}; }
+
+inline std::string StoreCodeName(StoreStatus::Code c)
+{
+    switch (c) {
+    case StoreStatus::Code::Ok: return "Ok";
+    case StoreStatus::Code::NotFound: return "NotFound";
+    case StoreStatus::Code::IoError: return "IoError";
+    case StoreStatus::Code::Corruption: return "Corrupt";
+    case StoreStatus::Code::Locked: return "Locked";
+    case StoreStatus::Code::InvalidArgument: return "InvalidArgument";
+    }
+    return "IoError";
+}
+
+/// Creates ibdkit._ibdkit.Error and the translator of PyError, DecodeError and StoreError to it.
+void RegisterErrors(nanobind::module_& m);
+
+} // namespace ibdkit::py

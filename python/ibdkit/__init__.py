@@ -1,0 +1,200 @@
+"""ibdkit: Bitcoin Core's IBD data path (block files, blocks, chainstate) from Python.
+
+A thin layer over the C++ library. Blocks and transactions are lazy views over the block's bytes;
+replay and sync run the C++ pipeline without the GIL; a chainstate (Core's LevelDB format) is
+read-only and exports to Arrow without a Python object per coin.
+
+    import ibdkit
+    for block in ibdkit.read_blocks("~/.bitcoin/blocks"):
+        for tx in block:
+            print(tx.txid, tx.vsize)
+
+    stats = ibdkit.replay("chain/blocks", chainstate="cs", dbcache=450, policy="hardened")
+    cs = ibdkit.Chainstate("cs")
+    table = pyarrow.Table.from_batches(cs.to_arrow())
+
+Failures raise ``ibdkit.Error`` with ``kind`` (the typed error: "EndOfData", "NotFound", ...)
+and ``message``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Iterator, Optional, Union
+
+from ._ibdkit import (  # noqa: F401  (re-exported)
+    Block,
+    BlockReader,
+    Coin,
+    Error,
+    Input,
+    Output,
+    Transaction,
+    __version__,
+    policies,
+)
+from . import _ibdkit
+
+__all__ = [
+    "Block", "BlockReader", "Chainstate", "Coin", "Error", "Input", "Output", "Transaction",
+    "decode_block", "policies", "read_blocks", "replay", "sync", "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Progress = Union[bool, Callable[[Dict[str, Any]], None]]
+
+
+def decode_block(data: Union[bytes, bytearray, memoryview], network: str = "main") -> Block:
+    """Decodes one serialized block (80-byte header, transactions with witness).
+
+    The bytes are copied once into the block, which its transaction views share. Malformed bytes
+    raise ``ibdkit.Error`` (kind "EndOfData", "TrailingData", "NonCanonicalCompactSize", ...).
+    ``network`` is the default of ``Block.check()`` and of output addresses.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    return _ibdkit.decode_block(data, network)
+
+
+def read_blocks(path: PathLike, network: Optional[str] = None) -> BlockReader:
+    """Blocks of a blocks directory (blkNNNNN.dat, xor.dat honoured) or a Core datadir, in chain order.
+
+    The files are scanned once and ordered by following prev-hashes from the genesis block (the
+    most-work chain wins; orphans, stale blocks and duplicates are skipped and counted in
+    ``reader.scan``). Each block is read when iterated; its transactions are views into it.
+    ``network`` defaults to the one whose magic starts the first file. ``len(reader)`` is the
+    number of blocks in the chain.
+    """
+    return BlockReader(os.path.expanduser(os.fspath(path)), network)
+
+
+class _Bar:
+    """Progress bar over a callback: tqdm when installed and wanted, else nothing."""
+
+    def __init__(self, progress: Progress, desc: str, unit: str = "block") -> None:
+        self.user = progress if callable(progress) else None
+        self.bar = None
+        if progress is True:
+            try:
+                from tqdm.auto import tqdm  # type: ignore
+                self.bar = tqdm(desc=desc, unit=unit, total=0, dynamic_ncols=True)
+            except ImportError:
+                pass
+        self.active = self.bar is not None or self.user is not None
+
+    def __call__(self, p: Dict[str, Any]) -> None:
+        if self.user is not None:
+            self.user(p)
+        if self.bar is not None:
+            total = p.get("tip_height") or 0
+            if total and self.bar.total != total:
+                self.bar.total = total
+            if "height" in p:
+                self.bar.n = max(p["height"], 0)
+            elif "fraction" in p:
+                self.bar.total = 1000
+                self.bar.n = int(p["fraction"] * 1000)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
+           dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
+           via_p2p: bool = False, progress: Progress = True) -> Dict[str, Any]:
+    """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
+
+    blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
+    magic. chainstate: directory to build or resume (default: a temporary one, removed after).
+    dbcache: UTXO cache budget in MiB (0: flush after every block). policy: a buffer policy name
+    (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
+    block as a P2P message first. progress: True for a tqdm bar (when installed), a callable
+    receiving a dict about 4 times a second, or False.
+
+    Returns the statistics as a dict (the CLI's ``--json`` fields: height, bestblock, txouts,
+    hash_serialized_3, total_amount, blocks_connected, seconds, flushes, reject_reason, ...).
+    A block failing its checks is not an exception: ``reject_reason``/``reject_height`` say which.
+    Ctrl-C stops cleanly (the chainstate is flushed) and then raises KeyboardInterrupt.
+    """
+    bar = _Bar(progress, "replay")
+    try:
+        return _ibdkit._replay(os.path.expanduser(os.fspath(blocks)), network,
+                               None if chainstate is None else os.fspath(chainstate), dbcache, policy,
+                               stop_height, via_p2p, bar if bar.active else None)
+    finally:
+        bar.close()
+
+
+def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLike] = None,
+         dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
+         window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
+         progress: Progress = True) -> Dict[str, Any]:
+    """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
+
+    connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
+    in :func:`replay` and the CLI (timeout and headers_wait in seconds, window = blocks in flight,
+    getblocks = use getblocks/inv instead of headers-first). Returns the statistics as a dict
+    (with ``mode``, ``peer``, ``failure`` — a dict with kind and message when the peer failed us).
+    """
+    bar = _Bar(progress, "sync")
+    try:
+        return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
+                             policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
+                             bar if bar.active else None)
+    finally:
+        bar.close()
+
+
+class Chainstate(_ibdkit._Chainstate):
+    """A chainstate in Bitcoin Core's LevelDB format (DATADIR/chainstate or a datadir), read-only.
+
+    policy: the buffer policy of the database's key/value streams. dbcache: LevelDB cache in MiB.
+    network: the network used to encode addresses (main, test, signet, regtest).
+
+    Iterating yields :class:`Coin` objects in database (txid) order; ``get(txid, vout)`` looks one
+    up; ``stats()`` is ``gettxoutsetinfo``; ``to_arrow()`` yields ``pyarrow.RecordBatch`` es.
+    """
+
+    def __init__(self, path: PathLike, *, policy: str = "zero-after-free", dbcache: int = 64,
+                 network: str = "main") -> None:
+        super().__init__(os.path.expanduser(os.fspath(path)), policy, dbcache, network)
+
+    def __enter__(self) -> "Chainstate":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def stats(self, hash_type: str = "hash_serialized_3", *, height: Optional[int] = None,
+              progress: Progress = False) -> Dict[str, Any]:
+        """UTXO set statistics like Core's ``gettxoutsetinfo``.
+
+        hash_type: "hash_serialized_3" (Core's hash) or "none" (counts only, faster). height: the
+        height to report (default: the highest coin height). Returns a dict with height,
+        bestblock, txouts, transactions, bogosize, total_amount (BTC string), total_amount_sat
+        and hash_serialized_3.
+        """
+        bar = _Bar(progress, "stats", unit="")
+        try:
+            return self._stats(hash_type, height, bar if bar.active else None)
+        finally:
+            bar.close()
+
+    def to_arrow(self, batch_size: int = 65536, *, script_hex: bool = False) -> Iterator[Any]:
+        """Yields ``pyarrow.RecordBatch`` es of every coin (columns as ``ibdkit utxo dump``).
+
+        Columns: txid (string, hex), vout (uint32), height (uint32), coinbase (bool), amount
+        (int64, satoshis), script_type (string), address (string, null when the script has
+        none), script (binary, or hex string with script_hex=True). The buffers are built in C++;
+        Python sees one object per column per batch. Feed them to
+        ``pyarrow.Table.from_batches``, ``pyarrow.parquet`` or DuckDB.
+        """
+        from ._arrow import batches
+        return batches(self._batches(batch_size, script_hex), script_hex)
+
+    def schema(self, *, script_hex: bool = False) -> Any:
+        """The pyarrow schema of :meth:`to_arrow`'s batches."""
+        from ._arrow import schema
+        return schema(script_hex)

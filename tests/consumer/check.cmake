@@ -1,0 +1,49 @@
+# ctest driver (cmake -P): builds and runs tests/consumer against ibdkit.
+#   MODE=install : installs the already-built tree BUILD_DIR into a temporary prefix, then
+#                  find_package(ibdkit) from the consumer (no library rebuild).
+#   MODE=subdir  : add_subdirectory(SOURCE_DIR) — compiles the library again, unoptimised, so it
+#                  stays cheap; it also checks that only the library is defined and that a
+#                  consumer's default build (no -Werror) works.
+# Inputs: MODE, SOURCE_DIR, BUILD_DIR, WORK_DIR, CXX, GENERATOR, and optionally LAUNCHER (ccache).
+foreach(v MODE SOURCE_DIR BUILD_DIR WORK_DIR CXX GENERATOR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "check.cmake: ${v} not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+string(TIMESTAMP t0 "%s")
+
+function(run)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${WORK_DIR} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "consumer (${MODE}): `${cmd}` failed (${rc}):\n${out}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(args -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX})
+if(LAUNCHER)
+  list(APPEND args -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER} -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+if(MODE STREQUAL "install")
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+  run(${CMAKE_COMMAND} ${args} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+elseif(MODE STREQUAL "subdir")
+  # No build type: CMake's default flags (no optimisation), the cheapest full library build.
+  run(${CMAKE_COMMAND} ${args} -DIBDKIT_SUBDIR=${SOURCE_DIR})
+else()
+  message(FATAL_ERROR "check.cmake: MODE must be install or subdir")
+endif()
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --target consumer)
+run(${WORK_DIR}/build/consumer ${WORK_DIR}/chainstate)
+string(FIND "${last_output}" "empty set 56944c5d3f98413ef45cf54545538103cc9f298e0575820ad3591376e2e0f65d" found)
+if(found EQUAL -1)
+  message(FATAL_ERROR "consumer (${MODE}): unexpected output:\n${last_output}")
+endif()
+string(TIMESTAMP t1 "%s")
+math(EXPR secs "${t1} - ${t0}")
+message(STATUS "consumer (${MODE}): ok in ${secs} s\n${last_output}")
+file(REMOVE_RECURSE ${WORK_DIR})
