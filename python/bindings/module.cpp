@@ -20,9 +20,9 @@
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
-#include <ibdkit/replay/replay.h>
+#include <ibdkit/engine/replay.h>
 #include <ibdkit/wire/peer.h>
-#include <ibdkit/wire/sync.h>
+#include <ibdkit/engine/sync.h>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -343,12 +343,19 @@ private:
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
                  std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
-                 nb::object progress)
+                 unsigned threads, nb::object progress)
 {
     ReplayOptions o;
-    fs::path dir = blocks;
-    if (fs::is_directory(dir / "blocks")) dir /= "blocks";
-    o.blocks_dir = dir;
+    const fs::path dir = blocks;
+    // A Core data directory (its block index, or a network's subdirectory) is read through the index.
+    bool datadir = fs::is_directory(dir / "blocks" / "index");
+    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+    if (datadir) {
+        o.datadir = dir;
+    } else {
+        o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
+    }
+    o.threads = threads;
     if (network) o.chain = ParseNetwork(*network);
     if (chainstate) o.chainstate = *chainstate;
     o.dbcache_mib = dbcache;
@@ -386,6 +393,9 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     d["network"] = std::string(ChainTypeName(r->chain));
     d["policy"] = std::string(PolicyName(o.policy));
     d["bytes_cleansed"] = r->bytes_cleansed;
+    d["bytes_read"] = r->bytes_read;
+    d["threads"] = r->threads;
+    d["coins_read_from_disk"] = r->coins_read_from_disk;
     d["orphans"] = r->orphans;
     d["stale"] = r->stale;
     d["duplicates"] = r->duplicates;
@@ -398,9 +408,10 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
-               std::optional<int> stop_height, bool getblocks, nb::object progress)
+               std::optional<int> stop_height, bool getblocks, unsigned threads, nb::object progress)
 {
     SyncOptions o;
+    o.threads = threads;
     o.chain = ParseNetwork(network);
     auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);
     if (!hp) throw PyError{"InvalidArgument", "cannot parse '" + connect + "' as HOST:PORT"};
@@ -417,10 +428,10 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.force_getblocks = getblocks;
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
-    o.on_progress = [&](const SyncProgress& p) {
+    o.on_sync_progress = [&](const SyncProgress& p) {
         bridge.Call([&](nb::dict& d) {
             d["height"] = p.height;
-            d["tip_height"] = p.target_height;
+            d["tip_height"] = p.tip_height;
             d["header_height"] = p.header_height;
             d["blocks"] = p.blocks;
             d["txs"] = p.txs;
@@ -752,9 +763,9 @@ NB_MODULE(_ibdkit, m)
         .def_prop_ro("scan", &BlockReader::Stats, "What the scan of the files found (records, orphans, ...).");
 
     m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
-          "via_p2p"_a, "progress"_a.none());
+          "via_p2p"_a, "threads"_a, "progress"_a.none());
     m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
-          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "progress"_a.none());
+          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "progress"_a.none());
 
     nb::class_<PyCoin>(m, "Coin", "An unspent output as stored in the chainstate.")
         .def_ro("txid", &PyCoin::txid)

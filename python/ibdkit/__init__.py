@@ -103,14 +103,15 @@ class _Bar:
 
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
-           via_p2p: bool = False, progress: Progress = True) -> Dict[str, Any]:
+           via_p2p: bool = False, threads: int = 0, progress: Progress = True) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
     magic. chainstate: directory to build or resume (default: a temporary one, removed after).
     dbcache: UTXO cache budget in MiB (0: flush after every block). policy: a buffer policy name
     (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
-    block as a P2P message first. progress: True for a tqdm bar (when installed), a callable
+    block as a P2P message first. threads: as ``--threads`` (0: every core; 1: all on one thread).
+    progress: True for a tqdm bar (when installed), a callable
     receiving a dict about 4 times a second, or False.
 
     Returns the statistics as a dict (the CLI's ``--json`` fields: height, bestblock, txouts,
@@ -122,7 +123,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     try:
         return _ibdkit._replay(os.path.expanduser(os.fspath(blocks)), network,
                                None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                               stop_height, via_p2p, bar if bar.active else None)
+                               stop_height, via_p2p, threads, bar if bar.active else None)
     finally:
         bar.close()
 
@@ -130,7 +131,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
 def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLike] = None,
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
-         progress: Progress = True) -> Dict[str, Any]:
+         threads: int = 0, progress: Progress = True) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -142,7 +143,7 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     try:
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
                              policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
-                             bar if bar.active else None)
+                             threads, bar if bar.active else None)
     finally:
         bar.close()
 
