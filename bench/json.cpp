@@ -2,6 +2,8 @@
 // and DIR/results.json of `--report DIR`, read by scripts/bench_report.py.
 #include "runner.h"
 
+#include <ibdkit/memory/policy.h>
+
 #include <fstream>
 
 namespace ibdkit::bench::detail {
@@ -51,6 +53,10 @@ void WriteJson(const std::string& path, const std::vector<Result>& results, cons
     f.precision(10);
     f << "{\n";
     if (env) f << "  \"environment\": " << EnvJson(*env) << ",\n";
+    // The buffer policies in list order, so scripts/bench_report.py draws a new one unedited.
+    f << "  \"policies\": [";
+    for (std::size_t i = 0; i < ALL_POLICIES.size(); ++i) f << (i ? ", \"" : "\"") << PolicyName(ALL_POLICIES[i]) << "\"";
+    f << "],\n";
     f << "  \"benchmarks\": [\n";
     auto opt = [&f](const char* key, const std::optional<double>& v) {
         if (v) f << ", \"" << key << "\": " << *v;

@@ -1,6 +1,7 @@
 // The one list of buffer policies (IBDKIT_BUFFER_POLICIES) drives everything that iterates over
 // policies: every listed policy round-trips through its name, VisitPolicy hands out the right type
-// for its id, the benchmarks register a variant for it, and the CLI's help texts offer it.
+// for its id, the benchmarks register a variant for it, the CLI's help texts offer it and the
+// benchmark JSON lists it (for the chart).
 #include "bench.h"
 
 #include <ibdkit/memory/policy.h>
@@ -122,6 +123,21 @@ TEST(PolicyList, CliHelpAndErrorsOfferEveryPolicy)
             EXPECT_NE(out.find("unknown policy 'bogus'"), std::string::npos) << out;
         }
     }
+    // Results JSON lists the policies for scripts/bench_report.py.
+    const std::string json = ::testing::TempDir() + "ibdkit_policy_list.json";
+    int status = 0;
+    RunCli("bench --smoke --filter '^DataStreamAlloc/plain$' --json " + json, &status);
+    ASSERT_EQ(status, 0);
+    FILE* f = std::fopen(json.c_str(), "r");
+    ASSERT_NE(f, nullptr) << json;
+    std::string text;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+    std::string expected = "\"policies\": [";
+    for (std::size_t i = 0; i < ALL_POLICIES.size(); ++i) expected += (i ? ", \"" : "\"") + std::string(PolicyName(ALL_POLICIES[i])) + "\"";
+    EXPECT_NE(text.find(expected + "]"), std::string::npos) << text;
 }
 
 } // namespace
