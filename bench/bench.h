@@ -11,6 +11,8 @@
 // the `plain` variant.
 #pragma once
 
+#include <ibdkit/memory/policy.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -47,6 +49,15 @@ std::vector<Case>& Registry();
 struct Registrar {
     explicit Registrar(Case c) { Registry().push_back(std::move(c)); }
 };
+
+/// Registers make(P{}) for every buffer policy P, in the order of the policy list
+/// (IBDKIT_BUFFER_POLICIES in ibdkit/memory/policy.h), so a new policy gets its variants with no
+/// edit here. Example: RegisterPerPolicy([]<typename P>(P) { return AllocCase<P>(); });
+template <typename MakeCase>
+void RegisterPerPolicy(MakeCase&& make)
+{
+    ForEachPolicy([&](auto tag) { Registry().push_back(make(tag)); });
+}
 
 struct Options {
     std::string filter{".*"};            ///< ECMAScript regex over case names

@@ -228,12 +228,11 @@ Case CoreDeserializeAndCheckCase(int height)
             }};
 }
 
-template <typename... P>
 void RegisterFor(int height)
 {
-    (Registry().push_back(DeserializeCase<P>(height)), ...);
+    RegisterPerPolicy([height]<typename P>(P) { return DeserializeCase<P>(height); });
     Registry().push_back(CoreDeserializeCase(height));
-    (Registry().push_back(DeserializeAndCheckCase<P>(height)), ...);
+    RegisterPerPolicy([height]<typename P>(P) { return DeserializeAndCheckCase<P>(height); });
     Registry().push_back(CoreDeserializeAndCheckCase(height));
     Registry().push_back(ViewWalkCase(height));
     Registry().push_back(TxIdsCase(height, true));
@@ -242,7 +241,7 @@ void RegisterFor(int height)
 
 const bool registered = [] {
     for (int h : {413567, 481829, 866342}) {
-        RegisterFor<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>(h);
+        RegisterFor(h);
     }
     return true;
 }();

@@ -157,15 +157,9 @@ Case StatsCase()
             /*smoke_ok=*/false};
 }
 
-template <typename... P>
-void RegisterAll()
-{
-    (Registry().push_back(FlushCase<P>()), ...);
-    (Registry().push_back(StatsCase<P>()), ...);
-}
-
 const bool registered = [] {
-    RegisterAll<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>();
+    RegisterPerPolicy([]<typename P>(P) { return FlushCase<P>(); });
+    RegisterPerPolicy([]<typename P>(P) { return StatsCase<P>(); });
     return true;
 }();
 

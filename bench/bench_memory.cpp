@@ -95,15 +95,9 @@ Case LargeReleaseCase(const char* variant, int mode)
             }, /*smoke_ok=*/true};
 }
 
-template <typename... P>
-void RegisterAll()
-{
-    (Registry().push_back(AllocCase<P>()), ...);
-    (Registry().push_back(ScriptCase<P>()), ...);
-}
-
 const bool registered = [] {
-    RegisterAll<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>();
+    RegisterPerPolicy([]<typename P>(P) { return AllocCase<P>(); });
+    RegisterPerPolicy([]<typename P>(P) { return ScriptCase<P>(); });
     Registry().push_back(CleanseCase("core-memset-barrier", [](void* p, std::size_t n) { CleanseCoreStyle(p, n); }));
     Registry().push_back(CleanseCase("explicit_bzero", [](void* p, std::size_t n) { Cleanse(p, n); }));
     Registry().push_back(LargeReleaseCase("plain", 2));

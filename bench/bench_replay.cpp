@@ -64,11 +64,7 @@ Case ReplayCase()
 }
 
 const bool registered = [] {
-    Registry().push_back(ReplayCase<policy::Plain>());
-    Registry().push_back(ReplayCase<policy::ZeroAfterFree>());
-    Registry().push_back(ReplayCase<policy::BarrierOnly>());
-    Registry().push_back(ReplayCase<policy::Secure>());
-    Registry().push_back(ReplayCase<policy::Hardened>());
+    RegisterPerPolicy([]<typename P>(P) { return ReplayCase<P>(); });
     return true;
 }();
 

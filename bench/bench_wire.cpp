@@ -41,11 +41,7 @@ Case ProcessCase()
 }
 
 const bool registered = [] {
-    Registry().push_back(ProcessCase<policy::Plain>());
-    Registry().push_back(ProcessCase<policy::ZeroAfterFree>());
-    Registry().push_back(ProcessCase<policy::BarrierOnly>());
-    Registry().push_back(ProcessCase<policy::Secure>());
-    Registry().push_back(ProcessCase<policy::Hardened>());
+    RegisterPerPolicy([]<typename P>(P) { return ProcessCase<P>(); });
     return true;
 }();
 

@@ -20,7 +20,7 @@ std::vector<std::string> ParsePolicyList(const std::string& arg)
     while (std::getline(ss, item, ',')) {
         auto id = ParsePolicy(item);
         if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + item +
-                                                         "' (expected plain, zero-after-free, barrier-only, secure, hardened or all)");
+                                                         "' (expected " + PolicyNameList() + " or all)");
         out.emplace_back(PolicyName(*id));
     }
     return out;
@@ -36,7 +36,7 @@ const CommandRegistrar bench_cmd([](CLI::App& app) {
     cmd->add_option("--max-group-time", opts->max_group_s,
                     "Seconds a benchmark's variants may take together; slow ones get fewer epochs (min 3; 0 = no cap)")
         ->capture_default_str();
-    cmd->add_option("--policy", *policies, "Policies to compare: NAME[,NAME...] or all")->capture_default_str();
+    cmd->add_option("--policy", *policies, "Policies to compare: NAME[,NAME...] or all; NAME is one of " + PolicyNameList())->capture_default_str();
     cmd->add_option("--json", opts->json_path, "Also write results as JSON to this file");
     cmd->add_flag("--list", opts->list, "List benchmarks and exit");
     cmd->add_flag("--smoke", opts->smoke, "One short sample per benchmark (a check that all run)");

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/memory/policy.h>
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +49,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
-    cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened, or all")->capture_default_str();
+    cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
@@ -73,7 +74,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);
-            if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (plain, zero-after-free, barrier-only, secure, hardened, all)");
+            if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
             o.policy = *id;
         }
         if (all) {

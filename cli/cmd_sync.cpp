@@ -4,6 +4,7 @@
 #include "progress.h"
 
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/memory/policy.h>
 
 #include <nlohmann/json.hpp>
 
@@ -99,7 +100,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest")->capture_default_str();
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
-    cmd->add_option("--policy", a->policy, "Buffer policy: plain, zero-after-free, barrier-only, secure, hardened")->capture_default_str();
+    cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
@@ -123,7 +124,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.host = hp->first;
         o.port = hp->second;
         auto id = ParsePolicy(a->policy);
-        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (plain, zero-after-free, barrier-only, secure, hardened)");
+        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
         o.policy = *id;
         o.chainstate = a->chainstate;
         o.dbcache_mib = a->dbcache;

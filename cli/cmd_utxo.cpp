@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 struct CommonOpts {
     std::string chainstate;
-    std::string policy{"zero-after-free"};
+    std::string policy{DefaultPolicy::name};
     std::size_t dbcache_mib{64};
     bool no_progress{false};
 };
@@ -36,7 +36,7 @@ void AddCommon(CLI::App* cmd, CommonOpts& o)
 {
     cmd->add_option("--chainstate", o.chainstate, "Chainstate directory (Core's DATADIR/chainstate; a datadir is accepted)")
         ->required();
-    cmd->add_option("--policy", o.policy, "Buffer policy for database keys/values")->capture_default_str();
+    cmd->add_option("--policy", o.policy, "Buffer policy for database keys/values: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--dbcache", o.dbcache_mib, "LevelDB cache in MiB")->capture_default_str();
     cmd->add_flag("--no-progress", o.no_progress, "Do not draw a progress bar on stderr");
 }
@@ -46,7 +46,7 @@ std::unique_ptr<CoinsDB> OpenReadOnly(const CommonOpts& o)
     fs::path dir = o.chainstate;
     if (!fs::exists(dir / "CURRENT") && fs::exists(dir / "chainstate" / "CURRENT")) dir /= "chainstate";
     auto policy = ParsePolicy(o.policy);
-    if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + o.policy + "'");
+    if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + o.policy + "' (" + PolicyNameList() + ")");
     CoinsDBOptions opt;
     opt.read_only = true;
     opt.policy = *policy;

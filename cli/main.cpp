@@ -1,6 +1,8 @@
 // ibdkit — command-line front end over the public API.
 #include "commands.h"
 
+#include <ibdkit/memory/policy.h>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -10,7 +12,7 @@ int main(int argc, char** argv)
 {
     CLI::App app{"ibdkit — the initial-block-download data path of a Bitcoin node, byte-compatible with "
                  "Bitcoin Core, with the buffer-memory policy as a first-class choice.\n"
-                 "Policies: plain, zero-after-free (Core's), barrier-only, secure, hardened."};
+                 "Policies: " + ibdkit::PolicyNameList(", ", ", ", /*mark_default=*/true) + "."};
     app.set_version_flag("--version", IBDKIT_VERSION);
     app.require_subcommand(1);
     ibdkit::cli::RegisterCommands(app);

@@ -15,6 +15,7 @@ import json
 import math
 import sys
 
+# Replaced by the results' "policies" (the binary's policy list, without plain) when present.
 POLICIES = ["zero-after-free", "barrier-only", "secure", "hardened"]
 COLORS = {
     "zero-after-free": "#d62728",
@@ -22,6 +23,7 @@ COLORS = {
     "secure": "#9467bd",
     "hardened": "#2ca02c",
 }
+EXTRA_COLORS = ["#1f77b4", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 # Bitcoin Core PR #30987, comment by the author on 2024-10-10: a 1000-byte CScript serialized into a
 # DataStream. Throughput on master (zero_after_free_allocator), on a branch keeping only the
@@ -41,6 +43,11 @@ PUBLISHED_HATCH = {"PR #30987, Ryzen 9 7900X": "///", "PR #30987, Raspberry Pi 5
 def load(path):
     with open(path) as f:
         data = json.load(f)
+    listed = [p for p in data.get("policies", []) if p != "plain"]
+    if listed:
+        POLICIES[:] = listed
+        for i, p in enumerate(p for p in listed if p not in COLORS):
+            COLORS[p] = EXTRA_COLORS[i % len(EXTRA_COLORS)]
     groups = {}
     order = []
     for b in data.get("benchmarks", []):
@@ -142,7 +149,7 @@ def main():
     legend = [Patch(facecolor=COLORS[p], edgecolor=COLORS[p], label=f"{p} (ibdkit, this machine)") for p in POLICIES]
     legend += [Patch(facecolor="white", edgecolor="#555555", hatch=h, label=f"{label}: master vs PR branch (published)")
                for label, h in PUBLISHED_HATCH.items()]
-    fig.legend(handles=legend, loc="upper center", ncol=2, fontsize=9, frameon=False,
+    fig.legend(handles=legend, loc="upper center", ncol=2 if len(legend) <= 6 else 3, fontsize=9, frameon=False,
                bbox_to_anchor=(0.5, 1 - 0.55 / fig_h))
 
     spread = "" if instr else "; whiskers = min–max of the per-epoch ratios"

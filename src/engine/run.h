@@ -26,6 +26,7 @@
 #include <ibdkit/memory/cleanse.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/stream/streams.h>
+#include <ibdkit/wire/protocol.h>
 
 #include <chrono>
 #include <climits>
@@ -54,6 +55,9 @@ struct RawBlock {
     BlockHash hash;
     ConnectContext ctx;
     DataStream<Policy> bytes;
+    /// A P2P `block` message: bytes after the block are ignored, as Core's handler does (a block
+    /// file's record must be exactly one block).
+    bool message{false};
 };
 
 /// Feeds the engine blocks in height order. The engine calls one method at a time; Produce may run
@@ -110,7 +114,9 @@ ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params)
     rb.hash = raw.hash;
     rb.ctx = raw.ctx;
     rb.size = raw.bytes.size();
-    auto block = DecodeBlock(std::span<const uint8_t>(UCharCast(raw.bytes.data()), raw.bytes.size()));
+    const std::span<const uint8_t> bytes(UCharCast(raw.bytes.data()), raw.bytes.size());
+    auto block = DecodeBlock(bytes);
+    if (!block && raw.message && block.error().code == Errc::TrailingData) block = DecodeBlockMessage(bytes);
     { DataStream<Policy> release(std::move(raw.bytes)); }
     if (!block) {
         rb.decode_error = block.error();

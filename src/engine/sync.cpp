@@ -314,7 +314,7 @@ private:
             if (!m_requested.contains(hash)) {
                 // Unsolicited (or from a reset queue): ignored — unless it is garbage, which only
                 // a misbehaving peer sends (rare, so decoding it here costs nothing).
-                if (auto b = DecodeBlock(payload); !b) {
+                if (auto b = DecodeBlockMessage(payload); !b) {
                     Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + b.error().message});
                 }
                 return std::nullopt;
@@ -427,6 +427,7 @@ private:
         const int bip34 = m_params.consensus.bip34_height;
         if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) raw.ctx.bip34_ancestor = m_chain.Hash(bip34);
         raw.bytes = std::move(bytes);
+        raw.message = true;
         if (!(*m_emit)(std::move(raw))) {
             m_halted = true;
             return std::nullopt;

@@ -9,7 +9,7 @@ using ibdkit::test::ToHex;
 
 template <typename P>
 class StreamTest : public ::testing::Test {};
-using AllPolicies = ::testing::Types<policy::Plain, policy::ZeroAfterFree, policy::BarrierOnly, policy::Secure, policy::Hardened>;
+using AllPolicies = AllPolicyTypes::Apply<::testing::Types>;
 TYPED_TEST_SUITE(StreamTest, AllPolicies);
 
 TYPED_TEST(StreamTest, WriteReadAndResetWhenDrained)

@@ -6,6 +6,7 @@
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/wire/message.h>
+#include <ibdkit/wire/protocol.h>
 
 #include <optional>
 
@@ -42,7 +43,10 @@ BlockMessageOutcome ProcessMessageBlock(std::span<const uint8_t> message, const 
         out.error = Error{Errc::BadCommand, "expected a 'block' message, got '" + msg.command + "'"};
         return out;
     }
-    auto block = DecodeBlock(std::span<const uint8_t>(UCharCast(msg.payload.data()), msg.payload.size()));
+    const std::span<const uint8_t> payload(UCharCast(msg.payload.data()), msg.payload.size());
+    auto block = DecodeBlock(payload);
+    // Bytes after the block are ignored, as Core's `block` handler does.
+    if (!block && block.error().code == Errc::TrailingData) block = DecodeBlockMessage(payload);
     if (!block) {
         out.error = block.error();
         return out;

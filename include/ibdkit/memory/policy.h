@@ -1,4 +1,5 @@
-// ibdkit/memory/policy.h — the five buffer-memory policies as types, and their runtime names.
+// ibdkit/memory/policy.h — the buffer-memory policies as types, their runtime ids and names, and the
+// one list that everything iterating over policies is generated from.
 //
 // A policy names the byte container DataStream<Policy> keeps its bytes in:
 //  - Plain, ZeroAfterFree, BarrierOnly: std::vector<std::byte, A>, exactly as Bitcoin Core's
@@ -6,6 +7,11 @@
 //    are reproduced and the seed PR's comparison is measured faithfully;
 //  - Secure, Hardened: ibdkit's ByteBuffer, which copies with memcpy and cleanses only the bytes
 //    that were ever written.
+//
+// Adding a policy is one entry in IBDKIT_BUFFER_POLICIES plus its struct in namespace policy (with
+// `id`, `name` and `Buffer`): PolicyId, ALL_POLICIES, AllPolicyTypes, VisitPolicy, ForEachPolicy,
+// ParsePolicy, the CLI's --policy help and choices (PolicyNameList) and the per-policy benchmarks
+// all follow from the list.
 #pragma once
 
 #include <ibdkit/memory/allocators.h>
@@ -14,13 +20,26 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
+/// THE list of buffer policies, in display order (tables, help texts, benchmark variants): one
+/// X(Type) per struct in namespace ibdkit::policy; PolicyId::Type is its runtime id.
+#define IBDKIT_BUFFER_POLICIES(X) \
+    X(Plain)                      \
+    X(ZeroAfterFree)              \
+    X(BarrierOnly)                \
+    X(Secure)                     \
+    X(Hardened)
+
 namespace ibdkit {
 
-enum class PolicyId { Plain, ZeroAfterFree, BarrierOnly, Secure, Hardened };
+#define IBDKIT_POLICY_ENUMERATOR(T) T,
+enum class PolicyId { IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ENUMERATOR) };
+#undef IBDKIT_POLICY_ENUMERATOR
 
 namespace policy {
 struct Plain {
@@ -56,28 +75,71 @@ struct Hardened {
 /// Core's choice, the default wherever a policy is not named.
 using DefaultPolicy = policy::ZeroAfterFree;
 
-inline constexpr std::array<PolicyId, 5> ALL_POLICIES{PolicyId::Plain, PolicyId::ZeroAfterFree,
-                                                      PolicyId::BarrierOnly, PolicyId::Secure,
-                                                      PolicyId::Hardened};
+/// A list of policy types (the same template arguments as AllPolicyTypes).
+template <typename... P>
+struct PolicyTypes {
+    static constexpr std::size_t size = sizeof...(P);
+    /// T<P...>, e.g. AllPolicyTypes::Apply<::testing::Types> for a typed test over every policy.
+    template <template <typename...> class T>
+    using Apply = T<P...>;
+    /// Calls fn(P{}) for every type, in list order.
+    template <typename Fn>
+    static constexpr void ForEach(Fn&& fn)
+    {
+        (fn(P{}), ...);
+    }
+};
+
+namespace detail {
+struct PolicyListStart {};
+template <typename... P>
+PolicyTypes<P...> MakePolicyTypes(PolicyListStart, P...);
+} // namespace detail
+
+/// Every policy type, in list order.
+#define IBDKIT_POLICY_TYPE_ARG(T) , policy::T{}
+using AllPolicyTypes = decltype(detail::MakePolicyTypes(detail::PolicyListStart{} IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_TYPE_ARG)));
+#undef IBDKIT_POLICY_TYPE_ARG
+
+#define IBDKIT_POLICY_CHECK(T) static_assert(policy::T::id == PolicyId::T, "policy::" #T "::id must be PolicyId::" #T);
+IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_CHECK)
+#undef IBDKIT_POLICY_CHECK
+
+/// Every policy id, in list order.
+#define IBDKIT_POLICY_ID_ELEM(T) PolicyId::T,
+inline constexpr std::array<PolicyId, AllPolicyTypes::size> ALL_POLICIES{IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ID_ELEM)};
+#undef IBDKIT_POLICY_ID_ELEM
+
+/// Calls fn(PolicyTag{}) for every policy type, in list order: registering one benchmark per policy,
+/// one typed check per policy. Example: ForEachPolicy([&]<typename P>(P) { Register<P>(); });
+template <typename Fn>
+constexpr void ForEachPolicy(Fn&& fn)
+{
+    AllPolicyTypes::ForEach(fn);
+}
 
 /// "plain", "zero-after-free", "barrier-only", "secure", "hardened".
 std::string_view PolicyName(PolicyId id) noexcept;
 /// Parses a policy name; also accepts '_' for '-'. nullopt if unknown.
 std::optional<PolicyId> ParsePolicy(std::string_view name) noexcept;
+/// Every policy name in list order, joined by `separator`, the last one by `last_separator`:
+/// "plain, zero-after-free, barrier-only, secure, hardened" — the choices a --policy help text and
+/// an "unknown policy" error list. `mark_default` appends " (Core's)" to DefaultPolicy's name.
+std::string PolicyNameList(std::string_view separator = ", ", std::string_view last_separator = ", ",
+                           bool mark_default = false);
 
 /// Calls fn(PolicyTag{}) with the policy type for a runtime id: the bridge from a --policy flag to
 /// templates. Example: VisitPolicy(id, [&]<typename P>(P) { run<P>(); });
 template <typename Fn>
 decltype(auto) VisitPolicy(PolicyId id, Fn&& fn)
 {
+#define IBDKIT_POLICY_CASE(T) \
+    case PolicyId::T: return fn(policy::T{});
     switch (id) {
-    case PolicyId::Plain: return fn(policy::Plain{});
-    case PolicyId::ZeroAfterFree: return fn(policy::ZeroAfterFree{});
-    case PolicyId::BarrierOnly: return fn(policy::BarrierOnly{});
-    case PolicyId::Secure: return fn(policy::Secure{});
-    case PolicyId::Hardened: break;
+        IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_CASE)
     }
-    return fn(policy::Hardened{});
+#undef IBDKIT_POLICY_CASE
+    std::abort(); // not a PolicyId: a programmer error (ids come from ParsePolicy or ALL_POLICIES)
 }
 
 } // namespace ibdkit
