@@ -3,6 +3,7 @@
 
 #include "errors.h"
 
+#include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/coins/store.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/stream/streams.h>
@@ -160,7 +161,7 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         SetBit(c.coinbase_bits, i, coin.coinbase);
         AppendLE<int64_t>(c.amount, coin.out.value);
         const Script& s = coin.out.script_pubkey;
-        c.type_data.append(ScriptTypeName(s));
+        c.type_data.append(GetTxnOutputType(Solver(s.span())));
         AppendOffset(c.type_offsets, c.type_data.size());
         const auto addr = EncodeAddress(s, net);
         SetBit(c.addr_valid, i, addr.has_value());

@@ -11,7 +11,9 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/address.h>
+#include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/consensus/check.h>
@@ -87,7 +89,7 @@ struct PyOutput {
     std::string Type() const
     {
         const Script s(reinterpret_cast<const uint8_t*>(script_pubkey.c_str()), script_pubkey.size());
-        return std::string(ScriptTypeName(s));
+        return std::string(GetTxnOutputType(Solver(s.span())));
     }
     std::optional<std::string> Address(std::optional<std::string> network) const
     {
@@ -185,78 +187,62 @@ struct PyBlock {
     }
 };
 
-/// Blocks of a blk directory in chain order (read_blocks).
+/// Blocks of a blk directory or a Core datadir in chain order (read_blocks).
 class BlockReader {
 public:
     BlockReader(const std::string& path, std::optional<std::string> network)
     {
-        fs::path dir = path;
-        // A Core datadir: its blocks/ directory (the block index is not read yet: chain order comes
-        // from following prev-hashes through every record, as replay does).
-        if (fs::is_directory(dir / "blocks")) dir /= "blocks";
-        m_files = ListBlockFiles(dir);
-        if (m_files.empty()) throw PyError{"NotFound", "no blk*.dat files in '" + dir.string() + "'"};
-        auto chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : DetectChain(dir);
-        if (!chain) throw PyError{"BadMagic", "'" + dir.string() + "' does not start with a known network magic"};
-        m_chain = *chain;
-        auto key = ReadXorKey(fs::is_directory(dir) ? dir : dir.parent_path());
-        if (!key) Throw(key.error());
-        m_key = *key;
-        const ChainParams& params = GetChainParams(m_chain);
-        ChainOrderer orderer(params.consensus.hash_genesis_block);
-        Result<BlockFileScanStats> scan = Error{};
+        const fs::path dir = path;
+        const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
+        // A Core data directory (its block index, or a network's subdirectory) is read through the
+        // index; a blocks directory or blk file by following prev-hashes through every record.
+        bool datadir = fs::is_directory(dir / "blocks" / "index");
+        for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+        Result<LocatedChain> located = Error{};
         {
             nb::gil_scoped_release nogil;
-            scan = ScanBlockFiles(m_files, std::span<const uint8_t, 4>(params.message_start), m_key,
-                                  [&](const BlockRecordPos& pos, std::span<const uint8_t> bytes) {
-                                      if (bytes.size() >= 80) orderer.Add(pos, bytes.first<80>());
-                                  });
-            if (scan) m_order = orderer.Finish();
+            located = datadir ? LocateFromDatadir(dir, chain)
+                              : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
         }
-        if (!scan) Throw(scan.error());
-        m_scan = *scan;
-        // The genesis block is height 0; files written without it (gen-chain --no-genesis) start
-        // at its child, height 1.
-        m_first_height = !m_order.hashes.empty() && m_order.hashes[0] != params.consensus.hash_genesis_block ? 1 : 0;
+        if (!located) Throw(located.error());
+        m_chain = std::move(*located);
+        m_reader = std::make_unique<BlockFileReader>(m_chain.files, m_chain.key);
     }
 
-    std::size_t Size() const noexcept { return m_order.blocks.size(); }
+    std::size_t Size() const noexcept { return m_chain.order.blocks.size(); }
     PyBlock Next()
     {
-        if (m_next >= m_order.blocks.size()) throw nb::stop_iteration();
-        const BlockRecordPos& pos = m_order.blocks[m_next];
+        if (m_next >= m_chain.order.blocks.size()) throw nb::stop_iteration();
+        const BlockRecordPos& pos = m_chain.order.blocks[m_next];
         Result<std::vector<uint8_t>> bytes = Error{};
         {
             nb::gil_scoped_release nogil;
-            bytes = ReadBlockAt(m_files[pos.file], pos, m_key);
+            bytes = m_reader->Read(pos);
         }
         if (!bytes) Throw(bytes.error());
-        const int height = m_first_height + int(m_next++);
-        return PyBlock::FromBytes(std::move(*bytes), m_chain, height);
+        const int height = m_chain.base_height + int(m_next++);
+        return PyBlock::FromBytes(std::move(*bytes), m_chain.chain, height);
     }
-    ChainType chain() const noexcept { return m_chain; }
+    ChainType chain() const noexcept { return m_chain.chain; }
     nb::dict Stats() const
     {
         nb::dict d;
-        d["blocks"] = m_order.blocks.size();
-        d["records"] = m_scan.records;
-        d["bytes"] = m_scan.bytes;
-        d["orphans"] = m_order.orphans;
-        d["stale"] = m_order.stale;
-        d["duplicates"] = m_order.duplicates;
-        d["skipped_bytes"] = m_scan.skipped_bytes;
-        d["truncated_records"] = m_scan.truncated;
+        d["blocks"] = m_chain.order.blocks.size();
+        d["records"] = m_chain.scan.records;
+        d["bytes"] = m_chain.scan.bytes;
+        d["orphans"] = m_chain.order.orphans;
+        d["stale"] = m_chain.order.stale;
+        d["duplicates"] = m_chain.order.duplicates;
+        d["skipped_bytes"] = m_chain.scan.skipped_bytes;
+        d["truncated_records"] = m_chain.scan.truncated;
+        d["from_index"] = m_chain.from_index;
         return d;
     }
 
 private:
-    std::vector<fs::path> m_files;
-    ChainType m_chain{ChainType::MAIN};
-    ObfuscationKey m_key;
-    ChainOrder m_order;
-    BlockFileScanStats m_scan;
+    LocatedChain m_chain;
+    std::unique_ptr<BlockFileReader> m_reader;
     std::size_t m_next{0};
-    int m_first_height{0};
 };
 
 // ---- replay / sync ---------------------------------------------------------------------------
@@ -509,7 +495,7 @@ PyCoin MakeCoin(const OutPoint& op, const Coin& c, AddressNetwork net)
                   c.coinbase,
                   c.out.value,
                   Bytes(s.span()),
-                  std::string(ScriptTypeName(s)),
+                  std::string(GetTxnOutputType(Solver(s.span()))),
                   EncodeAddress(s, net)};
 }
 
