@@ -87,16 +87,7 @@ void WriteFile(const fs::path& p, const std::vector<uint8_t>& bytes)
     f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        path = fs::temp_directory_path() / ("ibdkit-bf-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    static inline int counter = 0;
-};
+using TempDir = ibdkit::test::TempDir;
 
 } // namespace
 

@@ -50,19 +50,7 @@ std::string SerHex(const T& obj)
     return ToHex(SerializeToVector(obj));
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        std::string t = (fs::temp_directory_path() / "ibdkit-coins-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 // ---- amount compression ------------------------------------------------------------------------
 

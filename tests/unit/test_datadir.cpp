@@ -24,20 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        static int n = 0;
-        path = fs::temp_directory_path() / ("ibdkit-datadir-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-        fs::create_directories(path);
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 /// The shared data directory, or a failure under CI=true / a skip otherwise.
 #define REQUIRE_SHARED(var, rel)                                                                  \

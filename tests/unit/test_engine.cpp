@@ -18,20 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        static int n = 0;
-        path = fs::temp_directory_path() / ("ibdkit-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-        fs::create_directories(path);
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 // A small generated chain (with spends, witness blocks, several files), made once.
 const fs::path& GeneratedBlocks()

@@ -20,19 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        std::string t = (fs::temp_directory_path() / "ibdkit-export-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 Script S(const std::string& hex)
 {

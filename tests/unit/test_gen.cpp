@@ -26,16 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        static int counter = 0;
-        path = fs::temp_directory_path() / ("ibdkit-gen-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
+using TempDir = ibdkit::test::TempDir;
 
 // Small enough for a unit test, big enough to spend coinbases and every spendable type.
 ChainGenOptions SmallOptions()

@@ -22,20 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        static int n = 0;
-        path = fs::temp_directory_path() / ("ibdkit-replay-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-        fs::create_directories(path);
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 std::optional<fs::path> MainnetDir() { return ibdkit::test::SharedData("mainnet/blk_0-599"); }
 

@@ -25,19 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::ToHex;
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        std::string t = (fs::temp_directory_path() / "ibdkit-snap-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using TempDir = ibdkit::test::TempDir;
 
 Coin MakeCoin(std::mt19937_64& rng)
 {

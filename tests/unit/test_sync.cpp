@@ -22,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir()
-    {
-        path = fs::temp_directory_path() / ("ibdkit-sync-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    static inline int counter = 0;
-};
+using TempDir = ibdkit::test::TempDir;
 
 const ChainParams& Regtest() { return GetChainParams(ChainType::REGTEST); }
 

@@ -5,10 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <stdlib.h> // mkdtemp
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,26 @@ std::string ToHex(const R& bytes)
     }
     return s;
 }
+
+/// A fresh directory under the system's temp directory (mkdtemp: unique, also across processes),
+/// removed with everything in it when the object goes.
+class TempDir {
+public:
+    explicit TempDir(const std::string& prefix = "ibdkit-test")
+    {
+        std::string t = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+        if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + t);
+        path = t;
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    ~TempDir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    std::filesystem::path path;
+};
 
 /// Path under ../shared/data, or nullopt when the data is not present.
 inline std::optional<std::filesystem::path> SharedData(const std::string& rel)
