@@ -2,6 +2,7 @@
 // getblock (verbosity 2) JSON out.
 #include "commands.h"
 
+#include <ibdkit/coins/stats.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
@@ -231,15 +232,7 @@ int RunCheck(const CheckArgs& a)
 // number token, so they go through a marked string that is unquoted after dumping.
 constexpr std::string_view AMOUNT_MARK = "\x01" "amount:";
 
-std::string AmountMarked(Amount v)
-{
-    const bool neg = v < 0;
-    const uint64_t a = neg ? uint64_t(-(v + 1)) + 1 : uint64_t(v);
-    char buf[48];
-    std::snprintf(buf, sizeof(buf), "%s%llu.%08llu", neg ? "-" : "", static_cast<unsigned long long>(a / COIN),
-                  static_cast<unsigned long long>(a % COIN));
-    return std::string(AMOUNT_MARK) + buf;
-}
+std::string AmountMarked(Amount v) { return std::string(AMOUNT_MARK) + FormatMoney(v); }
 
 std::string Unmark(const std::string& dumped)
 {

@@ -23,13 +23,6 @@ extern "C" void OnSyncSignal(int)
     if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
 }
 
-std::string Btc(Amount a)
-{
-    char b[64];
-    std::snprintf(b, sizeof b, "%s%lld.%08lld", a < 0 ? "-" : "", (long long)(std::llabs(a) / COIN), (long long)(std::llabs(a) % COIN));
-    return b;
-}
-
 nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
 {
     nlohmann::json j;
@@ -75,7 +68,7 @@ void PrintHuman(const SyncResult& r)
         std::printf("height             %d\nbestblock          %s\ntxouts             %llu\ntransactions       %llu\n"
                     "bogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
                     r.height, r.tip.ToHex().c_str(), (unsigned long long)u.txouts, (unsigned long long)u.transactions,
-                    (unsigned long long)u.bogosize, Btc(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
+                    (unsigned long long)u.bogosize, FormatMoney(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
     }
 }
 

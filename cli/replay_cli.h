@@ -14,8 +14,6 @@
 
 namespace ibdkit::cli {
 
-/// "12.34567890" BTC.
-std::string Btc(Amount a);
 /// Adds the UTXO-set fields under gettxoutsetinfo's names (height, bestblock, txouts, transactions,
 /// bogosize, total_amount, hash_serialized_3) plus total_amount_sat.
 void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u);
