@@ -61,7 +61,7 @@ std::vector<uint8_t> ReadInput(const std::string& path)
         int hi = -1;
         for (uint8_t c : data) {
             if (!std::isxdigit(c)) continue;
-            const int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+            const int v = HexDigit(char(c));
             if (hi < 0) {
                 hi = v;
             } else {
@@ -141,13 +141,16 @@ int RunCheckLines(const CheckArgs& a)
     std::string line;
     while (std::getline(in, line)) {
         if (line.empty()) continue;
-        std::vector<uint8_t> bytes;
-        bytes.reserve(line.size() / 2);
-        for (std::size_t i = 0; i + 1 < line.size(); i += 2) {
-            auto nib = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-            bytes.push_back(uint8_t(nib(line[i]) * 16 + nib(line[i + 1])));
-        }
         json j;
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+        auto parsed = ParseHex(line);
+        if (!parsed) {
+            j["decoded"] = false;
+            j["error"] = "NotHex";
+            std::printf("%s\n", j.dump().c_str());
+            continue;
+        }
+        const std::vector<uint8_t>& bytes = *parsed;
         std::size_t trailing = 0;
         auto block = DecodeForCheck(bytes, a.allow_trailing, &trailing);
         if (trailing) j["trailing_bytes"] = trailing;

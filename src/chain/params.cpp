@@ -1,4 +1,5 @@
 #include <ibdkit/chain/params.h>
+#include <ibdkit/encoding/hex.h>
 
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/amount.h>
@@ -11,13 +12,8 @@
 namespace ibdkit {
 namespace {
 
-std::vector<uint8_t> FromHexBytes(std::string_view hex)
-{
-    std::vector<uint8_t> out;
-    auto nib = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(uint8_t(nib(hex[i]) * 16 + nib(hex[i + 1])));
-    return out;
-}
+// The parameters' own constants: always valid hex.
+std::vector<uint8_t> FromHexBytes(std::string_view hex) { return ParseHex(hex).value(); }
 
 void PushData(Script& s, std::span<const uint8_t> d)
 {

@@ -1,18 +1,12 @@
 #include <ibdkit/primitives/hash.h>
 
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/encoding/hex.h>
 
 namespace ibdkit {
 
 namespace {
 constexpr char HEX[] = "0123456789abcdef";
-int Nibble(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 } // namespace
 
 std::string uint256::ToHex() const
@@ -41,7 +35,7 @@ std::optional<uint256> uint256::FromHex(std::string_view hex)
     if (hex.size() != 64) return std::nullopt;
     uint256 out;
     for (std::size_t i = 0; i < SIZE; ++i) {
-        const int hi = Nibble(hex[2 * i]), lo = Nibble(hex[2 * i + 1]);
+        const int hi = HexDigit(hex[2 * i]), lo = HexDigit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) return std::nullopt;
         out.m_data[SIZE - 1 - i] = uint8_t(hi * 16 + lo);
     }

@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <ibdkit/encoding/hex.h>
+
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/stream/streams.h>
 
@@ -111,7 +113,7 @@ TEST(Encoding, VarIntVectors)
 TEST(Encoding, VarIntOverflowRejected)
 {
     // 2^32 does not fit a uint32_t.
-    auto bytes = ParseHex("8efefeff00");
+    auto bytes = test::ParseHex("8efefeff00");
     SpanReader r{std::span<const uint8_t>(bytes)};
     try {
         ReadVarInt<uint32_t>(r);
@@ -123,7 +125,7 @@ TEST(Encoding, VarIntOverflowRejected)
     DataStream<policy::Plain> s;
     WriteVarInt(s, std::numeric_limits<uint64_t>::max());
     EXPECT_EQ(ReadVarInt<uint64_t>(s), std::numeric_limits<uint64_t>::max());
-    auto big = ParseHex("ffffffffffffffffffff7f");
+    auto big = test::ParseHex("ffffffffffffffffffff7f");
     SpanReader r2{std::span<const uint8_t>(big)};
     EXPECT_THROW(ReadVarInt<uint64_t>(r2), DecodeError);
 }
@@ -218,4 +220,19 @@ TEST(Encoding, RandomVectorsRoundTrip)
         ASSERT_TRUE(back.ok());
         ASSERT_EQ(*back, v) << "seed " << ibdkit::test::TestSeed();
     }
+}
+
+TEST(Hex, ParseHexIsHexStrsInverseAndRefusesWhatIsNotHex)
+{
+    const std::vector<uint8_t> bytes{0x00, 0x01, 0xab, 0xff, 0x7f};
+    EXPECT_EQ(ibdkit::HexStr(bytes), "0001abff7f");
+    EXPECT_EQ(ibdkit::ParseHex("0001abff7f"), bytes);
+    EXPECT_EQ(ibdkit::ParseHex("0001ABFF7F"), bytes);
+    EXPECT_EQ(ibdkit::ParseHex(""), std::vector<uint8_t>{});
+    EXPECT_FALSE(ibdkit::ParseHex("abc"));   // odd length
+    EXPECT_FALSE(ibdkit::ParseHex("0g"));    // not a digit
+    EXPECT_FALSE(ibdkit::ParseHex("0x00"));  // no prefix
+    EXPECT_FALSE(ibdkit::ParseHex("00 01")); // no whitespace
+    EXPECT_EQ(ibdkit::HexDigit('f'), 15);
+    EXPECT_EQ(ibdkit::HexDigit('G'), -1);
 }
