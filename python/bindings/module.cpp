@@ -268,22 +268,49 @@ nb::dict UtxoDict(const UtxoStats& u)
     return d;
 }
 
-void CountersInto(nb::dict& d, const ConnectorCounters& c, int start_height, double seconds, double total_seconds,
-                  bool interrupted)
+/// What every engine run reports, under the CLI's --json names (replay and sync add their own).
+nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
 {
-    d["blocks_connected"] = c.blocks;
-    d["start_height"] = start_height;
-    d["transactions_connected"] = c.txs;
-    d["inputs"] = c.inputs;
-    d["outputs"] = c.outputs;
-    d["bytes"] = c.bytes;
-    d["seconds"] = seconds;
-    d["total_seconds"] = total_seconds;
-    d["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
-    d["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
-    d["flushes"] = c.flushes;
-    d["recovered_blocks"] = c.recovered_blocks;
-    d["interrupted"] = interrupted;
+    nb::dict d = r.utxo ? UtxoDict(*r.utxo) : nb::dict();
+    if (!r.utxo) {
+        d["height"] = r.height;
+        d["bestblock"] = r.tip.ToHex();
+    }
+    d["blocks_connected"] = r.blocks;
+    d["start_height"] = r.start_height;
+    d["transactions_connected"] = r.txs;
+    d["inputs"] = r.inputs;
+    d["outputs"] = r.outputs;
+    d["bytes"] = r.bytes;
+    d["seconds"] = r.seconds;
+    d["total_seconds"] = r.total_seconds;
+    d["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
+    d["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
+    d["flushes"] = r.flushes;
+    d["recovered_blocks"] = r.recovered_blocks;
+    d["interrupted"] = r.interrupted;
+    d["network"] = std::string(ChainTypeName(r.chain));
+    d["policy"] = std::string(PolicyName(policy));
+    d["bytes_cleansed"] = r.bytes_cleansed;
+    d["threads"] = r.threads;
+    d["coins_read_from_disk"] = r.coins_read_from_disk;
+    d["reject_reason"] = r.reject_reason;
+    d["reject_height"] = r.reject_reason ? nb::object(nb::int_(r.reject_height)) : nb::none();
+    return d;
+}
+
+/// The engine's progress as a dict (replay's and sync's callbacks).
+void ProgressInto(nb::dict& d, const EngineProgress& p)
+{
+    d["height"] = p.height;
+    d["tip_height"] = p.tip_height;
+    d["blocks"] = p.blocks;
+    d["txs"] = p.txs;
+    d["bytes"] = p.bytes;
+    d["elapsed_s"] = p.elapsed_s;
+    d["cache_bytes"] = p.cache_bytes;
+    d["cache_budget"] = p.cache_budget;
+    d["flushes"] = p.flushes;
 }
 
 /// Calls a Python progress callback from the library's thread, turns Ctrl-C into a clean stop and
@@ -350,19 +377,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     o.via_p2p = via_p2p;
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
-    o.on_progress = [&](const ReplayProgress& p) {
-        bridge.Call([&](nb::dict& d) {
-            d["height"] = p.height;
-            d["tip_height"] = p.tip_height;
-            d["blocks"] = p.blocks;
-            d["txs"] = p.txs;
-            d["bytes"] = p.bytes;
-            d["elapsed_s"] = p.elapsed_s;
-            d["cache_bytes"] = p.cache_bytes;
-            d["cache_budget"] = p.cache_budget;
-            d["flushes"] = p.flushes;
-        });
-    };
+    o.on_progress = [&](const ReplayProgress& p) { bridge.Call([&](nb::dict& d) { ProgressInto(d, p); }); };
     Result<ReplayResult> r = Error{};
     {
         nb::gil_scoped_release nogil;
@@ -370,25 +385,13 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    nb::dict d = r->utxo ? UtxoDict(*r->utxo) : nb::dict();
-    if (!r->utxo) {
-        d["height"] = r->height;
-        d["bestblock"] = r->tip.ToHex();
-    }
-    CountersInto(d, *r, r->start_height, r->seconds, r->total_seconds, r->interrupted);
-    d["network"] = std::string(ChainTypeName(r->chain));
-    d["policy"] = std::string(PolicyName(o.policy));
-    d["bytes_cleansed"] = r->bytes_cleansed;
+    nb::dict d = EngineResultDict(*r, o.policy);
     d["bytes_read"] = r->bytes_read;
-    d["threads"] = r->threads;
-    d["coins_read_from_disk"] = r->coins_read_from_disk;
     d["orphans"] = r->orphans;
     d["stale"] = r->stale;
     d["duplicates"] = r->duplicates;
     d["skipped_bytes"] = r->scan.skipped_bytes;
     d["truncated_records"] = r->scan.truncated;
-    d["reject_reason"] = r->reject_reason;
-    d["reject_height"] = r->reject_reason ? nb::object(nb::int_(r->reject_height)) : nb::none();
     return d;
 }
 
@@ -416,15 +419,8 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.interrupt = bridge.flag();
     o.on_sync_progress = [&](const SyncProgress& p) {
         bridge.Call([&](nb::dict& d) {
-            d["height"] = p.height;
-            d["tip_height"] = p.tip_height;
+            ProgressInto(d, p);
             d["header_height"] = p.header_height;
-            d["blocks"] = p.blocks;
-            d["txs"] = p.txs;
-            d["bytes"] = p.bytes;
-            d["elapsed_s"] = p.elapsed_s;
-            d["cache_bytes"] = p.cache_bytes;
-            d["cache_budget"] = p.cache_budget;
             d["in_flight"] = p.in_flight;
             d["headers_phase"] = p.headers_phase;
         });
@@ -436,14 +432,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    nb::dict d = r->utxo ? UtxoDict(*r->utxo) : nb::dict();
-    if (!r->utxo) {
-        d["height"] = r->height;
-        d["bestblock"] = r->tip.ToHex();
-    }
-    CountersInto(d, *r, r->start_height, r->seconds, r->total_seconds, r->interrupted);
-    d["network"] = std::string(ChainTypeName(r->chain));
-    d["policy"] = std::string(PolicyName(o.policy));
+    nb::dict d = EngineResultDict(*r, o.policy);
     d["mode"] = r->mode;
     nb::dict peer;
     peer["user_agent"] = r->peer_user_agent;
@@ -467,8 +456,6 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     } else {
         d["failure"] = nb::none();
     }
-    d["reject_reason"] = r->reject_reason;
-    d["reject_height"] = r->reject_reason ? nb::object(nb::int_(r->reject_height)) : nb::none();
     d["peer_rejects"] = r->peer_rejects;
     return d;
 }
