@@ -175,12 +175,7 @@ std::optional<std::vector<Result>> RunCallgrind(const Selection& sel, const Opti
                 skipped->push_back(c->name() + ": " + why);
                 continue;
             }
-            Result r;
-            r.name = c->name();
-            r.group = c->group;
-            r.variant = c->variant;
-            r.unit = c->unit;
-            r.units_per_op = c->units_per_op;
+            Result r = ResultOf(*c);
             r.ir_iters = iters;
             r.ir_per_unit = double(*total) / double(iters) / c->units_per_op;
             rows.push_back(std::move(r));
@@ -221,12 +216,7 @@ std::vector<Result> RunFixedIterations(const Selection& sel, const Options& opts
             op(); // warm-up, not counted
             ibdkit_bench_callgrind_loop(&op, opts.fixed_iters);
             std::printf("%s: %llu iterations\n", c->name().c_str(), static_cast<unsigned long long>(opts.fixed_iters));
-            Result r;
-            r.name = c->name();
-            r.group = c->group;
-            r.variant = c->variant;
-            r.unit = c->unit;
-            r.units_per_op = c->units_per_op;
+            Result r = ResultOf(*c);
             r.ir_iters = opts.fixed_iters;
             all.push_back(std::move(r));
         }

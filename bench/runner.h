@@ -46,6 +46,8 @@ std::optional<std::string> Capture(const std::string& cmd);
 std::string ShellQuote(const std::string& s);
 /// This executable's path (/proc/self/exe), empty if unknown.
 std::string SelfExe();
+/// A result naming the case (name, group, variant, unit, units per op); the caller fills in the figures.
+Result ResultOf(const Case& c);
 
 // ---- counters.cpp ----
 /// instructions, cycles, branches, branch-misses of this thread in user space, as one group.

@@ -77,12 +77,7 @@ std::vector<Result> RunSampled(const Selection& sel, const Options& opts, std::v
             const uint64_t iters = opts.smoke                   ? 1
                                    : warm_ns >= target_ns / 4 ? std::max<uint64_t>(1, uint64_t(target_ns / warm_ns))
                                                               : Calibrate(op, target_ns);
-            Result r;
-            r.name = c->name();
-            r.group = c->group;
-            r.variant = c->variant;
-            r.unit = c->unit;
-            r.units_per_op = c->units_per_op;
+            Result r = ResultOf(*c);
                 live.push_back({c, std::move(op), iters, std::move(r), {}, 0, false, warm_ns});
         }
         if (live.empty()) continue;

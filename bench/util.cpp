@@ -71,4 +71,15 @@ std::string SelfExe()
     return ec ? std::string() : p.string();
 }
 
+Result ResultOf(const Case& c)
+{
+    Result r;
+    r.name = c.name();
+    r.group = c.group;
+    r.variant = c.variant;
+    r.unit = c.unit;
+    r.units_per_op = c.units_per_op;
+    return r;
+}
+
 } // namespace ibdkit::bench::detail
