@@ -41,6 +41,13 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["bytes_cleansed"] = c.bytes_cleansed;
     j["coins_read_from_disk"] = c.coins_read_from_disk;
     j["coins_prefetched"] = c.coins_prefetched;
+    j["peak_rss_bytes"] = c.peak_rss_bytes;
+    nlohmann::json deciles = nlohmann::json::array();
+    for (const auto& t : c.throughput_by_decile) {
+        deciles.push_back({{"height_from", t.height_from}, {"height_to", t.height_to},
+                           {"blocks_per_s", t.blocks_per_s}, {"mb_per_s", t.mb_per_s}});
+    }
+    j["throughput_by_decile"] = std::move(deciles);
 }
 
 nlohmann::json ToJson(const ReplayResult& r)
@@ -77,6 +84,8 @@ void PrintHuman(const ReplayResult& r)
                     (unsigned long long)r.orphans, (unsigned long long)r.stale, (unsigned long long)r.duplicates,
                     (unsigned long long)r.scan.truncated, (unsigned long long)r.scan.skipped_bytes);
     }
+    std::printf("memory             peak RSS %.0f MiB; %llu coins read back from the chainstate\n",
+                double(r.peak_rss_bytes) / double(1 << 20), (unsigned long long)r.coins_read_from_disk);
     if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
     if (r.utxo) {

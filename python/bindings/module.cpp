@@ -294,6 +294,18 @@ nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
     d["bytes_cleansed"] = r.bytes_cleansed;
     d["threads"] = r.threads;
     d["coins_read_from_disk"] = r.coins_read_from_disk;
+    d["coins_prefetched"] = r.coins_prefetched;
+    d["peak_rss_bytes"] = r.peak_rss_bytes;
+    nb::list deciles;
+    for (const auto& t : r.throughput_by_decile) {
+        nb::dict slice;
+        slice["height_from"] = t.height_from;
+        slice["height_to"] = t.height_to;
+        slice["blocks_per_s"] = t.blocks_per_s;
+        slice["mb_per_s"] = t.mb_per_s;
+        deciles.append(slice);
+    }
+    d["throughput_by_decile"] = deciles;
     d["reject_reason"] = r.reject_reason;
     d["reject_height"] = r.reject_reason ? nb::object(nb::int_(r.reject_height)) : nb::none();
     return d;

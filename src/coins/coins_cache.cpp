@@ -1,8 +1,13 @@
 #include <ibdkit/coins/coins_cache.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <tuple>
+#include <vector>
 
 namespace ibdkit {
 
@@ -14,6 +19,15 @@ std::size_t ScriptHeapUsage(const Coin& c) noexcept
     return c.out.script_pubkey.is_inline() ? 0 : MallocUsage(c.out.script_pubkey.size());
 }
 } // namespace
+
+void* NodePool::NewChunk()
+{
+    void* p = ::mmap(nullptr, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+}
+
+void NodePool::FreeChunk(void* chunk) noexcept { ::munmap(chunk, CHUNK); }
 
 CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes)
     : m_db(db), m_budget(budget_bytes), m_pool(std::make_unique<NodePool>()),
@@ -162,15 +176,61 @@ std::size_t CoinsCache::DirtyCount() const noexcept
     return n;
 }
 
+namespace {
+/// What one entry costs in the map's pool: its node (value + the next pointer; the hash code is not
+/// cached for a noexcept hasher).
+constexpr std::size_t NODE_BYTES = NodePool::BlockBytes(sizeof(CoinsMap::value_type) + sizeof(void*));
+/// Per entry, what a flush's key-order index takes (coins_db.cpp: BatchWriteImpl).
+constexpr std::size_t FLUSH_INDEX_BYTES = 16;
+} // namespace
+
 std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
 {
-    // Core's memusage for an unordered_map: one node per element (value + next pointer; the hash
-    // code is not cached for a noexcept hasher) plus the bucket array.
-    // With the node pool, the pool's chunks are what the nodes really hold (Core counts its
-    // PoolResource the same way); the estimate takes the larger of the two.
-    constexpr std::size_t node = MallocUsage(sizeof(CoinsMap::value_type) + sizeof(void*));
-    const std::size_t nodes = std::max(node * m_map.size(), m_pool->Usage());
-    return nodes + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage;
+    // The pool's live blocks: freed nodes are reused before the pool takes more from the system,
+    // so the pool never holds more than the highest live figure (rounded up to a chunk).
+    const std::size_t nodes = std::max(m_pool->LiveBytes(), NODE_BYTES * m_map.size());
+    return nodes + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage +
+           FLUSH_INDEX_BYTES * m_map.size();
+}
+
+StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
+{
+    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/false); // drops spent entries
+    if (!st.ok()) return st;
+    EvictOldest(keep_bytes);
+    return st;
+}
+
+void CoinsCache::EvictOldest(std::size_t keep_bytes)
+{
+    const std::size_t usage = DynamicMemoryUsage();
+    if (usage <= keep_bytes || m_map.empty()) return;
+    // Heights into a fixed number of bins (memory that does not grow with the cache), bytes per
+    // bin, then keep whole bins from the youngest down while they fit.
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (const auto& [op, e] : m_map) {
+        lo = std::min(lo, e.coin.height);
+        hi = std::max(hi, e.coin.height);
+    }
+    constexpr std::size_t BINS = 4096;
+    const uint64_t span = uint64_t(hi) - lo + 1;
+    auto bin = [&](uint32_t h) { return std::size_t((uint64_t(h - lo) * BINS) / span); };
+    std::vector<std::size_t> bytes(BINS, 0);
+    for (const auto& [op, e] : m_map) {
+        bytes[bin(e.coin.height)] += NODE_BYTES + FLUSH_INDEX_BYTES + ScriptHeapUsage(e.coin);
+    }
+    const std::size_t fixed = usage - std::min(usage, (NODE_BYTES + FLUSH_INDEX_BYTES) * m_map.size() + m_cached_coins_usage);
+    std::size_t kept = fixed;
+    std::size_t cut = BINS; // bins below `cut` are evicted
+    while (cut > 0 && kept + bytes[cut - 1] <= keep_bytes) kept += bytes[--cut];
+    for (auto it = m_map.begin(); it != m_map.end();) {
+        if (it->second.flags == 0 && bin(it->second.coin.height) < cut) {
+            m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
+            it = m_map.erase(it);
+        } else {
+            ++it;
+        }
+    }
 }
 
 } // namespace ibdkit

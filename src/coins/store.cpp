@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
@@ -45,6 +46,61 @@ class NullLogger final : public leveldb::Logger {
 public:
     void Logv(const char*, std::va_list) override {}
 };
+
+/// A table file read with pread(2). LevelDB's default environment maps up to 1000 table files
+/// into memory; every page a lookup or a compaction touches then counts in the process's resident
+/// set (RssFile), so a chainstate of a few GB pushes peak RSS far past the dbcache budget without
+/// using a byte more of the heap. Reads through the page cache instead keep RSS what the process
+/// really holds (docs/memory.md, "The memory budget").
+class PreadFile final : public leveldb::RandomAccessFile {
+public:
+    PreadFile(std::string name, int fd) : m_name(std::move(name)), m_fd(fd) {}
+    ~PreadFile() override { ::close(m_fd); }
+    leveldb::Status Read(uint64_t offset, std::size_t n, leveldb::Slice* result, char* scratch) const override
+    {
+        std::size_t got = 0;
+        while (got < n) {
+            const ssize_t r = ::pread(m_fd, scratch + got, n - got, off_t(offset + got));
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                *result = leveldb::Slice(scratch, 0);
+                return leveldb::Status::IOError(m_name, std::strerror(errno));
+            }
+            if (r == 0) break; // end of file: a short read, as LevelDB's own reader reports it
+            got += std::size_t(r);
+        }
+        *result = leveldb::Slice(scratch, got);
+        return leveldb::Status::OK();
+    }
+
+private:
+    const std::string m_name;
+    const int m_fd;
+};
+
+/// The default environment, with table files read by pread instead of mmap.
+class PreadEnv final : public leveldb::EnvWrapper {
+public:
+    PreadEnv() : leveldb::EnvWrapper(leveldb::Env::Default()) {}
+    leveldb::Status NewRandomAccessFile(const std::string& f, leveldb::RandomAccessFile** r) override
+    {
+        const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            *r = nullptr;
+            return errno == ENOENT ? leveldb::Status::NotFound(f, std::strerror(errno))
+                                   : leveldb::Status::IOError(f, std::strerror(errno));
+        }
+        *r = new PreadFile(f, fd);
+        return leveldb::Status::OK();
+    }
+};
+
+/// One per process, never destroyed (LevelDB's background thread may outlive static destructors).
+leveldb::Env* NoMmapEnv()
+{
+    static PreadEnv* env = new PreadEnv;
+    return env;
+}
 
 /// A read-only view of `dir`: reads come from the directory, everything LevelDB creates goes to a
 /// scratch directory, and removals/renames of the directory's own files are only recorded. The
@@ -372,6 +428,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
     im.options.info_log = im.logger.get();
     im.options.paranoid_checks = true;                 // as Core (LevelDB >= 1.16)
     im.options.max_file_size = std::max<std::size_t>(opt.max_file_size, 32 << 20);
+    im.options.env = NoMmapEnv();
     im.read_options.verify_checksums = true;
     im.iter_options.verify_checksums = true;
     im.iter_options.fill_cache = false;
@@ -395,7 +452,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
                                                                             std::filesystem::temp_directory_path().string()));
         }
         im.scratch = tmpl;
-        im.env = std::make_unique<OverlayEnv>(leveldb::Env::Default(), path.string(), im.scratch.string());
+        im.env = std::make_unique<OverlayEnv>(NoMmapEnv(), path.string(), im.scratch.string());
         im.options.env = im.env.get();
         im.options.create_if_missing = false;
         im.options.error_if_exists = false;

@@ -3,6 +3,7 @@
 
 #include <ibdkit/consensus/check.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,12 +19,29 @@ unsigned ResolveThreads(unsigned threads) noexcept
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
+uint64_t PeakRssBytes() noexcept
+{
+    struct rusage ru{};
+    if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return uint64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
+}
+
 int64_t MedianTimePast(std::span<const uint32_t> times)
 {
     const std::size_t n = std::min<std::size_t>(11, times.size());
     std::vector<uint32_t> w(times.end() - std::ptrdiff_t(n), times.end());
     std::sort(w.begin(), w.end());
     return w[w.size() / 2];
+}
+
+DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept
+{
+    constexpr std::size_t MiB = std::size_t(1) << 20;
+    DbCacheSplit s;
+    s.leveldb_bytes = std::clamp(dbcache_bytes / 8, 2 * MiB, 8 * MiB);
+    s.coins_bytes = dbcache_bytes > s.leveldb_bytes ? dbcache_bytes - s.leveldb_bytes : 0;
+    s.batch_bytes = std::clamp(dbcache_bytes / 32, 4 * MiB, 16 * MiB);
+    return s;
 }
 
 Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir, PolicyId policy,
@@ -39,7 +57,9 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     }
     CoinsDBOptions dbo;
     dbo.policy = policy;
-    dbo.cache_bytes = std::max<std::size_t>(8 << 20, (dbcache_mib << 20) / 8);
+    const DbCacheSplit split = SplitDbCache(dbcache_mib << 20);
+    dbo.cache_bytes = split.leveldb_bytes;
+    dbo.batch_write_bytes = split.batch_bytes;
     StoreStatus status;
     h.m_db = CoinsDB::Open(h.m_dir, dbo, &status);
     if (!h.m_db) return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
@@ -79,7 +99,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.outputs += cs.outputs_added;
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
-        if (auto st = m_cache.Flush(); !st.ok()) throw StoreError(st);
+        if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
     }
     return std::nullopt;

@@ -329,6 +329,58 @@ private:
     std::vector<std::thread> m_workers;
 };
 
+/// Where the connect loop stood as it went: at most ~2·MAX points, evenly spaced in bytes (the
+/// spacing doubles whenever the list fills, so memory stays fixed however long the chain), from
+/// which the run's throughput per tenth of its bytes is read at the end.
+class ThroughputLog {
+public:
+    void Add(int height, uint64_t bytes, double seconds)
+    {
+        if (m_points.empty()) m_points.push_back({height - 1, 0, 0}); // the start
+        if (bytes < m_next) return;
+        m_points.push_back({height, bytes, seconds});
+        if (m_points.size() >= 2 * MAX) {
+            std::vector<Point> kept; // every other point, keeping the start
+            for (std::size_t i = 0; i < m_points.size(); i += 2) kept.push_back(m_points[i]);
+            m_points = std::move(kept);
+            m_step *= 2;
+        }
+        m_next = bytes + m_step;
+    }
+    /// The final point (the last block connected), then ten slices of equal bytes.
+    std::vector<ThroughputSlice> Deciles(int height, uint64_t bytes, double seconds) const
+    {
+        std::vector<ThroughputSlice> out;
+        if (m_points.empty() || bytes == 0) return out;
+        std::vector<Point> pts = m_points;
+        if (pts.back().bytes != bytes) pts.push_back({height, bytes, seconds});
+        std::size_t prev = 0;
+        for (int d = 1; d <= 10; ++d) {
+            const uint64_t target = bytes * uint64_t(d) / 10;
+            std::size_t i = prev;
+            while (i + 1 < pts.size() && pts[i].bytes < target) ++i;
+            if (i == prev) continue; // a slice inside one block: merged into the next
+            const Point& a = pts[prev];
+            const Point& b = pts[i];
+            const double dt = std::max(b.seconds - a.seconds, 1e-9);
+            out.push_back({a.height + 1, b.height, double(b.height - a.height) / dt, double(b.bytes - a.bytes) / 1e6 / dt});
+            prev = i;
+        }
+        return out;
+    }
+
+private:
+    struct Point {
+        int height;
+        uint64_t bytes;
+        double seconds;
+    };
+    static constexpr std::size_t MAX = 1024;
+    std::vector<Point> m_points;
+    uint64_t m_step{1 << 20};
+    uint64_t m_next{0};
+};
+
 /// Runs the engine over `src` into `cs`, filling `res` (whose source-specific fields the caller
 /// set). Database failures (StoreError, a corrupt coin) become errors naming the chainstate.
 /// Decoded blocks ahead of the one being connected whose missing prevouts are read ahead.
@@ -347,7 +399,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
 
     auto body = [&]() -> std::optional<Error> {
-        BlockConnector conn(db, params, o.dbcache_mib << 20);
+        BlockConnector conn(db, params, SplitDbCache(o.dbcache_mib << 20).coins_bytes);
         auto needs = db.NeedsReplay();
         if (!needs) return needs.error();
         auto best = db.GetBestBlock();
@@ -417,6 +469,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             p.flushes = conn.counters().flushes;
             o.on_progress(p);
         };
+        ThroughputLog tlog;
         std::optional<std::pair<int, Error>> undecodable;
         // Connects one block; false ends the run.
         auto connect = [&](ReadyBlock& rb) {
@@ -439,6 +492,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             }
             res.height = rb.height;
             res.tip = rb.hash;
+            tlog.Add(rb.height, conn.counters().bytes, std::chrono::duration<double>(Clock::now() - t0).count());
             if (o.after_block) o.after_block(rb.height);
             report(false);
             return !interrupted();
@@ -495,6 +549,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         res.coins_read_from_disk = conn.cache().CoinsReadFromDisk();
         report(true);
         res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        res.throughput_by_decile = tlog.Deciles(res.height, conn.counters().bytes, res.seconds);
         return std::nullopt;
     };
 
@@ -523,6 +578,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         }
     }
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+    res.peak_rss_bytes = PeakRssBytes();
     return res;
 }
 

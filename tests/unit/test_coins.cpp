@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -462,7 +463,13 @@ TEST(CoinsCache, RandomOpsMatchModelAcrossFlushAndReopen)
             ASSERT_EQ(ReadAll(*db), model) << "after flush, step " << step;
         } else if (op < 98) {
             cache->SetBestBlock(TipOf(++tip));
-            ASSERT_TRUE(cache->Sync().ok());
+            if (rng() % 2) {
+                ASSERT_TRUE(cache->Sync().ok());
+            } else {
+                const std::size_t keep = rng() % cache->Budget();
+                ASSERT_TRUE(cache->FlushWarm(keep).ok());
+                ASSERT_TRUE(cache->DynamicMemoryUsage() <= keep || cache->GetCacheSize() == 0) << "step " << step;
+            }
             ASSERT_EQ(cache->DirtyCount(), 0u);
             ASSERT_EQ(ReadAll(*db), model) << "after sync, step " << step;
         } else if (op < 99 && tip > 0) {
@@ -542,6 +549,58 @@ TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
     ASSERT_TRUE(cache.Flush().ok());
     EXPECT_FALSE(cache.NeedsFlush());
     EXPECT_LE(cache.DynamicMemoryUsage(), empty + 64);
+}
+
+TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    CoinsCache cache(*db, 64 << 20);
+    std::mt19937_64 rng(11);
+    std::vector<std::pair<OutPoint, Coin>> added;
+    for (uint32_t h = 1; h <= 2000; ++h) {
+        for (int i = 0; i < 10; ++i) {
+            Coin c = RandomCoin(rng);
+            c.height = h;
+            if (i == 0) c.out.script_pubkey = Script(std::vector<uint8_t>(80, 0x51)); // heap script
+            const OutPoint op = RandomOutPoint(rng);
+            cache.AddCoin(op, Coin(c), false);
+            added.emplace_back(op, std::move(c));
+        }
+    }
+    // Spend a few: they must reach the database as erasures and leave the cache.
+    for (std::size_t i = 0; i < added.size(); i += 7) ASSERT_TRUE(cache.SpendCoin(added[i].first));
+    const std::size_t full = cache.DynamicMemoryUsage();
+    const std::size_t keep = full / 3;
+    cache.SetBestBlock(TipOf(1));
+    ASSERT_TRUE(cache.FlushWarm(keep).ok());
+    EXPECT_LE(cache.DynamicMemoryUsage(), keep);
+    EXPECT_GT(cache.DynamicMemoryUsage(), keep / 2); // it kept what fitted, not nothing
+    EXPECT_EQ(cache.DirtyCount(), 0u);
+    EXPECT_EQ(db->GetBestBlock().value(), TipOf(1));
+    // The database holds every unspent coin; the cache holds only the youngest ones.
+    uint32_t oldest_kept = UINT32_MAX, youngest_dropped = 0;
+    for (std::size_t i = 0; i < added.size(); ++i) {
+        const auto& [op, coin] = added[i];
+        const bool spent = i % 7 == 0;
+        ASSERT_EQ(db->HaveCoin(op), !spent) << i;
+        if (spent) {
+            EXPECT_FALSE(cache.HasEntry(op));
+        } else if (cache.HasEntry(op)) {
+            oldest_kept = std::min(oldest_kept, coin.height);
+        } else {
+            youngest_dropped = std::max(youngest_dropped, coin.height);
+        }
+    }
+    EXPECT_LT(youngest_dropped, oldest_kept);
+    EXPECT_GT(youngest_dropped, 0u);
+    // Kept coins read back equal; dropped ones come back from the database.
+    for (std::size_t i = 1; i < added.size(); i += 97) {
+        if (i % 7 == 0) continue;
+        EXPECT_EQ(cache.AccessCoin(added[i].first), added[i].second) << i;
+    }
 }
 
 // ---- interrupted flush: H marker and replay range ---------------------------------------------------

@@ -5,11 +5,15 @@
 //    parent cannot hold an unspent coin there); SpendCoin drops a FRESH entry and otherwise keeps
 //    a spent DIRTY entry so the erase reaches the database; reads fetch through to the database
 //    and cache the result.
-//  - Memory: DynamicMemoryUsage() estimates the map's heap use (nodes + buckets + scripts) the way
-//    Core's memusage does. The caller asks NeedsFlush() after connecting a block and calls
-//    Flush() when the budget is reached.
+//  - Memory: DynamicMemoryUsage() counts the bytes the cache really holds: the map's nodes as its
+//    pool hands them out, the bucket array, the scripts too long to live inline, and the 16 bytes
+//    per entry a flush needs to put the dirty entries in key order. The caller asks NeedsFlush()
+//    after connecting a block and flushes when the budget is reached.
 //  - Flush() writes every dirty entry with Core's protocol (coins/coins_db.h) and empties the
-//    cache; Sync() writes and keeps unspent entries.
+//    cache; Sync() writes and keeps unspent entries; FlushWarm() writes, then keeps only the
+//    youngest unspent coins (the ones the next blocks are most likely to spend) within a byte
+//    limit — Core empties its cache when it is full, which leaves the next blocks to read back
+//    from disk the coins they spend minutes after they were created.
 //
 // Errors: a corrupt record met while fetching throws DecodeError (Errc::Corrupt or the decoder's
 // code); a LevelDB failure throws StoreError. Flush()/Sync() return a StoreStatus.
@@ -71,6 +75,10 @@ public:
     StoreStatus Flush();
     /// Writes all dirty entries, keeps the unspent ones cached (clean).
     StoreStatus Sync();
+    /// Writes all dirty entries (as Flush), then drops spent entries and the oldest unspent coins
+    /// (lowest creation height) until DynamicMemoryUsage() ≤ keep_bytes. The coins kept are clean:
+    /// the database holds them, so a crash loses nothing (the flush protocol is unchanged).
+    StoreStatus FlushWarm(std::size_t keep_bytes);
 
     std::size_t GetCacheSize() const noexcept { return m_map.size(); }
     std::size_t DirtyCount() const noexcept;
@@ -89,6 +97,8 @@ public:
 
 private:
     void ResetMap();
+    /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
+    void EvictOldest(std::size_t keep_bytes);
 
     CoinsDB& m_db;
     std::size_t m_budget;

@@ -56,32 +56,36 @@ private:
 };
 
 /// A pool of small fixed-size blocks for the map's nodes (Core's PoolResource idea): allocating
-/// and freeing millions of entries costs a free-list push/pop instead of malloc/free, and the whole
-/// pool is returned at once when the cache is emptied. Not thread-safe (neither is the cache).
+/// and freeing millions of entries costs a free-list push/pop instead of malloc/free. Chunks come
+/// straight from the kernel (anonymous mmap) and go back to it when the pool is destroyed, so an
+/// emptied cache really returns its memory instead of leaving it to the allocator's fragments.
+/// Not thread-safe (neither is the cache).
 class NodePool {
 public:
     static constexpr std::size_t MAX_BLOCK = 256;
     static constexpr std::size_t ALIGN = 16;
-    static constexpr std::size_t CHUNK = 256 << 10;
+    static constexpr std::size_t CHUNK = 1 << 20;
 
     NodePool() = default;
     NodePool(const NodePool&) = delete;
     NodePool& operator=(const NodePool&) = delete;
     ~NodePool()
     {
-        for (void* c : m_chunks) ::operator delete(c, std::align_val_t(ALIGN));
+        for (void* c : m_chunks) FreeChunk(c);
     }
 
     void* Allocate(std::size_t bytes)
     {
         const std::size_t cls = Class(bytes);
+        const std::size_t size = cls * ALIGN;
+        m_live += size;
         if (void* p = m_free[cls]) {
             m_free[cls] = *static_cast<void**>(p);
             return p;
         }
-        const std::size_t size = cls * ALIGN;
         if (std::size_t(m_end - m_cur) < size) {
-            m_cur = static_cast<char*>(::operator new(CHUNK, std::align_val_t(ALIGN)));
+            m_chunks.reserve(m_chunks.size() + 1);
+            m_cur = static_cast<char*>(NewChunk());
             m_end = m_cur + CHUNK;
             m_chunks.push_back(m_cur);
         }
@@ -92,18 +96,28 @@ public:
     void Deallocate(void* p, std::size_t bytes) noexcept
     {
         const std::size_t cls = Class(bytes);
+        m_live -= cls * ALIGN;
         *static_cast<void**>(p) = m_free[cls];
         m_free[cls] = p;
     }
-    /// Bytes held from the system (whole chunks).
+    /// Bytes held from the system (whole chunks): the high-water mark of LiveBytes(), rounded up.
     std::size_t Usage() const noexcept { return m_chunks.size() * CHUNK; }
+    /// Bytes of the blocks handed out and not freed. Freed blocks are reused before a new chunk
+    /// is taken, so Usage() grows only while LiveBytes() reaches a new high.
+    std::size_t LiveBytes() const noexcept { return m_live; }
+    /// What a block of `bytes` really takes.
+    static constexpr std::size_t BlockBytes(std::size_t bytes) noexcept { return Class(bytes) * ALIGN; }
 
 private:
-    static std::size_t Class(std::size_t bytes) noexcept { return (bytes + ALIGN - 1) / ALIGN; }
+    static constexpr std::size_t Class(std::size_t bytes) noexcept { return (bytes + ALIGN - 1) / ALIGN; }
+    /// A CHUNK-sized, ALIGN-aligned region from the kernel; throws std::bad_alloc.
+    static void* NewChunk();
+    static void FreeChunk(void* chunk) noexcept;
     std::array<void*, MAX_BLOCK / ALIGN + 1> m_free{};
     std::vector<void*> m_chunks;
     char* m_cur{nullptr};
     char* m_end{nullptr};
+    std::size_t m_live{0};
 };
 
 /// Allocator over a NodePool for single small objects (the map's nodes); anything else (the bucket

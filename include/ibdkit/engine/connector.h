@@ -21,8 +21,22 @@
 
 namespace ibdkit {
 
+/// How one dbcache budget is spent (docs/memory.md, "The memory budget"): LevelDB's block cache and
+/// write buffer get an eighth of it, at least 2 and at most 8 MiB (Core gives its coins database at
+/// most 8 MiB); the UTXO cache gets the rest. A flush writes batches of a 32nd of the budget, 4 to
+/// 16 MiB (Core: 32 MiB whatever the budget): a batch passes through LevelDB's memtable, and while
+/// one memtable is compacted the next fills, so a flush holds about four batches' worth of bytes
+/// beyond the cache — a fixed cost the budget's 200 MiB of headroom covers.
+struct DbCacheSplit {
+    std::size_t leveldb_bytes{0};
+    std::size_t coins_bytes{0};
+    std::size_t batch_bytes{0};
+};
+DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
+
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
-/// destroyed) when `dir` is empty. The LevelDB cache is sized from the dbcache budget as Core does.
+/// destroyed) when `dir` is empty. LevelDB's cache and the flush's batch size come from
+/// SplitDbCache(dbcache).
 class ChainstateHandle {
 public:
     static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, std::size_t dbcache_mib,
@@ -52,7 +66,9 @@ struct ConnectorCounters {
 
 class BlockConnector {
 public:
-    /// `db` must outlive the connector. budget: the dbcache in bytes (0: flush after every block).
+    /// `db` must outlive the connector. budget: the UTXO cache's bytes (0: flush after every
+    /// block); an engine passes SplitDbCache(dbcache).coins_bytes. A full cache is written and
+    /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget.
     BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
 
     /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache

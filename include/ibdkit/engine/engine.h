@@ -27,6 +27,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ibdkit {
 
@@ -56,6 +57,14 @@ struct EngineOptions {
     std::function<void(int)> after_block;
 };
 
+/// Throughput over one slice of a run's connected bytes (replay --json: throughput_by_decile).
+struct ThroughputSlice {
+    int height_from{0};
+    int height_to{0};
+    double blocks_per_s{0};
+    double mb_per_s{0}; ///< 10^6 block bytes per second
+};
+
 /// What a run produced. Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks)
 /// come from the connector.
 struct EngineResult : ConnectorCounters {
@@ -73,7 +82,16 @@ struct EngineResult : ConnectorCounters {
     std::optional<std::string> reject_reason;  ///< set when a block failed its checks
     int reject_height{-1};
     std::optional<UtxoStats> utxo;             ///< statistics of the final chainstate
+    /// The process's peak resident set so far, from the kernel (getrusage ru_maxrss), read when the
+    /// run ends: for a CLI run, the run's peak; in a longer-lived process, the highest of its life.
+    uint64_t peak_rss_bytes{0};
+    /// The connect loop cut into ten slices of equal block bytes, in order (fewer when the run
+    /// connected fewer than ten blocks): how throughput changes as the UTXO set grows.
+    std::vector<ThroughputSlice> throughput_by_decile;
 };
+
+/// Peak resident set size of this process in bytes (getrusage), 0 if unknown.
+uint64_t PeakRssBytes() noexcept;
 
 /// The thread count `threads` means (0: every core, at least 1).
 unsigned ResolveThreads(unsigned threads) noexcept;
