@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 #include <stdexcept>
 #include <tuple>
@@ -20,28 +21,31 @@ std::size_t ScriptHeapUsage(const Coin& c) noexcept
 }
 } // namespace
 
-void* NodePool::NewChunk()
+void* CoinsMap::NewSlab()
 {
-    void* p = ::mmap(nullptr, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     return p;
 }
 
-void NodePool::FreeChunk(void* chunk) noexcept { ::munmap(chunk, CHUNK); }
+void CoinsMap::FreeSlab(void* slab) noexcept { ::munmap(slab, SLAB_BYTES); }
 
-CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes)
-    : m_db(db), m_budget(budget_bytes), m_pool(std::make_unique<NodePool>()),
-      m_map(0, SaltedOutPointHasher{}, std::equal_to<OutPoint>{}, CoinsMap::allocator_type(m_pool.get()))
+uint64_t* CoinsMap::NewSlots(std::size_t n)
 {
+    void* p = std::calloc(n, sizeof(uint64_t));
+    if (!p) throw std::bad_alloc();
+    return static_cast<uint64_t*>(p);
 }
+
+void CoinsMap::FreeDeleter::operator()(uint64_t* p) const noexcept { std::free(p); }
+
+CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes) {}
 
 void CoinsCache::ResetMap()
 {
-    // A fresh map on a fresh pool; the old (empty) map and then its pool are released whole, as
-    // Core recreates its map and memory resource after a flush.
-    auto pool = std::make_unique<NodePool>();
-    CoinsMap(0, SaltedOutPointHasher{}, std::equal_to<OutPoint>{}, CoinsMap::allocator_type(pool.get())).swap(m_map);
-    m_pool.swap(pool);
+    // Every node slab and the slot table go back to the system, as Core recreates its map and
+    // memory resource after a flush.
+    m_map.clear();
 }
 
 CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
@@ -51,7 +55,7 @@ CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
     auto r = m_db.GetCoin(outpoint);
     if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
     if (!*r) return m_map.end();
-    auto ret = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::forward_as_tuple(std::move(**r))).first;
+    auto ret = m_map.try_emplace(outpoint, std::move(**r)).first;
     m_cached_coins_usage += ScriptHeapUsage(ret->second.coin);
     ++m_coins_read;
     return ret;
@@ -60,7 +64,7 @@ CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
 bool CoinsCache::AddFetched(const OutPoint& outpoint, Coin&& coin)
 {
     if (coin.IsSpent()) return false;
-    auto [it, inserted] = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::forward_as_tuple(std::move(coin)));
+    auto [it, inserted] = m_map.try_emplace(outpoint, std::move(coin));
     if (!inserted) return false;
     m_cached_coins_usage += ScriptHeapUsage(it->second.coin);
     ++m_coins_read;
@@ -96,7 +100,7 @@ void CoinsCache::AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_ov
 {
     if (coin.IsSpent()) throw std::logic_error("AddCoin: spent coin");
     if (IsUnspendable(coin.out.script_pubkey)) return;
-    auto [it, inserted] = m_map.emplace(std::piecewise_construct, std::forward_as_tuple(outpoint), std::tuple<>());
+    auto [it, inserted] = m_map.try_emplace(outpoint);
     bool fresh = false;
     if (!inserted) m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
     if (!possible_overwrite) {
@@ -177,19 +181,18 @@ std::size_t CoinsCache::DirtyCount() const noexcept
 }
 
 namespace {
-/// What one entry costs in the map's pool: its node (value + the next pointer; the hash code is not
-/// cached for a noexcept hasher).
-constexpr std::size_t NODE_BYTES = NodePool::BlockBytes(sizeof(CoinsMap::value_type) + sizeof(void*));
+/// What one entry costs in the map's slabs.
+constexpr std::size_t NODE_BYTES = CoinsMap::NODE_BYTES;
 /// Per entry, what a flush's key-order index takes (coins_db.cpp: BatchWriteImpl).
 constexpr std::size_t FLUSH_INDEX_BYTES = 16;
 } // namespace
 
 std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
 {
-    // The pool's live blocks: freed nodes are reused before the pool takes more from the system,
-    // so the pool never holds more than the highest live figure (rounded up to a chunk).
-    const std::size_t nodes = std::max(m_pool->LiveBytes(), NODE_BYTES * m_map.size());
-    return nodes + MallocUsage(sizeof(void*) * m_map.bucket_count()) + m_cached_coins_usage +
+    // Nodes in use (freed nodes are reused before the map takes another slab, so the slabs never
+    // hold more than the highest figure, rounded up to a slab), the slot table, the scripts that
+    // do not fit inline, and what a flush will need to order the entries.
+    return m_map.NodeBytes() + m_map.bucket_count() * sizeof(uint64_t) + m_cached_coins_usage +
            FLUSH_INDEX_BYTES * m_map.size();
 }
 
@@ -219,7 +222,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     for (const auto& [op, e] : m_map) {
         bytes[bin(e.coin.height)] += NODE_BYTES + FLUSH_INDEX_BYTES + ScriptHeapUsage(e.coin);
     }
-    const std::size_t fixed = usage - std::min(usage, (NODE_BYTES + FLUSH_INDEX_BYTES) * m_map.size() + m_cached_coins_usage);
+    const std::size_t fixed = m_map.bucket_count() * sizeof(uint64_t);
     std::size_t kept = fixed;
     std::size_t cut = BINS; // bins below `cut` are evicted
     while (cut > 0 && kept + bytes[cut - 1] <= keep_bytes) kept += bytes[--cut];

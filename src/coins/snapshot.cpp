@@ -480,10 +480,8 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
     Sha256().Write(reinterpret_cast<const uint8_t*>(TAG), sizeof(TAG) - 1).Finalize(incomplete);
     const BlockHash incomplete_tip{uint256(std::span<const uint8_t, 32>(incomplete))};
 
-    NodePool pool;
     {
-        CoinsMap map{0, SaltedOutPointHasher(), std::equal_to<OutPoint>(),
-                     PoolAllocator<CoinsMap::value_type>(&pool)};
+        CoinsMap map;
         OutPoint op;
         Coin coin;
         const uint64_t total = std::max<uint64_t>(1, res.metadata.coins_count);

@@ -92,18 +92,13 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             // Core's order of checks (all inputs exist, then maturity and ranges) is kept.
             auto& found = t_found;
             found.clear();
-            std::size_t buckets = view.BucketCount();
             for (const auto& in : tx.vin()) {
                 auto it = view.FetchCoin(in.prevout);
                 if (it == view.MapEnd() || it->second.coin.IsSpent()) {
                     return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
                                          "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
                 }
-                if (view.BucketCount() != buckets) { // a fetch from the database rehashed the map
-                    buckets = view.BucketCount();
-                    for (std::size_t k = 0; k < found.size(); ++k) found[k] = view.FetchCoin(tx.vin()[k].prevout);
-                }
-                found.push_back(it);
+                found.push_back(it); // stays valid while later fetches insert (coins/coins_map.h)
             }
             Amount value_in = 0;
             for (const auto& it : found) {

@@ -50,10 +50,8 @@ public:
     /// moved to *moveout when given.
     bool SpendCoin(const OutPoint& outpoint, Coin* moveout = nullptr);
     /// SpendCoin for an entry already found with FetchCoin (no second lookup). Precondition: `it`
-    /// is valid (no insertion that rehashed the map since FetchCoin) and holds an unspent coin.
+    /// holds an unspent coin and was not erased since (inserts do not invalidate it).
     void SpendCoinAt(CoinsMap::iterator it, Coin* moveout = nullptr);
-    /// Number of buckets: unchanged means iterators from FetchCoin are still valid.
-    std::size_t BucketCount() const noexcept { return m_map.bucket_count(); }
     /// The end iterator FetchCoin returns for a missing coin.
     CoinsMap::iterator MapEnd() noexcept { return m_map.end(); }
     /// Drops a non-dirty entry from the cache (no effect on the database).
@@ -102,7 +100,6 @@ private:
 
     CoinsDB& m_db;
     std::size_t m_budget;
-    std::unique_ptr<NodePool> m_pool; // before m_map: destroyed after it
     CoinsMap m_map;
     BlockHash m_best_block;
     std::size_t m_cached_coins_usage{0}; ///< heap bytes of the coins' scripts

@@ -1,19 +1,26 @@
 // ibdkit/coins/coins_map.h — the cache's map of outpoints to entries with Core's FRESH/DIRTY flags
 // (coins.h: CCoinsCacheEntry, CCoinsMap).
+//
+// Core keeps its cache in a std::unordered_map: a lookup walks a bucket's chain of nodes, comparing
+// whole 36-byte keys, two or three cache misses per coin. CoinsMap is an open-addressing table of
+// 8-byte slots (32 bits of the key's salted hash + a 32-bit node number) probed linearly; a node is
+// touched only when its 32 hash bits match. Nodes live in slabs taken straight from the kernel
+// and never move, so a reference to an entry stays valid until that entry is erased, whatever is
+// inserted meanwhile (iterators too: see `iterator`). A cleared map returns its memory.
 #pragma once
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/primitives/transaction.h>
 
 #include <cstddef>
-#include <array>
 #include <cstdint>
-#include <functional>
+#include <iterator>
+#include <memory>
 #include <new>
-#include <type_traits>
-#include <vector>
 #include <random>
-#include <unordered_map>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace ibdkit {
 
@@ -55,108 +62,286 @@ private:
     uint64_t m_k0, m_k1;
 };
 
-/// A pool of small fixed-size blocks for the map's nodes (Core's PoolResource idea): allocating
-/// and freeing millions of entries costs a free-list push/pop instead of malloc/free. Chunks come
-/// straight from the kernel (anonymous mmap) and go back to it when the pool is destroyed, so an
-/// emptied cache really returns its memory instead of leaving it to the allocator's fragments.
-/// Not thread-safe (neither is the cache).
-class NodePool {
+/// Outpoint → cache entry. Not thread-safe.
+class CoinsMap {
 public:
-    static constexpr std::size_t MAX_BLOCK = 256;
-    static constexpr std::size_t ALIGN = 16;
-    static constexpr std::size_t CHUNK = 1 << 20;
+    using key_type = OutPoint;
+    using mapped_type = CoinsCacheEntry;
+    using value_type = std::pair<const OutPoint, CoinsCacheEntry>;
 
-    NodePool() = default;
-    NodePool(const NodePool&) = delete;
-    NodePool& operator=(const NodePool&) = delete;
-    ~NodePool()
+    template <bool Const>
+    class Iter {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = CoinsMap::value_type;
+        using difference_type = std::ptrdiff_t;
+        using pointer = std::conditional_t<Const, const value_type*, value_type*>;
+        using reference = std::conditional_t<Const, const value_type&, value_type&>;
+
+        Iter() = default;
+        template <bool C = Const, typename = std::enable_if_t<C>>
+        Iter(const Iter<false>& o) : m_map(o.m_map), m_slot(o.m_slot), m_node(o.m_node) {}
+        reference operator*() const noexcept { return *m_node; }
+        pointer operator->() const noexcept { return m_node; }
+        Iter& operator++() noexcept
+        {
+            *this = m_map->template IterFrom<Const>(m_slot + 1);
+            return *this;
+        }
+        friend bool operator==(const Iter& a, const Iter& b) noexcept { return a.m_node == b.m_node; }
+
+    private:
+        friend class CoinsMap;
+        using Map = std::conditional_t<Const, const CoinsMap, CoinsMap>;
+        Iter(Map* map, std::size_t slot, pointer node) : m_map(map), m_slot(slot), m_node(node) {}
+        Map* m_map{nullptr};
+        std::size_t m_slot{0}; ///< where the entry was found; re-checked before use (entries move between slots)
+        pointer m_node{nullptr};
+        template <bool>
+        friend class Iter;
+    };
+    /// Valid (for dereferencing and erase) until its entry is erased: inserting, even when the
+    /// table grows, never moves an entry's node. ++ after inserts may skip or repeat entries.
+    using iterator = Iter<false>;
+    using const_iterator = Iter<true>;
+
+    CoinsMap() = default;
+    CoinsMap(const CoinsMap&) = delete;
+    CoinsMap& operator=(const CoinsMap&) = delete;
+    CoinsMap(CoinsMap&& o) noexcept { swap(o); }
+    CoinsMap& operator=(CoinsMap&& o) noexcept
     {
-        for (void* c : m_chunks) FreeChunk(c);
+        CoinsMap tmp(std::move(o));
+        swap(tmp);
+        return *this;
+    }
+    ~CoinsMap() { clear(); }
+
+    void swap(CoinsMap& o) noexcept
+    {
+        using std::swap;
+        swap(m_slots, o.m_slots);
+        swap(m_mask, o.m_mask);
+        swap(m_shift, o.m_shift);
+        swap(m_size, o.m_size);
+        swap(m_hasher, o.m_hasher);
+        swap(m_slabs, o.m_slabs);
+        swap(m_free, o.m_free);
+        swap(m_nodes_made, o.m_nodes_made);
     }
 
-    void* Allocate(std::size_t bytes)
+    std::size_t size() const noexcept { return m_size; }
+    bool empty() const noexcept { return m_size == 0; }
+    /// Number of slots (0 before the first insert).
+    std::size_t bucket_count() const noexcept { return m_slots ? m_mask + 1 : 0; }
+    /// Bytes the map holds from the system: its slot table and its node slabs.
+    std::size_t MemoryUsage() const noexcept { return bucket_count() * sizeof(uint64_t) + m_slabs.size() * SLAB_BYTES; }
+    /// Bytes of the nodes in use (≤ the slabs, which keep the high-water mark for reuse).
+    std::size_t NodeBytes() const noexcept { return m_size * NODE_BYTES; }
+    static constexpr std::size_t NODE_BYTES = (sizeof(value_type) + 15) / 16 * 16;
+
+    iterator begin() noexcept { return IterFrom<false>(0); }
+    iterator end() noexcept { return {this, bucket_count(), nullptr}; }
+    const_iterator begin() const noexcept { return IterFrom<true>(0); }
+    const_iterator end() const noexcept { return {this, bucket_count(), nullptr}; }
+
+    iterator find(const OutPoint& key) noexcept
     {
-        const std::size_t cls = Class(bytes);
-        const std::size_t size = cls * ALIGN;
-        m_live += size;
-        if (void* p = m_free[cls]) {
-            m_free[cls] = *static_cast<void**>(p);
-            return p;
-        }
-        if (std::size_t(m_end - m_cur) < size) {
-            m_chunks.reserve(m_chunks.size() + 1);
-            m_cur = static_cast<char*>(NewChunk());
-            m_end = m_cur + CHUNK;
-            m_chunks.push_back(m_cur);
-        }
-        void* p = m_cur;
-        m_cur += size;
-        return p;
+        const std::size_t slot = FindSlot(key, m_hasher(key));
+        return slot == NPOS ? end() : iterator{this, slot, Node(m_slots[slot])};
     }
-    void Deallocate(void* p, std::size_t bytes) noexcept
+    const_iterator find(const OutPoint& key) const noexcept
     {
-        const std::size_t cls = Class(bytes);
-        m_live -= cls * ALIGN;
-        *static_cast<void**>(p) = m_free[cls];
-        m_free[cls] = p;
+        const std::size_t slot = FindSlot(key, m_hasher(key));
+        return slot == NPOS ? end() : const_iterator{this, slot, Node(m_slots[slot])};
     }
-    /// Bytes held from the system (whole chunks): the high-water mark of LiveBytes(), rounded up.
-    std::size_t Usage() const noexcept { return m_chunks.size() * CHUNK; }
-    /// Bytes of the blocks handed out and not freed. Freed blocks are reused before a new chunk
-    /// is taken, so Usage() grows only while LiveBytes() reaches a new high.
-    std::size_t LiveBytes() const noexcept { return m_live; }
-    /// What a block of `bytes` really takes.
-    static constexpr std::size_t BlockBytes(std::size_t bytes) noexcept { return Class(bytes) * ALIGN; }
+    bool contains(const OutPoint& key) const noexcept { return FindSlot(key, m_hasher(key)) != NPOS; }
+
+    /// Inserts CoinsCacheEntry(args...) at `key` unless an entry is there; (entry, inserted).
+    template <typename... Args>
+    std::pair<iterator, bool> try_emplace(const OutPoint& key, Args&&... args)
+    {
+        const uint64_t h = m_hasher(key);
+        if (m_slots) {
+            const std::size_t found = FindSlot(key, h);
+            if (found != NPOS) return {iterator{this, found, Node(m_slots[found])}, false};
+        }
+        if ((m_size + 1) * 5 > bucket_count() * 4) Grow(); // load ≤ 0.8
+        const uint32_t idx = NewNode();
+        value_type* node = Node(idx);
+        try {
+            ::new (static_cast<void*>(node)) value_type(std::piecewise_construct, std::forward_as_tuple(key),
+                                                        std::forward_as_tuple(std::forward<Args>(args)...));
+        } catch (...) {
+            FreeNode(idx);
+            throw;
+        }
+        std::size_t slot = Home(h);
+        while (m_slots[slot] != 0) slot = (slot + 1) & m_mask;
+        m_slots[slot] = (h & HASH_MASK) | idx;
+        ++m_size;
+        return {iterator{this, slot, node}, true};
+    }
+    std::pair<iterator, bool> emplace(const OutPoint& key, CoinsCacheEntry&& entry)
+    {
+        return try_emplace(key, std::move(entry));
+    }
+
+    /// Erases the entry; returns the iterator to continue a walk with (it may meet an entry twice
+    /// when the table's wrap-around shifts one back behind the walk, never skips one).
+    iterator erase(iterator it) noexcept
+    {
+        std::size_t slot = it.m_slot;
+        const uint64_t s = slot < bucket_count() ? m_slots[slot] : 0;
+        if (s == 0 || Node(s) != it.m_node) slot = FindSlot(it.m_node->first, m_hasher(it.m_node->first));
+        EraseSlot(slot);
+        return IterFrom<false>(slot);
+    }
+    std::size_t erase(const OutPoint& key) noexcept
+    {
+        const std::size_t slot = FindSlot(key, m_hasher(key));
+        if (slot == NPOS) return 0;
+        EraseSlot(slot);
+        return 1;
+    }
+
+    /// Destroys every entry and returns all memory.
+    void clear() noexcept
+    {
+        if (m_slots) {
+            for (std::size_t i = 0; i <= m_mask; ++i) {
+                if (m_slots[i]) Node(m_slots[i])->~value_type();
+            }
+        }
+        m_slots.reset();
+        m_mask = 0;
+        m_shift = 64;
+        m_size = 0;
+        for (void* slab : m_slabs) FreeSlab(slab);
+        m_slabs.clear();
+        m_slabs.shrink_to_fit();
+        m_free = 0;
+        m_nodes_made = 0;
+    }
 
 private:
-    static constexpr std::size_t Class(std::size_t bytes) noexcept { return (bytes + ALIGN - 1) / ALIGN; }
-    /// A CHUNK-sized, ALIGN-aligned region from the kernel; throws std::bad_alloc.
-    static void* NewChunk();
-    static void FreeChunk(void* chunk) noexcept;
-    std::array<void*, MAX_BLOCK / ALIGN + 1> m_free{};
-    std::vector<void*> m_chunks;
-    char* m_cur{nullptr};
-    char* m_end{nullptr};
-    std::size_t m_live{0};
-};
+    static constexpr std::size_t NPOS = ~std::size_t(0);
+    static constexpr std::size_t SLAB_BYTES = std::size_t(1) << 20;
+    static constexpr std::size_t NODES_PER_SLAB = SLAB_BYTES / NODE_BYTES;
+    static constexpr uint64_t HASH_MASK = ~uint64_t(0xFFFFFFFF); ///< high 32 bits: hash; low 32: node number (1-based)
+    static_assert(alignof(value_type) <= 16);
 
-/// Allocator over a NodePool for single small objects (the map's nodes); anything else (the bucket
-/// array) and a null pool go to operator new.
-template <typename T>
-struct PoolAllocator {
-    using value_type = T;
-    using propagate_on_container_move_assignment = std::true_type;
-    using propagate_on_container_swap = std::true_type;
-    using propagate_on_container_copy_assignment = std::true_type;
+    struct FreeDeleter {
+        void operator()(uint64_t* p) const noexcept;
+    };
 
-    NodePool* pool{nullptr};
-    PoolAllocator() noexcept = default;
-    explicit PoolAllocator(NodePool* p) noexcept : pool(p) {}
-    template <typename U>
-    PoolAllocator(const PoolAllocator<U>& o) noexcept : pool(o.pool) {}
+    /// A slab of SLAB_BYTES from the kernel (anonymous mmap); throws std::bad_alloc.
+    static void* NewSlab();
+    static void FreeSlab(void* slab) noexcept;
+    /// A zeroed slot table of `n` slots (calloc: untouched pages cost nothing); throws std::bad_alloc.
+    static uint64_t* NewSlots(std::size_t n);
 
-    static constexpr bool Pooled(std::size_t n) noexcept
+    value_type* Node(uint64_t slot_or_idx) const noexcept
     {
-        return sizeof(T) <= NodePool::MAX_BLOCK && alignof(T) <= NodePool::ALIGN && n == 1;
+        const uint32_t idx = uint32_t(slot_or_idx) - 1;
+        return reinterpret_cast<value_type*>(static_cast<char*>(m_slabs[idx / NODES_PER_SLAB]) +
+                                             (idx % NODES_PER_SLAB) * NODE_BYTES);
     }
-    T* allocate(std::size_t n)
+    std::size_t Home(uint64_t h) const noexcept { return std::size_t(h >> m_shift); }
+
+    std::size_t FindSlot(const OutPoint& key, uint64_t h) const noexcept
     {
-        if (pool && Pooled(n)) return static_cast<T*>(pool->Allocate(sizeof(T)));
-        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(alignof(T))));
-    }
-    void deallocate(T* p, std::size_t n) noexcept
-    {
-        if (pool && Pooled(n)) {
-            pool->Deallocate(p, sizeof(T));
-        } else {
-            ::operator delete(p, std::align_val_t(alignof(T)));
+        if (!m_slots) return NPOS;
+        const uint64_t tag = h & HASH_MASK;
+        for (std::size_t slot = Home(h);; slot = (slot + 1) & m_mask) {
+            const uint64_t s = m_slots[slot];
+            if (s == 0) return NPOS;
+            if ((s & HASH_MASK) == tag && Node(s)->first == key) return slot;
         }
     }
-    template <typename U>
-    friend bool operator==(const PoolAllocator& a, const PoolAllocator<U>& b) noexcept { return a.pool == b.pool; }
-};
 
-using CoinsMap = std::unordered_map<OutPoint, CoinsCacheEntry, SaltedOutPointHasher, std::equal_to<OutPoint>,
-                                    PoolAllocator<std::pair<const OutPoint, CoinsCacheEntry>>>;
+    template <bool Const>
+    Iter<Const> IterFrom(std::size_t slot) const noexcept
+    {
+        using Map = typename Iter<Const>::Map;
+        Map* self = const_cast<Map*>(this);
+        const std::size_t n = bucket_count();
+        while (slot < n && m_slots[slot] == 0) ++slot;
+        if (slot >= n) return {self, n, nullptr};
+        return {self, slot, Node(m_slots[slot])};
+    }
+
+    void EraseSlot(std::size_t hole) noexcept
+    {
+        const uint64_t s = m_slots[hole];
+        Node(s)->~value_type();
+        FreeNode(uint32_t(s));
+        --m_size;
+        // Backward shift: pull later entries of the probe run into the hole when their home allows.
+        for (std::size_t j = hole;;) {
+            j = (j + 1) & m_mask;
+            const uint64_t t = m_slots[j];
+            if (t == 0) break;
+            const std::size_t home = Home(t);
+            const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+            if (!stays) {
+                m_slots[hole] = t;
+                hole = j;
+            }
+        }
+        m_slots[hole] = 0;
+    }
+
+    void Grow()
+    {
+        const std::size_t n = m_slots ? (m_mask + 1) * 2 : 64;
+        std::unique_ptr<uint64_t[], FreeDeleter> slots(NewSlots(n));
+        unsigned bits = 0;
+        while ((std::size_t(1) << bits) < n) ++bits;
+        const unsigned shift = 64 - bits;
+        if (m_slots) {
+            for (std::size_t i = 0; i <= m_mask; ++i) {
+                const uint64_t s = m_slots[i];
+                if (!s) continue;
+                std::size_t slot = std::size_t(s >> shift);
+                while (slots[slot] != 0) slot = (slot + 1) & (n - 1);
+                slots[slot] = s;
+            }
+        }
+        m_slots = std::move(slots);
+        m_mask = n - 1;
+        m_shift = shift;
+    }
+
+    /// A node number (1-based) for a new entry: a freed one first, else the next of the slabs.
+    uint32_t NewNode()
+    {
+        if (m_free) {
+            const uint32_t idx = m_free;
+            m_free = *reinterpret_cast<uint32_t*>(Node(idx));
+            return idx;
+        }
+        if (m_nodes_made == m_slabs.size() * NODES_PER_SLAB) {
+            if (m_nodes_made + NODES_PER_SLAB >= (uint64_t(1) << 32)) throw std::bad_alloc();
+            m_slabs.reserve(m_slabs.size() + 1);
+            m_slabs.push_back(NewSlab());
+        }
+        return uint32_t(++m_nodes_made);
+    }
+    void FreeNode(uint32_t idx) noexcept
+    {
+        *reinterpret_cast<uint32_t*>(Node(idx)) = m_free;
+        m_free = idx;
+    }
+
+    std::unique_ptr<uint64_t[], FreeDeleter> m_slots;
+    std::size_t m_mask{0};
+    unsigned m_shift{64};
+    std::size_t m_size{0};
+    SaltedOutPointHasher m_hasher;
+    std::vector<void*> m_slabs;
+    uint32_t m_free{0};         ///< first free node number (0: none); each free node holds the next
+    uint64_t m_nodes_made{0};   ///< node numbers handed out from the slabs so far
+};
 
 } // namespace ibdkit
