@@ -249,7 +249,7 @@ public:
     RowWriter(Out& o, ExportFormat f, AddressNetwork net) : m_o(o), m_format(f), m_net(net) {}
 
     /// False once writing to the file failed.
-    bool Write(const OutPoint& op, const Coin& c)
+    bool Write(const OutPoint& op, const Coin& c, TxoutType tt)
     {
         const Script& s = c.out.script_pubkey;
         // Fixed parts of a JSON row < 160 bytes; numbers < 64; txid 64; address; script hex.
@@ -261,7 +261,6 @@ public:
             const uint8_t* h = op.hash.data();
             for (std::size_t i = 0; i < 32; ++i) std::memcpy(p + 2 * i, HEX_PAIRS[h[31 - i]].data(), 2);
         }
-        const TxoutType tt = Solver(s.span());
         const std::string_view type = GetTxnOutputType(tt);
         char addr[MAX_ADDRESS_LENGTH];
         const std::size_t addr_len = EncodeAddressTo(s, tt, m_net, addr);
@@ -317,7 +316,7 @@ private:
 };
 
 /// Parses one row the way WriteRow wrote it. Returns false on any deviation.
-bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std::vector<uint8_t>& script)
+bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std::vector<uint8_t>& script, TxoutType& type)
 {
     std::string_view fields[8];
     if (f == ExportFormat::Csv) {
@@ -366,8 +365,8 @@ bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std:
     c.out.value = amount;
     c.out.script_pubkey = Script(script.data(), script.size());
     // The derived columns must be what the script says.
-    if (fields[5] != GetTxnOutputType(Solver(c.out.script_pubkey.span()))) return false;
-    return true;
+    type = Solver(c.out.script_pubkey.span());
+    return fields[5] == GetTxnOutputType(type);
 }
 
 Result<UtxoStats> TextStats(ExportFormat f, const fs::path& file, const ExportProgress& progress)
@@ -391,8 +390,9 @@ Result<UtxoStats> TextStats(ExportFormat f, const fs::path& file, const ExportPr
             header_seen = true;
             return line == CSV_HEADER;
         }
-        if (!ParseRow(f, line, op, coin, script)) return false;
-        builder.Add(op, coin);
+        TxoutType type;
+        if (!ParseRow(f, line, op, coin, script, type)) return false;
+        builder.Add(op, coin, type);
         if (progress && (++rows & 0xffff) == 0) progress("verify", rows, double(consumed) / size);
         return true;
     };
@@ -503,10 +503,11 @@ Result<UtxoStats> SqliteStats(const fs::path& file, const ExportProgress& progre
         coin.coinbase = cb == 1;
         coin.out.value = sqlite3_column_int64(st.get(), 4);
         coin.out.script_pubkey = Script(static_cast<const uint8_t*>(blob), std::size_t(blob_len));
-        if (std::string_view(type) != GetTxnOutputType(Solver(coin.out.script_pubkey.span()))) {
+        const TxoutType tt = Solver(coin.out.script_pubkey.span());
+        if (std::string_view(type) != GetTxnOutputType(tt)) {
             return Error{Errc::Corrupt, file.string() + ": row " + std::to_string(rows) + " has the wrong type"};
         }
-        builder.Add(op, coin);
+        builder.Add(op, coin, tt);
         if (progress && (rows & 0xffff) == 0) progress("verify", rows, Fraction(op.hash));
     }
     if (rc != SQLITE_DONE) return SqlError(db->get(), "reading " + file.string());
@@ -536,9 +537,9 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
     std::optional<Error> failure;
     uint64_t n = 0;
     auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-        builder.Add(op, c);
         const Script& sc = c.out.script_pubkey;
         const TxoutType tt = Solver(sc.span());
+        builder.Add(op, c, tt);
         const std::string_view type = GetTxnOutputType(tt);
         const std::size_t addr_len = EncodeAddressTo(sc, tt, net, addr);
         for (std::size_t i = 0; i < 32; ++i) std::memcpy(txid.data() + 2 * i, HEX_PAIRS[op.hash.data()[31 - i]].data(), 2);
@@ -622,8 +623,9 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
         }
         uint64_t n = 0;
         auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            builder.Add(op, c);
-            if (!rows.Write(op, c)) {
+            const TxoutType tt = Solver(c.out.script_pubkey.span());
+            builder.Add(op, c, tt);
+            if (!rows.Write(op, c, tt)) {
                 write_failed = true;
                 return false;
             }
