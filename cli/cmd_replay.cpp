@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "progress.h"
 #include "replay_cli.h"
+#include "utxo_export_cli.h"
 
 #include <algorithm>
 #include <memory>
@@ -40,6 +41,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         bool via_p2p{false}, json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
+    auto height_export = std::make_shared<HeightExport>();
     auto* blocks_opt = cmd->add_option("--blocks-dir", a->blocks_dir,
         "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file: every record's header is scanned");
     cmd->add_option("--datadir", a->datadir,
@@ -57,7 +59,8 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
-    cmd->callback([a] {
+    height_export->AddOptions(cmd);
+    cmd->callback([a, height_export] {
         ReplayOptions o;
         if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
         o.blocks_dir = a->blocks_dir;
@@ -78,10 +81,12 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             o.policy = *id;
         }
         if (all) {
+            if (height_export->Enabled()) throw CLI::ValidationError("--policy all", "compares policies; drop --height");
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
             ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);
             return;
         }
+        height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->quiet);
         o.on_progress = ProgressPrinter(bar, "");
         std::signal(SIGINT, OnSignal);
@@ -103,6 +108,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         }
         if (r->reject_reason) ExitCode() = 2;
         if (r->interrupted) ExitCode() = 130;
+        height_export->Finish(*r, !a->quiet);
     });
 });
 

@@ -1,6 +1,7 @@
 // `ibdkit sync`: initial block download from one P2P peer.
 #include "commands.h"
 #include "replay_cli.h"
+#include "utxo_export_cli.h"
 #include "progress.h"
 
 #include <ibdkit/engine/sync.h>
@@ -89,6 +90,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         bool json{false}, quiet{false}, getblocks{false};
     };
     auto a = std::make_shared<Args>();
+    auto height_export = std::make_shared<HeightExport>();
     cmd->add_option("--connect", a->connect, "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted)")->required();
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest")->capture_default_str();
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
@@ -107,7 +109,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
-    cmd->callback([a] {
+    height_export->AddOptions(cmd);
+    cmd->callback([a, height_export] {
         SyncOptions o;
         auto chain = ParseChainType(a->network);
         if (!chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");
@@ -127,6 +130,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.threads = a->threads;
         o.force_getblocks = a->getblocks;
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
+        height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->quiet);
         o.on_sync_progress = [bar](const SyncProgress& p) {
             char text[256];
@@ -163,6 +167,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         }
         if (r->reject_reason) ExitCode() = 2;
         if (r->interrupted) ExitCode() = 130;
+        height_export->Finish(*r, !a->quiet);
     });
 });
 

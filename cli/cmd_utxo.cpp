@@ -1,11 +1,11 @@
 // `ibdkit utxo stats|get|dump|snapshot|load-snapshot`: views of a chainstate in Core's format
 // (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
+#include "utxo_export_cli.h"
 
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/export.h>
 #include <ibdkit/coins/snapshot.h>
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/chain/params.h>
@@ -245,15 +245,7 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     snap->callback([sopt, sout, snet] {
         const ChainParams& params = NetworkParams(*snet);
         auto db = OpenReadOnly(*sopt);
-        ProgressBar bar(!sopt->no_progress);
-        auto r = WriteUtxoSnapshot(*db, params, *sout, [&](uint64_t n, double f) { bar.Update(n, f); });
-        bar.Done();
-        if (!r) Fail(r.error());
-        std::printf("snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
-                    "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
-                    sout->c_str(), r->metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r->metadata.coins_count,
-                    (unsigned long long)r->bytes, r->chainstate_stats.hash_serialized.ToHex().c_str(),
-                    (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str());
+        WriteUtxoExport(*db, "snapshot", *sout, params, AddressNetwork::Main, !sopt->no_progress, stdout);
     });
 
     // ---- load-snapshot ----
@@ -301,28 +293,8 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     dump->callback([dopt, format, out, network] {
         const auto net = ParseAddressNetwork(*network);
         if (!net) throw CLI::ValidationError("--network", "unknown network '" + *network + "'");
-        const ExportFormat f = *format == "csv" ? ExportFormat::Csv : *format == "jsonl" ? ExportFormat::Jsonl : ExportFormat::Sqlite;
         auto db = OpenReadOnly(*dopt);
-        ProgressBar bar(!dopt->no_progress);
-        std::string phase;
-        auto r = ExportUtxoSet(*db, f, *out, *net, [&](std::string_view p, uint64_t n, double frac) {
-            if (p != phase) {
-                if (!phase.empty()) bar.Done();
-                phase = p;
-            }
-            bar.Update(n, frac);
-        });
-        bar.Done();
-        if (!r) Fail(r.error());
-        const UtxoStats& s = r->chainstate_stats;
-        std::fprintf(stderr,
-                     "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
-                     "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
-                     out->c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
-                     double(s.txouts) / std::max(r->write_seconds, 1e-9), r->write_cpu_seconds,
-                     double(s.txouts) / std::max(r->write_cpu_seconds, 1e-9), r->verify_seconds, r->verify_cpu_seconds,
-                     (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
-                     r->file_stats.hash_serialized.ToHex().c_str());
+        WriteUtxoExport(*db, *format, *out, GetChainParams(ChainType::MAIN), *net, !dopt->no_progress, stderr);
     });
 });
 

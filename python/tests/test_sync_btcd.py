@@ -234,6 +234,19 @@ def test_getblocks_sync_and_resume(cli, btcd_gen, gen_chain, tmp_path):
     assert third["blocks_connected"] == 0 and third["hash_serialized_3"] == want["hash_serialized_3"]
 
 
+def test_sync_height_export_equals_replay_height_export(cli, btcd_gen, gen_chain, tmp_path):
+    """`sync --height H --dump csv` (the shared --height path, docs/utxo-export.md) writes the same
+    file as `replay --height H --dump csv` over the same chain, and the chainstate is not kept."""
+    got = tmp_path / "sync.csv"
+    r, res = sync(cli, btcd_gen, "--height", 300, "--dump", "csv", "--out", got)
+    assert res["height"] == 300 and "equal to the chainstate's" in r.stderr
+    want = tmp_path / "replay.csv"
+    rr = subprocess.run([str(cli), "replay", "-q", "--blocks-dir", str(gen_chain), "--height", "300", "--dump", "csv",
+                         "--out", str(want)], capture_output=True, text=True)
+    assert rr.returncode == 0, rr.stderr
+    assert got.read_bytes() == want.read_bytes()
+
+
 def test_old_chain_falls_back_to_getblocks(cli, btcd_bin, shared, tmp_path):
     """Core's regtest test chain has 2011-era timestamps: btcd ignores getheaders, sync uses getblocks."""
     blk = shared / "regtest" / "core_kernel_blocks_1-206.blk"

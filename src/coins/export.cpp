@@ -6,6 +6,10 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -26,7 +30,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char HEX[] = "0123456789abcdef";
+/// Two lower-case hex characters per byte value.
+constexpr std::array<std::array<char, 2>, 256> HEX_PAIRS = [] {
+    constexpr char digits[] = "0123456789abcdef";
+    std::array<std::array<char, 2>, 256> t{};
+    for (std::size_t b = 0; b < 256; ++b) t[b] = {digits[b >> 4], digits[b & 15]};
+    return t;
+}();
+
+/// Decimal digit pairs "00".."99".
+constexpr std::array<std::array<char, 2>, 100> DEC_PAIRS = [] {
+    std::array<std::array<char, 2>, 100> t{};
+    for (std::size_t i = 0; i < 100; ++i) t[i] = {char('0' + i / 10), char('0' + i % 10)};
+    return t;
+}();
 
 double ThreadCpuSeconds()
 {
@@ -37,29 +54,125 @@ double ThreadCpuSeconds()
 
 double Fraction(const Txid& t) { return (t.data()[0] * 256.0 + t.data()[1]) / 65536.0; }
 
-/// Appends to a byte buffer; the caller drains it to the file.
-struct Out {
-    std::vector<char> buf;
-    void Put(std::string_view s) { buf.insert(buf.end(), s.begin(), s.end()); }
-    void Put(char c) { buf.push_back(c); }
-    template <typename I>
-    void Num(I v)
+/// Page-cache hygiene for exports of many GB: pages already written back (or already parsed) are
+/// dropped, so the kernel recycles warm pages instead of taking fresh ones for every 4 KiB; on a
+/// VM that halves the kernel's share of a dump (docs/benchmarks.md). It also makes the re-read
+/// check read the device, not the copy in memory. `fd` may be a pipe or tmpfs: errors are ignored.
+void DropCachedRange(int fd, uint64_t from, uint64_t to)
+{
+    if (to > from) (void)::posix_fadvise(fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
+}
+
+/// The text writer's output buffer: one allocation for the whole export, filled through a raw
+/// cursor. Room() guarantees space for the next row (draining to the file first when needed).
+class Out {
+public:
+    static constexpr std::size_t DRAIN_AT = 1 << 20;
+    /// Written data this far behind the end has been written back and is dropped from the cache.
+    static constexpr uint64_t CACHE_LAG = 32 << 20;
+
+    explicit Out(FILE* f) : m_fd(fileno(f)) { Grow(DRAIN_AT + 64 * 1024); }
+
+    /// Makes room for `n` more bytes; false once a write to the file failed.
+    bool Room(std::size_t n)
     {
-        char tmp[24];
-        auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
-        buf.insert(buf.end(), tmp, r.ptr);
+        if (std::size_t(m_end - m_p) < n || std::size_t(m_p - m_buf.get()) >= DRAIN_AT) {
+            if (!Drain()) return false;
+            if (std::size_t(m_end - m_p) < n) Grow(n);
+        }
+        return true;
     }
-    void Hex(const uint8_t* p, std::size_t n, bool reversed = false)
+    bool Drain()
     {
-        const std::size_t off = buf.size();
-        buf.resize(off + 2 * n);
-        char* o = buf.data() + off;
-        for (std::size_t i = 0; i < n; ++i) {
-            const uint8_t b = reversed ? p[n - 1 - i] : p[i];
-            o[2 * i] = HEX[b >> 4];
-            o[2 * i + 1] = HEX[b & 15];
+        const std::size_t len = std::size_t(m_p - m_buf.get());
+        for (std::size_t off = 0; off < len;) {
+            const ssize_t n = ::write(m_fd, m_buf.get() + off, len - off);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            off += std::size_t(n);
+        }
+        // Start writeback of this chunk now; drop the chunk written CACHE_LAG ago (clean by now).
+        const uint64_t end = m_bytes + len;
+        DropCachedRange(m_fd, m_bytes, end);
+        if (end > CACHE_LAG && end - CACHE_LAG > m_dropped) {
+            DropCachedRange(m_fd, m_dropped, end - CACHE_LAG);
+            m_dropped = end - CACHE_LAG;
+        }
+        m_bytes = end;
+        m_p = m_buf.get();
+        return true;
+    }
+    uint64_t Bytes() const noexcept { return m_bytes; }
+
+    // The writers below assume Room() was called for the whole row.
+    void Put(char c) noexcept { *m_p++ = c; }
+    void Put(std::string_view s) noexcept
+    {
+        std::memcpy(m_p, s.data(), s.size());
+        m_p += s.size();
+    }
+    void Put(const char* s, std::size_t n) noexcept
+    {
+        std::memcpy(m_p, s, n);
+        m_p += n;
+    }
+    /// Decimal, two digits per step from a table.
+    void Dec(uint64_t v) noexcept
+    {
+        char tmp[20];
+        char* e = tmp + sizeof(tmp);
+        char* q = e;
+        while (v >= 100) {
+            q -= 2;
+            std::memcpy(q, DEC_PAIRS[v % 100].data(), 2);
+            v /= 100;
+        }
+        if (v >= 10) {
+            q -= 2;
+            std::memcpy(q, DEC_PAIRS[v].data(), 2);
+        } else {
+            *--q = char('0' + v);
+        }
+        Put(q, std::size_t(e - q));
+    }
+    void Dec(int64_t v) noexcept
+    {
+        if (v < 0) {
+            Put('-');
+            Dec(uint64_t(0) - uint64_t(v));
+        } else {
+            Dec(uint64_t(v));
         }
     }
+    void Dec(uint32_t v) noexcept { Dec(uint64_t(v)); }
+    void Hex(const uint8_t* p, std::size_t n) noexcept
+    {
+        for (std::size_t i = 0; i < n; ++i) std::memcpy(m_p + 2 * i, HEX_PAIRS[p[i]].data(), 2);
+        m_p += 2 * n;
+    }
+    void HexReversed(const uint8_t* p, std::size_t n) noexcept
+    {
+        for (std::size_t i = 0; i < n; ++i) std::memcpy(m_p + 2 * i, HEX_PAIRS[p[n - 1 - i]].data(), 2);
+        m_p += 2 * n;
+    }
+
+private:
+    void Grow(std::size_t extra)
+    {
+        const std::size_t used = std::size_t(m_p - m_buf.get()), cap = used + extra;
+        auto nb = std::make_unique_for_overwrite<char[]>(cap);
+        if (used) std::memcpy(nb.get(), m_buf.get(), used);
+        m_buf = std::move(nb);
+        m_p = m_buf.get() + used;
+        m_end = m_buf.get() + cap;
+    }
+
+    int m_fd;
+    std::unique_ptr<char[]> m_buf;
+    char* m_p{nullptr};
+    char* m_end{nullptr};
+    uint64_t m_bytes{0};
+    uint64_t m_dropped{0}; ///< everything below this offset has been dropped from the cache
 };
 
 /// Hex digit values (lower case only, as written); -1 for anything else.
@@ -129,51 +242,81 @@ private:
 
 // ---- text formats (CSV, JSON lines) -----------------------------------------------------------
 
-void WriteRow(Out& o, ExportFormat f, const OutPoint& op, const Coin& c, AddressNetwork net)
-{
-    const Script& s = c.out.script_pubkey;
-    const TxoutType tt = Solver(s.span());
-    const std::string_view type = GetTxnOutputType(tt);
-    const std::optional<std::string> addr = EncodeAddress(s, tt, net);
-    if (f == ExportFormat::Csv) {
-        o.Hex(op.hash.data(), 32, true);
-        o.Put(',');
-        o.Num(op.n);
-        o.Put(',');
-        o.Num(c.height);
-        o.Put(c.coinbase ? ",1," : ",0,");
-        o.Num(c.out.value);
-        o.Put(',');
-        o.Put(type);
-        o.Put(',');
-        if (addr) o.Put(*addr);
-        o.Put(',');
-        o.Hex(s.data(), s.size());
-        o.Put('\n');
-    } else {
-        o.Put("{\"txid\":\"");
-        o.Hex(op.hash.data(), 32, true);
-        o.Put("\",\"vout\":");
-        o.Num(op.n);
-        o.Put(",\"height\":");
-        o.Num(c.height);
-        o.Put(c.coinbase ? ",\"coinbase\":true,\"amount\":" : ",\"coinbase\":false,\"amount\":");
-        o.Num(c.out.value);
-        o.Put(",\"type\":\"");
-        o.Put(type);
-        o.Put(addr ? "\",\"address\":\"" : "\",\"address\":null");
-        if (addr) {
-            o.Put(*addr);
-            o.Put('"');
+/// Writes rows for one export; keeps the hex of the current txid (a transaction's outputs are
+/// contiguous in key order).
+class RowWriter {
+public:
+    RowWriter(Out& o, ExportFormat f, AddressNetwork net) : m_o(o), m_format(f), m_net(net) {}
+
+    /// False once writing to the file failed.
+    bool Write(const OutPoint& op, const Coin& c, TxoutType tt)
+    {
+        const Script& s = c.out.script_pubkey;
+        // Fixed parts of a JSON row < 160 bytes; numbers < 64; txid 64; address; script hex.
+        if (!m_o.Room(320 + MAX_ADDRESS_LENGTH + 2 * std::size_t(s.size()))) return false;
+        if (!m_have_txid || op.hash != m_txid) {
+            m_txid = op.hash;
+            m_have_txid = true;
+            char* p = m_txid_hex.data();
+            const uint8_t* h = op.hash.data();
+            for (std::size_t i = 0; i < 32; ++i) std::memcpy(p + 2 * i, HEX_PAIRS[h[31 - i]].data(), 2);
         }
-        o.Put(",\"script\":\"");
-        o.Hex(s.data(), s.size());
-        o.Put("\"}\n");
+        const std::string_view type = GetTxnOutputType(tt);
+        char addr[MAX_ADDRESS_LENGTH];
+        const std::size_t addr_len = EncodeAddressTo(s, tt, m_net, addr);
+        Out& o = m_o;
+        if (m_format == ExportFormat::Csv) {
+            o.Put(m_txid_hex.data(), 64);
+            o.Put(',');
+            o.Dec(op.n);
+            o.Put(',');
+            o.Dec(c.height);
+            o.Put(c.coinbase ? std::string_view(",1,") : std::string_view(",0,"));
+            o.Dec(c.out.value);
+            o.Put(',');
+            o.Put(type);
+            o.Put(',');
+            o.Put(addr, addr_len);
+            o.Put(',');
+            o.Hex(s.data(), s.size());
+            o.Put('\n');
+        } else {
+            o.Put("{\"txid\":\"");
+            o.Put(m_txid_hex.data(), 64);
+            o.Put("\",\"vout\":");
+            o.Dec(op.n);
+            o.Put(",\"height\":");
+            o.Dec(c.height);
+            o.Put(c.coinbase ? std::string_view(",\"coinbase\":true,\"amount\":")
+                             : std::string_view(",\"coinbase\":false,\"amount\":"));
+            o.Dec(c.out.value);
+            o.Put(",\"type\":\"");
+            o.Put(type);
+            if (addr_len) {
+                o.Put("\",\"address\":\"");
+                o.Put(addr, addr_len);
+                o.Put('"');
+            } else {
+                o.Put("\",\"address\":null");
+            }
+            o.Put(",\"script\":\"");
+            o.Hex(s.data(), s.size());
+            o.Put("\"}\n");
+        }
+        return true;
     }
-}
+
+private:
+    Out& m_o;
+    ExportFormat m_format;
+    AddressNetwork m_net;
+    Txid m_txid;
+    bool m_have_txid{false};
+    std::array<char, 64> m_txid_hex{};
+};
 
 /// Parses one row the way WriteRow wrote it. Returns false on any deviation.
-bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std::vector<uint8_t>& script)
+bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std::vector<uint8_t>& script, TxoutType& type)
 {
     std::string_view fields[8];
     if (f == ExportFormat::Csv) {
@@ -222,8 +365,8 @@ bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std:
     c.out.value = amount;
     c.out.script_pubkey = Script(script.data(), script.size());
     // The derived columns must be what the script says.
-    if (fields[5] != GetTxnOutputType(Solver(c.out.script_pubkey.span()))) return false;
-    return true;
+    type = Solver(c.out.script_pubkey.span());
+    return fields[5] == GetTxnOutputType(type);
 }
 
 Result<UtxoStats> TextStats(ExportFormat f, const fs::path& file, const ExportProgress& progress)
@@ -247,14 +390,21 @@ Result<UtxoStats> TextStats(ExportFormat f, const fs::path& file, const ExportPr
             header_seen = true;
             return line == CSV_HEADER;
         }
-        if (!ParseRow(f, line, op, coin, script)) return false;
-        builder.Add(op, coin);
+        TxoutType type;
+        if (!ParseRow(f, line, op, coin, script, type)) return false;
+        builder.Add(op, coin, type);
         if (progress && (++rows & 0xffff) == 0) progress("verify", rows, double(consumed) / size);
         return true;
     };
+    const int fd = fileno(in.get());
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     while (true) {
-        const std::size_t n = std::fread(buf.data(), 1, buf.size(), in.get());
-        if (n == 0) break;
+        ssize_t got = ::read(fd, buf.data(), buf.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return Error{Errc::Corrupt, "reading " + file.string() + ": " + std::strerror(errno)};
+        if (got == 0) break;
+        const std::size_t n = std::size_t(got);
+        DropCachedRange(fd, consumed, consumed + n); // read once: let the pages go
         consumed += n;
         std::string_view chunk(buf.data(), n);
         std::size_t start = 0;
@@ -353,10 +503,11 @@ Result<UtxoStats> SqliteStats(const fs::path& file, const ExportProgress& progre
         coin.coinbase = cb == 1;
         coin.out.value = sqlite3_column_int64(st.get(), 4);
         coin.out.script_pubkey = Script(static_cast<const uint8_t*>(blob), std::size_t(blob_len));
-        if (std::string_view(type) != GetTxnOutputType(Solver(coin.out.script_pubkey.span()))) {
+        const TxoutType tt = Solver(coin.out.script_pubkey.span());
+        if (std::string_view(type) != GetTxnOutputType(tt)) {
             return Error{Errc::Corrupt, file.string() + ": row " + std::to_string(rows) + " has the wrong type"};
         }
-        builder.Add(op, coin);
+        builder.Add(op, coin, tt);
         if (progress && (rows & 0xffff) == 0) progress("verify", rows, Fraction(op.hash));
     }
     if (rc != SQLITE_DONE) return SqlError(db->get(), "reading " + file.string());
@@ -381,24 +532,24 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
         return SqlError(s, "preparing the insert");
     }
     StmtPtr ins(raw);
-    Out txid;
+    std::array<char, 64> txid;
+    char addr[MAX_ADDRESS_LENGTH];
     std::optional<Error> failure;
     uint64_t n = 0;
     auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-        builder.Add(op, c);
         const Script& sc = c.out.script_pubkey;
         const TxoutType tt = Solver(sc.span());
+        builder.Add(op, c, tt);
         const std::string_view type = GetTxnOutputType(tt);
-        const auto addr = EncodeAddress(sc, tt, net);
-        txid.buf.clear();
-        txid.Hex(op.hash.data(), 32, true);
-        sqlite3_bind_text(ins.get(), 1, txid.buf.data(), 64, SQLITE_TRANSIENT);
+        const std::size_t addr_len = EncodeAddressTo(sc, tt, net, addr);
+        for (std::size_t i = 0; i < 32; ++i) std::memcpy(txid.data() + 2 * i, HEX_PAIRS[op.hash.data()[31 - i]].data(), 2);
+        sqlite3_bind_text(ins.get(), 1, txid.data(), 64, SQLITE_TRANSIENT);
         sqlite3_bind_int64(ins.get(), 2, op.n);
         sqlite3_bind_int64(ins.get(), 3, c.height);
         sqlite3_bind_int64(ins.get(), 4, c.coinbase ? 1 : 0);
         sqlite3_bind_int64(ins.get(), 5, c.out.value);
         sqlite3_bind_text(ins.get(), 6, type.data(), int(type.size()), SQLITE_STATIC);
-        if (addr) sqlite3_bind_text(ins.get(), 7, addr->data(), int(addr->size()), SQLITE_TRANSIENT);
+        if (addr_len) sqlite3_bind_text(ins.get(), 7, addr, int(addr_len), SQLITE_TRANSIENT);
         else sqlite3_bind_null(ins.get(), 7);
         sqlite3_bind_blob(ins.get(), 8, sc.data(), int(sc.size()), SQLITE_TRANSIENT);
         if (sqlite3_step(ins.get()) != SQLITE_DONE) {
@@ -462,31 +613,28 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
     } else {
         File f(out, "wb");
         if (!f.get()) return Error{Errc::InvalidValue, "cannot open " + out.string() + " for writing: " + std::strerror(errno)};
-        Out o;
-        o.buf.reserve((1 << 20) + 4096);
+        Out o(f.get());
+        RowWriter rows(o, format, net);
         bool write_failed = false;
-        auto drain = [&] {
-            if (!o.buf.empty() && std::fwrite(o.buf.data(), 1, o.buf.size(), f.get()) != o.buf.size()) write_failed = true;
-            res.bytes += o.buf.size();
-            o.buf.clear();
-        };
         if (format == ExportFormat::Csv) {
+            o.Room(CSV_HEADER.size() + 1);
             o.Put(CSV_HEADER);
             o.Put('\n');
         }
         uint64_t n = 0;
         auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            builder.Add(op, c);
-            WriteRow(o, format, op, c, net);
-            if (o.buf.size() >= (1 << 20)) {
-                drain();
-                if (write_failed) return false;
+            const TxoutType tt = Solver(c.out.script_pubkey.span());
+            builder.Add(op, c, tt);
+            if (!rows.Write(op, c, tt)) {
+                write_failed = true;
+                return false;
             }
             if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
             return true;
         });
         if (!r) return r.error();
-        drain();
+        if (!write_failed && !o.Drain()) write_failed = true;
+        res.bytes = o.Bytes();
         if (write_failed || !f.Close()) {
             return Error{Errc::InvalidValue, "writing " + out.string() + " failed: " + std::strerror(errno)};
         }

@@ -60,15 +60,27 @@ void AppendTxOutSer(std::vector<uint8_t>& buf, const Txid& txid, uint32_t n, con
     buf.resize(std::size_t(p - buf.data()));
 }
 
+// Coins arrive in key order: one txid's outputs together, but in VARINT byte order, which is not
+// numeric order past vout 127 (hash_serialized_3 wants numeric order). Each coin's bytes go straight
+// into the hash buffer; only a transaction whose outputs came out of order is re-sorted there at its
+// end. The counters, the breakdown and MuHash (a set hash) take each coin as it comes.
 struct UtxoStatsBuilder::Impl {
+    struct Rec {
+        uint32_t n;
+        uint32_t offset; ///< from tx_start
+        uint32_t size;
+    };
     UtxoHashTypes hashes;
     Sha256d hasher;
     MuHash3072 muhash;
     Txid current;
     bool have_current{false};
-    std::vector<std::pair<uint32_t, Coin>> outputs; // of `current`
-    std::vector<uint8_t> buf;
-    std::vector<uint8_t> one; // one coin's bytes for MuHash
+    std::vector<uint8_t> buf;    // hash_serialized_3 bytes not yet hashed; the current tx's from tx_start
+    std::size_t tx_start{0};
+    std::vector<Rec> recs;       // the current tx's outputs in buf
+    bool in_order{true};
+    std::vector<uint8_t> tmp;    // for re-sorting
+    std::vector<uint8_t> one;    // one coin's bytes for MuHash
     uint64_t txouts{0}, transactions{0}, bogosize{0};
     Amount total{0};
     uint32_t max_height{0};
@@ -76,29 +88,49 @@ struct UtxoStatsBuilder::Impl {
 
     void FlushTx()
     {
-        if (outputs.empty()) return;
-        if (outputs.size() > 1) {
-            std::sort(outputs.begin(), outputs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        }
-        ++transactions;
-        for (const auto& [n, coin] : outputs) {
-            ++txouts;
-            total += coin.out.value;
-            bogosize += GetBogoSize(coin.out.script_pubkey);
-            auto& t = by_type[std::size_t(Solver(coin.out.script_pubkey.span()))];
-            ++t.count;
-            t.amount += coin.out.value;
-            if (hashes.hash_serialized) AppendTxOutSer(buf, current, n, coin);
-            if (hashes.muhash) {
-                one.clear();
-                AppendTxOutSer(one, current, n, coin);
-                muhash.Insert(std::span<const uint8_t>(one));
+        if (!in_order) {
+            std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) { return a.n < b.n; });
+            tmp.assign(buf.begin() + std::ptrdiff_t(tx_start), buf.end());
+            uint8_t* p = buf.data() + tx_start;
+            for (const Rec& r : recs) {
+                std::memcpy(p, tmp.data() + r.offset, r.size);
+                p += r.size;
             }
+            in_order = true;
         }
-        outputs.clear();
+        recs.clear();
         if (buf.size() >= 1 << 16) {
             hasher.Write(std::span<const uint8_t>(buf));
             buf.clear();
+        }
+        tx_start = buf.size();
+    }
+
+    void Add(const OutPoint& outpoint, const Coin& coin, TxoutType type)
+    {
+        if (!have_current || outpoint.hash != current) {
+            FlushTx();
+            current = outpoint.hash;
+            have_current = true;
+            ++transactions;
+        }
+        max_height = std::max(max_height, coin.height);
+        ++txouts;
+        total += coin.out.value;
+        bogosize += GetBogoSize(coin.out.script_pubkey);
+        auto& t = by_type[std::size_t(type)];
+        ++t.count;
+        t.amount += coin.out.value;
+        if (hashes.hash_serialized) {
+            const std::size_t off = buf.size();
+            AppendTxOutSer(buf, current, outpoint.n, coin);
+            if (!recs.empty() && outpoint.n < recs.back().n) in_order = false;
+            recs.push_back(Rec{outpoint.n, uint32_t(off - tx_start), uint32_t(buf.size() - off)});
+        }
+        if (hashes.muhash) {
+            one.clear();
+            AppendTxOutSer(one, current, outpoint.n, coin);
+            muhash.Insert(std::span<const uint8_t>(one));
         }
     }
 };
@@ -112,14 +144,12 @@ UtxoStatsBuilder::~UtxoStatsBuilder() = default;
 
 void UtxoStatsBuilder::Add(const OutPoint& outpoint, const Coin& coin)
 {
-    Impl& im = *m_impl;
-    if (!im.have_current || outpoint.hash != im.current) {
-        im.FlushTx();
-        im.current = outpoint.hash;
-        im.have_current = true;
-    }
-    im.max_height = std::max(im.max_height, coin.height);
-    im.outputs.emplace_back(outpoint.n, coin);
+    m_impl->Add(outpoint, coin, Solver(coin.out.script_pubkey.span()));
+}
+
+void UtxoStatsBuilder::Add(const OutPoint& outpoint, const Coin& coin, TxoutType type)
+{
+    m_impl->Add(outpoint, coin, type);
 }
 
 void UtxoStatsBuilder::Finish(UtxoStats& stats)

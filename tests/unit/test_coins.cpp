@@ -987,5 +987,31 @@ TEST(CoinsAddress, KnownVectors)
     EXPECT_FALSE(EncodeAddress(S("0015" + std::string(42, '0')), AddressNetwork::Main)); // v0, 21 bytes: nonstandard
 }
 
+TEST(CoinsAddress, AllocationFreeEncoderAgreesAndFitsItsBound)
+{
+    // The longest address: a 40-byte witness program (v16) with regtest's "bcrt" prefix.
+    const Script longest = S("6028" + std::string(80, 'a'));
+    ASSERT_EQ(TypeName(longest), "witness_unknown");
+    const Script scripts[] = {S("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac"),
+                              S("a914e9c3dd0c07aac76179ebc76a6c78d4d67c6c160a87"),
+                              S("0014751e76e8199196d454941c45d1b3a323f1433bd6"),
+                              S("00201863143c14c5166804bd19203356da136c985678cd4d27a1b8c6329604903262"),
+                              S("5120" + G_X), S("51024e73"), S("5220" + G_X), longest,
+                              S("76a914" + std::string(40, '0') + "88ac"), S("4104" + G_X + G_Y + "ac"), S("51")};
+    for (const AddressNetwork net : {AddressNetwork::Main, AddressNetwork::Test, AddressNetwork::Signet, AddressNetwork::Regtest}) {
+        for (const Script& s : scripts) {
+            char buf[MAX_ADDRESS_LENGTH];
+            const std::size_t n = EncodeAddressTo(s, Solver(s.span()), net, buf);
+            const auto want = EncodeAddress(s, net);
+            EXPECT_EQ(n == 0 ? std::optional<std::string>() : std::optional<std::string>(std::string(buf, n)), want);
+            EXPECT_LE(n, MAX_ADDRESS_LENGTH);
+        }
+    }
+    char buf[MAX_ADDRESS_LENGTH];
+    EXPECT_EQ(EncodeAddressTo(longest, TxoutType::WITNESS_UNKNOWN, AddressNetwork::Regtest, buf), 76u);
+    // BIP350's test vector for a v16 program.
+    EXPECT_EQ(EncodeAddress(S("6002751e"), AddressNetwork::Main).value_or(""), "bc1sw50qgdz25j");
+}
+
 } // namespace
 } // namespace ibdkit

@@ -100,6 +100,8 @@ public:
     explicit UtxoStatsBuilder(UtxoHashTypes hashes = {});
     ~UtxoStatsBuilder();
     void Add(const OutPoint& outpoint, const Coin& coin);
+    /// Same, for a caller that already classified the script (type must be Solver(script)).
+    void Add(const OutPoint& outpoint, const Coin& coin, TxoutType type);
     /// Fills the counters, the breakdown and the hashes into stats. Asserts that the breakdown
     /// adds up to the totals.
     void Finish(UtxoStats& stats);

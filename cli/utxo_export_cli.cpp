@@ -1,0 +1,139 @@
+// One export path for `utxo dump`, `utxo snapshot` and the `--height` exports of `replay`/`sync`.
+#include "utxo_export_cli.h"
+
+#include <ibdkit/coins/export.h>
+#include <ibdkit/coins/snapshot.h>
+#include <ibdkit/coins/stats.h>
+
+#include "progress.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <system_error>
+
+namespace ibdkit::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string CoinsText(uint64_t coins, double secs)
+{
+    char t[96];
+    std::snprintf(t, sizeof t, "%llu coins  %.1f s", (unsigned long long)coins, secs);
+    return t;
+}
+
+} // namespace
+
+void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::path& out, const ChainParams& params,
+                     AddressNetwork net, bool progress, std::FILE* summary)
+{
+    ProgressLine bar(progress && ::isatty(STDERR_FILENO));
+    const auto start = std::chrono::steady_clock::now();
+    auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    if (format == "snapshot") {
+        auto r = WriteUtxoSnapshot(db, params, out, [&](uint64_t n, double f) { bar.Update(f, CoinsText(n, secs())); });
+        bar.Done();
+        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+        std::fprintf(summary,
+                     "snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
+                     "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
+                     out.c_str(), r->metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r->metadata.coins_count,
+                     (unsigned long long)r->bytes, r->chainstate_stats.hash_serialized.ToHex().c_str(),
+                     (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str());
+        return;
+    }
+    ExportFormat f;
+    if (format == "csv") f = ExportFormat::Csv;
+    else if (format == "jsonl") f = ExportFormat::Jsonl;
+    else if (format == "sqlite") f = ExportFormat::Sqlite;
+    else throw std::runtime_error("unknown export format '" + format + "' (" + EXPORT_FORMATS_HELP + ")");
+    std::string phase;
+    auto r = ExportUtxoSet(db, f, out, net, [&](std::string_view p, uint64_t n, double frac) {
+        if (p != phase) {
+            bar.Done();
+            phase = p;
+        }
+        bar.Update(frac, phase + ": " + CoinsText(n, secs()));
+    });
+    bar.Done();
+    if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+    const UtxoStats& s = r->chainstate_stats;
+    std::fprintf(summary,
+                 "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
+                 "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
+                 out.c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
+                 double(s.txouts) / std::max(r->write_seconds, 1e-9), r->write_cpu_seconds,
+                 double(s.txouts) / std::max(r->write_cpu_seconds, 1e-9), r->verify_seconds, r->verify_cpu_seconds,
+                 (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
+                 r->file_stats.hash_serialized.ToHex().c_str());
+}
+
+HeightExport::~HeightExport()
+{
+    if (!m_temporary.empty()) {
+        std::error_code ec;
+        fs::remove_all(m_temporary, ec);
+    }
+}
+
+void HeightExport::AddOptions(CLI::App* cmd)
+{
+    auto* h = cmd->add_option("--height", m_height,
+                              "Export the UTXO set as it stood at this height: stop there (into a temporary chainstate\n"
+                              "unless --chainstate is given) and write --dump FORMAT to --out, verified as `utxo dump` does")
+                  ->check(CLI::NonNegativeNumber);
+    auto* d = cmd->add_option("--dump", m_format, std::string("With --height: ") + EXPORT_FORMATS_HELP)
+                  ->check(CLI::IsMember({"csv", "jsonl", "sqlite", "snapshot"}));
+    auto* o = cmd->add_option("--out", m_out, "With --height: the export file (replaced; re-read and checked afterwards)");
+    h->needs(d)->needs(o);
+    d->needs(h);
+    o->needs(h);
+}
+
+void HeightExport::Prepare(EngineOptions& o)
+{
+    if (!Enabled()) return;
+    if (o.stop_height && *o.stop_height != m_height) {
+        throw CLI::ValidationError("--stop-height", "--height " + std::to_string(m_height) + " stops the run there; drop --stop-height");
+    }
+    o.stop_height = m_height;
+    m_policy = o.policy;
+    if (o.chainstate.empty()) {
+        std::string tmpl = (fs::temp_directory_path() / "ibdkit-height-XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary chainstate directory in " + fs::temp_directory_path().string());
+        m_temporary = tmpl;
+        o.chainstate = m_temporary;
+    }
+    m_chainstate = o.chainstate;
+}
+
+void HeightExport::Finish(const EngineResult& r, bool progress)
+{
+    if (!Enabled()) return;
+    if (ExitCode() != 0) { // rejected, interrupted, or the peer failed: the run says why
+        std::fprintf(stderr, "ibdkit: --height %d: the run did not end cleanly; nothing exported\n", m_height);
+        return;
+    }
+    if (r.height != m_height) {
+        throw std::runtime_error("--height " + std::to_string(m_height) + ": the chainstate stands at height " +
+                                 std::to_string(r.height) +
+                                 (r.height > m_height ? " (a chainstate cannot go back: use a new --chainstate)"
+                                                      : " (the chain ended, was rejected or interrupted before)") +
+                                 "; nothing exported");
+    }
+    CoinsDBOptions opt;
+    opt.read_only = true;
+    opt.policy = m_policy;
+    opt.cache_bytes = std::size_t(64) << 20;
+    StoreStatus st;
+    auto db = CoinsDB::Open(m_chainstate, opt, &st);
+    if (!db) throw std::runtime_error("opening " + m_chainstate.string() + ": " + st.message);
+    const auto net = ParseAddressNetwork(ChainTypeName(r.chain));
+    WriteUtxoExport(*db, m_format, m_out, GetChainParams(r.chain), net.value_or(AddressNetwork::Main), progress, stderr);
+}
+
+} // namespace ibdkit::cli
