@@ -157,6 +157,7 @@ PolicyRun RunReplayInChild(ReplayOptions opts)
     pr.result.txs = j["transactions_connected"];
     pr.result.seconds = j["seconds"];
     pr.result.bytes_cleansed = j["bytes_cleansed"];
+    pr.result.coins_read_from_disk = j.value("coins_read_from_disk", uint64_t(0));
     pr.result.height = j.value("height", -1);
     if (j.contains("hash_serialized_3")) {
         UtxoStats u;
@@ -174,9 +175,9 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
     for (const auto& r : runs) {
         if (r.policy == PolicyId::Plain) plain = &r;
     }
-    std::printf("\n| %-16s | %9s | %9s | %8s | %13s | %15s | %-19s |\n", "policy", "wall s", "blocks/s", "MB/s",
-                "peak RSS MiB", "bytes cleansed", "vs plain");
-    std::printf("|:-----------------|----------:|----------:|---------:|--------------:|----------------:|:--------------------|\n");
+    std::printf("\n| %-16s | %9s | %9s | %8s | %13s | %15s | %15s | %-19s |\n", "policy", "wall s", "blocks/s", "MB/s",
+                "peak RSS MiB", "coins from disk", "bytes cleansed", "vs plain");
+    std::printf("|:-----------------|----------:|----------:|---------:|--------------:|----------------:|----------------:|:--------------------|\n");
     for (const auto& r : runs) {
         const auto& x = r.result;
         char ratio[64];
@@ -187,10 +188,10 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
         } else {
             std::snprintf(ratio, sizeof ratio, "%.2fx", plain && plain->result.seconds > 0 ? x.seconds / plain->result.seconds : 0.0);
         }
-        std::printf("| %-16s | %9.2f | %9.1f | %8.2f | %13.1f | %15llu | %-19s |\n",
+        std::printf("| %-16s | %9.2f | %9.1f | %8.2f | %13.1f | %15llu | %15llu | %-19s |\n",
                     std::string(PolicyName(r.policy)).c_str(), x.seconds, x.seconds > 0 ? double(x.blocks) / x.seconds : 0.0,
                     x.seconds > 0 ? double(x.bytes) / 1e6 / x.seconds : 0.0, double(r.peak_rss_kib) / 1024.0,
-                    (unsigned long long)x.bytes_cleansed, ratio);
+                    (unsigned long long)x.coins_read_from_disk, (unsigned long long)x.bytes_cleansed, ratio);
     }
     bool same = true;
     for (const auto& r : runs) {
