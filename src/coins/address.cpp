@@ -31,8 +31,9 @@ NetParams Params(AddressNetwork n)
 const char* BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// Base58Check of payload (version byte + hash, at most 21 bytes here). Works on 32-bit limbs,
-/// dividing by 58^5 per pass, instead of Core's byte-at-a-time loop (same output).
-std::string EncodeBase58Check(const uint8_t* payload, std::size_t len)
+/// dividing by 58^5 per pass, instead of Core's byte-at-a-time loop (same output). Writes into
+/// out (at most 35 characters for 21 bytes) and returns the length.
+std::size_t EncodeBase58Check(const uint8_t* payload, std::size_t len, char* out)
 {
     uint8_t data[64];
     std::memcpy(data, payload, len);
@@ -65,12 +66,13 @@ std::string EncodeBase58Check(const uint8_t* payload, std::size_t len)
         }
     }
     while (nd > 0 && rev[nd - 1] == 0) --nd;
-    std::string out(zeros + nd, '1');
+    std::memset(out, '1', zeros);
     for (std::size_t i = 0; i < nd; ++i) out[zeros + i] = BASE58[uint8_t(rev[nd - 1 - i])];
-    return out;
+    return zeros + nd;
 }
 
-std::string EncodeSegwit(const char* hrp, int version, std::span<const uint8_t> program)
+/// Bech32/bech32m of a witness program (at most 40 bytes): writes into out, returns the length.
+std::size_t EncodeSegwit(const char* hrp, int version, std::span<const uint8_t> program, char* out)
 {
     static constexpr char CHARSET[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
     const std::size_t hrp_len = std::strlen(hrp);
@@ -112,12 +114,12 @@ std::string EncodeSegwit(const char* hrp, int version, std::span<const uint8_t> 
         c = (((c & 0x1ffffff) << 5) ^ v[i]) ^ GEN_XOR[c0];
     }
     const uint32_t mod = c ^ (version == 0 ? 1 : 0x2bc830a3); // bech32 / bech32m (BIP350)
-    std::string out(hrp_len + 1 + (data_end - data_start) + 6, '1');
-    std::memcpy(out.data(), hrp, hrp_len);
+    std::memcpy(out, hrp, hrp_len);
+    out[hrp_len] = '1';
     std::size_t o = hrp_len + 1;
     for (std::size_t i = data_start; i < data_end; ++i) out[o++] = CHARSET[v[i]];
     for (int i = 0; i < 6; ++i) out[o++] = CHARSET[(mod >> (5 * (5 - i))) & 31];
-    return out;
+    return o;
 }
 
 } // namespace
@@ -138,17 +140,25 @@ std::optional<std::string> EncodeAddress(const Script& s, AddressNetwork net)
 
 std::optional<std::string> EncodeAddress(const Script& s, TxoutType type, AddressNetwork net)
 {
+    char buf[MAX_ADDRESS_LENGTH];
+    const std::size_t n = EncodeAddressInto(s, type, net, buf);
+    if (n == 0) return std::nullopt;
+    return std::string(buf, n);
+}
+
+std::size_t EncodeAddressInto(const Script& s, TxoutType type, AddressNetwork net, char* out) noexcept
+{
     const NetParams p = Params(net);
     switch (type) {
     case TxoutType::PUBKEYHASH: {
         uint8_t d[21] = {p.p2pkh};
         std::memcpy(d + 1, s.data() + 3, 20);
-        return EncodeBase58Check(d, sizeof(d));
+        return EncodeBase58Check(d, sizeof(d), out);
     }
     case TxoutType::SCRIPTHASH: {
         uint8_t d[21] = {p.p2sh};
         std::memcpy(d + 1, s.data() + 2, 20);
-        return EncodeBase58Check(d, sizeof(d));
+        return EncodeBase58Check(d, sizeof(d), out);
     }
     case TxoutType::WITNESS_V0_KEYHASH:
     case TxoutType::WITNESS_V0_SCRIPTHASH:
@@ -157,15 +167,15 @@ std::optional<std::string> EncodeAddress(const Script& s, TxoutType type, Addres
     case TxoutType::WITNESS_UNKNOWN: {
         int version = 0;
         std::span<const uint8_t> program;
-        if (!IsWitnessProgram(s.span(), version, program)) return std::nullopt; // not reached
-        return EncodeSegwit(p.hrp, version, program);
+        if (!IsWitnessProgram(s.span(), version, program)) return 0; // not reached
+        return EncodeSegwit(p.hrp, version, program, out);
     }
     case TxoutType::PUBKEY: // Core's PubKeyDestination has no address
     case TxoutType::MULTISIG:
     case TxoutType::NULL_DATA:
     case TxoutType::NONSTANDARD: break;
     }
-    return std::nullopt;
+    return 0;
 }
 
 } // namespace ibdkit

@@ -928,5 +928,21 @@ TEST(CoinsAddress, KnownVectors)
     EXPECT_FALSE(EncodeAddress(S("0015" + std::string(42, '0')), AddressNetwork::Main)); // v0, 21 bytes: nonstandard
 }
 
+TEST(CoinsAddress, EncodeIntoFillsAtMostTheMaximum)
+{
+    // The longest address: a 40-byte witness v16 program on regtest (bech32m, hrp "bcrt").
+    const Script longest = S("6028" + std::string(80, 'f'));
+    ASSERT_EQ(Solver(longest.span()), TxoutType::WITNESS_UNKNOWN);
+    char buf[MAX_ADDRESS_LENGTH + 1];
+    buf[MAX_ADDRESS_LENGTH] = '#';
+    const std::size_t n = EncodeAddressInto(longest, TxoutType::WITNESS_UNKNOWN, AddressNetwork::Regtest, buf);
+    EXPECT_EQ(n, MAX_ADDRESS_LENGTH);
+    EXPECT_EQ(buf[MAX_ADDRESS_LENGTH], '#');
+    EXPECT_EQ(std::string(buf, n), EncodeAddress(longest, AddressNetwork::Regtest).value_or(""));
+    EXPECT_EQ(std::string_view(buf, 6), "bcrt1s");
+    const Script p2pk = S("4104" + G_X + G_Y + "ac");
+    EXPECT_EQ(EncodeAddressInto(p2pk, TxoutType::PUBKEY, AddressNetwork::Main, buf), 0u);
+}
+
 } // namespace
 } // namespace ibdkit

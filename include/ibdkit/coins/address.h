@@ -6,6 +6,7 @@
 #include <ibdkit/primitives/script.h>
 #include <ibdkit/primitives/script_ops.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,5 +23,11 @@ std::optional<AddressNetwork> ParseAddressNetwork(std::string_view name) noexcep
 std::optional<std::string> EncodeAddress(const Script& script, AddressNetwork net);
 /// Same, for a caller that already has the script's Solver type (must be Solver(script)).
 std::optional<std::string> EncodeAddress(const Script& script, TxoutType type, AddressNetwork net);
+
+/// Longest address EncodeAddressInto writes: bech32m of a 40-byte program with the hrp "bcrt".
+inline constexpr std::size_t MAX_ADDRESS_LENGTH = 4 + 1 + 1 + 64 + 6;
+/// Same as EncodeAddress, without allocating (for column builders): writes the address into
+/// `out` (room for MAX_ADDRESS_LENGTH characters) and returns its length, 0 if it has none.
+std::size_t EncodeAddressInto(const Script& script, TxoutType type, AddressNetwork net, char* out) noexcept;
 
 } // namespace ibdkit
