@@ -74,9 +74,9 @@ class ColWriter {
 public:
     ColWriter(std::string& s, std::size_t initial) : m_s(s) { m_s.resize(initial); }
     /// Room for `n` more bytes; returns where to write them.
-    char* Take(std::size_t n)
+    [[gnu::always_inline]] char* Take(std::size_t n)
     {
-        if (m_len + n > m_s.size()) m_s.resize(std::max(m_s.size() * 2, m_len + n));
+        if (m_len + n > m_s.size()) [[unlikely]] Grow(n);
         char* p = m_s.data() + m_len;
         m_len += n;
         return p;
@@ -92,6 +92,7 @@ public:
     }
 
 private:
+    [[gnu::noinline]] void Grow(std::size_t n) { m_s.resize(std::max(m_s.size() * 2, m_len + n)); }
     std::string& m_s;
     std::size_t m_len{0};
 };
@@ -102,12 +103,16 @@ void Put(char* at, T v)
     std::memcpy(at, &v, sizeof(T)); // x86-64 and every platform Arrow targets are little-endian
 }
 
+/// The two hex digits of each byte value, in writing order.
+constexpr std::array<std::array<char, 2>, 256> HEX2 = [] {
+    std::array<std::array<char, 2>, 256> t{};
+    for (int b = 0; b < 256; ++b) t[std::size_t(b)] = {HEX[b >> 4], HEX[b & 15]};
+    return t;
+}();
+
 void PutDisplayHex(char* p, const uint8_t* internal)
 {
-    for (int i = 31; i >= 0; --i) {
-        *p++ = HEX[internal[i] >> 4];
-        *p++ = HEX[internal[i] & 15];
-    }
+    for (int i = 31; i >= 0; --i, p += 2) std::memcpy(p, HEX2[internal[i]].data(), 2);
 }
 
 /// Core's TxoutType names, by TxoutType value.
@@ -205,8 +210,8 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         if (script_hex) {
             char* p = script.Take(s.size() * 2);
             for (uint8_t b : s.span()) {
-                *p++ = HEX[b >> 4];
-                *p++ = HEX[b & 15];
+                std::memcpy(p, HEX2[b].data(), 2);
+                p += 2;
             }
         } else if (s.size() > 0) {
             std::memcpy(script.Take(s.size()), s.data(), s.size());
