@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 namespace ibdkit::py {
@@ -67,35 +68,6 @@ private:
 };
 
 constexpr char HEX[] = "0123456789abcdef";
-
-/// Writes a column's bytes through a raw pointer: the buffer is sized ahead (grown geometrically
-/// when a variable-width value does not fit) and trimmed to the written length at the end.
-class ColWriter {
-public:
-    ColWriter(std::string& s, std::size_t initial) : m_s(s) { m_s.resize(initial); }
-    /// Room for `n` more bytes; returns where to write them.
-    [[gnu::always_inline]] char* Take(std::size_t n)
-    {
-        if (m_len + n > m_s.size()) [[unlikely]] Grow(n);
-        char* p = m_s.data() + m_len;
-        m_len += n;
-        return p;
-    }
-    /// Gives back the unused tail of the last Take.
-    void Unused(std::size_t n) { m_len -= n; }
-    std::size_t size() const { return m_len; }
-    /// Trims to the written bytes; frees the slack when it is large (a batch may be kept long).
-    void Finish()
-    {
-        m_s.resize(m_len);
-        if (m_s.capacity() > m_len + m_len / 4 + 4096) m_s.shrink_to_fit();
-    }
-
-private:
-    [[gnu::noinline]] void Grow(std::size_t n) { m_s.resize(std::max(m_s.size() * 2, m_len + n)); }
-    std::string& m_s;
-    std::size_t m_len{0};
-};
 
 template <typename T>
 void Put(char* at, T v)
@@ -161,19 +133,51 @@ void CountCoins(CoinCursor& cur, UtxoStats& s)
     cur.ThrowIfFailed();
 }
 
+void ColumnBuffer::Reserve(std::size_t n, bool zero)
+{
+    if (n > m_cap) {
+        char* p = static_cast<char*>(std::realloc(m_p, n));
+        if (!p) throw std::bad_alloc();
+        m_p = p;
+        m_cap = n;
+    }
+    if (zero) std::memset(m_p + m_size, 0, m_cap - m_size);
+}
+
+void ColumnBuffer::Grow(std::size_t need) { Reserve(std::max(need, m_cap * 2)); }
+
+void ColumnBuffer::Trim()
+{
+    const std::size_t keep = std::max<std::size_t>(m_size, 1); // never a null buffer for Python
+    if (m_p && keep < m_cap) {
+        if (char* p = static_cast<char*>(std::realloc(m_p, keep))) { // shrinking: in place or a copy
+            m_p = p;
+            m_cap = keep;
+        }
+    }
+}
+
 void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool script_hex, ArrowColumns& c)
 {
     static const std::array<TypeName, 16> TYPE_NAMES = TypeNames();
     // Fixed-width columns are sized for max_rows; variable-width ones for typical values (grown
     // when needed). Every Take below is checked, so no value can overrun its buffer.
-    ColWriter txid_off(c.txid_offsets, (max_rows + 1) * 4), txid(c.txid_data, max_rows * 64);
-    ColWriter vout(c.vout, max_rows * 4), height(c.height, max_rows * 4), amount(c.amount, max_rows * 8);
-    ColWriter type_off(c.type_offsets, (max_rows + 1) * 4), type(c.type_data, max_rows * 12);
-    ColWriter addr_off(c.addr_offsets, (max_rows + 1) * 4), addr(c.addr_data, max_rows * 48);
-    ColWriter script_off(c.script_offsets, (max_rows + 1) * 4), script(c.script_data, max_rows * (script_hex ? 70 : 35));
-    c.coinbase_bits.assign((max_rows + 7) / 8, '\0');
-    c.addr_valid.assign((max_rows + 7) / 8, '\0');
-    for (ColWriter* w : {&txid_off, &type_off, &addr_off, &script_off}) Put<int32_t>(w->Take(4), 0);
+    ColumnBuffer &txid_off = c.txid_offsets, &txid = c.txid_data, &vout = c.vout, &height = c.height,
+                 &amount = c.amount, &type_off = c.type_offsets, &type = c.type_data, &addr_off = c.addr_offsets,
+                 &addr = c.addr_data, &script_off = c.script_offsets, &script = c.script_data;
+    for (ColumnBuffer* w : {&txid_off, &type_off, &addr_off, &script_off}) w->Reserve((max_rows + 1) * 4);
+    txid.Reserve(max_rows * 64);
+    vout.Reserve(max_rows * 4);
+    height.Reserve(max_rows * 4);
+    amount.Reserve(max_rows * 8);
+    type.Reserve(max_rows * 12);
+    addr.Reserve(max_rows * 48 + MAX_ADDRESS_LENGTH);
+    script.Reserve(max_rows * (script_hex ? 70 : 35));
+    c.coinbase_bits.Reserve((max_rows + 7) / 8, true);
+    c.addr_valid.Reserve((max_rows + 7) / 8, true);
+    char* const coinbase_bits = c.coinbase_bits.data();
+    char* const addr_valid = c.addr_valid.data();
+    for (ColumnBuffer* w : {&txid_off, &type_off, &addr_off, &script_off}) Put<int32_t>(w->Take(4), 0);
     OutPoint op;
     Coin coin;
     Txid last;
@@ -192,7 +196,7 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         Put<uint32_t>(vout.Take(4), op.n);
         Put<uint32_t>(height.Take(4), coin.height);
         Put<int64_t>(amount.Take(8), coin.out.value);
-        if (coin.coinbase) c.coinbase_bits[i / 8] = char(uint8_t(c.coinbase_bits[i / 8]) | (1u << (i % 8)));
+        if (coin.coinbase) coinbase_bits[i / 8] = char(uint8_t(coinbase_bits[i / 8]) | (1u << (i % 8)));
 
         const Script& s = coin.out.script_pubkey;
         const TxoutType tt = Solver(s.span());
@@ -203,7 +207,7 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         char* a = addr.Take(MAX_ADDRESS_LENGTH);
         const std::size_t an = EncodeAddressInto(s, tt, net, a);
         addr.Unused(MAX_ADDRESS_LENGTH - an);
-        if (an) c.addr_valid[i / 8] = char(uint8_t(c.addr_valid[i / 8]) | (1u << (i % 8)));
+        if (an) addr_valid[i / 8] = char(uint8_t(addr_valid[i / 8]) | (1u << (i % 8)));
         else ++c.addr_nulls;
         Put<int32_t>(addr_off.Take(4), int32_t(addr.size()));
 
@@ -220,10 +224,11 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         ++i;
     }
     c.rows = i;
-    for (ColWriter* w : {&txid_off, &txid, &vout, &height, &amount, &type_off, &type, &addr_off, &addr, &script_off, &script})
-        w->Finish();
-    c.coinbase_bits.resize((i + 7) / 8);
-    c.addr_valid.resize((i + 7) / 8);
+    c.coinbase_bits.Take((i + 7) / 8);
+    c.addr_valid.Take((i + 7) / 8);
+    for (ColumnBuffer* w : {&txid_off, &txid, &vout, &height, &amount, &type_off, &type, &addr_off, &addr,
+                            &script_off, &script, &c.coinbase_bits, &c.addr_valid})
+        w->Trim();
 }
 
 } // namespace ibdkit::py

@@ -63,44 +63,70 @@ const NetParams& Params(AddressNetwork n)
 
 const char* BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
-/// Base58Check of payload (version byte + hash, at most 21 bytes here). Works on 32-bit limbs,
-/// dividing by 58^5 per pass, instead of Core's byte-at-a-time loop (same output). Writes into
-/// out (at most 35 characters for 21 bytes) and returns the length.
+constexpr uint32_t B58_5 = 58u * 58u * 58u * 58u * 58u; // < 2^30
+/// Base58Check input: a 21-byte payload and its 4-byte checksum.
+constexpr std::size_t B58_BYTES = 25;
+/// Limbs in base 58^5 of a 25-byte number (58^35 > 2^200).
+constexpr std::size_t B58_LIMBS = 7;
+/// The number is read in 24-bit chunks, least significant first (the last one holds one byte).
+constexpr std::size_t B58_CHUNKS = (B58_BYTES + 2) / 3;
+/// POW24[j][k] = limb j of 2^(24k) in base 58^5.
+constexpr auto POW24 = [] {
+    std::array<std::array<uint64_t, B58_CHUNKS>, B58_LIMBS> t{};
+    std::array<uint64_t, B58_LIMBS> v{1};
+    for (std::size_t k = 0; k < B58_CHUNKS; ++k) {
+        for (std::size_t j = 0; j < B58_LIMBS; ++j) t[j][k] = v[j];
+        uint64_t carry = 0;
+        for (std::size_t j = 0; j < B58_LIMBS; ++j) {
+            const uint64_t x = (v[j] << 24) + carry;
+            v[j] = x % B58_5;
+            carry = x / B58_5;
+        }
+    }
+    return t;
+}();
+
+/// Base58Check of a 21-byte payload (version byte + hash). Instead of Core's byte-at-a-time
+/// division loop (same output): the number is the sum of chunk x 2^(24k), with 2^(24k) tabled in
+/// base 58^5, so the limbs are independent multiply-adds and one carry pass (no long division).
+/// Writes into out (at most 35 characters) and returns the length.
 std::size_t EncodeBase58Check(const uint8_t* payload, std::size_t len, char* out)
 {
-    uint8_t data[64];
+    uint8_t data[B58_BYTES];
+    if (len + 4 != B58_BYTES) return 0; // not reached: P2PKH/P2SH payloads only
     std::memcpy(data, payload, len);
     uint8_t h[32];
     Sha256dOf(std::span<const uint8_t>(data, len), h);
     std::memcpy(data + len, h, 4);
-    const std::size_t n = len + 4;
     std::size_t zeros = 0;
-    while (zeros < n && data[zeros] == 0) ++zeros;
-    uint32_t words[16] = {};
-    const std::size_t nw = (n + 3) / 4, pad = nw * 4 - n;
-    for (std::size_t i = 0; i < n; ++i) {
-        uint32_t& w = words[(i + pad) / 4];
-        w = (w << 8) | data[i];
+    while (zeros < B58_BYTES && data[zeros] == 0) ++zeros;
+    uint64_t chunk[B58_CHUNKS];
+    for (std::size_t k = 0; k < B58_CHUNKS; ++k) {
+        const std::size_t end = B58_BYTES - 3 * k; // chunk k: bytes [end - 3, end), clipped at 0
+        uint64_t c = data[end - 1];
+        if (end >= 2) c |= uint64_t(data[end - 2]) << 8;
+        if (end >= 3) c |= uint64_t(data[end - 3]) << 16;
+        chunk[k] = c;
     }
-    constexpr uint32_t B58_5 = 58u * 58u * 58u * 58u * 58u;
-    char rev[96];
-    std::size_t nd = 0, first = 0;
-    while (first < nw) {
-        uint64_t rem = 0;
-        for (std::size_t i = first; i < nw; ++i) {
-            const uint64_t cur = (rem << 32) | words[i];
-            words[i] = uint32_t(cur / B58_5);
-            rem = cur % B58_5;
-        }
-        while (first < nw && words[first] == 0) ++first;
-        const uint32_t r = uint32_t(rem); // < 58^5 < 2^32; five independent digits
-        rev[nd] = char(r % 58);
-        rev[nd + 1] = char(r / 58 % 58);
-        rev[nd + 2] = char(r / (58 * 58) % 58);
-        rev[nd + 3] = char(r / (58 * 58 * 58) % 58);
-        rev[nd + 4] = char(r / (58 * 58 * 58 * 58));
-        nd += 5;
+    uint64_t acc[B58_LIMBS]; // each < 9 * 2^24 * 58^5 < 2^58
+    for (std::size_t j = 0; j < B58_LIMBS; ++j) {
+        uint64_t sum = 0;
+        for (std::size_t k = 0; k < B58_CHUNKS; ++k) sum += chunk[k] * POW24[j][k];
+        acc[j] = sum;
     }
+    char rev[B58_LIMBS * 5]; // digits, least significant first
+    uint64_t carry = 0;
+    for (std::size_t j = 0; j < B58_LIMBS; ++j) {
+        const uint64_t x = acc[j] + carry;
+        const uint32_t r = uint32_t(x % B58_5); // five independent digits
+        carry = x / B58_5;
+        rev[5 * j] = char(r % 58);
+        rev[5 * j + 1] = char(r / 58 % 58);
+        rev[5 * j + 2] = char(r / (58 * 58) % 58);
+        rev[5 * j + 3] = char(r / (58 * 58 * 58) % 58);
+        rev[5 * j + 4] = char(r / (58 * 58 * 58 * 58));
+    }
+    std::size_t nd = B58_LIMBS * 5;
     while (nd > 0 && rev[nd - 1] == 0) --nd;
     std::memset(out, '1', zeros);
     for (std::size_t i = 0; i < nd; ++i) out[zeros + i] = BASE58[uint8_t(rev[nd - 1 - i])];
