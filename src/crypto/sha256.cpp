@@ -231,7 +231,7 @@ void Sha256dOf(std::span<const uint8_t> data, uint8_t out[32]) noexcept
         // One padded block, then the digest's own block (addresses hash 21 or 34 bytes this way).
         const auto transform = sha256_detail::ActiveEngine().transform;
         uint8_t block[64] = {};
-        std::memcpy(block, data.data(), data.size());
+        if (!data.empty()) std::memcpy(block, data.data(), data.size()); // data() may be null
         block[data.size()] = 0x80;
         WriteBE64(block + 56, uint64_t(data.size()) << 3);
         uint32_t state[8];
