@@ -145,20 +145,35 @@ std::size_t EncodeSegwit(const NetParams& p, int version, std::span<const uint8_
     for (std::size_t i = 0; i < p.hrp_len; ++i) v[nv++] = uint8_t(p.hrp[i]) >> 5;
     v[nv++] = 0;
     for (std::size_t i = 0; i < p.hrp_len; ++i) v[nv++] = uint8_t(p.hrp[i]) & 31;
-    const std::size_t data_start = nv;
-    v[nv++] = uint8_t(version);
+    // Data symbols (written out at once): version, then the program in 5-bit groups, five bytes
+    // (eight symbols) at a time, then the tail.
+    std::memcpy(out, p.hrp, p.hrp_len);
+    out[p.hrp_len] = '1';
+    char* o = out + p.hrp_len + 1;
+    auto put = [&](uint8_t sym) {
+        v[nv++] = sym;
+        *o++ = CHARSET[sym];
+    };
+    put(uint8_t(version));
+    const uint8_t* prog = program.data();
+    const std::size_t n = program.size();
+    std::size_t at = 0;
+    for (; at + 5 <= n; at += 5) {
+        const uint64_t x = (uint64_t(prog[at]) << 32) | (uint64_t(prog[at + 1]) << 24) |
+                           (uint64_t(prog[at + 2]) << 16) | (uint64_t(prog[at + 3]) << 8) | prog[at + 4];
+        for (int k = 0; k < 8; ++k) put(uint8_t((x >> (35 - 5 * k)) & 31));
+    }
     uint32_t acc = 0;
     int bits = 0;
-    for (uint8_t b : program) {
-        acc = (acc << 8) | b;
+    for (; at < n; ++at) {
+        acc = (acc << 8) | prog[at];
         bits += 8;
         while (bits >= 5) {
             bits -= 5;
-            v[nv++] = uint8_t((acc >> bits) & 31);
+            put(uint8_t((acc >> bits) & 31));
         }
     }
-    if (bits) v[nv++] = uint8_t((acc << (5 - bits)) & 31);
-    const std::size_t data_end = nv;
+    if (bits) put(uint8_t((acc << (5 - bits)) & 31));
     const std::size_t last = nv + 6 - 1; // distance of symbol i from the end: last - i
     uint32_t c0 = 0, c1 = 0;
     std::size_t i = 0;
@@ -169,12 +184,8 @@ std::size_t EncodeSegwit(const NetParams& p, int version, std::span<const uint8_
     if (i < nv) c0 ^= POLY_TERM[last - i][v[i]];
     const uint32_t c = c0 ^ c1;
     const uint32_t mod = c ^ (version == 0 ? 1 : 0x2bc830a3); // bech32 / bech32m (BIP350)
-    std::memcpy(out, p.hrp, p.hrp_len);
-    out[p.hrp_len] = '1';
-    std::size_t o = p.hrp_len + 1;
-    for (std::size_t k = data_start; k < data_end; ++k) out[o++] = CHARSET[v[k]];
-    for (int k = 0; k < 6; ++k) out[o++] = CHARSET[(mod >> (5 * (5 - k))) & 31];
-    return o;
+    for (int k = 0; k < 6; ++k) *o++ = CHARSET[(mod >> (5 * (5 - k))) & 31];
+    return std::size_t(o - out);
 }
 
 } // namespace
