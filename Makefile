@@ -27,6 +27,7 @@ test-clang:
 	$(MAKE) test PRESET=clang
 
 sanitize: deps
+	@scripts/pydeps.sh >/dev/null
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan

@@ -1,20 +1,45 @@
 #!/usr/bin/env bash
-# Checks that `pip install .` works from this source tree: builds (unoptimised, in WORK/build,
-# without build isolation: nanobind and scikit-build-core come from build/venv) and installs into
-# WORK/site, then imports the package from there and decodes a block. Prints the time taken.
+# Checks that `pip install .` works from this source tree as a user runs it: in a fresh venv of
+# the system python3 (Debian 12: its pip 23.0), with pip's default build isolation — scikit-build-core
+# and nanobind come from PyPI (or the index/find-links pip is configured with) into pip's temporary
+# build environment; CMake, the compiler, LevelDB, libsecp256k1 and SQLite are the Debian packages
+# of scripts/deps.sh. Then imports the installed package from outside the source tree and decodes
+# a block. Unoptimised build in WORK/build, kept between runs (ccache-friendly; the nanobind runtime
+# is recompiled each run since pip's build environment moves). Prints the time taken.
+#   IBDKIT_PIP_NO_ISOLATION=1: build with build/venv's nanobind and scikit-build-core instead
+#   (--no-build-isolation; for a machine without access to a package index).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "${1:?usage: pip_check.sh WORK_DIR}"
 work=$(cd "$1" && pwd)
-py=$("$root/scripts/pydeps.sh")
 start=$(date +%s)
-rm -rf "$work/site"
-"$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --target "$work/site" \
-  -Cbuild-dir="$work/build" -Ccmake.build-type=Debug -Ccmake.define.CMAKE_CXX_FLAGS_DEBUG=-O0 "$root"
+opts=(--disable-pip-version-check --config-settings=build-dir="$work/build"
+      --config-settings=cmake.build-type=Debug --config-settings=cmake.define.CMAKE_CXX_FLAGS_DEBUG=-O0)
+if [ -n "${IBDKIT_PIP_NO_ISOLATION:-}" ]; then
+  # build/venv has the build requirements (scripts/pydeps.sh); install into WORK/site.
+  py=$("$root/scripts/pydeps.sh")
+  rm -rf "$work/site"
+  opts+=(--no-build-isolation --no-deps --target "$work/site")
+  export PYTHONPATH="$work/site"
+else
+  sys_py=$(command -v /usr/bin/python3 || command -v python3)
+  if [ ! -x "$work/venv/bin/python" ]; then
+    "$sys_py" -m venv "$work/venv" || { echo "pip_check: $sys_py -m venv failed (apt-get install python3-venv)" >&2; exit 1; }
+  fi
+  py="$work/venv/bin/python"
+  "$py" -m pip uninstall -q -y ibdkit >/dev/null 2>&1 || true
+fi
+if ! "$py" -m pip install -q "${opts[@]}" "$root"; then
+  echo "pip_check: 'pip install .' failed. With build isolation pip fetches the build requirements" >&2
+  echo "  (scikit-build-core, nanobind) from PyPI: it needs the index reachable, or PIP_INDEX_URL /" >&2
+  echo "  PIP_FIND_LINKS pointing at a mirror or wheelhouse; IBDKIT_PIP_NO_ISOLATION=1 uses build/venv's." >&2
+  exit 1
+fi
 cd "$work"
-PYTHONPATH="$work/site" "$py" - <<'PY'
+"$py" - <<'PY'
 import ibdkit, os
-assert os.path.dirname(ibdkit.__file__).endswith("site/ibdkit"), ibdkit.__file__
+where = os.path.dirname(ibdkit.__file__)
+assert where.startswith(os.getcwd()) and "/python/ibdkit" not in where, where  # installed, not the source tree
 genesis = bytes.fromhex(
     "0100000000000000000000000000000000000000000000000000000000000000000000003ba3edfd7a7b12b27ac72c3e"
     "67768f617fc81bc3888a51323a9fb8aa4b1e5e4adae5494dffff7f20020000000101000000010000000000000000000000"
@@ -25,6 +50,6 @@ genesis = bytes.fromhex(
 b = ibdkit.decode_block(genesis, network="regtest")
 assert b.hash == "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206", b.hash
 assert b.check() is None
-print("pip install . ok:", ibdkit.__version__, b)
+print("pip install . ok:", ibdkit.__version__, b, "from", where)
 PY
 echo "pip_check: $(( $(date +%s) - start )) s"

@@ -9,6 +9,7 @@
 #include <ibdkit/error.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -31,17 +32,56 @@ protected:
 /// Walks every remaining coin: txouts, transactions (txids), bogosize, total amount, max height.
 void CountCoins(CoinCursor& cur, UtxoStats& stats);
 
+/// A column buffer: malloc'd and not zero-filled (sized ahead, grown with realloc, trimmed at the
+/// end); Python takes the allocation over (Release) and frees it with std::free.
+class ColumnBuffer {
+public:
+    ColumnBuffer() = default;
+    ColumnBuffer(const ColumnBuffer&) = delete;
+    ColumnBuffer& operator=(const ColumnBuffer&) = delete;
+    ~ColumnBuffer() { std::free(m_p); }
+    /// Room for `n` more bytes; returns where to write them.
+    [[gnu::always_inline]] char* Take(std::size_t n)
+    {
+        if (m_size + n > m_cap) [[unlikely]] Grow(m_size + n);
+        char* p = m_p + m_size;
+        m_size += n;
+        return p;
+    }
+    /// Gives back the unused tail of the last Take.
+    void Unused(std::size_t n) { m_size -= n; }
+    /// Capacity for at least `n` bytes in all (zero-filled only when asked).
+    void Reserve(std::size_t n, bool zero = false);
+    /// Trims the allocation to the written bytes (a batch may be kept long).
+    void Trim();
+    char* data() { return m_p; }
+    std::size_t size() const { return m_size; }
+    /// Hands the allocation to the caller (free it with std::free); the buffer becomes empty.
+    char* Release()
+    {
+        char* p = m_p;
+        m_p = nullptr;
+        m_size = m_cap = 0;
+        return p;
+    }
+
+private:
+    [[gnu::noinline]] void Grow(std::size_t need);
+    char* m_p{nullptr};
+    std::size_t m_size{0}, m_cap{0};
+};
+
 /// Arrow buffers of one batch (layouts of the Arrow columnar format: int32 offsets, LSB bitmaps).
 struct ArrowColumns {
     std::size_t rows{0};
-    std::string txid_offsets, txid_data; // utf8, hex in display order
-    std::string vout, height;            // uint32
-    std::string coinbase_bits;           // bool
-    std::string amount;                  // int64
-    std::string type_offsets, type_data; // utf8
-    std::string addr_valid, addr_offsets, addr_data; // utf8, nullable
+    ColumnBuffer txid_offsets, txid_data; // utf8, hex in display order
+    ColumnBuffer vout, height;            // uint32
+    ColumnBuffer coinbase_bits;           // bool
+    ColumnBuffer amount;                  // int64
+    ColumnBuffer type_offsets, type_data; // utf8
+    ColumnBuffer addr_valid, addr_offsets, addr_data; // utf8, nullable
     std::size_t addr_nulls{0};
-    std::string script_offsets, script_data; // binary (or utf8 hex)
+    ColumnBuffer script_offsets, script_data; // binary (or utf8 hex)
 };
 
 /// Appends up to `max_rows` coins to empty columns.

@@ -631,11 +631,13 @@ struct BatchIter {
 
     /// Hands a buffer to Python without copying: (address, size, owner); the owner (a capsule)
     /// frees it. _arrow.py wraps it with pyarrow.foreign_buffer(address, size, base=owner).
-    static nb::object B(std::string& v)
+    static nb::object B(ColumnBuffer& v)
     {
-        auto* owned = new std::string(std::move(v));
-        nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });
-        return nb::make_tuple(reinterpret_cast<uintptr_t>(owned->data()), owned->size(), owner);
+        const std::size_t size = v.size();
+        if (!v.data()) v.Reserve(1); // Python always gets a real allocation
+        char* owned = v.Release();
+        nb::capsule owner(owned, [](void* p) noexcept { std::free(p); });
+        return nb::make_tuple(reinterpret_cast<uintptr_t>(owned), size, owner);
     }
     static nb::object ColumnsToPython(ArrowColumns& c)
     {

@@ -42,7 +42,11 @@ def cli():
 
 
 def run_cli(cli, *args):
-    return subprocess.run([str(cli), *map(str, args)], check=True, capture_output=True, text=True).stdout
+    # Under the asan preset LD_PRELOAD holds the sanitizer runtime for the interpreter; the CLI
+    # links its own.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return subprocess.run([str(cli), *map(str, args)], check=True, capture_output=True, text=True,
+                          env=env).stdout
 
 
 @pytest.fixture(scope="session")

@@ -114,3 +114,20 @@ def test_sync_reports_an_unreachable_peer(ibdkit, tmp_path):
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.sync("127.0.0.1:1", network="regtest", window=0, progress=False)
     assert e.value.kind == "InvalidArgument"
+
+
+def test_to_arrow_batch_sizes_agree(ibdkit, cli_replay, need_pyarrow):
+    """Tiny batches take the buffers' grow and trim paths (a long script in a 1-row batch); every
+    batch is a valid Arrow batch and the concatenation does not depend on the batch size."""
+    pa = need_pyarrow
+    cs = ibdkit.Chainstate(cli_replay[0], network="regtest")
+    for script_hex in (False, True):
+        ref = None
+        for size in (65536, 7, 1):
+            batches = list(cs.to_arrow(batch_size=size, script_hex=script_hex))
+            for b in batches:
+                b.validate(full=True)
+            t = pa.Table.from_batches(batches, schema=cs.schema(script_hex=script_hex))
+            if ref is None:
+                ref = t
+            assert t.equals(ref), (size, script_hex)

@@ -263,7 +263,7 @@ public:
         }
         const std::string_view type = GetTxnOutputType(tt);
         char addr[MAX_ADDRESS_LENGTH];
-        const std::size_t addr_len = EncodeAddressTo(s, tt, m_net, addr);
+        const std::size_t addr_len = EncodeAddressInto(s, tt, m_net, addr);
         Out& o = m_o;
         if (m_format == ExportFormat::Csv) {
             o.Put(m_txid_hex.data(), 64);
@@ -541,7 +541,7 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
         const TxoutType tt = Solver(sc.span());
         builder.Add(op, c, tt);
         const std::string_view type = GetTxnOutputType(tt);
-        const std::size_t addr_len = EncodeAddressTo(sc, tt, net, addr);
+        const std::size_t addr_len = EncodeAddressInto(sc, tt, net, addr);
         for (std::size_t i = 0; i < 32; ++i) std::memcpy(txid.data() + 2 * i, HEX_PAIRS[op.hash.data()[31 - i]].data(), 2);
         sqlite3_bind_text(ins.get(), 1, txid.data(), 64, SQLITE_TRANSIENT);
         sqlite3_bind_int64(ins.get(), 2, op.n);

@@ -227,6 +227,23 @@ void Sha256dOf(std::span<const uint8_t> data, uint8_t out[32]) noexcept
         sha256_detail::ActiveEngine().d64(out, data.data(), 1);
         return;
     }
+    if (data.size() < 56) {
+        // One padded block, then the digest's own block (addresses hash 21 or 34 bytes this way).
+        const auto transform = sha256_detail::ActiveEngine().transform;
+        uint8_t block[64] = {};
+        if (!data.empty()) std::memcpy(block, data.data(), data.size()); // data() may be null
+        block[data.size()] = 0x80;
+        WriteBE64(block + 56, uint64_t(data.size()) << 3);
+        uint32_t state[8];
+        std::memcpy(state, sha256_detail::IV, sizeof(state));
+        transform(state, block, 1);
+        for (int i = 0; i < 8; ++i) WriteBE32(block + 4 * i, state[i]);
+        for (int i = 0; i < 8; ++i) WriteBE32(block + 32 + 4 * i, sha256_detail::PAD32_TAIL[i]);
+        std::memcpy(state, sha256_detail::IV, sizeof(state));
+        transform(state, block, 1);
+        for (int i = 0; i < 8; ++i) WriteBE32(out + 4 * i, state[i]);
+        return;
+    }
     Sha256d().Write(data).Finalize(out);
 }
 

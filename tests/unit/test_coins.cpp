@@ -1001,16 +1001,32 @@ TEST(CoinsAddress, AllocationFreeEncoderAgreesAndFitsItsBound)
     for (const AddressNetwork net : {AddressNetwork::Main, AddressNetwork::Test, AddressNetwork::Signet, AddressNetwork::Regtest}) {
         for (const Script& s : scripts) {
             char buf[MAX_ADDRESS_LENGTH];
-            const std::size_t n = EncodeAddressTo(s, Solver(s.span()), net, buf);
+            const std::size_t n = EncodeAddressInto(s, Solver(s.span()), net, buf);
             const auto want = EncodeAddress(s, net);
             EXPECT_EQ(n == 0 ? std::optional<std::string>() : std::optional<std::string>(std::string(buf, n)), want);
             EXPECT_LE(n, MAX_ADDRESS_LENGTH);
         }
     }
     char buf[MAX_ADDRESS_LENGTH];
-    EXPECT_EQ(EncodeAddressTo(longest, TxoutType::WITNESS_UNKNOWN, AddressNetwork::Regtest, buf), 76u);
+    EXPECT_EQ(EncodeAddressInto(longest, TxoutType::WITNESS_UNKNOWN, AddressNetwork::Regtest, buf), 76u);
     // BIP350's test vector for a v16 program.
     EXPECT_EQ(EncodeAddress(S("6002751e"), AddressNetwork::Main).value_or(""), "bc1sw50qgdz25j");
+}
+
+TEST(CoinsAddress, EncodeIntoFillsAtMostTheMaximum)
+{
+    // The longest address: a 40-byte witness v16 program on regtest (bech32m, hrp "bcrt").
+    const Script longest = S("6028" + std::string(80, 'f'));
+    ASSERT_EQ(Solver(longest.span()), TxoutType::WITNESS_UNKNOWN);
+    char buf[MAX_ADDRESS_LENGTH + 1];
+    buf[MAX_ADDRESS_LENGTH] = '#';
+    const std::size_t n = EncodeAddressInto(longest, TxoutType::WITNESS_UNKNOWN, AddressNetwork::Regtest, buf);
+    EXPECT_EQ(n, MAX_ADDRESS_LENGTH);
+    EXPECT_EQ(buf[MAX_ADDRESS_LENGTH], '#');
+    EXPECT_EQ(std::string(buf, n), EncodeAddress(longest, AddressNetwork::Regtest).value_or(""));
+    EXPECT_EQ(std::string_view(buf, 6), "bcrt1s");
+    const Script p2pk = S("4104" + G_X + G_Y + "ac");
+    EXPECT_EQ(EncodeAddressInto(p2pk, TxoutType::PUBKEY, AddressNetwork::Main, buf), 0u);
 }
 
 } // namespace

@@ -228,6 +228,22 @@ TEST_F(Sha256Test, IncrementalSplitAtEveryOffsetEqualsOneShot)
     }
 }
 
+TEST_F(Sha256Test, Sha256dOfShortAndLongInputsMatchesTheStream)
+{
+    // Sha256dOf has one-block (< 56 bytes) and 64-byte fast paths; the stream is the reference.
+    std::vector<uint8_t> msg(130);
+    for (std::size_t i = 0; i < msg.size(); ++i) msg[i] = uint8_t(i * 37 + 11);
+    for (auto b : AvailableAndAuto()) {
+        const std::string name = Use(b);
+        for (std::size_t len = 0; len <= msg.size(); ++len) {
+            const std::span<const uint8_t> m(msg.data(), len);
+            std::array<uint8_t, 32> want;
+            Sha256d().Write(m).Finalize(want.data());
+            ASSERT_EQ(HexSha256d(m), ToHex(want)) << name << " len=" << len;
+        }
+    }
+}
+
 TEST_F(Sha256Test, BackendsAgreeOnRandomInputs)
 {
     const auto backends = AvailableAndAuto();

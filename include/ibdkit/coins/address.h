@@ -24,11 +24,10 @@ std::optional<std::string> EncodeAddress(const Script& script, AddressNetwork ne
 /// Same, for a caller that already has the script's Solver type (must be Solver(script)).
 std::optional<std::string> EncodeAddress(const Script& script, TxoutType type, AddressNetwork net);
 
-/// Longest address EncodeAddressTo writes: a 40-byte witness program with the "bcrt" prefix takes
-/// 4 + 1 + 1 + 64 + 6 = 76 characters; 90 is BIP173's limit.
-inline constexpr std::size_t MAX_ADDRESS_LENGTH = 90;
-/// Same as EncodeAddress without allocating (for dumps): writes the address to `out` (room for
-/// MAX_ADDRESS_LENGTH characters, no terminator) and returns its length; 0 where there is none.
-std::size_t EncodeAddressTo(const Script& script, TxoutType type, AddressNetwork net, char* out) noexcept;
+/// Longest address EncodeAddressInto writes: bech32m of a 40-byte program with the hrp "bcrt".
+inline constexpr std::size_t MAX_ADDRESS_LENGTH = 4 + 1 + 1 + 64 + 6;
+/// Same as EncodeAddress, without allocating (for column builders): writes the address into
+/// `out` (room for MAX_ADDRESS_LENGTH characters) and returns its length, 0 if it has none.
+std::size_t EncodeAddressInto(const Script& script, TxoutType type, AddressNetwork net, char* out) noexcept;
 
 } // namespace ibdkit
