@@ -51,7 +51,7 @@ public:
 /// into memory; every page a lookup or a compaction touches then counts in the process's resident
 /// set (RssFile), so a chainstate of a few GB pushes peak RSS far past the dbcache budget without
 /// using a byte more of the heap. Reads through the page cache instead keep RSS what the process
-/// really holds (docs/memory.md, "The memory budget").
+/// really holds (docs/chainstate.md, "The budget").
 class PreadFile final : public leveldb::RandomAccessFile {
 public:
     PreadFile(std::string name, int fd) : m_name(std::move(name)), m_fd(fd) {}

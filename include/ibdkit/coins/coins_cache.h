@@ -5,8 +5,8 @@
 //    parent cannot hold an unspent coin there); SpendCoin drops a FRESH entry and otherwise keeps
 //    a spent DIRTY entry so the erase reaches the database; reads fetch through to the database
 //    and cache the result.
-//  - Memory: DynamicMemoryUsage() counts the bytes the cache really holds: the map's nodes as its
-//    pool hands them out, the bucket array, the scripts too long to live inline, and the 16 bytes
+//  - Memory: DynamicMemoryUsage() counts the bytes the cache really holds: the map's nodes in use,
+//    its slot table, the scripts too long to live inline, and the 16 bytes
 //    per entry a flush needs to put the dirty entries in key order. The caller asks NeedsFlush()
 //    after connecting a block and flushes when the budget is reached.
 //  - Flush() writes every dirty entry with Core's protocol (coins/coins_db.h) and empties the

@@ -21,7 +21,7 @@
 
 namespace ibdkit {
 
-/// How one dbcache budget is spent (docs/memory.md, "The memory budget"): LevelDB's block cache and
+/// How one dbcache budget is spent (docs/chainstate.md, "The budget"): LevelDB's block cache and
 /// write buffer get an eighth of it, at least 2 and at most 8 MiB (Core gives its coins database at
 /// most 8 MiB); the UTXO cache gets the rest. A flush writes batches of a 32nd of the budget, 4 to
 /// 16 MiB (Core: 32 MiB whatever the budget): a batch passes through LevelDB's memtable, and while
