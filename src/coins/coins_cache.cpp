@@ -183,8 +183,8 @@ std::size_t CoinsCache::DirtyCount() const noexcept
 namespace {
 /// What one entry costs in the map's slabs.
 constexpr std::size_t NODE_BYTES = CoinsMap::NODE_BYTES;
-/// Per entry, what a flush's key-order index takes (coins_db.cpp: BatchWriteImpl).
-constexpr std::size_t FLUSH_INDEX_BYTES = 16;
+/// Per entry, what a flush's key-order index takes.
+constexpr std::size_t FLUSH_INDEX_BYTES = BATCH_WRITE_INDEX_BYTES;
 } // namespace
 
 std::size_t CoinsCache::DynamicMemoryUsage() const noexcept

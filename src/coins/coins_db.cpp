@@ -85,8 +85,10 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
     // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
     // then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
     // level-0 tables that compaction can move instead of merging (docs/chainstate.md). Costs 16
-    // bytes per dirty entry for the duration of the flush.
-    std::vector<std::pair<uint64_t, CoinsMap::value_type*>> order;
+    // bytes per dirty entry for the duration of the flush (BATCH_WRITE_INDEX_BYTES).
+    using OrderEntry = std::pair<uint64_t, CoinsMap::value_type*>;
+    static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
+    std::vector<OrderEntry> order;
     order.reserve(coins.size());
     for (auto& kv : coins) {
         if (kv.second.IsDirty()) order.emplace_back(ReadBE64(kv.first.hash.data()), &kv);

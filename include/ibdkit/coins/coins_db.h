@@ -39,6 +39,10 @@ inline constexpr uint8_t DB_HEAD_BLOCKS = 'H';
 /// Core's default -dbbatchsize (32 MiB).
 inline constexpr std::size_t DEFAULT_DB_BATCH_SIZE = 32 << 20;
 
+/// Bytes per dirty entry that BatchWrite holds while it puts the entries in key order (its sort
+/// index); the UTXO cache counts them in its budget (coins/coins_cache.h).
+inline constexpr std::size_t BATCH_WRITE_INDEX_BYTES = 16;
+
 /// The key of a coin record: 'C' | txid | VARINT(n) (Core's CoinEntry).
 struct CoinKey {
     OutPoint outpoint;
