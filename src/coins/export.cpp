@@ -13,13 +13,19 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace ibdkit {
@@ -45,10 +51,10 @@ constexpr std::array<std::array<char, 2>, 100> DEC_PAIRS = [] {
     return t;
 }();
 
-double ThreadCpuSeconds()
+double ProcessCpuSeconds()
 {
     timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
@@ -88,7 +94,10 @@ public:
         for (std::size_t off = 0; off < len;) {
             const ssize_t n = ::write(m_fd, m_buf.get() + off, len - off);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
+            if (n <= 0) {
+                m_errno = n < 0 ? errno : ENOSPC;
+                return false;
+            }
             off += std::size_t(n);
         }
         // Start writeback of this chunk now; drop the chunk written CACHE_LAG ago (clean by now).
@@ -103,6 +112,8 @@ public:
         return true;
     }
     uint64_t Bytes() const noexcept { return m_bytes; }
+    /// errno of the failed write (it may have failed on another thread), 0 if none failed.
+    int Errno() const noexcept { return m_errno; }
 
     // The writers below assume Room() was called for the whole row.
     void Put(char c) noexcept { *m_p++ = c; }
@@ -173,6 +184,127 @@ private:
     char* m_end{nullptr};
     uint64_t m_bytes{0};
     uint64_t m_dropped{0}; ///< everything below this offset has been dropped from the cache
+    int m_errno{0};
+};
+
+/// One coin on its way from one stage of an export to the next.
+struct CoinRow {
+    OutPoint op;
+    Coin coin;
+    TxoutType type{TxoutType::NONSTANDARD};
+};
+
+/// Two stages of an export on two threads: the caller produces coins in order (walking the
+/// chainstate, or parsing the file back), a second thread consumes them in the same order
+/// (formatting rows, or hashing them). Batches are recycled, so a few of them are all the memory
+/// it holds, and the rows' Coins keep their script capacity from batch to batch. On a single-core
+/// machine the consumer runs inline.
+class CoinPipe {
+public:
+    using Batch = std::vector<CoinRow>;
+    /// Returns false to stop the export (the producer sees it at its next Add).
+    using Consume = std::function<bool(const CoinRow*, std::size_t)>;
+
+    explicit CoinPipe(Consume consume) : m_consume(std::move(consume)), m_inline(std::thread::hardware_concurrency() < 2)
+    {
+        for (auto& b : m_batches) b.resize(BATCH);
+        for (std::size_t i = 1; i < IN_FLIGHT; ++i) m_free.push_back(i);
+        if (!m_inline) m_thread = std::thread([this] { Run(); });
+    }
+    CoinPipe(const CoinPipe&) = delete;
+    CoinPipe& operator=(const CoinPipe&) = delete;
+    ~CoinPipe()
+    {
+        try {
+            (void)Finish();
+        } catch (...) { // only on an early return that already reports an error
+        }
+    }
+
+    /// The next row to fill; Commit() hands it on. False once the consumer has stopped.
+    CoinRow& Next() noexcept { return m_batches[m_cur][m_fill]; }
+    bool Commit()
+    {
+        if (++m_fill < BATCH) return true;
+        return Hand();
+    }
+    /// Hands on what is left and waits for the consumer; its verdict (false: it stopped early
+    /// or threw — the exception is rethrown here).
+    bool Finish()
+    {
+        if (m_done) return m_ok;
+        const bool handed = m_fill == 0 || Hand();
+        m_done = true;
+        if (!m_inline) {
+            {
+                std::lock_guard lk(m_mu);
+                m_closed = true;
+            }
+            m_cv.notify_all();
+            m_thread.join();
+        }
+        m_ok = handed && !m_stopped;
+        if (m_error) std::rethrow_exception(std::exchange(m_error, nullptr));
+        return m_ok;
+    }
+
+private:
+    static constexpr std::size_t BATCH = 4096, IN_FLIGHT = 4;
+
+    bool Hand()
+    {
+        if (m_inline) {
+            if (!m_consume(m_batches[0].data(), m_fill)) m_stopped = true;
+            m_fill = 0;
+            return !m_stopped;
+        }
+        std::unique_lock lk(m_mu);
+        m_full.emplace_back(m_cur, m_fill);
+        m_cv.notify_all();
+        m_cv.wait(lk, [&] { return !m_free.empty() || m_stopped; });
+        m_fill = 0;
+        if (m_stopped) return false;
+        m_cur = m_free.front();
+        m_free.pop_front();
+        return true;
+    }
+    void Run()
+    {
+        std::unique_lock lk(m_mu);
+        while (true) {
+            m_cv.wait(lk, [&] { return !m_full.empty() || m_closed; });
+            if (m_full.empty()) return;
+            const auto [idx, n] = m_full.front();
+            m_full.pop_front();
+            lk.unlock();
+            bool ok = false;
+            try {
+                ok = m_consume(m_batches[idx].data(), n);
+            } catch (...) {
+                m_error = std::current_exception();
+            }
+            lk.lock();
+            m_free.push_back(idx);
+            if (!ok) {
+                m_stopped = true;
+                m_cv.notify_all();
+                return;
+            }
+            m_cv.notify_all();
+        }
+    }
+
+    Consume m_consume;
+    const bool m_inline;
+    std::array<Batch, IN_FLIGHT> m_batches;
+    std::size_t m_cur{0}, m_fill{0};
+    std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::deque<std::size_t> m_free;
+    std::deque<std::pair<std::size_t, std::size_t>> m_full;
+    bool m_closed{false}, m_stopped{false}, m_done{false}, m_ok{false};
+    std::exception_ptr m_error;
+    std::thread m_thread;
 };
 
 /// Hex digit values (lower case only, as written); -1 for anything else.
@@ -363,7 +495,7 @@ bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std:
     }
     c.coinbase = fields[3] == "1";
     c.out.value = amount;
-    c.out.script_pubkey = Script(script.data(), script.size());
+    c.out.script_pubkey.assign(script.data(), script.size());
     // The derived columns must be what the script says.
     type = Solver(c.out.script_pubkey.span());
     return fields[5] == GetTxnOutputType(type);
@@ -384,6 +516,7 @@ Result<UtxoStats> TextStats(ExportFormat f, const fs::path& file, const ExportPr
     Coin coin;
     uint64_t line_no = 0, rows = 0, consumed = 0;
     bool header_seen = f != ExportFormat::Csv;
+    // One thread: handing rows to a hashing thread cost more in cache traffic than it saved.
     auto handle = [&](std::string_view line) -> bool {
         ++line_no;
         if (!header_seen) {
@@ -536,30 +669,43 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
     char addr[MAX_ADDRESS_LENGTH];
     std::optional<Error> failure;
     uint64_t n = 0;
-    auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-        const Script& sc = c.out.script_pubkey;
-        const TxoutType tt = Solver(sc.span());
-        builder.Add(op, c, tt);
-        const std::string_view type = GetTxnOutputType(tt);
-        const std::size_t addr_len = EncodeAddressInto(sc, tt, net, addr);
-        for (std::size_t i = 0; i < 32; ++i) std::memcpy(txid.data() + 2 * i, HEX_PAIRS[op.hash.data()[31 - i]].data(), 2);
-        sqlite3_bind_text(ins.get(), 1, txid.data(), 64, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(ins.get(), 2, op.n);
-        sqlite3_bind_int64(ins.get(), 3, c.height);
-        sqlite3_bind_int64(ins.get(), 4, c.coinbase ? 1 : 0);
-        sqlite3_bind_int64(ins.get(), 5, c.out.value);
-        sqlite3_bind_text(ins.get(), 6, type.data(), int(type.size()), SQLITE_STATIC);
-        if (addr_len) sqlite3_bind_text(ins.get(), 7, addr, int(addr_len), SQLITE_TRANSIENT);
-        else sqlite3_bind_null(ins.get(), 7);
-        sqlite3_bind_blob(ins.get(), 8, sc.data(), int(sc.size()), SQLITE_TRANSIENT);
-        if (sqlite3_step(ins.get()) != SQLITE_DONE) {
-            failure = SqlError(s, "inserting into " + out.string());
-            return false;
+    // This thread walks, decodes and hashes; the pipe's thread inserts.
+    CoinPipe pipe([&](const CoinRow* batch, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) {
+            const OutPoint& op = batch[i].op;
+            const Coin& c = batch[i].coin;
+            const Script& sc = c.out.script_pubkey;
+            const std::string_view type = GetTxnOutputType(batch[i].type);
+            const std::size_t addr_len = EncodeAddressInto(sc, batch[i].type, net, addr);
+            for (std::size_t k = 0; k < 32; ++k) std::memcpy(txid.data() + 2 * k, HEX_PAIRS[op.hash.data()[31 - k]].data(), 2);
+            sqlite3_bind_text(ins.get(), 1, txid.data(), 64, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(ins.get(), 2, op.n);
+            sqlite3_bind_int64(ins.get(), 3, c.height);
+            sqlite3_bind_int64(ins.get(), 4, c.coinbase ? 1 : 0);
+            sqlite3_bind_int64(ins.get(), 5, c.out.value);
+            sqlite3_bind_text(ins.get(), 6, type.data(), int(type.size()), SQLITE_STATIC);
+            if (addr_len) sqlite3_bind_text(ins.get(), 7, addr, int(addr_len), SQLITE_TRANSIENT);
+            else sqlite3_bind_null(ins.get(), 7);
+            sqlite3_bind_blob(ins.get(), 8, sc.data(), int(sc.size()), SQLITE_TRANSIENT);
+            if (sqlite3_step(ins.get()) != SQLITE_DONE) {
+                failure = SqlError(s, "inserting into " + out.string());
+                return false;
+            }
+            sqlite3_reset(ins.get());
         }
-        sqlite3_reset(ins.get());
+        return true;
+    });
+    auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+        CoinRow& row = pipe.Next();
+        row.type = Solver(c.out.script_pubkey.span());
+        builder.Add(op, c, row.type);
+        row.op = op;
+        row.coin = c;
+        if (!pipe.Commit()) return false;
         if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
         return true;
     });
+    (void)pipe.Finish(); // a failed insert is in `failure`
     if (!r) return r.error();
     if (failure) return *failure;
     builder.Finish(chain_stats);
@@ -605,7 +751,7 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
     res.chainstate_stats.best_block = *best;
     UtxoStatsBuilder builder;
     const auto t0 = Clock::now();
-    const double c0 = ThreadCpuSeconds();
+    const double c0 = ProcessCpuSeconds();
     if (format == ExportFormat::Sqlite) {
         auto w = WriteSqlite(db, out, net, builder, progress, res.chainstate_stats);
         if (!w) return w.error();
@@ -615,40 +761,47 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
         if (!f.get()) return Error{Errc::InvalidValue, "cannot open " + out.string() + " for writing: " + std::strerror(errno)};
         Out o(f.get());
         RowWriter rows(o, format, net);
-        bool write_failed = false;
         if (format == ExportFormat::Csv) {
             o.Room(CSV_HEADER.size() + 1);
             o.Put(CSV_HEADER);
             o.Put('\n');
         }
+        // This thread walks, decodes and hashes; the pipe's thread formats and writes.
+        CoinPipe pipe([&](const CoinRow* batch, std::size_t n) {
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!rows.Write(batch[i].op, batch[i].coin, batch[i].type)) return false;
+            }
+            return true;
+        });
         uint64_t n = 0;
         auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            const TxoutType tt = Solver(c.out.script_pubkey.span());
-            builder.Add(op, c, tt);
-            if (!rows.Write(op, c, tt)) {
-                write_failed = true;
-                return false;
-            }
+            CoinRow& row = pipe.Next();
+            row.type = Solver(c.out.script_pubkey.span());
+            builder.Add(op, c, row.type);
+            row.op = op;
+            row.coin = c;
+            if (!pipe.Commit()) return false;
             if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
             return true;
         });
+        const bool write_failed = !pipe.Finish() || !o.Drain();
         if (!r) return r.error();
-        if (!write_failed && !o.Drain()) write_failed = true;
         res.bytes = o.Bytes();
         if (write_failed || !f.Close()) {
-            return Error{Errc::InvalidValue, "writing " + out.string() + " failed: " + std::strerror(errno)};
+            const int err = o.Errno() ? o.Errno() : errno;
+            return Error{Errc::InvalidValue, "writing " + out.string() + " failed: " + std::strerror(err)};
         }
         builder.Finish(res.chainstate_stats);
     }
     const auto t1 = Clock::now();
-    const double c1 = ThreadCpuSeconds();
+    const double c1 = ProcessCpuSeconds();
     auto back = ComputeExportStats(format, out, progress);
     if (!back) return Error{back.error().code, "verifying " + out.string() + ": " + back.error().message};
     res.file_stats = *back;
     res.write_seconds = std::chrono::duration<double>(t1 - t0).count();
     res.verify_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
     res.write_cpu_seconds = c1 - c0;
-    res.verify_cpu_seconds = ThreadCpuSeconds() - c1;
+    res.verify_cpu_seconds = ProcessCpuSeconds() - c1;
     const UtxoStats& a = res.chainstate_stats;
     const UtxoStats& b = res.file_stats;
     if (a.txouts != b.txouts || a.total_amount != b.total_amount || a.hash_serialized != b.hash_serialized) {

@@ -28,7 +28,7 @@ Script S(const std::string& hex)
     return Script(v.data(), v.size());
 }
 
-std::unique_ptr<CoinsDB> MakeChainstate(const fs::path& dir)
+std::unique_ptr<CoinsDB> MakeChainstate(const fs::path& dir, int txs = 300)
 {
     {
         StoreStatus st;
@@ -39,7 +39,7 @@ std::unique_ptr<CoinsDB> MakeChainstate(const fs::path& dir)
         const std::string scripts[] = {
             "76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac", "0014751e76e8199196d454941c45d1b3a323f1433bd6",
             "a914e9c3dd0c07aac76179ebc76a6c78d4d67c6c160a87", "51024e73", "5120" + std::string(64, '1'), "51"};
-        for (int i = 0; i < 300; ++i) {
+        for (int i = 0; i < txs; ++i) {
             std::array<uint8_t, 32> t{};
             for (auto& b : t) b = uint8_t(rng());
             for (uint32_t n : {0u, 1u, 200u, 300u}) {
@@ -92,6 +92,29 @@ TEST(Export, EveryFormatVerifiesAgainstTheChainstate)
     EXPECT_NE(csv.find(",nonstandard,,51\n"), std::string::npos); // no address: empty field
     const std::string jsonl = Slurp(d.path / "dump1");
     EXPECT_NE(jsonl.find("\"type\":\"nonstandard\",\"address\":null,\"script\":\"51\"}"), std::string::npos);
+}
+
+// Many batches through the writer's second thread (4,096 coins each), and a writer that fails
+// half-way: the export stops with the cause of the failed write, whatever thread saw it.
+TEST(Export, ManyBatchesAndAFullDisk)
+{
+    TempDir d;
+    auto db = MakeChainstate(d.path / "cs", 9000); // 36,000 coins
+    ASSERT_TRUE(db);
+    auto stats = ComputeUtxoStats(*db);
+    ASSERT_TRUE(stats.ok());
+    ASSERT_EQ(stats->txouts, 36000u);
+    for (auto f : {ExportFormat::Csv, ExportFormat::Sqlite}) {
+        auto r = ExportUtxoSet(*db, f, d.path / ("many" + std::to_string(int(f))), AddressNetwork::Main);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        EXPECT_EQ(r->file_stats.hash_serialized, stats->hash_serialized);
+        EXPECT_EQ(r->file_stats.txouts, 36000u);
+    }
+    if (fs::exists("/dev/full")) {
+        auto r = ExportUtxoSet(*db, ExportFormat::Csv, "/dev/full", AddressNetwork::Main);
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.error().message.find("No space left on device"), std::string::npos) << r.error().message;
+    }
 }
 
 TEST(Export, TamperedFilesAreCaught)

@@ -5,7 +5,9 @@
 // network (base58/bech32/bech32m; empty or NULL where the script has none), script (hex; a BLOB
 // in SQLite). Schemas: docs/utxo-export.md.
 //
-// Streamed: memory stays bounded whatever the set's size. After writing, the export re-reads its
+// Streamed: memory stays bounded whatever the set's size. Two threads write: the calling thread walks
+// the chainstate, decodes and hashes; a second one formats and writes (or inserts) the rows, fed
+// a few recycled batches of 4,096 coins at a time. After writing, the export re-reads its
 // own file and recomputes coin count, total amount and hash_serialized_3 from the rows; any
 // difference from the chainstate walk is an error (Errc::Corrupt), as is a row that does not parse.
 // SQLite's types stay in src/coins/.
@@ -34,8 +36,8 @@ struct ExportResult {
     uint64_t bytes{0};
     double write_seconds{0};      ///< wall time of the write walk
     double verify_seconds{0};     ///< wall time of the re-read check
-    double write_cpu_seconds{0};  ///< CPU time of the calling thread (honest on a shared machine)
-    double verify_cpu_seconds{0};
+    double write_cpu_seconds{0};  ///< CPU time of the process, both threads (honest on a shared machine)
+    double verify_cpu_seconds{0}; ///< CPU time of the process (the check runs on the calling thread)
 };
 
 /// Phase ("write" or "verify"), coins done, fraction of the phase (0..1).
