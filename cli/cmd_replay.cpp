@@ -38,7 +38,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         int stop_height{-1};
         int rounds{1};
         unsigned threads{0};
-        bool via_p2p{false}, json{false}, quiet{false};
+        bool via_p2p{false}, json{false}, quiet{false}, no_stats{false};
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
@@ -57,6 +57,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
+    cmd->add_flag("--no-stats", a->no_stats,
+                  "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
+                  "Core's -reindex-chainstate does; height and best block are still printed");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
     height_export->AddOptions(cmd);
@@ -74,6 +77,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         o.via_p2p = a->via_p2p;
         o.threads = a->threads;
+        o.statistics = !a->no_stats;
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);

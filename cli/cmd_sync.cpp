@@ -31,7 +31,7 @@ nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
     j["policy"] = std::string(PolicyName(policy));
     j["mode"] = r.mode;
     j["peer"] = {{"user_agent", r.peer_user_agent}, {"version", r.peer_version}, {"start_height", r.peer_height}, {"services", r.peer_services}};
-    if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
+    PutTipFields(j, r);
     j["header_height"] = r.header_height;
     j["headers_received"] = r.headers_received;
     PutRunFields(j, r);
@@ -64,13 +64,7 @@ void PrintHuman(const SyncResult& r)
     if (r.recovered_blocks) std::printf("recovered          %llu blocks rolled forward after an interrupted flush\n", (unsigned long long)r.recovered_blocks);
     if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        std::printf("height             %d\nbestblock          %s\ntxouts             %llu\ntransactions       %llu\n"
-                    "bogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
-                    r.height, r.tip.ToHex().c_str(), (unsigned long long)u.txouts, (unsigned long long)u.transactions,
-                    (unsigned long long)u.bogosize, FormatMoney(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
-    }
+    PrintTip(r);
 }
 
 const CommandRegistrar sync_cmd([](CLI::App& app) {
@@ -87,7 +81,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         std::size_t window{16};
         unsigned threads{0};
         int stop_height{-1};
-        bool json{false}, quiet{false}, getblocks{false};
+        bool json{false}, quiet{false}, getblocks{false}, no_stats{false};
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
@@ -107,6 +101,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--threads", a->threads, "Threads (peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
+    cmd->add_flag("--no-stats", a->no_stats,
+                  "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
+                  "Core's -reindex-chainstate does; height and best block are still printed");
     cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
     height_export->AddOptions(cmd);
@@ -128,6 +125,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));
         o.window = a->window;
         o.threads = a->threads;
+        o.statistics = !a->no_stats;
         o.force_getblocks = a->getblocks;
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         height_export->Prepare(o);

@@ -11,10 +11,13 @@
 
 namespace ibdkit::cli {
 
-void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u)
+void PutTipFields(nlohmann::json& j, const EngineResult& r)
 {
-    j["height"] = height;
-    j["bestblock"] = tip.ToHex();
+    if (r.height < 0) return;
+    j["height"] = r.height;
+    j["bestblock"] = r.tip.ToHex();
+    if (!r.utxo) return; // --no-stats
+    const UtxoStats& u = *r.utxo;
     j["txouts"] = u.txouts;
     j["transactions"] = u.transactions;
     j["bogosize"] = u.bogosize;
@@ -55,7 +58,7 @@ nlohmann::json ToJson(const ReplayResult& r)
     nlohmann::json j;
     j["network"] = std::string(ChainTypeName(r.chain));
     j["policy"] = nullptr;
-    if (r.utxo) PutUtxoFields(j, r.height, r.tip, *r.utxo);
+    PutTipFields(j, r);
     PutRunFields(j, r);
     j["bytes_read"] = r.bytes_read;
     j["orphans"] = r.orphans;
@@ -88,15 +91,23 @@ void PrintHuman(const ReplayResult& r)
                 double(r.peak_rss_bytes) / double(1 << 20), (unsigned long long)r.coins_read_from_disk);
     if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
-    if (r.utxo) {
-        const auto& u = *r.utxo;
-        std::printf("height             %d\nbestblock          %s\ntxouts             %llu\ntransactions       %llu\n"
-                    "bogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
-                    r.height, r.tip.ToHex().c_str(), (unsigned long long)u.txouts, (unsigned long long)u.transactions,
-                    (unsigned long long)u.bogosize, FormatMoney(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
-    }
+    PrintTip(r);
 }
 
+void PrintTip(const EngineResult& r)
+{
+    if (r.height < 0) return;
+    std::printf("height             %d\nbestblock          %s\n", r.height, r.tip.ToHex().c_str());
+    if (!r.utxo) {
+        std::printf("statistics         skipped (--no-stats)\n");
+        return;
+    }
+    const UtxoStats& u = *r.utxo;
+    std::printf("txouts             %llu\ntransactions       %llu\nbogosize           %llu\ntotal_amount       %s\n"
+                "hash_serialized_3  %s\n",
+                (unsigned long long)u.txouts, (unsigned long long)u.transactions, (unsigned long long)u.bogosize,
+                FormatMoney(u.total_amount).c_str(), u.hash_serialized.ToHex().c_str());
+}
 
 // The replay progress line: height, blocks/s, tx/s, MB/s, cache use, ETA.
 std::function<void(const ReplayProgress&)> ProgressPrinter(std::shared_ptr<ProgressLine> bar, std::string label)

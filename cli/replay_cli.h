@@ -14,9 +14,12 @@
 
 namespace ibdkit::cli {
 
-/// Adds the UTXO-set fields under gettxoutsetinfo's names (height, bestblock, txouts, transactions,
-/// bogosize, total_amount, hash_serialized_3) plus total_amount_sat.
-void PutUtxoFields(nlohmann::json& j, int height, const BlockHash& tip, const UtxoStats& u);
+/// Adds the chainstate's tip and UTXO-set fields under gettxoutsetinfo's names (height, bestblock,
+/// txouts, transactions, bogosize, total_amount, hash_serialized_3) plus total_amount_sat; only
+/// height and bestblock when the statistics were skipped (--no-stats); nothing without a tip.
+void PutTipFields(nlohmann::json& j, const EngineResult& r);
+/// The same for people (PrintHuman's last lines).
+void PrintTip(const EngineResult& r);
 /// Adds the fields every block-connecting run reports: blocks_connected, start_height,
 /// transactions_connected, bytes, seconds, total_seconds, blocks_per_s, mb_per_s, flushes,
 /// recovered_blocks, interrupted, threads, bytes_cleansed.

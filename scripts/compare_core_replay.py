@@ -10,11 +10,13 @@ What is timed, on both sides, is one job: rebuild the chainstate from block file
   creating the manager (loading the block index) to destroying it (the final flush). Core's kernel
   sizes its caches with its default (450 MiB, like -dbcache=450).
 - ibdkit: `ibdkit replay --blocks-dir CORE_DATADIR/blocks` (Core's xor'd files) with --dbcache,
-  --threads, --policy; timed: the whole process (scan, connect, flush, statistics).
+  --threads, --policy and --no-stats (Core's reindex computes no UTXO statistics; --with-stats adds
+  ibdkit's final walk over the set to its side); timed: the whole process (scan, connect, flush).
 Both must reach the same height and tip.
 
 Usage: scripts/compare_core_replay.py BLOCKS_DIR [--ibdkit PATH] [--rounds N] [--policy NAME]
                                       [--threads N] [--core-threads N] [--dbcache MIB] [--chain regtest]
+                                      [--with-stats]
 """
 import argparse
 import json
@@ -60,10 +62,10 @@ def core_reindex_chainstate(pbk, datadir, chain, threads):
     return time.perf_counter() - t0, height, tip
 
 
-def ibdkit_replay(exe, blocks_dir, policy, threads, dbcache):
+def ibdkit_replay(exe, blocks_dir, policy, threads, dbcache, with_stats):
     t0 = time.perf_counter()
     r = subprocess.run([exe, "replay", "-q", "--json", "--blocks-dir", str(blocks_dir), "--policy", policy,
-                        "--threads", str(threads), "--dbcache", str(dbcache)],
+                        "--threads", str(threads), "--dbcache", str(dbcache)] + ([] if with_stats else ["--no-stats"]),
                        capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     j = json.loads(r.stdout)
@@ -81,6 +83,8 @@ def main():
                     help="Core's validation worker threads (default: every core)")
     ap.add_argument("--dbcache", type=int, default=450)
     ap.add_argument("--chain", default="regtest")
+    ap.add_argument("--with-stats", action="store_true",
+                    help="time ibdkit's final statistics walk too (work Core's reindex does not do)")
     a = ap.parse_args()
     import pbk
 
@@ -91,7 +95,7 @@ def main():
         core_t, ours_t = [], []
         for i in range(a.rounds):
             ct, ch, ctip = core_reindex_chainstate(pbk, datadir, a.chain, a.core_threads)
-            ot, oh, otip, j = ibdkit_replay(a.ibdkit, datadir / "blocks", a.policy, a.threads, a.dbcache)
+            ot, oh, otip, j = ibdkit_replay(a.ibdkit, datadir / "blocks", a.policy, a.threads, a.dbcache, a.with_stats)
             if (ch, ctip) != (oh, otip):
                 sys.exit(f"tips differ: core {ch} {ctip} vs ibdkit {oh} {otip}")
             core_t.append(ct)
@@ -103,7 +107,8 @@ def main():
     ratios = sorted(c / o for c, o in zip(core_t, ours_t))
     print(f"median: core {statistics.median(core_t):.2f} s, ibdkit {statistics.median(ours_t):.2f} s, "
           f"ratio {statistics.median(ratios):.2f}x [{ratios[0]:.2f}-{ratios[-1]:.2f}] "
-          f"({mb:.0f} MB, {j['blocks_connected']} blocks, --dbcache {a.dbcache}, core threads {a.core_threads})")
+          f"({mb:.0f} MB, {j['blocks_connected']} blocks, --dbcache {a.dbcache}, core threads {a.core_threads}, "
+          f"ibdkit {'with' if a.with_stats else 'without'} its statistics walk)")
 
 
 if __name__ == "__main__":

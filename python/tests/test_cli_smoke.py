@@ -11,3 +11,21 @@ def test_unknown_policy_is_explained(cli):
     r = run_cli(cli, "bench", "--policy", "nope", "--list", check=False)
     assert r.returncode != 0
     assert "unknown policy 'nope'" in r.stderr
+
+
+def test_replay_no_stats_ends_at_the_flush(cli, shared, tmp_path):
+    """--no-stats skips the final walk over the UTXO set (Core's -reindex-chainstate computes no
+    statistics either) but still names the tip, and the chainstate it leaves is the same."""
+    import json
+
+    blocks = shared / "mainnet" / "blk_0-599"
+    quick = json.loads(run_cli(cli, "replay", "-q", "--json", "--no-stats", "--blocks-dir", blocks,
+                               "--chainstate", tmp_path / "cs").stdout)
+    full = json.loads(run_cli(cli, "replay", "-q", "--json", "--blocks-dir", blocks).stdout)
+    assert quick["height"] == full["height"] == 599
+    assert quick["bestblock"] == full["bestblock"]
+    assert "hash_serialized_3" not in quick and "txouts" not in quick
+    st = json.loads(run_cli(cli, "utxo", "stats", "--chainstate", tmp_path / "cs", "--json").stdout)
+    assert st["hash_serialized_3"] == full["hash_serialized_3"]
+    human = run_cli(cli, "replay", "-q", "--no-stats", "--blocks-dir", blocks).stdout
+    assert "statistics         skipped (--no-stats)" in human and "hash_serialized_3" not in human

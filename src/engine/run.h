@@ -572,9 +572,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         if (auto h = src.HeightOf(*best)) {
             res.height = *h;
             res.tip = *best;
-            auto stats = ComputeUtxoStats(db, uint32_t(*h));
-            if (!stats) return stats.error();
-            res.utxo = *stats;
+            if (o.statistics) {
+                auto stats = ComputeUtxoStats(db, uint32_t(*h));
+                if (!stats) return stats.error();
+                res.utxo = *stats;
+            }
         }
     }
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();

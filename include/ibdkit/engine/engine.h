@@ -51,6 +51,10 @@ struct EngineOptions {
     PolicyId policy{PolicyId::Hardened};
     unsigned threads{0};                         ///< 0: every core (std::thread::hardware_concurrency)
     std::optional<int> stop_height;
+    /// Walk the final chainstate for its statistics (coins, amount, hash_serialized_3) into
+    /// EngineResult::utxo. Off, the run ends at the final flush, as Core's -reindex-chainstate does;
+    /// height and tip are still reported. The walk reads every coin: minutes on a mainnet-sized set.
+    bool statistics{true};
     std::function<void(const EngineProgress&)> on_progress; ///< called about 4 times a second
     const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
     /// Test hook: called after each connected block with its height (e.g. to kill at a point).
