@@ -2,13 +2,19 @@
 
 #include <ibdkit/stream/streams.h>
 
+#include "common/handoff.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <thread>
 
 namespace ibdkit {
 
 namespace {
+
+/// Below this many dirty entries a flush stays on one thread (a thread costs more than it saves).
+constexpr std::size_t PARALLEL_FLUSH_MIN_ENTRIES = 65'536;
 
 struct MarkerKey {
     uint8_t tag;
@@ -77,11 +83,6 @@ template <typename P>
 StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& coins, const BlockHash& tip,
                            bool erase, const BlockHash& old_tip)
 {
-    DbBatch<P> batch(store);
-    bool first_written = false;
-    batch.Erase(MarkerKey{DB_BEST_BLOCK});
-    batch.Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
-
     // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
     // then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
     // level-0 tables that compaction can move instead of merging (docs/chainstate.md). Costs 16
@@ -93,26 +94,50 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
     for (auto& kv : coins) {
         if (kv.second.IsDirty()) order.emplace_back(ReadBE64(kv.first.hash.data()), &kv);
     }
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const auto less = [](const OrderEntry& a, const OrderEntry& b) {
         if (a.first != b.first) return a.first < b.first;
         return KeyLess(a.second->first, b.second->first);
-    });
+    };
+    const bool threaded = opt.flush_threads > 1 && order.size() >= PARALLEL_FLUSH_MIN_ENTRIES;
+    if (threaded) {
+        // The halves of the key space sort independently: the lower one here, the upper one there.
+        const auto mid = std::partition(order.begin(), order.end(), [](const OrderEntry& e) { return e.first >> 63 == 0; });
+        std::thread upper([&] { std::sort(mid, order.end(), less); });
+        std::sort(order.begin(), mid, less);
+        upper.join();
+    } else {
+        std::sort(order.begin(), order.end(), less);
+    }
+
+    // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
+    // the handoff's thread writes each full batch, in order. The first one carries H: it is synced
+    // before any later coin batch is written.
+    bool first_written = false;
+    StoreStatus failed;
+    Handoff<DbBatch<P>> writer(
+        2,
+        [&](DbBatch<P>& b) {
+            failed = store.WriteBatch(b.Raw(), opt.sync_markers && !first_written);
+            first_written = true;
+            b.Clear();
+            if (!failed.ok()) return false;
+            if (opt.after_partial_batch) opt.after_partial_batch();
+            return true;
+        },
+        threaded, store);
+    writer.Current().Erase(MarkerKey{DB_BEST_BLOCK});
+    writer.Current().Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
     for (const auto& [prefix, kv] : order) {
+        DbBatch<P>& batch = writer.Current();
         const CoinKey key{kv->first};
         if (kv->second.coin.IsSpent()) {
             batch.Erase(key);
         } else {
             batch.Write(key, kv->second.coin);
         }
-        if (batch.SizeEstimate() > opt.batch_write_bytes) {
-            // The first partial batch carries H: make it durable before any later coin batch.
-            StoreStatus st = store.WriteBatch(batch.Raw(), opt.sync_markers && !first_written);
-            if (!st.ok()) return st;
-            first_written = true;
-            batch.Clear();
-            if (opt.after_partial_batch) opt.after_partial_batch();
-        }
+        if (batch.SizeEstimate() > opt.batch_write_bytes && !writer.Hand()) break;
     }
+    if (!writer.Finish()) return failed;
     order = {};
     if (erase) {
         coins.clear();
@@ -126,7 +151,8 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
             }
         }
     }
-    // Last batch: the database is consistent with `tip` again.
+    // Last batch (the coins left, then B): the database is consistent with `tip` again.
+    DbBatch<P>& batch = writer.Current();
     batch.Erase(MarkerKey{DB_HEAD_BLOCKS});
     batch.Write(MarkerKey{DB_BEST_BLOCK}, HashValue{tip.ToUint256()});
     return store.WriteBatch(batch.Raw(), opt.sync_markers);

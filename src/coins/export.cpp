@@ -4,6 +4,8 @@
 
 #include <ibdkit/primitives/script_ops.h>
 
+#include "common/handoff.h"
+
 #include <sqlite3.h>
 
 #include <fcntl.h>
@@ -13,15 +15,11 @@
 #include <array>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -194,117 +192,43 @@ struct CoinRow {
     TxoutType type{TxoutType::NONSTANDARD};
 };
 
-/// Two stages of an export on two threads: the caller produces coins in order (walking the
-/// chainstate, or parsing the file back), a second thread consumes them in the same order
-/// (formatting rows, or hashing them). Batches are recycled, so a few of them are all the memory
-/// it holds, and the rows' Coins keep their script capacity from batch to batch. On a single-core
-/// machine the consumer runs inline.
+/// The export's two threads (common/handoff.h): the caller produces coins in order, the second
+/// thread consumes them in batches of 4,096 in the same order. The rows' Coins keep their script
+/// capacity from batch to batch.
 class CoinPipe {
 public:
-    using Batch = std::vector<CoinRow>;
-    /// Returns false to stop the export (the producer sees it at its next Add).
+    /// Returns false to stop the export (the producer sees it at its next Commit).
     using Consume = std::function<bool(const CoinRow*, std::size_t)>;
 
-    explicit CoinPipe(Consume consume) : m_consume(std::move(consume)), m_inline(std::thread::hardware_concurrency() < 2)
+    explicit CoinPipe(Consume consume)
+        : m_handoff(
+              4,
+              [c = std::move(consume)](Batch& b) {
+                  const bool ok = c(b.rows.data(), b.n);
+                  b.n = 0;
+                  return ok;
+              },
+              std::thread::hardware_concurrency() > 1)
     {
-        for (auto& b : m_batches) b.resize(BATCH);
-        for (std::size_t i = 1; i < IN_FLIGHT; ++i) m_free.push_back(i);
-        if (!m_inline) m_thread = std::thread([this] { Run(); });
-    }
-    CoinPipe(const CoinPipe&) = delete;
-    CoinPipe& operator=(const CoinPipe&) = delete;
-    ~CoinPipe()
-    {
-        try {
-            (void)Finish();
-        } catch (...) { // only on an early return that already reports an error
-        }
     }
 
     /// The next row to fill; Commit() hands it on. False once the consumer has stopped.
-    CoinRow& Next() noexcept { return m_batches[m_cur][m_fill]; }
-    bool Commit()
-    {
-        if (++m_fill < BATCH) return true;
-        return Hand();
-    }
-    /// Hands on what is left and waits for the consumer; its verdict (false: it stopped early
-    /// or threw — the exception is rethrown here).
+    CoinRow& Next() noexcept { return m_handoff.Current().rows[m_handoff.Current().n]; }
+    bool Commit() { return ++m_handoff.Current().n < BATCH || m_handoff.Hand(); }
+    /// Hands on what is left and waits for the consumer; false if it stopped early.
     bool Finish()
     {
-        if (m_done) return m_ok;
-        const bool handed = m_fill == 0 || Hand();
-        m_done = true;
-        if (!m_inline) {
-            {
-                std::lock_guard lk(m_mu);
-                m_closed = true;
-            }
-            m_cv.notify_all();
-            m_thread.join();
-        }
-        m_ok = handed && !m_stopped;
-        if (m_error) std::rethrow_exception(std::exchange(m_error, nullptr));
-        return m_ok;
+        const bool handed = m_handoff.Current().n == 0 || m_handoff.Hand();
+        return m_handoff.Finish() && handed;
     }
 
 private:
-    static constexpr std::size_t BATCH = 4096, IN_FLIGHT = 4;
-
-    bool Hand()
-    {
-        if (m_inline) {
-            if (!m_consume(m_batches[0].data(), m_fill)) m_stopped = true;
-            m_fill = 0;
-            return !m_stopped;
-        }
-        std::unique_lock lk(m_mu);
-        m_full.emplace_back(m_cur, m_fill);
-        m_cv.notify_all();
-        m_cv.wait(lk, [&] { return !m_free.empty() || m_stopped; });
-        m_fill = 0;
-        if (m_stopped) return false;
-        m_cur = m_free.front();
-        m_free.pop_front();
-        return true;
-    }
-    void Run()
-    {
-        std::unique_lock lk(m_mu);
-        while (true) {
-            m_cv.wait(lk, [&] { return !m_full.empty() || m_closed; });
-            if (m_full.empty()) return;
-            const auto [idx, n] = m_full.front();
-            m_full.pop_front();
-            lk.unlock();
-            bool ok = false;
-            try {
-                ok = m_consume(m_batches[idx].data(), n);
-            } catch (...) {
-                m_error = std::current_exception();
-            }
-            lk.lock();
-            m_free.push_back(idx);
-            if (!ok) {
-                m_stopped = true;
-                m_cv.notify_all();
-                return;
-            }
-            m_cv.notify_all();
-        }
-    }
-
-    Consume m_consume;
-    const bool m_inline;
-    std::array<Batch, IN_FLIGHT> m_batches;
-    std::size_t m_cur{0}, m_fill{0};
-    std::mutex m_mu;
-    std::condition_variable m_cv;
-    std::deque<std::size_t> m_free;
-    std::deque<std::pair<std::size_t, std::size_t>> m_full;
-    bool m_closed{false}, m_stopped{false}, m_done{false}, m_ok{false};
-    std::exception_ptr m_error;
-    std::thread m_thread;
+    static constexpr std::size_t BATCH = 4096;
+    struct Batch {
+        std::vector<CoinRow> rows = std::vector<CoinRow>(BATCH);
+        std::size_t n{0};
+    };
+    Handoff<Batch> m_handoff;
 };
 
 /// Hex digit values (lower case only, as written); -1 for anything else.

@@ -396,6 +396,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     const unsigned threads = ResolveThreads(o.threads);
     res.threads = threads;
     CoinsDB& db = cs.db();
+    db.SetFlushThreads(threads);
     auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
 
     auto body = [&]() -> std::optional<Error> {

@@ -651,6 +651,75 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
     EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
 }
 
+// A flush on two threads (sort halves, a writing thread): the same database as on one, the same
+// crash protocol when a batch fails half-way.
+TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
+{
+    auto fill = [](CoinsCache& cache, uint64_t seed, int n) {
+        std::mt19937_64 rng(seed);
+        std::vector<OutPoint> ops;
+        for (int i = 0; i < n; ++i) {
+            ops.push_back(RandomOutPoint(rng));
+            cache.AddCoin(ops.back(), RandomCoin(rng), false);
+        }
+        return ops;
+    };
+    auto dump = [](const CoinsDB& db) {
+        std::vector<std::pair<OutPoint, Coin>> all;
+        EXPECT_TRUE(db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+            all.emplace_back(op, c);
+            return true;
+        }).ok());
+        return all;
+    };
+    TempDir d;
+    std::vector<std::pair<OutPoint, Coin>> one;
+    for (unsigned threads : {1u, 2u}) {
+        CoinsDBOptions o;
+        o.batch_write_bytes = 64 << 10; // many batches
+        o.flush_threads = threads;
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path / std::to_string(threads), o, &st);
+        ASSERT_TRUE(db) << st.message;
+        CoinsCache cache(*db, 1 << 30);
+        const auto ops = fill(cache, 5, 100'000);
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+        // A warm flush: spends and new coins, entries kept.
+        fill(cache, 6, 80'000);
+        for (std::size_t i = 0; i < ops.size(); i += 3) cache.SpendCoin(ops[i]);
+        cache.SetBestBlock(TipOf(2));
+        ASSERT_TRUE(cache.FlushWarm(std::size_t(1) << 30).ok());
+        EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
+        auto all = dump(*db);
+        EXPECT_EQ(all.size(), 100'000u - 33'334u + 80'000u);
+        if (threads == 1) one = std::move(all);
+        else EXPECT_TRUE(all == one);
+    }
+    // Interrupted on the writing thread: H stays, the replay range is reported, the exception reaches the caller.
+    CoinsDBOptions o;
+    o.batch_write_bytes = 64 << 10;
+    o.flush_threads = 2;
+    int batches = 0;
+    o.after_partial_batch = [&] {
+        if (++batches == 3) throw std::runtime_error("simulated crash");
+    };
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path / "2", o, &st);
+    ASSERT_TRUE(db) << st.message;
+    {
+        CoinsCache cache(*db, 1 << 30);
+        fill(cache, 7, 100'000);
+        cache.SetBestBlock(TipOf(3));
+        EXPECT_THROW((void)cache.Flush(), std::runtime_error);
+    }
+    EXPECT_EQ(batches, 3);
+    auto r = db->NeedsReplay();
+    ASSERT_TRUE(r.ok() && r->has_value());
+    EXPECT_EQ((*r)->new_tip, TipOf(3));
+    EXPECT_EQ((*r)->old_tip, TipOf(2));
+}
+
 // ---- corruption --------------------------------------------------------------------------------
 
 TEST(CoinsDB, CorruptValuesGiveTypedErrors)

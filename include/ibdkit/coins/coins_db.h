@@ -79,8 +79,13 @@ struct CoinsDBOptions {
     /// Write options (docs/chainstate.md): the first batch (H) and the last batch (B) of a flush
     /// are synced, so a power failure leaves either the old state or H + a replayable subset.
     bool sync_markers{true};
-    /// Test hook: called after each intermediate batch of a flush (crash injection).
+    /// Test hook: called after each intermediate batch of a flush (crash injection); on the
+    /// flush's writing thread when flush_threads > 1.
     std::function<void()> after_partial_batch;
+    /// Threads a flush may use: with 2 or more, the upper half of the keys sorts on a second thread
+    /// and that thread writes each batch to LevelDB while the calling thread serializes the next
+    /// (two batches in flight: up to 2 × batch_write_bytes). 1: everything on the calling thread.
+    unsigned flush_threads{1};
 };
 
 /// The blocks to replay after an interrupted flush: everything after `old_tip` up to `new_tip`.
@@ -120,6 +125,8 @@ public:
     Store& store() noexcept { return *m_store; }
     const Store& store() const noexcept { return *m_store; }
     PolicyId policy() const noexcept { return m_options.policy; }
+    /// See CoinsDBOptions::flush_threads (the engine sets it from --threads).
+    void SetFlushThreads(unsigned n) noexcept { m_options.flush_threads = n; }
     /// Approximate bytes on disk of the coin records.
     uint64_t EstimateSize() const;
 
