@@ -34,7 +34,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "already trust (as an assumevalid node trusts blocks below its assumevalid hash).");
     struct Args {
         std::string blocks_dir, datadir, network, chainstate, policy{"hardened"};
-        std::size_t dbcache{450};
+        std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
         unsigned threads{0};
@@ -51,6 +51,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
+    cmd->add_option("--dbbatchsize", a->dbbatchsize,
+                    "Bytes of one chainstate write batch in a flush (Core's -dbbatchsize debug option; default:\n"
+                    "--dbcache/32 within 4-16 MiB)");
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
@@ -78,6 +81,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.via_p2p = a->via_p2p;
         o.threads = a->threads;
         o.statistics = !a->no_stats;
+        o.db_batch_bytes = a->dbbatchsize;
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);

@@ -397,6 +397,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     res.threads = threads;
     CoinsDB& db = cs.db();
     db.SetFlushThreads(threads);
+    if (o.db_batch_bytes) db.SetBatchWriteBytes(o.db_batch_bytes);
     auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
 
     auto body = [&]() -> std::optional<Error> {

@@ -127,6 +127,8 @@ public:
     PolicyId policy() const noexcept { return m_options.policy; }
     /// See CoinsDBOptions::flush_threads (the engine sets it from --threads).
     void SetFlushThreads(unsigned n) noexcept { m_options.flush_threads = n; }
+    /// See CoinsDBOptions::batch_write_bytes (the engine's --dbbatchsize).
+    void SetBatchWriteBytes(std::size_t n) noexcept { m_options.batch_write_bytes = n; }
     /// Approximate bytes on disk of the coin records.
     uint64_t EstimateSize() const;
 

@@ -51,6 +51,10 @@ struct EngineOptions {
     PolicyId policy{PolicyId::Hardened};
     unsigned threads{0};                         ///< 0: every core (std::thread::hardware_concurrency)
     std::optional<int> stop_height;
+    /// Bytes of one chainstate write batch in a flush (Core's -dbbatchsize); 0: SplitDbCache's share
+    /// of dbcache. Small values split every flush into many batches — H written well before B —
+    /// which is how the crash tests open the window between them.
+    std::size_t db_batch_bytes{0};
     /// Walk the final chainstate for its statistics (coins, amount, hash_serialized_3) into
     /// EngineResult::utxo. Off, the run ends at the final flush, as Core's -reindex-chainstate does;
     /// height and tip are still reported. The walk reads every coin: minutes on a mainnet-sized set.
