@@ -368,9 +368,10 @@ private:
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
                  std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
-                 unsigned threads, nb::object progress)
+                 unsigned threads, bool statistics, nb::object progress)
 {
     ReplayOptions o;
+    o.statistics = statistics;
     const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     bool datadir = fs::is_directory(dir / "blocks" / "index");
@@ -409,9 +410,10 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
-               std::optional<int> stop_height, bool getblocks, unsigned threads, nb::object progress)
+               std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics, nb::object progress)
 {
     SyncOptions o;
+    o.statistics = statistics;
     o.threads = threads;
     o.chain = ParseNetwork(network);
     auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);
@@ -750,9 +752,9 @@ NB_MODULE(_ibdkit, m)
         .def_prop_ro("scan", &BlockReader::Stats, "What the scan of the files found (records, orphans, ...).");
 
     m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
-          "via_p2p"_a, "threads"_a, "progress"_a.none());
+          "via_p2p"_a, "threads"_a, "statistics"_a, "progress"_a.none());
     m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
-          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "progress"_a.none());
+          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "progress"_a.none());
 
     nb::class_<PyCoin>(m, "Coin", "An unspent output as stored in the chainstate.")
         .def_ro("txid", &PyCoin::txid)

@@ -103,7 +103,8 @@ class _Bar:
 
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
-           via_p2p: bool = False, threads: int = 0, progress: Progress = True) -> Dict[str, Any]:
+           via_p2p: bool = False, threads: int = 0, statistics: bool = True,
+           progress: Progress = True) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
@@ -111,7 +112,8 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     dbcache: UTXO cache budget in MiB (0: flush after every block). policy: a buffer policy name
     (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
     block as a P2P message first. threads: as ``--threads`` (0: every core; 1: all on one thread).
-    progress: True for a tqdm bar (when installed), a callable
+    statistics: False skips the final walk over the UTXO set (``--no-stats``): the dict then has
+    height and bestblock but no txouts/hash_serialized_3. progress: True for a tqdm bar (when installed), a callable
     receiving a dict about 4 times a second, or False.
 
     Returns the statistics as a dict (the CLI's ``--json`` fields: height, bestblock, txouts,
@@ -123,7 +125,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     try:
         return _ibdkit._replay(os.path.expanduser(os.fspath(blocks)), network,
                                None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                               stop_height, via_p2p, threads, bar if bar.active else None)
+                               stop_height, via_p2p, threads, statistics, bar if bar.active else None)
     finally:
         bar.close()
 
@@ -131,7 +133,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
 def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLike] = None,
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
-         threads: int = 0, progress: Progress = True) -> Dict[str, Any]:
+         threads: int = 0, statistics: bool = True, progress: Progress = True) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -143,7 +145,7 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     try:
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
                              policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
-                             threads, bar if bar.active else None)
+                             threads, statistics, bar if bar.active else None)
     finally:
         bar.close()
 

@@ -23,6 +23,13 @@ def test_replay_stop_height_and_resume(ibdkit, chain, cli_replay, tmp_path):
     assert rest["hash_serialized_3"] == cli_replay[1]["hash_serialized_3"]
 
 
+def test_replay_without_statistics(ibdkit, chain, cli_replay, tmp_path):
+    got = ibdkit.replay(chain, chainstate=tmp_path / "cs", statistics=False, progress=False)
+    assert got["height"] == cli_replay[1]["height"] and got["bestblock"] == cli_replay[1]["bestblock"]
+    assert "hash_serialized_3" not in got and "txouts" not in got
+    assert ibdkit.Chainstate(tmp_path / "cs").stats()["hash_serialized_3"] == cli_replay[1]["hash_serialized_3"]
+
+
 def test_replay_bad_options(ibdkit, chain, tmp_path):
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.replay(chain, policy="nope", progress=False)
