@@ -231,6 +231,23 @@ private:
     Handoff<Batch> m_handoff;
 };
 
+/// The write phase's first stage: walks the chainstate, classifies each script, feeds the
+/// statistics builder and hands the coin to the writer. Stops when the writer has stopped.
+Result<uint64_t> WalkInto(const CoinsDB& db, CoinPipe& pipe, UtxoStatsBuilder& builder, const ExportProgress& progress)
+{
+    uint64_t n = 0;
+    return db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+        CoinRow& row = pipe.Next();
+        row.type = Solver(c.out.script_pubkey.span());
+        builder.Add(op, c, row.type);
+        row.op = op;
+        row.coin = c;
+        if (!pipe.Commit()) return false;
+        if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
+        return true;
+    });
+}
+
 /// Hex digit values (lower case only, as written); -1 for anything else.
 constexpr std::array<int8_t, 256> HEX_VALUE = [] {
     std::array<int8_t, 256> t{};
@@ -592,7 +609,6 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
     std::array<char, 64> txid;
     char addr[MAX_ADDRESS_LENGTH];
     std::optional<Error> failure;
-    uint64_t n = 0;
     // This thread walks, decodes and hashes; the pipe's thread inserts.
     CoinPipe pipe([&](const CoinRow* batch, std::size_t count) {
         for (std::size_t i = 0; i < count; ++i) {
@@ -619,16 +635,7 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
         }
         return true;
     });
-    auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-        CoinRow& row = pipe.Next();
-        row.type = Solver(c.out.script_pubkey.span());
-        builder.Add(op, c, row.type);
-        row.op = op;
-        row.coin = c;
-        if (!pipe.Commit()) return false;
-        if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
-        return true;
-    });
+    auto r = WalkInto(db, pipe, builder, progress);
     (void)pipe.Finish(); // a failed insert is in `failure`
     if (!r) return r.error();
     if (failure) return *failure;
@@ -697,17 +704,7 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
             }
             return true;
         });
-        uint64_t n = 0;
-        auto r = db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            CoinRow& row = pipe.Next();
-            row.type = Solver(c.out.script_pubkey.span());
-            builder.Add(op, c, row.type);
-            row.op = op;
-            row.coin = c;
-            if (!pipe.Commit()) return false;
-            if (progress && (++n & 0xffff) == 0) progress("write", n, Fraction(op.hash));
-            return true;
-        });
+        auto r = WalkInto(db, pipe, builder, progress);
         const bool write_failed = !pipe.Finish() || !o.Drain();
         if (!r) return r.error();
         res.bytes = o.Bytes();
