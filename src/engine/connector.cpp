@@ -73,9 +73,18 @@ ChainstateHandle::~ChainstateHandle()
     if (m_temporary && !m_dir.empty()) std::filesystem::remove_all(m_dir, ec);
 }
 
+std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 100 * 3); }
+
 BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
-    : m_params(params), m_cache(db, budget_bytes)
+    : m_params(params), m_budget(budget_bytes), m_cache(db, budget_bytes)
 {
+    FitBudget();
+}
+
+void BlockConnector::FitBudget()
+{
+    const std::size_t tables = OpenTablesBytes(m_cache.db().EstimateSize());
+    m_cache.SetBudget(m_budget - std::min(m_budget / 2, tables));
 }
 
 std::optional<std::string> BlockConnector::Connect(Block&& block, const ConnectContext& ctx, std::size_t size)
@@ -101,6 +110,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     if (m_cache.NeedsFlush()) {
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
+        FitBudget();
     }
     return std::nullopt;
 }

@@ -34,6 +34,12 @@ struct DbCacheSplit {
 };
 DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
 
+/// What LevelDB keeps in memory for the open tables of a chainstate whose coin records take
+/// `disk_bytes` on disk: each open table's index block (one entry per 4 KiB block) and Bloom
+/// filter (10 bits per key) — about 3% of the tables' bytes (measured: docs/chainstate.md). It
+/// grows with the UTXO set, so the connector takes it out of the cache's share as it grows.
+std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept;
+
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
 /// destroyed) when `dir` is empty. LevelDB's cache and the flush's batch size come from
 /// SplitDbCache(dbcache).
@@ -68,7 +74,9 @@ class BlockConnector {
 public:
     /// `db` must outlive the connector. budget: the UTXO cache's bytes (0: flush after every
     /// block); an engine passes SplitDbCache(dbcache).coins_bytes. A full cache is written and
-    /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget.
+    /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget. After
+    /// each flush (and at the start) the cache's budget becomes `budget` minus OpenTablesBytes of
+    /// the chainstate, down to half of `budget`, so LevelDB's growing table memory stays inside.
     BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
 
     /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache
@@ -92,7 +100,10 @@ public:
     const ChainParams& params() const noexcept { return m_params; }
 
 private:
+    void FitBudget();
+
     const ChainParams& m_params;
+    const std::size_t m_budget;
     CoinsCache m_cache;
     ConnectorCounters m_counters;
 };
