@@ -48,7 +48,7 @@ TEST(SigOpCost, LegacyCountsFourTimes)
     cb.vin[0].script_sig = S("0101");
     cb.vout.resize(1);
     cb.vout[0].script_pubkey = S("ac"); // OP_CHECKSIG
-    EXPECT_EQ(GetTransactionSigOpCost(Transaction(cb), {}, {}), 4);
+    EXPECT_EQ(GetTransactionSigOpCost(Transaction(cb), std::span<const TxOut>{}, {}), 4);
     // A spend whose own output has a CHECKMULTISIG (inaccurate: 20) and spends a P2PKH.
     MutableTransaction m = Spend("00");
     m.vout[0].script_pubkey = S("ae");
@@ -118,7 +118,7 @@ TEST(SequenceLocks, HeightLocks)
     EXPECT_FALSE(CheckSequenceLocks(tx, 109, 0, true, heights, never, st));
     EXPECT_EQ(st.GetRejectReason(), "bad-txns-nonfinal");
     EXPECT_EQ(st.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
-    EXPECT_EQ(st.GetDebugMessage(), "contains a non-BIP68-final transaction");
+    EXPECT_EQ(st.GetDebugMessage(), "contains a non-BIP68-final transaction " + tx.GetHash().ToHex()); // Core's
     BlockValidationState ok;
     EXPECT_TRUE(CheckSequenceLocks(tx, 110, 0, true, heights, never, ok));
     // Before CSV, with version 1, or with the disable flag: no lock.
