@@ -123,7 +123,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     Amount fees = 0;
     int64_t sigop_cost = 0;
     uint64_t inputs = 0, added = 0;
-    for (const auto& tx : block.vtx) {
+    const auto legacy_sigops = checked.legacy_sigops();
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
         auto& spent = t_spent;
         spent.clear();
         if (!tx.IsCoinBase()) {
@@ -173,7 +175,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             for (const auto& it : found) spent.push_back(&it->second.coin.out);
         }
         // The sigop cost of every transaction, from the outputs it spends (read before they are).
-        if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, spent, sigop_flags), state)) return false;
+        if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags), state)) return false;
         if (!tx.IsCoinBase()) {
             // Erasing one entry never invalidates iterators to the others.
             for (const auto& it : t_found) view.SpendCoinAt(it);

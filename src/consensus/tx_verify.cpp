@@ -62,10 +62,10 @@ unsigned P2SHSigOpCountOf(const Transaction& tx, const Spent& spent) noexcept
 }
 
 template <typename Spent>
-int64_t SigOpCostOf(const Transaction& tx, const Spent& spent, SigOpFlags flags) noexcept
+int64_t SigOpCostOf(const Transaction& tx, uint32_t legacy_sigops, const Spent& spent, SigOpFlags flags) noexcept
 {
     assert(flags.p2sh || !flags.witness); // as Core asserts
-    int64_t cost = int64_t(GetLegacySigOpCount(tx)) * WITNESS_SCALE_FACTOR;
+    int64_t cost = int64_t(legacy_sigops) * WITNESS_SCALE_FACTOR;
     if (tx.IsCoinBase() || !flags.p2sh) return cost;
     // Core's GetP2SHSigOpCount and CountWitnessSigOps input by input: a P2SH spend's scriptSig is
     // walked once for both (push-only exactly when its last push can be taken), and any other
@@ -99,13 +99,14 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept
 {
     assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
-    return SigOpCostOf(tx, [&](std::size_t i) -> const TxOut& { return spent[i]; }, flags);
+    return SigOpCostOf(tx, GetLegacySigOpCount(tx), [&](std::size_t i) -> const TxOut& { return spent[i]; }, flags);
 }
 
-int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut* const> spent, SigOpFlags flags) noexcept
+int64_t GetTransactionSigOpCost(const Transaction& tx, uint32_t legacy_sigops, std::span<const TxOut* const> spent,
+                                SigOpFlags flags) noexcept
 {
     assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
-    return SigOpCostOf(tx, [&](std::size_t i) -> const TxOut& { return *spent[i]; }, flags);
+    return SigOpCostOf(tx, legacy_sigops, [&](std::size_t i) -> const TxOut& { return *spent[i]; }, flags);
 }
 
 bool AddSigOpCost(int64_t& total, int64_t cost, BlockValidationState& state)

@@ -29,9 +29,9 @@
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/protocol.h>
 
+#include <cassert>
 #include <chrono>
 #include <climits>
-#include <cassert>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
@@ -51,7 +51,8 @@ using Clock = std::chrono::steady_clock;
 inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
 
 /// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
-/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes in the policy's buffer (as a node holds a received message).
+/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes in the policy's
+/// buffer (as a node holds a received message).
 template <typename Policy>
 struct RawBlock {
     int height{0};

@@ -48,7 +48,7 @@ TEST(SigOpCost, LegacyCountsFourTimes)
     cb.vin[0].script_sig = S("0101");
     cb.vout.resize(1);
     cb.vout[0].script_pubkey = S("ac"); // OP_CHECKSIG
-    EXPECT_EQ(GetTransactionSigOpCost(Transaction(cb), std::span<const TxOut>{}, {}), 4);
+    EXPECT_EQ(GetTransactionSigOpCost(Transaction(cb), {}, {}), 4);
     // A spend whose own output has a CHECKMULTISIG (inaccurate: 20) and spends a P2PKH.
     MutableTransaction m = Spend("00");
     m.vout[0].script_pubkey = S("ae");
