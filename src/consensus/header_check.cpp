@@ -53,9 +53,14 @@ uint32_t GetNextWorkRequired(const HeaderAncestry& prev, int64_t new_time, const
             // Testnet: a block more than twice the target spacing after its parent may be mined
             // at minimum difficulty; otherwise the last bits not set by that exception apply.
             if (new_time > int64_t(last_info.time) + params.pow_target_spacing * 2) return limit_bits;
-            int h = last;
-            while (h > 0 && h % interval != 0 && prev.at(h).bits == limit_bits) --h;
-            return prev.at(h).bits;
+            // Core's walk back while the bits are the limit, stopping at the period's first block
+            // (or the genesis): every regtest and most testnet blocks walk to it, so the loop
+            // reads the span directly.
+            const int start = last - int(last % interval);
+            assert(start >= prev.first_height && "HeaderAncestry: the period's first block not provided");
+            const HeaderInfo* p = &prev.at(last);
+            for (int h = last; h > start && p->bits == limit_bits; --h) --p;
+            return p->bits;
         }
         return last_info.bits;
     }
