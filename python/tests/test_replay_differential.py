@@ -1,5 +1,6 @@
 """Differential: `ibdkit replay` over block files gives exactly the UTXO statistics of the chainstate
-Bitcoin Core's engine builds from the same files (and every buffer policy agrees)."""
+Bitcoin Core's engine builds from the same files (and every buffer policy agrees), and on generated
+chains broken in one way each, rejects the broken block with the reason Core's engine logs."""
 import json
 import shutil
 
@@ -154,3 +155,157 @@ def test_ctrl_c_flushes_and_a_second_run_resumes(cli, tmp_path):
     assert second["start_height"] == first.get("height", 0) + 1
     assert second["height"] == 400
     assert second["hash_serialized_3"] == whole["hash_serialized_3"]
+
+
+# ---- reject reasons: Core's engine and `ibdkit replay` on chains broken in one way each ----------
+
+REGTEST_MAGIC = b"\xfa\xbf\xb5\xda"
+BREAK_AT = 120
+
+
+def _records(path):
+    import struct
+
+    data, out, pos = path.read_bytes(), [], 0
+    while pos + 8 <= len(data):
+        size = struct.unpack_from("<I", data, pos + 4)[0]
+        out.append(data[pos + 8:pos + 8 + size])
+        pos += 8 + size
+    return out
+
+
+def _mine(header):
+    """Grinds the nonce until the header meets its own bits (regtest targets: a few tries)."""
+    import struct
+
+    from test_block_differential import sha256d
+
+    bits = struct.unpack_from("<I", header, 72)[0]
+    target = (bits & 0xFFFFFF) << (8 * ((bits >> 24) - 3))
+    for nonce in range(1 << 24):
+        struct.pack_into("<I", header, 76, nonce)
+        if int.from_bytes(sha256d(bytes(header)), "little") <= target:
+            return bytes(header)
+    raise AssertionError("no nonce")
+
+
+def _with_txs(raw, extra):
+    """Block `raw` with its transactions replaced by its coinbase and `extra`, the witness
+    commitment and merkle root recomputed and the header mined again."""
+    from test_block_differential import merkle, parse_block, ser_block, sha256d
+
+    header, txs = parse_block(raw)
+    cb = txs[0].copy()
+    new = [cb] + extra
+    for out in cb.vout:
+        if out[1][:6] == b"\x6a\x24\xaa\x21\xa9\xed":  # BIP141 commitment: wtxids, the coinbase's as zero
+            root = merkle([b"\0" * 32] + [sha256d(t.ser()) for t in extra])
+            out[1] = out[1][:6] + sha256d(root + cb.wit[0][0])
+    block = bytearray(ser_block(header, new))
+    return _mine(bytearray(block[:80])) + bytes(block[80:])
+
+
+def _utxos(records):
+    """Outputs of blocks 1.. not spent by later blocks: {(txid, n): (height, coinbase, value, spk)}."""
+    from test_block_differential import parse_block
+
+    utxo = {}
+    for h, raw in enumerate(records):
+        if h == 0:
+            continue
+        _, txs = parse_block(raw)
+        for i, tx in enumerate(txs):
+            if i > 0:
+                for prev, _, _ in tx.vin:
+                    utxo.pop((prev[:32], int.from_bytes(prev[32:], "little")), None)
+            for n, (value, spk) in enumerate(tx.vout):
+                utxo[(tx.txid(), n)] = (h, i == 0, value, spk)
+    return utxo
+
+
+def _break(kind, records):
+    """The blocks up to BREAK_AT with block BREAK_AT broken in one way."""
+    import struct
+
+    from test_block_differential import Tx
+
+    below, raw = records[:BREAK_AT], records[BREAK_AT]
+    header = bytearray(raw[:80])
+
+    def spend(prevouts, version=2, sequence=0xFFFFFFFF, script_sig=b""):
+        return Tx(version, [[txid + struct.pack("<I", n), script_sig, sequence] for txid, n in prevouts], [[1000, b"\x51"]])
+
+    utxo = _utxos(below)
+    if kind == "time-too-old":
+        times = sorted(struct.unpack_from("<I", r, 68)[0] for r in below[-11:])
+        struct.pack_into("<I", header, 68, times[5])  # the median time past itself
+        bad = _mine(header) + raw[80:]
+    elif kind == "bad-diffbits":
+        struct.pack_into("<I", header, 72, 0x207FFFFE)  # regtest wants its pow limit, 0x207fffff
+        bad = _mine(header) + raw[80:]
+    elif kind == "bad-version(0x00000003)":
+        struct.pack_into("<I", header, 0, 3)  # BIP65 is active from height 1
+        bad = _mine(header) + raw[80:]
+    elif kind == "bad-txns-inputs-missingorspent":
+        bad = _with_txs(raw, [spend([(b"\x42" * 32, 7)])])
+    elif kind == "bad-txns-premature-spend-of-coinbase":
+        young = [op for op, (h, cb, _, _) in utxo.items() if cb and h == BREAK_AT - 1]
+        bad = _with_txs(raw, [spend(young[:1])])
+    elif kind == "bad-txns-nonfinal":
+        # BIP68: 10 blocks after the coin's, which is one block below.
+        recent = [op for op, (h, cb, _, _) in utxo.items() if not cb and h == BREAK_AT - 1]
+        bad = _with_txs(raw, [spend(recent[:1], sequence=10)])
+    elif kind == "bad-blk-sigops":
+        # Three P2SH spends whose redeem script is 500 OP_CHECKMULTISIG: 3 x 40,000 sigop cost
+        # (counted before Core runs the scripts, which would fail on the hash).
+        p2sh = [op for op, (h, cb, _, spk) in utxo.items() if len(spk) == 23 and spk[0] == 0xA9 and not cb]
+        redeem = b"\xae" * 500
+        bad = _with_txs(raw, [spend(p2sh[:3], script_sig=b"\x4d" + struct.pack("<H", len(redeem)) + redeem)])
+    else:
+        raise AssertionError(kind)
+    return below + [bad]
+
+
+def _core_reason(datadir, blk):
+    """Imports `blk` with Core's engine; returns (active height, the reason its log gives)."""
+    import re
+
+    msgs = []
+    pbk.enable_log_category(pbk.LogCategory.VALIDATION)
+    pbk.set_log_level_category(pbk.LogCategory.VALIDATION, pbk.LogLevel.DEBUG)
+    conn = pbk.LoggingConnection(msgs.append)
+    cm = pbk.load_chainman(datadir, pbk.ChainType.REGTEST)
+    cm.import_blocks([blk])
+    height = cm.get_active_chain().height
+    del cm
+    del conn
+    # Core logs state.ToString() ("reason, debug message") after the failing block's hash:
+    # "ContextualCheckBlockHeader: <hash>, time-too-old, …", "ConnectBlock <hash> failed, bad-…".
+    pat = re.compile(r"(?:ContextualCheckBlockHeader: [0-9a-f]{64}|ConnectBlock [0-9a-f]{64} failed|AcceptBlock FAILED \(?)"
+                     r",? ?([A-Za-z0-9()\-]+)")
+    reasons = [m.group(1) for msg in msgs for m in [pat.search(msg)] if m]
+    return height, reasons, msgs
+
+
+@pytest.mark.parametrize("kind", ["time-too-old", "bad-diffbits", "bad-version(0x00000003)",
+                                  "bad-txns-inputs-missingorspent", "bad-txns-premature-spend-of-coinbase",
+                                  "bad-txns-nonfinal", "bad-blk-sigops"])
+def test_reject_reason_matches_core(cli, tmp_path, kind):
+    import struct
+
+    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", str(BREAK_AT + 5), "--target-mb", "2",
+            "--start-time", "1700000000", "--no-progress")
+    blocks = _break(kind, _records(tmp_path / "chain" / "blocks" / "blk00000.dat"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    blk = bad / "blk00000.dat"
+    blk.write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks))
+    height, reasons, msgs = _core_reason(tmp_path / "core", blk)
+    assert height == BREAK_AT - 1
+    assert reasons, "Core logged no reason:\n" + "\n".join(m for m in msgs if "UpdateTip" not in m)[-3000:]
+    for threads in ("1", "2"):
+        r = run_cli(cli, "replay", "-q", "--json", "--blocks-dir", bad, "--threads", threads, check=False)
+        assert r.returncode == 2, r.stderr
+        got = json.loads(r.stdout)
+        assert got["reject_height"] == BREAK_AT
+        assert got["reject_reason"] == reasons[0] == kind, (got["reject_reason"], reasons)

@@ -86,19 +86,27 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
     s.key = *key;
     const BlockHash genesis = params.consensus.hash_genesis_block;
     ChainOrderer orderer(genesis);
-    std::unordered_map<BlockHash, uint32_t, Uint256Hasher> time_of;
+    std::unordered_map<BlockHash, std::pair<uint32_t, uint32_t>, Uint256Hasher> time_bits_of;
     auto scan = ScanBlockFiles(s.files, std::span<const uint8_t, 4>(params.message_start), s.key,
                                [&](const BlockRecordPos& pos, std::span<const uint8_t, 80> hdr) {
                                    orderer.Add(pos, hdr);
-                                   time_of.emplace(BlockHash(HashSha256d(std::span<const uint8_t>(hdr))), ReadLE32(hdr.data() + 68));
+                                   time_bits_of.emplace(BlockHash(HashSha256d(std::span<const uint8_t>(hdr))),
+                                                        std::pair{ReadLE32(hdr.data() + 68), ReadLE32(hdr.data() + 72)});
                                });
     if (!scan) return scan.error();
     s.scan = *scan;
     s.order = orderer.Finish();
     s.genesis_is_record = !s.order.hashes.empty() && s.order.hashes.front() == genesis;
     s.base_height = s.genesis_is_record ? 0 : 1;
-    if (!s.genesis_is_record) s.times.push_back(params.genesis.time);
-    for (const auto& h : s.order.hashes) s.times.push_back(time_of[h]);
+    if (!s.genesis_is_record) {
+        s.times.push_back(params.genesis.time);
+        s.bits.push_back(params.genesis.bits);
+    }
+    for (const auto& h : s.order.hashes) {
+        const auto [time, bits] = time_bits_of[h];
+        s.times.push_back(time);
+        s.bits.push_back(bits);
+    }
     return s;
 }
 
@@ -207,6 +215,7 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     s.order.blocks.reserve(best->entries.size());
     s.order.hashes.reserve(best->entries.size());
     s.times.reserve(best->entries.size());
+    s.bits.reserve(best->entries.size());
     for (std::size_t i : best->entries) {
         const auto& e = index->entries[i];
         auto pos = frames.ReadFrame(file_index.at(e.file), e.data_pos, magic);
@@ -218,6 +227,7 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
         s.order.blocks.push_back(*pos);
         s.order.hashes.push_back(e.hash);
         s.times.push_back(e.Time());
+        s.bits.push_back(e.Bits());
     }
     s.order.orphans = best->orphans;
     s.order.stale = best->stale;

@@ -2,6 +2,10 @@
 
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/tx_verify.h>
+
+#include <algorithm>
+#include <cassert>
 
 namespace ibdkit {
 
@@ -12,9 +16,34 @@ constexpr uint32_t LOCKTIME_THRESHOLD = 500'000'000;
 // Core's BIP34_IMPLIES_BIP30_LIMIT: from this height BIP30 is checked again (BIP34 no longer
 // implies unique coinbases there).
 constexpr int BIP34_IMPLIES_BIP30_LIMIT = 1'983'702;
+// BIP68: an input whose nSequence has this bit set has no relative lock.
+constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
 
-// Entries of one transaction's inputs (reused across calls: no allocation per transaction).
+// Entries of one transaction's inputs, the outputs they hold and their heights (reused across
+// calls: no allocation per transaction).
 thread_local std::vector<CoinsMap::iterator> t_found;
+thread_local std::vector<const TxOut*> t_spent;
+thread_local std::vector<int> t_heights;
+
+// Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
+// the network's BIP16 exception blocks.
+SigOpFlags SigOpFlagsFor(const BlockHash& hash, const ConsensusParams& params) noexcept
+{
+    const bool exception = std::find(params.bip16_exceptions.begin(), params.bip16_exceptions.end(), hash) !=
+                           params.bip16_exceptions.end();
+    return exception ? SigOpFlags{false, false} : SigOpFlags{true, true};
+}
+
+// Whether any input of a version ≥ 2 transaction has a relative lock (BIP68's disable flag clear):
+// only then are the spent coins' heights gathered.
+bool HasRelativeLock(const Transaction& tx) noexcept
+{
+    if (tx.version() < 2) return false; // unsigned comparison, as Core
+    for (const auto& in : tx.vin()) {
+        if (!(in.sequence & SEQUENCE_LOCKTIME_DISABLE_FLAG)) return true;
+    }
+    return false;
+}
 
 bool IsFinalTx(const Transaction& tx, int height, int64_t cutoff_time) noexcept
 {
@@ -53,10 +82,12 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
 {
     const Block& block = checked.block();
     const int height = ctx.height;
+    assert(ctx.prev.prev_height() == height - 1 && "ConnectContext: prev must end at the previous block");
+    const int64_t median_time_past = GetMedianTimePast(ctx.prev);
 
     // --- ContextualCheckBlock, in Core's order ---
     const bool csv_active = height >= params.csv_height;
-    const int64_t lock_time_cutoff = csv_active ? ctx.median_time_past : block.GetBlockTime();
+    const int64_t lock_time_cutoff = csv_active ? median_time_past : block.GetBlockTime();
     for (const auto& tx : block.vtx) {
         if (!IsFinalTx(tx, height, lock_time_cutoff)) {
             return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "non-final transaction");
@@ -84,9 +115,19 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         }
     }
 
+    const SigOpFlags sigop_flags = SigOpFlagsFor(hash, params);
+    // BIP68 time locks: the median time past of the block below a spent coin's.
+    auto median_time_past_at = [&ctx](int h) {
+        return GetMedianTimePast(HeaderAncestry{ctx.prev.first_height, ctx.prev.headers.first(std::size_t(h - ctx.prev.first_height + 1))});
+    };
     Amount fees = 0;
+    int64_t sigop_cost = 0;
     uint64_t inputs = 0, added = 0;
-    for (const auto& tx : block.vtx) {
+    const auto legacy_sigops = checked.legacy_sigops();
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        auto& spent = t_spent;
+        spent.clear();
         if (!tx.IsCoinBase()) {
             // One lookup per input: the entries found here are checked, then spent in place.
             // Core's order of checks (all inputs exist, then maturity and ranges) is kept.
@@ -124,9 +165,21 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
                 return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
                                      "accumulated fee in the block out of range");
             }
+            // BIP68, with the heights of the coins spent (Core's prevheights).
+            if (csv_active && HasRelativeLock(tx)) {
+                auto& heights = t_heights;
+                heights.clear();
+                for (const auto& it : found) heights.push_back(int(it->second.coin.height));
+                if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
+            }
+            for (const auto& it : found) spent.push_back(&it->second.coin.out);
+        }
+        // The sigop cost of every transaction, from the outputs it spends (read before they are).
+        if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags), state)) return false;
+        if (!tx.IsCoinBase()) {
             // Erasing one entry never invalidates iterators to the others.
-            for (const auto& it : found) view.SpendCoinAt(it);
-            inputs += found.size();
+            for (const auto& it : t_found) view.SpendCoinAt(it);
+            inputs += t_found.size();
         }
         AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);
     }

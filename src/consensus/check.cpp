@@ -28,7 +28,8 @@ std::string_view BlockValidationResultName(BlockValidationResult r) noexcept
     return "unknown";
 }
 
-bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params, CheckBlockOptions opts)
+bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params, CheckBlockOptions opts,
+                     std::vector<uint32_t>* legacy_sigops)
 {
     // Header: proof of work matches the claimed target.
     if (opts.check_pow && !CheckProofOfWork(block.GetHash().ToUint256(), block.bits, params)) {
@@ -67,7 +68,12 @@ bool CheckBlockRules(const Block& block, BlockValidationState& state, const Cons
         }
     }
     unsigned sigops = 0;
-    for (const Transaction& tx : block.vtx) sigops += GetLegacySigOpCount(tx);
+    if (legacy_sigops) legacy_sigops->resize(block.vtx.size());
+    for (std::size_t i = 0; i < block.vtx.size(); ++i) {
+        const unsigned n = GetLegacySigOpCount(block.vtx[i]);
+        if (legacy_sigops) (*legacy_sigops)[i] = n;
+        sigops += n;
+    }
     if (int64_t(sigops) * WITNESS_SCALE_FACTOR > MAX_BLOCK_SIGOPS_COST) {
         return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-blk-sigops", "out-of-bounds SigOpCount");
     }
@@ -77,8 +83,9 @@ bool CheckBlockRules(const Block& block, BlockValidationState& state, const Cons
 std::optional<CheckedBlock> CheckBlock(Block&& block, BlockValidationState& state, const ConsensusParams& params,
                                        CheckBlockOptions opts)
 {
-    if (!CheckBlockRules(block, state, params, opts)) return std::nullopt;
-    return CheckedBlock(std::move(block), opts);
+    std::vector<uint32_t> legacy_sigops;
+    if (!CheckBlockRules(block, state, params, opts, &legacy_sigops)) return std::nullopt;
+    return CheckedBlock(std::move(block), opts, std::move(legacy_sigops));
 }
 
 int GetWitnessCommitmentIndex(const Block& block) noexcept

@@ -53,9 +53,22 @@ uint32_t GetNextWorkRequired(const HeaderAncestry& prev, int64_t new_time, const
             // Testnet: a block more than twice the target spacing after its parent may be mined
             // at minimum difficulty; otherwise the last bits not set by that exception apply.
             if (new_time > int64_t(last_info.time) + params.pow_target_spacing * 2) return limit_bits;
+            // Core's walk back while the bits are the limit, stopping at the period's first block
+            // (or the genesis): every regtest block and most testnet ones walk all the way, so the
+            // loop reads the span directly.
+            const int start = last - int(last % interval);
+            assert(start >= prev.first_height && "HeaderAncestry: the period's first block not provided");
+            const HeaderInfo* p = &prev.at(last);
             int h = last;
-            while (h > 0 && h % interval != 0 && prev.at(h).bits == limit_bits) --h;
-            return prev.at(h).bits;
+            while (h - 8 >= start) { // eight at a time while all carry the limit: one branch per eight
+                unsigned differ = 0;
+                for (int k = 0; k < 8; ++k) differ |= unsigned(p[-k].bits != limit_bits);
+                if (differ != 0) break;
+                p -= 8;
+                h -= 8;
+            }
+            for (; h > start && p->bits == limit_bits; --h) --p;
+            return p->bits;
         }
         return last_info.bits;
     }

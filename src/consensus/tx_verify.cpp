@@ -33,15 +33,6 @@ std::optional<std::span<const uint8_t>> LastPush(std::span<const uint8_t> script
     return data;
 }
 
-/// Core's CScript::GetSigOpCount(scriptSig) on a scriptPubKey: a P2SH output counts its redeem
-/// script (the scriptSig's last push) accurately.
-unsigned P2SHSigOps(std::span<const uint8_t> script_pubkey, std::span<const uint8_t> script_sig) noexcept
-{
-    if (!IsPayToScriptHash(script_pubkey)) return GetSigOpCount(script_pubkey, true);
-    const auto redeem = LastPush(script_sig);
-    return redeem ? GetSigOpCount(*redeem, true) : 0;
-}
-
 /// Core's WitnessSigOps.
 unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const ScriptWitness& witness) noexcept
 {
@@ -55,18 +46,45 @@ unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const Scri
     return 0;
 }
 
-/// Core's CountWitnessSigOps.
-unsigned CountWitnessSigOps(std::span<const uint8_t> script_sig, std::span<const uint8_t> script_pubkey,
-                            const ScriptWitness& witness) noexcept
+// The sigop counts over the spent outputs, wherever they are held: `spent(i)` is the output
+// spent by tx.vin()[i].
+template <typename Spent>
+unsigned P2SHSigOpCountOf(const Transaction& tx, const Spent& spent) noexcept
 {
-    int version = 0;
-    std::span<const uint8_t> program;
-    if (IsWitnessProgram(script_pubkey, version, program)) return WitnessSigOps(version, program, witness);
-    if (IsPayToScriptHash(script_pubkey) && IsPushOnly(script_sig)) {
-        const auto redeem = LastPush(script_sig); // push-only: always parses
-        if (redeem && IsWitnessProgram(*redeem, version, program)) return WitnessSigOps(version, program, witness);
+    unsigned n = 0;
+    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+        const auto script_pubkey = spent(i).script_pubkey.span();
+        if (!IsPayToScriptHash(script_pubkey)) continue;
+        // Core's CScript::GetSigOpCount(scriptSig): the redeem script (the last push), counted accurately.
+        if (const auto redeem = LastPush(tx.vin()[i].script_sig.span())) n += GetSigOpCount(*redeem, true);
     }
-    return 0;
+    return n;
+}
+
+template <typename Spent>
+int64_t SigOpCostOf(const Transaction& tx, uint32_t legacy_sigops, const Spent& spent, SigOpFlags flags) noexcept
+{
+    assert(flags.p2sh || !flags.witness); // as Core asserts
+    int64_t cost = int64_t(legacy_sigops) * WITNESS_SCALE_FACTOR;
+    if (tx.IsCoinBase() || !flags.p2sh) return cost;
+    // Core's GetP2SHSigOpCount and CountWitnessSigOps input by input: a P2SH spend's scriptSig is
+    // walked once for both (push-only exactly when its last push can be taken), and any other
+    // output is told from a witness program by its first bytes, without a walk.
+    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+        const TxIn& in = tx.vin()[i];
+        const auto script_pubkey = spent(i).script_pubkey.span();
+        int version = 0;
+        std::span<const uint8_t> program;
+        if (IsPayToScriptHash(script_pubkey)) {
+            const auto redeem = LastPush(in.script_sig.span());
+            if (!redeem) continue;
+            cost += int64_t(GetSigOpCount(*redeem, true)) * WITNESS_SCALE_FACTOR;
+            if (flags.witness && IsWitnessProgram(*redeem, version, program)) cost += WitnessSigOps(version, program, in.witness);
+        } else if (flags.witness && IsWitnessProgram(script_pubkey, version, program)) {
+            cost += WitnessSigOps(version, program, in.witness);
+        }
+    }
+    return cost;
 }
 
 } // namespace
@@ -75,29 +93,20 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
 {
     if (tx.IsCoinBase()) return 0;
     assert(spent.size() == tx.vin().size());
-    unsigned n = 0;
-    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-        if (IsPayToScriptHash(spent[i].script_pubkey.span())) {
-            n += P2SHSigOps(spent[i].script_pubkey.span(), tx.vin()[i].script_sig.span());
-        }
-    }
-    return n;
+    return P2SHSigOpCountOf(tx, [&](std::size_t i) -> const TxOut& { return spent[i]; });
 }
 
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept
 {
-    int64_t cost = int64_t(GetLegacySigOpCount(tx)) * WITNESS_SCALE_FACTOR;
-    if (tx.IsCoinBase()) return cost;
-    assert(spent.size() == tx.vin().size());
-    if (flags.p2sh) cost += int64_t(GetP2SHSigOpCount(tx, spent)) * WITNESS_SCALE_FACTOR;
-    if (flags.witness) {
-        assert(flags.p2sh);
-        for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-            const TxIn& in = tx.vin()[i];
-            cost += CountWitnessSigOps(in.script_sig.span(), spent[i].script_pubkey.span(), in.witness);
-        }
-    }
-    return cost;
+    assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
+    return SigOpCostOf(tx, GetLegacySigOpCount(tx), [&](std::size_t i) -> const TxOut& { return spent[i]; }, flags);
+}
+
+int64_t GetTransactionSigOpCost(const Transaction& tx, uint32_t legacy_sigops, std::span<const TxOut* const> spent,
+                                SigOpFlags flags) noexcept
+{
+    assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
+    return SigOpCostOf(tx, legacy_sigops, [&](std::size_t i) -> const TxOut& { return *spent[i]; }, flags);
 }
 
 bool AddSigOpCost(int64_t& total, int64_t cost, BlockValidationState& state)
@@ -139,7 +148,8 @@ bool CheckSequenceLocks(const Transaction& tx, int block_height, int64_t prev_me
 {
     const SequenceLocks locks = CalculateSequenceLocks(tx, csv_active, coin_heights, median_time_past_at);
     if (!EvaluateSequenceLocks(block_height, prev_median_time_past, locks)) {
-        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "contains a non-BIP68-final transaction");
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal",
+                             "contains a non-BIP68-final transaction " + tx.GetHash().ToHex());
     }
     return true;
 }

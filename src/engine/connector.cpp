@@ -26,14 +26,6 @@ uint64_t PeakRssBytes() noexcept
     return uint64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
 }
 
-int64_t MedianTimePast(std::span<const uint32_t> times)
-{
-    const std::size_t n = std::min<std::size_t>(11, times.size());
-    std::vector<uint32_t> w(times.end() - std::ptrdiff_t(n), times.end());
-    std::sort(w.begin(), w.end());
-    return w[w.size() / 2];
-}
-
 DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept
 {
     constexpr std::size_t MiB = std::size_t(1) << 20;

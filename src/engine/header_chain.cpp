@@ -1,7 +1,6 @@
 #include <ibdkit/engine/header_chain.h>
 
 #include <ibdkit/consensus/pow.h>
-#include <ibdkit/engine/connector.h>
 #include <ibdkit/wire/protocol.h>
 
 #include <fstream>
@@ -12,7 +11,7 @@ HeaderChain::HeaderChain(const ChainParams& params) : m_params(params)
 {
     m_headers.push_back(params.genesis.header());
     m_hashes.push_back(params.consensus.hash_genesis_block);
-    m_times.push_back(params.genesis.time);
+    m_ancestry.push_back(HeaderInfo{params.genesis.time, params.genesis.bits});
     m_height_of.emplace(m_hashes.back(), 0);
 }
 
@@ -35,7 +34,7 @@ std::optional<std::string> HeaderChain::Append(const BlockHeader& header)
     }
     m_headers.push_back(header);
     m_hashes.push_back(hash);
-    m_times.push_back(header.time);
+    m_ancestry.push_back(HeaderInfo{header.time, header.bits});
     m_height_of.emplace(hash, Height());
     return std::nullopt;
 }
@@ -46,13 +45,13 @@ void HeaderChain::Truncate(int height)
         m_height_of.erase(m_hashes.back());
         m_headers.pop_back();
         m_hashes.pop_back();
-        m_times.pop_back();
+        m_ancestry.pop_back();
     }
 }
 
 int64_t HeaderChain::MedianTimePast(int height) const
 {
-    return ibdkit::MedianTimePast(std::span<const uint32_t>(m_times.data(), std::size_t(height) + 1));
+    return GetMedianTimePast(HeaderAncestry{0, std::span<const HeaderInfo>(m_ancestry).first(std::size_t(height) + 1)});
 }
 
 Result<int> HeaderChain::Load(const std::filesystem::path& file)

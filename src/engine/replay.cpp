@@ -35,6 +35,12 @@ public:
     bool Failed() const override { return false; }
     int TipHeight() const override { return m_tip_height; }
 
+    HeaderInfo HeaderAt(int height) const override
+    {
+        const std::size_t i = m_sc.TimeIndex(height);
+        return HeaderInfo{m_sc.times.at(i), m_sc.bits.at(i)};
+    }
+
     std::optional<int> HeightOf(const BlockHash& hash) const override
     {
         if (hash == m_params.consensus.hash_genesis_block) return 0;
@@ -50,9 +56,6 @@ public:
             raw.height = h;
             raw.hash = m_sc.order.hashes[Index(h)];
             raw.ctx.height = h;
-            // times[] holds the block before order.blocks[0] first when the genesis is not a record.
-            raw.ctx.median_time_past =
-                MedianTimePast(std::span<const uint32_t>(m_sc.times.data(), Index(h) + (m_sc.genesis_is_record ? 0 : 1)));
             if (m_bip34_hash && h > m_params.consensus.bip34_height) raw.ctx.bip34_ancestor = m_bip34_hash;
             if (auto e = Load(h, raw.bytes)) return e;
             if (!emit(std::move(raw))) break;

@@ -21,6 +21,7 @@
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/header_check.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/memory/cleanse.h>
@@ -28,9 +29,11 @@
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/protocol.h>
 
+#include <cassert>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <map>
@@ -48,7 +51,8 @@ using Clock = std::chrono::steady_clock;
 inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
 
 /// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
-/// ancestors, and its bytes in the policy's buffer (as a node holds a received message).
+/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes in the policy's
+/// buffer (as a node holds a received message).
 template <typename Policy>
 struct RawBlock {
     int height{0};
@@ -77,6 +81,10 @@ public:
     virtual bool Failed() const = 0;
     /// Height of `hash` on the source's chain (the genesis block is height 0).
     virtual std::optional<int> HeightOf(const BlockHash& hash) const = 0;
+    /// Time and bits of the header at `height` on the source's chain, for every height up to the
+    /// chainstate's best block: the ancestry the engine checks the next headers against (called
+    /// after Prepare and recovery, before Produce).
+    virtual HeaderInfo HeaderAt(int height) const = 0;
     /// The highest height the run is expected to reach, as far as the source knows now (progress
     /// only; a peer may deliver beyond it). Safe to call while Produce runs.
     virtual int TipHeight() const = 0;
@@ -99,8 +107,10 @@ struct ReadyBlock {
     BlockHash hash;
     ConnectContext ctx;
     std::size_t size{0};
+    BlockHeader header;                  ///< set when the block decoded
     std::optional<CheckedBlock> block;   ///< set when the block decoded and passed CheckBlock
     std::string reject_reason;           ///< CheckBlock's reason when it did not pass
+    bool header_invalid{false};          ///< CheckBlock failed on the header itself (high-hash)
     std::optional<Error> decode_error;   ///< the bytes do not decode
 };
 
@@ -122,9 +132,13 @@ ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params)
         rb.decode_error = block.error();
         return rb;
     }
+    rb.header = block->header();
     BlockValidationState state;
     rb.block = CheckBlock(std::move(*block), state, params);
-    if (!rb.block) rb.reject_reason = state.GetRejectReason();
+    if (!rb.block) {
+        rb.reject_reason = state.GetRejectReason();
+        rb.header_invalid = state.GetResult() == BlockValidationResult::BLOCK_INVALID_HEADER;
+    }
     return rb;
 }
 
@@ -451,6 +465,12 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         res.start_height = next;
         const int last = o.stop_height.value_or(INT_MAX);
 
+        // ---- the (time, bits) of every block below the next one: the chain's headers up to the
+        // best block, then each block as it connects. Headers are checked against them, and
+        // ConnectBlock reads median times past from them (BIP113, BIP68). ----
+        std::vector<HeaderInfo> ancestry;
+        for (int h = 0; h < next; ++h) ancestry.push_back(src.HeaderAt(h));
+
         // ---- connect ----
         const auto t0 = Clock::now();
         auto last_report = t0;
@@ -479,10 +499,20 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                 undecodable.emplace(rb.height, *rb.decode_error);
                 return false;
             }
+            // In Core's order (AcceptBlock): the header's proof of work, its contextual rules on top
+            // of its ancestors (now: the local clock), then CheckBlock's other rules, then connecting.
+            assert(std::size_t(rb.height) == ancestry.size() && "a source delivers heights in order");
+            const HeaderAncestry prev{0, std::span<const HeaderInfo>(ancestry)};
             std::optional<std::string> reason;
-            if (!rb.block) {
+            BlockValidationState header_state;
+            if (rb.header_invalid) {
+                reason = rb.reject_reason;
+            } else if (!ContextualCheckBlockHeader(rb.header, prev, params.consensus, int64_t(std::time(nullptr)), header_state)) {
+                reason = header_state.GetRejectReason();
+            } else if (!rb.block) {
                 reason = rb.reject_reason;
             } else {
+                rb.ctx.prev = prev;
                 reason = conn.Connect(*rb.block, rb.ctx, rb.size);
             }
             if (reason) {
@@ -492,6 +522,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                 res.reject_height = rb.height;
                 return false;
             }
+            ancestry.push_back(HeaderInfo{rb.header.time, rb.header.bits});
             res.height = rb.height;
             res.tip = rb.hash;
             tlog.Add(rb.height, conn.counters().bytes, std::chrono::duration<double>(Clock::now() - t0).count());

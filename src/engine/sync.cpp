@@ -38,6 +38,12 @@ public:
         PublishHeights();
     }
 
+    HeaderInfo HeaderAt(int height) const override
+    {
+        const BlockHeader& h = m_chain.Header(height);
+        return HeaderInfo{h.time, h.bits};
+    }
+
     std::optional<Error> Prepare(const BlockHash& best) override
     {
         const auto t_start = NetClock::now();
@@ -423,7 +429,6 @@ private:
         raw.height = height;
         raw.hash = hash;
         raw.ctx.height = height;
-        raw.ctx.median_time_past = m_chain.MedianTimePast(height - 1);
         const int bip34 = m_params.consensus.bip34_height;
         if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) raw.ctx.bip34_ancestor = m_chain.Hash(bip34);
         raw.bytes = std::move(bytes);

@@ -6,6 +6,7 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/crypto/sha256.h>
@@ -224,7 +225,7 @@ struct ChainGenerator::Impl {
 
     std::vector<PoolCoin> pool;                     // mature coins the generator may spend
     std::deque<std::pair<int, PoolCoin>> immature;  // coinbase outputs by creation height
-    std::vector<int64_t> times;                     // block times by height (for median time past)
+    std::vector<HeaderInfo> times;                  // block times (and bits) by height, for median time past
     BlockHash prev;
     ChainGenStats stats;
 
@@ -255,7 +256,7 @@ struct ChainGenerator::Impl {
         if (o.profile == ChainProfile::Mainnet) due.resize(std::size_t(o.blocks) + 2);
         prev = params.genesis.GetHash();
         stats.tip = prev;
-        times.push_back(params.genesis.GetBlockTime());
+        times.push_back(HeaderInfo{params.genesis.time, params.genesis.bits});
         MakePlan();
     }
 
@@ -1112,7 +1113,7 @@ struct ChainGenerator::Impl {
             spend_weight += double(bweight);
         }
         prev = stats.tip;
-        times.push_back(t);
+        times.push_back(HeaderInfo{block.time, block.bits});
         return block;
     }
 
@@ -1139,10 +1140,7 @@ struct ChainGenerator::Impl {
 
     int64_t MedianTimePast() const
     {
-        const std::size_t n = std::min<std::size_t>(times.size(), 11);
-        std::vector<int64_t> last(times.end() - std::ptrdiff_t(n), times.end());
-        std::sort(last.begin(), last.end());
-        return last[n / 2];
+        return GetMedianTimePast(HeaderAncestry{0, times});
     }
 
     /// The rules Core applies without the UTXO set; a failure is a bug in the generator.

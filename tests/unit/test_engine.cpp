@@ -3,15 +3,20 @@
 // bytes cleansed by the policy are counted on every thread.
 #include "test_util.h"
 
+#include <ibdkit/consensus/header_check.h>
+#include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/stream/streams.h>
 
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
+#include <functional>
 
 using namespace ibdkit;
 namespace fs = std::filesystem;
@@ -174,4 +179,92 @@ TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
         EXPECT_EQ(*r.reject_reason, *reason) << threads << " threads";
     }
     EXPECT_EQ(*reason, "bad-txnmrklroot");
+}
+
+namespace {
+
+// Blocks 0..`at` of a small generated chain, block `at` changed by `breakit` (given the blocks
+// below it) and mined again, written as one blk file: the chain ends at the broken block.
+fs::path BrokenChain(const fs::path& dir, int at, const std::function<void(Block&, const std::vector<Block>&)>& breakit)
+{
+    auto o = TinyChainGenOptions();
+    o.blocks = at;
+    o.target_bytes = 1'000'000;
+    o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+    ChainGenerator gen(o);
+    std::vector<Block> blocks{gen.Genesis()};
+    while (!gen.Done()) blocks.push_back(gen.Next());
+    Block& b = blocks.back();
+    breakit(b, blocks);
+    const auto& params = GetChainParams(ChainType::REGTEST);
+    b.nonce = 0;
+    while (!CheckProofOfWork(b.GetHash().ToUint256(), b.bits, params.consensus)) ++b.nonce;
+    std::vector<uint8_t> out;
+    for (const auto& block : blocks) {
+        std::vector<uint8_t> bytes;
+        VectorWriter w(bytes, 0);
+        Serialize(w, block);
+        out.insert(out.end(), params.message_start.begin(), params.message_start.end());
+        uint8_t size[4];
+        WriteLE32(size, uint32_t(bytes.size()));
+        out.insert(out.end(), size, size + 4);
+        out.insert(out.end(), bytes.begin(), bytes.end());
+    }
+    fs::create_directories(dir);
+    std::ofstream(dir / "blk00000.dat", std::ios::binary).write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
+    return dir;
+}
+
+// The median of the 11 timestamps below the last block.
+uint32_t MedianBelow(const std::vector<Block>& blocks)
+{
+    std::vector<HeaderInfo> info;
+    for (std::size_t i = 0; i + 1 < blocks.size(); ++i) info.push_back({blocks[i].time, blocks[i].bits});
+    return uint32_t(GetMedianTimePast(HeaderAncestry{0, info}));
+}
+
+} // namespace
+
+// Core's ContextualCheckBlockHeader runs on every block before it is connected: a header that
+// breaks one of its rules is rejected at its height with Core's reason, with every thread count,
+// and after a resume (the ancestry then comes from the chain's headers, not from this run).
+TEST(Engine, ContextualHeaderRulesRejectWithCoreReason)
+{
+    constexpr int AT = 120;
+    struct Case {
+        const char* reason;
+        std::function<void(Block&, const std::vector<Block>&)> breakit;
+    };
+    const Case cases[] = {
+        {"time-too-old", [](Block& b, const std::vector<Block>& c) { b.time = MedianBelow(c); }},
+        {"bad-diffbits", [](Block& b, const std::vector<Block>&) { b.bits = 0x207ffffe; }}, // regtest wants its pow limit
+        {"time-too-new", [](Block& b, const std::vector<Block>&) { b.time = uint32_t(std::time(nullptr) + 2 * 60 * 60 + 600); }},
+        {"bad-version(0x00000003)", [](Block& b, const std::vector<Block>&) { b.version = 3; }}, // BIP65 from height 1
+    };
+    for (const auto& c : cases) {
+        TempDir dir;
+        const auto blocks = BrokenChain(dir.path / "blocks", AT, c.breakit);
+        ReplayOptions o;
+        o.blocks_dir = blocks;
+        for (unsigned threads : {1u, 2u}) {
+            o.threads = threads;
+            const auto r = MustReplay(o);
+            ASSERT_TRUE(r.reject_reason) << c.reason << ", " << threads << " threads";
+            EXPECT_EQ(*r.reject_reason, c.reason) << threads << " threads";
+            EXPECT_EQ(r.reject_height, AT) << c.reason;
+            EXPECT_EQ(r.height, AT - 1) << c.reason;
+        }
+        // Resumed just below the bad block: the same verdict from the headers in the files.
+        TempDir cs;
+        o.chainstate = cs.path;
+        o.threads = 2;
+        o.stop_height = AT - 1;
+        ASSERT_EQ(MustReplay(o).height, AT - 1);
+        o.stop_height.reset();
+        const auto r = MustReplay(o);
+        EXPECT_EQ(r.start_height, AT);
+        ASSERT_TRUE(r.reject_reason) << c.reason;
+        EXPECT_EQ(*r.reject_reason, c.reason);
+        EXPECT_EQ(r.reject_height, AT);
+    }
 }

@@ -94,6 +94,25 @@ TEST(HeaderCheck, TestnetTwentyMinuteMinimumDifficultyRule)
     EXPECT_EQ(GetNextWorkRequired(HeaderAncestry{4032, w}, w.back().time + 60, test), limit);
 }
 
+TEST(HeaderCheck, TestnetWalkBackOverLongRunsOfMinimumDifficulty)
+{
+    // The walk back reads eight headers at a time: real bits at every offset from the tip, over
+    // runs longer and shorter than eight, must be found; with none, the period's first block's.
+    const auto& test = Params(ChainType::TESTNET);
+    const uint32_t limit = 0x1d00ffff, real = 0x1c0fffff, first = 0x1c0ffff0;
+    for (std::size_t run = 0; run < 40; ++run) { // run 0: the tip itself has real bits
+        auto v = Chain(41, 1'400'000'000, 60, limit); // heights 4032..4072, 60 s apart
+        v.front().bits = first;
+        v[40 - run].bits = real; // `run` minimum-difficulty blocks above it
+        EXPECT_EQ(GetNextWorkRequired(HeaderAncestry{4032, v}, v.back().time + 60, test), real) << run;
+    }
+    auto all = Chain(41, 1'400'000'000, 60, limit);
+    all.front().bits = first;
+    EXPECT_EQ(GetNextWorkRequired(HeaderAncestry{4032, all}, all.back().time + 60, test), first);
+    all.front().bits = limit; // the period's first block at the limit: the walk stops there anyway
+    EXPECT_EQ(GetNextWorkRequired(HeaderAncestry{4032, all}, all.back().time + 60, test), limit);
+}
+
 TEST(HeaderCheck, Testnet4RetargetsFromTheFirstBlockOfThePeriodBip94)
 {
     const auto& t4 = Params(ChainType::TESTNET4);

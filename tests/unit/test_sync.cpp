@@ -308,12 +308,12 @@ TEST(Sync, RecoversAChainstateInterruptedMidFlush)
         ASSERT_TRUE(db) << st.message;
         BlockConnector conn(*db, Regtest(), 1ull << 30);
         const auto& c = TheChain();
-        std::vector<uint32_t> times;
-        for (const auto& b : c.blocks) times.push_back(b.time);
+        std::vector<HeaderInfo> ancestry;
+        for (const auto& b : c.blocks) ancestry.push_back(HeaderInfo{b.time, b.bits});
         for (int h = 301; h <= 400; ++h) {
             ConnectContext ctx;
             ctx.height = h;
-            ctx.median_time_past = MedianTimePast(std::span<const uint32_t>(times.data(), std::size_t(h)));
+            ctx.prev = HeaderAncestry{0, std::span<const HeaderInfo>(ancestry).first(std::size_t(h))};
             ctx.bip34_ancestor = c.hashes[std::size_t(Regtest().consensus.bip34_height)];
             Block b = c.blocks[std::size_t(h)];
             ASSERT_FALSE(conn.Connect(std::move(b), ctx, 0));

@@ -118,7 +118,7 @@ TEST(SequenceLocks, HeightLocks)
     EXPECT_FALSE(CheckSequenceLocks(tx, 109, 0, true, heights, never, st));
     EXPECT_EQ(st.GetRejectReason(), "bad-txns-nonfinal");
     EXPECT_EQ(st.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
-    EXPECT_EQ(st.GetDebugMessage(), "contains a non-BIP68-final transaction");
+    EXPECT_EQ(st.GetDebugMessage(), "contains a non-BIP68-final transaction " + tx.GetHash().ToHex()); // Core's
     BlockValidationState ok;
     EXPECT_TRUE(CheckSequenceLocks(tx, 110, 0, true, heights, never, ok));
     // Before CSV, with version 1, or with the disable flag: no lock.

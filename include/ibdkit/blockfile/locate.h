@@ -31,6 +31,7 @@ struct LocatedChain {
     /// Header times: index 0 is the block before order.blocks[0] when the genesis is not a record
     /// (then times.size() == order.blocks.size() + 1), else the time of order.blocks[0].
     std::vector<uint32_t> times;
+    std::vector<uint32_t> bits;                 ///< header bits, indexed as `times`
     int base_height{0};                         ///< height of order.blocks[0]
     bool genesis_is_record{false};              ///< order.blocks[0] is the genesis block
     BlockFileScanStats scan;                    ///< bare scan: what the scan met (datadir: zeros)
@@ -40,7 +41,7 @@ struct LocatedChain {
 
     /// Height of the last block (base_height - 1 when empty).
     int TipHeight() const noexcept { return base_height + int(order.blocks.size()) - 1; }
-    /// Index into `times` of the block at height h.
+    /// Index into `times` and `bits` of the block at height h.
     std::size_t TimeIndex(int h) const noexcept { return std::size_t(h - base_height + (genesis_is_record ? 0 : 1)); }
 };
 

@@ -36,6 +36,10 @@ struct ConsensusParams {
     bool pow_no_retargeting{false};
     int64_t pow_target_spacing{600};
     int64_t pow_target_timespan{14 * 24 * 60 * 60};
+    /// Core's script_flag_exceptions that turn P2SH and witness off (its BIP16 exceptions: one
+    /// historical block each on mainnet and testnet3). Every other block is connected with both on
+    /// (mainnet's taproot exception keeps them), which is what sigop counting reads.
+    std::vector<BlockHash> bip16_exceptions;
     bool enforce_bip94{false};
     /// Signet: blocks carry a solution to `signet_challenge`.
     bool signet_blocks{false};

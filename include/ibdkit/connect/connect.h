@@ -11,17 +11,20 @@
 // historical exceptions (bad-txns-BIP30), inputs that exist and are unspent
 // (bad-txns-inputs-missingorspent), coinbase maturity (bad-txns-premature-spend-of-coinbase), input
 // and fee ranges (bad-txns-inputvalues-outofrange, bad-txns-in-belowout, bad-txns-fee-outofrange,
-// bad-txns-accumulated-fee-outofrange), and the coinbase claim (bad-cb-amount).
+// bad-txns-accumulated-fee-outofrange), BIP68 relative lock-times once CSV is active
+// (bad-txns-nonfinal), the sigop-cost limit with P2SH and witness sigops counted from the spent
+// outputs under Core's script-flag rules (bad-blk-sigops), and the coinbase claim (bad-cb-amount).
+// The header's contextual rules (consensus/header_check.h) are the engine's, before this.
 //
-// NOT checked (assumevalid-style; README "Trust"): script and signature validity, the sigop-cost
-// limit (needs the spent scripts' analysis), BIP68 relative lock-times, and signet block solutions.
-// A chain replayed by ibdkit is therefore trusted for its scripts exactly as an assumevalid node
-// trusts the blocks below its assumevalid hash.
+// NOT checked (assumevalid-style; README "Trust"): script and signature validity, and signet block
+// solutions. A chain replayed by ibdkit is therefore trusted for its scripts exactly as an
+// assumevalid node trusts the blocks below its assumevalid hash.
 #pragma once
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
@@ -32,8 +35,11 @@ namespace ibdkit {
 
 struct ConnectContext {
     int height{0};
-    /// Median time past of the previous 11 blocks (for BIP113 finality once CSV is active).
-    int64_t median_time_past{0};
+    /// The chain's (time, bits) below this block: prev.prev_height() == height - 1. Its median
+    /// time past is BIP113's lock-time cutoff once CSV is active; BIP68's time locks read the median
+    /// time past at a spent coin's height - 1, so the ancestry starts at the genesis (first_height
+    /// 0) unless no spent coin is older than its first 11 blocks.
+    HeaderAncestry prev;
     /// Hash of this chain's block at params.bip34_height, when height > bip34_height (BIP30 rule).
     std::optional<BlockHash> bip34_ancestor;
 };

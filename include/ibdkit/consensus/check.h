@@ -11,8 +11,11 @@
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <utility>
+#include <vector>
 
 namespace ibdkit {
 
@@ -28,14 +31,21 @@ public:
     const Block& operator*() const noexcept { return m_block; }
     const Block* operator->() const noexcept { return &m_block; }
     const CheckBlockOptions& options() const noexcept { return m_opts; }
+    /// Each transaction's legacy sigop count (Core's GetLegacySigOpCount), as CheckBlock counted
+    /// them for its own limit: ConnectBlock's sigop cost starts from these.
+    std::span<const uint32_t> legacy_sigops() const noexcept { return m_legacy_sigops; }
     /// Gives the block back (the proof is consumed).
     Block Release() && { return std::move(m_block); }
 
 private:
     friend std::optional<CheckedBlock> CheckBlock(Block&&, BlockValidationState&, const ConsensusParams&, CheckBlockOptions);
-    CheckedBlock(Block&& b, CheckBlockOptions o) : m_block(std::move(b)), m_opts(o) {}
+    CheckedBlock(Block&& b, CheckBlockOptions o, std::vector<uint32_t>&& sigops)
+        : m_block(std::move(b)), m_opts(o), m_legacy_sigops(std::move(sigops))
+    {
+    }
     Block m_block;
     CheckBlockOptions m_opts;
+    std::vector<uint32_t> m_legacy_sigops;
 };
 
 /// Core's CheckBlock on a block it does not take: returns true if every context-free rule holds,
@@ -43,8 +53,10 @@ private:
 /// bad-txnmrklroot, bad-txns-duplicate, bad-blk-length, bad-cb-missing, bad-cb-multiple, the
 /// first failing transaction's CheckTransaction reason, bad-blk-sigops.
 /// Signet's block solution (bad-signet-blksig) is not checked (docs/primitives.md).
+/// `legacy_sigops`, when given, receives each transaction's legacy sigop count (filled once the
+/// sigop rule is reached).
 bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params,
-                     CheckBlockOptions opts = {});
+                     CheckBlockOptions opts = {}, std::vector<uint32_t>* legacy_sigops = nullptr);
 
 /// The only way to make a CheckedBlock. On success the block is moved into the result; on failure
 /// `block` is left untouched and `state` says why.

@@ -29,6 +29,11 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
 /// (P2WPKH 1; P2WSH the witness script's accurate count; also nested in P2SH). A coinbase counts
 /// legacy sigops only and `spent` is ignored; otherwise precondition spent.size() == vin().size().
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept;
+/// The same with the transaction's legacy sigop count already known (CheckedBlock::legacy_sigops)
+/// and the spent outputs where a coins view holds them (`*spent[i]`): ConnectBlock's form, which
+/// walks no script twice and copies no output.
+int64_t GetTransactionSigOpCost(const Transaction& tx, uint32_t legacy_sigops, std::span<const TxOut* const> spent,
+                                SigOpFlags flags) noexcept;
 
 /// ConnectBlock's running limit: adds `cost` to `total`; false with "bad-blk-sigops"
 /// (BLOCK_CONSENSUS, "too many sigops") once the total exceeds MAX_BLOCK_SIGOPS_COST.
@@ -54,7 +59,7 @@ SequenceLocks CalculateSequenceLocks(const Transaction& tx, bool enforce_bip68, 
 bool EvaluateSequenceLocks(int block_height, int64_t prev_median_time_past, const SequenceLocks& locks) noexcept;
 
 /// Both, as ConnectBlock applies them to a non-coinbase transaction: false with
-/// "bad-txns-nonfinal" (BLOCK_CONSENSUS, "contains a non-BIP68-final transaction").
+/// "bad-txns-nonfinal" (BLOCK_CONSENSUS, "contains a non-BIP68-final transaction <txid>", as Core).
 bool CheckSequenceLocks(const Transaction& tx, int block_height, int64_t prev_median_time_past, bool csv_active,
                         std::span<const int> coin_heights, const std::function<int64_t(int)>& median_time_past_at,
                         BlockValidationState& state);

@@ -61,10 +61,6 @@ private:
     std::unique_ptr<CoinsDB> m_db;
 };
 
-/// Median of the last up-to-11 timestamps of `times` (Core's GetMedianTimePast); `times` ends
-/// with the block whose MTP is wanted. Precondition: non-empty.
-int64_t MedianTimePast(std::span<const uint32_t> times);
-
 /// What connecting blocks produced; the results of replay and sync carry these fields.
 struct ConnectorCounters {
     uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};

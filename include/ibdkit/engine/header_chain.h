@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/header_check.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
@@ -40,7 +41,8 @@ public:
     void Truncate(int height);
     /// Locator from the tip (newest first, genesis last).
     std::vector<BlockHash> Locator() const { return MakeLocator(m_hashes); }
-    /// Median time past of the block at `height` (its own and up to 10 earlier timestamps).
+    /// Median time past of the block at `height` (its own and up to 10 earlier timestamps:
+    /// consensus GetMedianTimePast).
     int64_t MedianTimePast(int height) const;
 
     /// Loads a headers file, keeping the valid prefix (a bad or partial tail is dropped and the
@@ -53,7 +55,7 @@ private:
     const ChainParams& m_params;
     std::vector<BlockHeader> m_headers;
     std::vector<BlockHash> m_hashes;
-    std::vector<uint32_t> m_times;
+    std::vector<HeaderInfo> m_ancestry; ///< time and bits by height
     std::unordered_map<BlockHash, int, Uint256Hasher> m_height_of;
 };
 

@@ -1,0 +1,353 @@
+// ConnectBlock's reject rules, one test each, with Core's exact reason: missing and spent inputs,
+// coinbase maturity, BIP30 (and its historical exceptions, and BIP34 turning it off), input value
+// ranges, inputs below outputs, the accumulated fee range, the coinbase claim, the sigop-cost
+// limit with P2SH and witness sigops from the spent outputs, and BIP68 relative lock-times.
+#include "test_util.h"
+
+#include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/connect/connect.h>
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/merkle.h>
+
+#include <gtest/gtest.h>
+
+namespace ibdkit {
+namespace {
+
+constexpr uint32_t T0 = 1'600'000'000;
+constexpr uint32_t SPACING = 600;
+constexpr uint32_t TYPE_FLAG = 1u << 22; // BIP68: time-based lock
+
+Script S(std::vector<uint8_t> b) { return Script(std::span<const uint8_t>(b)); }
+
+const Script& OpTrue()
+{
+    static const Script s = S({0x51});
+    return s;
+}
+
+// CScript() << height, then one byte so the scriptSig is at least 2 bytes.
+Script CoinbaseScript(int height)
+{
+    std::vector<uint8_t> num;
+    for (int64_t v = height; v != 0; v >>= 8) num.push_back(uint8_t(v & 0xff));
+    if (!num.empty() && (num.back() & 0x80)) num.push_back(0);
+    std::vector<uint8_t> s;
+    if (height >= 1 && height <= 16) {
+        s.push_back(uint8_t(0x50 + height));
+    } else {
+        s.push_back(uint8_t(num.size()));
+        s.insert(s.end(), num.begin(), num.end());
+    }
+    s.push_back(0x00);
+    return S(s);
+}
+
+Transaction Coinbase(int height, Amount value)
+{
+    MutableTransaction m;
+    m.version = 1;
+    m.vin.resize(1);
+    m.vin[0].script_sig = CoinbaseScript(height);
+    m.vout.resize(1);
+    m.vout[0].value = value;
+    m.vout[0].script_pubkey = OpTrue();
+    return Transaction(std::move(m));
+}
+
+OutPoint Prevout(uint8_t tag, uint32_t n = 0)
+{
+    OutPoint op;
+    op.hash.AsUint256().data()[0] = tag;
+    op.hash.AsUint256().data()[1] = 0xc0;
+    op.n = n;
+    return op;
+}
+
+struct In {
+    OutPoint prevout;
+    uint32_t sequence{TxIn::SEQUENCE_FINAL};
+    std::vector<uint8_t> script_sig{};
+    std::vector<std::vector<uint8_t>> witness{};
+};
+
+Transaction Spend(std::vector<In> ins, Amount value, uint32_t version = 2)
+{
+    MutableTransaction m;
+    m.version = version;
+    for (auto& i : ins) {
+        TxIn in;
+        in.prevout = i.prevout;
+        in.sequence = i.sequence;
+        in.script_sig = S(i.script_sig);
+        in.witness.stack = std::move(i.witness);
+        m.vin.push_back(std::move(in));
+    }
+    m.vout.resize(1);
+    m.vout[0].value = value;
+    m.vout[0].script_pubkey = OpTrue();
+    return Transaction(std::move(m));
+}
+
+/// A UTXO set in a temporary chainstate, the chain's headers below `height`, and ConnectBlock.
+class Fixture {
+public:
+    explicit Fixture(ChainType chain, int height) : m_params(GetChainParams(chain).consensus), m_height(height)
+    {
+        StoreStatus st;
+        m_db = CoinsDB::Open(m_dir.path, {}, &st);
+        if (!m_db) throw std::runtime_error(st.message);
+        m_cache = std::make_unique<CoinsCache>(*m_db, 1u << 24);
+        for (int h = 0; h < height; ++h) m_headers.push_back(HeaderInfo{T0 + uint32_t(h) * SPACING, 0x207fffff});
+    }
+
+    void AddCoin(const OutPoint& op, Amount value, int height, bool coinbase = false, Script spk = OpTrue())
+    {
+        TxOut out;
+        out.value = value;
+        out.script_pubkey = std::move(spk);
+        m_cache->AddCoin(op, Coin(std::move(out), uint32_t(height), coinbase), false);
+    }
+
+    /// Connects a block of a coinbase paying `cb_value` (the subsidy when negative) and `txs`;
+    /// returns "" or Core's reason.
+    std::string Connect(std::vector<Transaction> txs, Amount cb_value = -1, std::optional<BlockHash> bip34_ancestor = {})
+    {
+        Block b;
+        b.version = 4;
+        b.bits = 0x207fffff;
+        b.time = T0 + uint32_t(m_height) * SPACING;
+        b.vtx.push_back(Coinbase(m_height, cb_value < 0 ? GetBlockSubsidy(m_height, m_params) : cb_value));
+        bool witness = false;
+        for (auto& tx : txs) {
+            witness = witness || tx.HasWitness();
+            b.vtx.push_back(std::move(tx));
+        }
+        if (witness) { // BIP141's commitment in the coinbase (its own wtxid counts as zero)
+            const uint256 root = BlockWitnessMerkleRoot(b);
+            std::vector<uint8_t> buf(root.data(), root.data() + 32);
+            buf.resize(64, 0);
+            const uint256 commitment = HashSha256d(std::span<const uint8_t>(buf));
+            std::vector<uint8_t> spk(38);
+            const uint8_t head[6] = {0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed};
+            std::copy(head, head + 6, spk.begin());
+            std::copy(commitment.data(), commitment.data() + 32, spk.begin() + 6);
+            MutableTransaction cb = b.vtx[0].ToMutable();
+            cb.vin[0].witness.stack = {std::vector<uint8_t>(32, 0)};
+            cb.vout.push_back(TxOut{0, S(spk)});
+            b.vtx[0] = Transaction(std::move(cb));
+        }
+        b.hash_merkle_root = BlockMerkleRoot(b);
+        BlockValidationState state;
+        auto checked = CheckBlock(std::move(b), state, m_params, CheckBlockOptions{.check_pow = false});
+        if (!checked) return "CheckBlock: " + state.GetRejectReason();
+        ConnectContext ctx;
+        ctx.height = m_height;
+        ctx.prev = HeaderAncestry{0, m_headers};
+        ctx.bip34_ancestor = bip34_ancestor;
+        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state)) return "";
+        EXPECT_TRUE(state.IsInvalid());
+        EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
+        return state.GetRejectReason();
+    }
+
+    CoinsCache& cache() { return *m_cache; }
+    int height() const { return m_height; }
+    const ConsensusParams& params() const { return m_params; }
+
+private:
+    test::TempDir m_dir;
+    const ConsensusParams& m_params;
+    int m_height;
+    std::unique_ptr<CoinsDB> m_db;
+    std::unique_ptr<CoinsCache> m_cache;
+    std::vector<HeaderInfo> m_headers;
+};
+
+constexpr int H = 500;
+
+TEST(ConnectBlock, ValidSpendConnects)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, 10);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 9'000)}), "");
+    EXPECT_FALSE(f.cache().HaveCoin(Prevout(1)));
+}
+
+TEST(ConnectBlock, MissingInput)
+{
+    Fixture f(ChainType::REGTEST, H);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1)}), "bad-txns-inputs-missingorspent");
+}
+
+TEST(ConnectBlock, InputSpentEarlierInTheBlock)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, 10);
+    f.AddCoin(Prevout(2), 10'000, 10);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1), Spend({{Prevout(2)}, {Prevout(1)}}, 1)}), "bad-txns-inputs-missingorspent");
+}
+
+TEST(ConnectBlock, CoinbaseMaturity)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, H - COINBASE_MATURITY + 1, /*coinbase=*/true);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1)}), "bad-txns-premature-spend-of-coinbase");
+    Fixture g(ChainType::REGTEST, H);
+    g.AddCoin(Prevout(1), 10'000, H - COINBASE_MATURITY, /*coinbase=*/true);
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1)}}, 1)}), ""); // exactly 100 deep
+}
+
+TEST(ConnectBlock, Bip30RejectsAnOverwriteAndBip34TurnsItOff)
+{
+    // Mainnet above its BIP34 height: BIP30 is off only when this chain's block at the BIP34
+    // height is the one in the params; below BIP34_IMPLIES_BIP30_LIMIT.
+    constexpr int at = 300'000;
+    const auto& main = GetChainParams(ChainType::MAIN).consensus;
+    const Transaction cb = Coinbase(at, GetBlockSubsidy(at, main));
+    {
+        Fixture f(ChainType::MAIN, at);
+        f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 100, true); // an earlier coinbase with the same txid
+        EXPECT_EQ(f.Connect({}), "bad-txns-BIP30");
+    }
+    {
+        Fixture f(ChainType::MAIN, at);
+        f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 100, true);
+        BlockHash other = main.bip34_hash;
+        other.AsUint256().data()[0] ^= 1;
+        EXPECT_EQ(f.Connect({}, -1, other), "bad-txns-BIP30"); // another chain's BIP34 block
+    }
+    {
+        Fixture f(ChainType::MAIN, at);
+        f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 100, true);
+        EXPECT_EQ(f.Connect({}, -1, main.bip34_hash), "");
+    }
+}
+
+TEST(ConnectBlock, Bip30HistoricalExceptions)
+{
+    // Core's two blocks that repeat an earlier coinbase: exempt at their height and hash only.
+    const auto h91842 = *BlockHash::FromHex("00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec");
+    const auto h91880 = *BlockHash::FromHex("00000000000743f190a18c5577a3c2d2a1f610ae9601ac046a38084ccb7cd721");
+    EXPECT_TRUE(IsBIP30Repeat(91842, h91842));
+    EXPECT_TRUE(IsBIP30Repeat(91880, h91880));
+    EXPECT_FALSE(IsBIP30Repeat(91880, h91842));
+    EXPECT_FALSE(IsBIP30Repeat(91843, h91842));
+    EXPECT_FALSE(IsBIP30Repeat(91842, BlockHash{}));
+}
+
+TEST(ConnectBlock, InputValuesOutOfRange)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), MAX_MONEY + 1, 10);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1)}), "bad-txns-inputvalues-outofrange");
+    Fixture g(ChainType::REGTEST, H); // each in range, the sum not
+    g.AddCoin(Prevout(1), MAX_MONEY, 10);
+    g.AddCoin(Prevout(2), 1, 10);
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1)}, {Prevout(2)}}, 1)}), "bad-txns-inputvalues-outofrange");
+}
+
+TEST(ConnectBlock, InputsBelowOutputs)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 1000, 10);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1001)}), "bad-txns-in-belowout");
+}
+
+TEST(ConnectBlock, FeesOutOfRange)
+{
+    // One transaction's fee cannot leave the range once its inputs and outputs are in it
+    // (bad-txns-fee-outofrange is unreachable after CheckTransaction, as in Core); two fees of
+    // MAX_MONEY each overflow the block's total.
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), MAX_MONEY, 10);
+    f.AddCoin(Prevout(2), MAX_MONEY, 10);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 0), Spend({{Prevout(2)}}, 0)}), "bad-txns-accumulated-fee-outofrange");
+}
+
+TEST(ConnectBlock, CoinbaseClaimsTooMuch)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, 10);
+    const Amount subsidy = GetBlockSubsidy(H, f.params());
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 9'000)}, subsidy + 1000), "");
+    Fixture g(ChainType::REGTEST, H);
+    g.AddCoin(Prevout(1), 10'000, 10);
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1)}}, 9'000)}, subsidy + 1001), "bad-cb-amount");
+}
+
+// A P2SH output whose redeem script is 500 OP_CHECKMULTISIG (20 sigops each, × 4: 40,000 cost):
+// CheckBlock's legacy count sees none of it.
+std::vector<uint8_t> HeavyRedeem() { return std::vector<uint8_t>(500, 0xae); }
+
+TEST(ConnectBlock, SigOpCostFromP2SHSpends)
+{
+    const auto redeem = HeavyRedeem();
+    std::vector<uint8_t> spk = {0xa9, 0x14};
+    spk.resize(22, 0x33); // the hash is not checked without scripts
+    spk.push_back(0x87);
+    std::vector<uint8_t> script_sig(3 + redeem.size()); // OP_PUSHDATA2 <redeem>
+    script_sig[0] = 0x4d;
+    script_sig[1] = uint8_t(redeem.size() & 0xff);
+    script_sig[2] = uint8_t(redeem.size() >> 8);
+    std::copy(redeem.begin(), redeem.end(), script_sig.begin() + 3);
+    // Two inputs: 80,000, at the limit; three: over it.
+    Fixture f(ChainType::REGTEST, H);
+    for (uint8_t i = 1; i <= 3; ++i) f.AddCoin(Prevout(i), 1000, 10, false, S(spk));
+    // The coinbase's output has no sigop: 2 × 40,000 exactly is allowed.
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1), TxIn::SEQUENCE_FINAL, script_sig}, {Prevout(2), TxIn::SEQUENCE_FINAL, script_sig}}, 1)}),
+              "");
+    Fixture g(ChainType::REGTEST, H);
+    for (uint8_t i = 1; i <= 3; ++i) g.AddCoin(Prevout(i), 1000, 10, false, S(spk));
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1), TxIn::SEQUENCE_FINAL, script_sig}, {Prevout(2), TxIn::SEQUENCE_FINAL, script_sig}}, 1),
+                         Spend({{Prevout(3), TxIn::SEQUENCE_FINAL, script_sig}}, 1)}),
+              "bad-blk-sigops");
+}
+
+TEST(ConnectBlock, SigOpCostFromWitnessSpends)
+{
+    // P2WSH: the witness script's sigops count once each (not × 4): a witness script of 80,000
+    // OP_CHECKSIG is at the limit, one more is over it (its size is policy's concern, not
+    // consensus's when the script is not run).
+    std::vector<uint8_t> spk = {0x00, 0x20};
+    spk.resize(34, 0x44);
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 1000, 10, false, S(spk));
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1), TxIn::SEQUENCE_FINAL, {}, {std::vector<uint8_t>(80'000, 0xac)}}}, 1)}), "");
+    Fixture g(ChainType::REGTEST, H);
+    g.AddCoin(Prevout(1), 1000, 10, false, S(spk));
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1), TxIn::SEQUENCE_FINAL, {}, {std::vector<uint8_t>(80'001, 0xac)}}}, 1)}),
+              "bad-blk-sigops");
+}
+
+TEST(ConnectBlock, Bip68HeightLocks)
+{
+    // A relative lock of 10 blocks: the coin must be at least 10 blocks below the spending block.
+    for (int age : {9, 10}) {
+        Fixture f(ChainType::REGTEST, H);
+        f.AddCoin(Prevout(1), 1000, H - age);
+        EXPECT_EQ(f.Connect({Spend({{Prevout(1), 10}}, 1)}), age < 10 ? "bad-txns-nonfinal" : "") << age;
+    }
+    // Version 1 transactions, and inputs with the disable flag, have no relative lock.
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 1000, H - 1);
+    f.AddCoin(Prevout(2), 1000, H - 1);
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1), 10}}, 1, /*version=*/1), Spend({{Prevout(2), (1u << 31) | 10}}, 1)}), "");
+}
+
+TEST(ConnectBlock, Bip68TimeLocks)
+{
+    // Blocks are 600 s apart, so each median time past is 600 s after the previous one. A lock
+    // of 2 × 512 s on a coin one block below: MTP(H-2) + 1023 ≥ MTP(H-1) — not final. On a coin
+    // five blocks below: MTP(H-6) + 1023 < MTP(H-1) — final.
+    for (int age : {1, 5}) {
+        Fixture f(ChainType::REGTEST, H);
+        f.AddCoin(Prevout(1), 1000, H - age);
+        EXPECT_EQ(f.Connect({Spend({{Prevout(1), TYPE_FLAG | 2}}, 1)}), age == 1 ? "bad-txns-nonfinal" : "") << age;
+    }
+}
+
+} // namespace
+} // namespace ibdkit
