@@ -49,7 +49,7 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
 }
 
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats)
+                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo)
 {
     const Block& block = checked.block();
     const int height = ctx.height;
@@ -86,6 +86,10 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
 
     Amount fees = 0;
     uint64_t inputs = 0, added = 0;
+    if (undo) {
+        undo->vtxundo.clear();
+        undo->vtxundo.reserve(block.vtx.size() - 1);
+    }
     for (const auto& tx : block.vtx) {
         if (!tx.IsCoinBase()) {
             // One lookup per input: the entries found here are checked, then spent in place.
@@ -124,8 +128,15 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
                 return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
                                      "accumulated fee in the block out of range");
             }
-            // Erasing one entry never invalidates iterators to the others.
-            for (const auto& it : found) view.SpendCoinAt(it);
+            // Erasing one entry never invalidates iterators to the others. The undo data takes the
+            // spent coins in input order (Core's UpdateCoins).
+            if (undo) {
+                auto& prevout = undo->vtxundo.emplace_back().prevout;
+                prevout.resize(found.size());
+                for (std::size_t i = 0; i < found.size(); ++i) view.SpendCoinAt(found[i], &prevout[i]);
+            } else {
+                for (const auto& it : found) view.SpendCoinAt(it);
+            }
             inputs += found.size();
         }
         AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);

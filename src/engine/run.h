@@ -34,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -399,7 +400,14 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
 
     auto body = [&]() -> std::optional<Error> {
+        std::unique_ptr<UndoFileWriter> undo;
+        if (!o.undo_dir.empty()) {
+            auto w = UndoFileWriter::Open(o.undo_dir, params.message_start);
+            if (!w) return w.error();
+            undo = std::move(*w);
+        }
         BlockConnector conn(db, params, SplitDbCache(o.dbcache_mib << 20).coins_bytes);
+        conn.SetUndoWriter(undo.get());
         auto needs = db.NeedsReplay();
         if (!needs) return needs.error();
         auto best = db.GetBestBlock();
@@ -547,6 +555,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         }
         static_cast<ConnectorCounters&>(res) = conn.counters();
         res.coins_read_from_disk = conn.cache().CoinsReadFromDisk();
+        if (undo) {
+            undo->Sync();
+            res.undo_records = undo->records_written();
+            res.undo_bytes = undo->bytes_written();
+        }
         report(true);
         res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         res.throughput_by_decile = tlog.Deciles(res.height, conn.counters().bytes, res.seconds);
@@ -560,6 +573,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
     } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
         err = Error{e.code(), "chainstate " + cs.dir().string() + ": " + e.what()};
+    } catch (const UndoWriteError& e) { // writing undo data failed (disk full, I/O error)
+        err = EnvError(std::string("undo data: ") + e.what());
     }
     if (err) return *err;
     res.interrupted = interrupted();
