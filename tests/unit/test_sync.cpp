@@ -229,6 +229,30 @@ TEST(Sync, HeadersFirstMatchesReplay)
     ExpectReplayed(*r);
 }
 
+TEST(Sync, WritesTheSameUndoDataAsReplay)
+{
+    TempDir t;
+    FakeNode node(Mode::Honest);
+    auto o = Options(node);
+    o.undo_dir = t.path / "sync-undo";
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ExpectReplayed(*r);
+    EXPECT_EQ(r->undo_records, uint64_t(TheChain().height));
+    ReplayOptions ro;
+    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.undo_dir = t.path / "replay-undo";
+    auto rr = Replay(ro);
+    ASSERT_TRUE(rr.ok()) << rr.error().message;
+    EXPECT_EQ(rr->undo_records, r->undo_records);
+    EXPECT_EQ(rr->undo_bytes, r->undo_bytes);
+    for (const char* name : {"rev00000.dat", "revindex.dat"}) {
+        const auto a = test::ReadFile(o.undo_dir / name);
+        EXPECT_FALSE(a.empty()) << name;
+        EXPECT_TRUE(a == test::ReadFile(ro.undo_dir / name)) << name << " differs between sync and replay";
+    }
+}
+
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)
 {
     FakeNode node(Mode::NoHeaders);

@@ -353,6 +353,17 @@ std::vector<Coin> SpentCoins866342(const std::string& json)
     return out;
 }
 
+// The one place that fills a ConnectContext for a lone block: a median time past an hour before it,
+// and BIP34 active on its chain.
+ConnectContext ContextAt(int height, const Block& block, const ConsensusParams& params)
+{
+    ConnectContext ctx;
+    ctx.height = height;
+    ctx.median_time_past = int64_t(block.time) - 3600;
+    ctx.bip34_ancestor = params.bip34_hash;
+    return ctx;
+}
+
 std::map<OutPoint, Coin> Snapshot(CoinsCache& view, const std::vector<OutPoint>& ops)
 {
     std::map<OutPoint, Coin> m;
@@ -404,10 +415,7 @@ TEST(Undo, ConnectBlockUndoIsTheBlocksSpentCoinsInCoresOrder)
     BlockValidationState state;
     auto checked = CheckBlock(Block(*block), state, params.consensus);
     ASSERT_TRUE(checked) << state.GetRejectReason();
-    ConnectContext ctx;
-    ctx.height = 866342;
-    ctx.median_time_past = block->time - 3600;
-    ctx.bip34_ancestor = params.consensus.bip34_hash;
+    const ConnectContext ctx = ContextAt(866342, *block, params.consensus);
     BlockUndo undo;
     ASSERT_TRUE(ConnectBlock(*checked, ctx, view, params.consensus, state, nullptr, &undo)) << state.GetRejectReason();
     ASSERT_EQ(undo.vtxundo.size(), block->vtx.size() - 1);
