@@ -19,7 +19,9 @@
 // epoch); otherwise it is dropped and ConnectBlock reads the coin itself.
 #pragma once
 
+#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/connect/disconnect.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/engine/engine.h>
@@ -91,6 +93,17 @@ public:
     virtual std::string NotOurChain(const BlockHash& best) const = 0;
     /// The error text for a chainstate left mid-flush between blocks the source does not have.
     virtual std::string NotOurRecovery() const = 0;
+
+    /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
+    /// fork, tip first, to be disconnected with their undo data before the new branch is connected.
+    struct StaleBranch {
+        std::vector<BlockHash> hashes; ///< tip first
+        int tip_height{0};             ///< height of hashes.front(); the fork is tip_height - hashes.size()
+    };
+    virtual std::optional<StaleBranch> Reorganisation() const { return std::nullopt; }
+    /// Delivers the stale branch's blocks, tip first, through `emit` (heights and hashes set) until
+    /// emit returns false or the source fails (recorded as for Produce).
+    virtual std::optional<Error> ProduceStale(const StaleBranch&, const Emit&) { return EnvError("this source has no stale blocks"); }
 };
 
 /// A block after the workers: decoded and through CheckBlock, or why not.
@@ -437,6 +450,66 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             if (undecodable) return undecodable;
             if (next <= *to) return std::nullopt; // failed or interrupted: the chainstate keeps its H marker
             if (auto st = conn.Flush(range.new_tip); !st.ok()) return EnvError("flush after recovery failed: " + st.message);
+            best = db.GetBestBlock();
+            if (!best) return best.error();
+        }
+
+        // ---- a reorganisation below the tip: disconnect the stale branch with its undo data ----
+        if (auto reorg = src.Reorganisation(); reorg && !reorg->hashes.empty() && !best->IsNull() && *best == reorg->hashes.front()) {
+            if (!undo) {
+                return EnvError("reorganising below the chainstate's tip needs the undo data of the blocks above the fork: "
+                                "give the --undo directory the chainstate was built with");
+            }
+            // Every stale block's record must be there before anything is fetched or changed.
+            for (std::size_t i = 0; i < reorg->hashes.size(); ++i) {
+                auto pos = undo->Find(reorg->hashes[i]);
+                if (!pos) return pos.error();
+                if (!*pos) {
+                    return EnvError("no undo data for block " + reorg->hashes[i].ToHex() + " at height " +
+                                    std::to_string(reorg->tip_height - int(i)) + " in " + o.undo_dir.string() +
+                                    ": it was connected without this --undo directory, so the chainstate cannot be reorganised below it");
+                }
+            }
+            UndoFileReader rev(o.undo_dir, ObfuscationKey{}, params.message_start);
+            std::optional<Error> failure;
+            uint64_t done = 0;
+            auto e = src.ProduceStale(*reorg, [&](RawBlock<Policy>&& raw) {
+                const std::span<const uint8_t> bytes(UCharCast(raw.bytes.data()), raw.bytes.size());
+                auto block = raw.message ? DecodeBlockMessage(bytes) : DecodeBlock(bytes);
+                if (!block || block->GetHash() != raw.hash) {
+                    failure = EnvError("stale block " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) +
+                                       (block ? " came back as another block" : " does not decode: " + block.error().message));
+                    return false;
+                }
+                auto pos = undo->Find(raw.hash);
+                if (!pos || !*pos) {
+                    failure = EnvError("no undo data for block " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) + " in " +
+                                       o.undo_dir.string() + (pos ? ": it was connected without --undo" : ": " + pos.error().message));
+                    return false;
+                }
+                auto u = rev.Read((*pos)->file, (*pos)->pos, block->hash_prev_block);
+                if (!u) {
+                    failure = EnvError("undo data of block " + raw.hash.ToHex() + ": " + u.error().message);
+                    return false;
+                }
+                std::string why;
+                const auto r = DisconnectBlock(*block, raw.height, raw.hash, std::move(*u), conn.cache(), &why);
+                if (r != DisconnectResult::OK) {
+                    failure = EnvError("DisconnectBlock of " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) +
+                                       (r == DisconnectResult::UNCLEAN ? " was unclean: the chainstate does not match the block" : " failed: " + why));
+                    return false;
+                }
+                ++done;
+                return !interrupted();
+            });
+            if (e) return e;
+            if (failure) return failure;
+            // Interrupted or the peer failed part way: the cache is dropped (not flushed), the
+            // chainstate keeps its old tip and the next run starts the reorganisation again.
+            if (done < reorg->hashes.size()) return std::nullopt;
+            if (auto st = conn.Flush(); !st.ok()) return EnvError("flush after disconnecting failed: " + st.message);
+            res.blocks_disconnected = done;
+            res.reorg_fork_height = reorg->tip_height - int(reorg->hashes.size());
             best = db.GetBestBlock();
             if (!best) return best.error();
         }

@@ -82,6 +82,8 @@ struct EngineResult : ConnectorCounters {
     unsigned threads{1};         ///< threads the run used
     uint64_t coins_read_from_disk{0}; ///< coins the cache read from the chainstate (misses and prefetch)
     uint64_t coins_prefetched{0};     ///< of those, read ahead by the workers
+    uint64_t blocks_disconnected{0};  ///< blocks of a stale branch disconnected before connecting (a reorganisation)
+    int reorg_fork_height{-1};        ///< height of the fork block of that reorganisation (-1: none)
     uint64_t undo_records{0};         ///< undo records written (with undo_dir)
     uint64_t undo_bytes{0};           ///< their bytes in the rev files, headers and checksums included
     bool interrupted{false};
