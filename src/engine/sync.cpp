@@ -61,6 +61,7 @@ public:
         m_getblocks = m_o.force_getblocks;
         if (!m_getblocks) {
             if (auto e = SyncHeaders(best_height.value_or(-1))) return e;
+            if (!Failed() && !m_getblocks) CheckMinimumChainWork();
         }
         m_res.mode = m_getblocks ? "getblocks" : "headers";
         m_res.headers_seconds = Seconds(t_headers);
@@ -268,6 +269,19 @@ private:
             ReportHeaders();
             if (headers->size() < MAX_HEADERS_RESULTS) return std::nullopt;
             if (Interrupted()) return std::nullopt;
+        }
+    }
+
+    // Core does not download a header chain below the network's minimum chain work.
+    void CheckMinimumChainWork()
+    {
+        const arith_uint256 minimum = UintToArith256(m_o.minimum_chain_work.value_or(m_params.consensus.minimum_chain_work));
+        arith_uint256 work;
+        for (int h = 0; h <= m_chain.Height(); ++h) work += GetBlockProof(m_chain.Header(h).bits);
+        if (work < minimum) {
+            Fail({NetErrc::Misbehaving, "the peer's best header chain (height " + std::to_string(m_chain.Height()) + ", work " +
+                                            ArithToUint256(work).ToHex() + ") has less work than the network's minimum chain work " +
+                                            ArithToUint256(minimum).ToHex() + ": not downloading it"});
         }
     }
 

@@ -10,6 +10,8 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
+#include <ibdkit/consensus/pow.h>
+
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -402,6 +404,29 @@ TEST(Sync, KeepsItsChainAgainstABranchWithLessWorkAndRefusesAReorgWithoutUndo)
         EXPECT_EQ(r->height, 100);
         EXPECT_EQ(r->tip, other.hashes[100]);
     }
+}
+
+TEST(Sync, RefusesAHeaderChainBelowTheMinimumChainWork)
+{
+    // Regtest blocks carry about 2 units of work each: 620 blocks and the genesis are ~1242.
+    FakeNode node(Mode::Honest);
+    auto o = Options(node);
+    o.minimum_chain_work = ArithToUint256(arith_uint256(5000));
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r->failure);
+    EXPECT_NE(r->failure->message.find("less work than the network's minimum chain work"), std::string::npos) << r->failure->message;
+    EXPECT_EQ(r->blocks, 0u) << "no block is downloaded";
+    FakeNode enough(Mode::Honest);
+    auto o2 = Options(enough);
+    o2.minimum_chain_work = ArithToUint256(arith_uint256(1000));
+    auto r2 = Sync(o2);
+    ASSERT_TRUE(r2.ok()) << r2.error().message;
+    ExpectReplayed(*r2);
+    // Core's values.
+    EXPECT_EQ(GetChainParams(ChainType::MAIN).consensus.minimum_chain_work.ToHex(),
+              "0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
+    EXPECT_TRUE(GetChainParams(ChainType::REGTEST).consensus.minimum_chain_work.IsNull());
 }
 
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)

@@ -10,7 +10,9 @@
 //    with (refused without one); the engine fetches the left branch's blocks from the peer (Core
 //    serves them), disconnects them tip first with their undo data (DisconnectBlock), flushes at the
 //    fork and connects the new branch. The new headers are stored only after the disconnect, so an
-//    interrupted reorganisation starts again on the next run. A peer that does not answer getheaders within `headers_wait`
+//    interrupted reorganisation starts again on the next run. A header chain with less total work
+//    than the network's minimum chain work (Core's nMinimumChainWork) is refused before any block
+//    is asked for. A peer that does not answer getheaders within `headers_wait`
 //    (btcd and Core ignore it while their tip is older than ~24 h) is synced with the older
 //    getblocks/inv protocol instead: hashes from `inv`, headers learnt from the blocks.
 // 3. Blocks: getdata (MSG_WITNESS_BLOCK when the peer has NODE_WITNESS) in a window of at most
@@ -71,6 +73,9 @@ struct SyncOptions : EngineOptions {
     /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
     /// 4 times a second (EngineOptions::on_progress, when set, is called too).
     std::function<void(const SyncProgress&)> on_sync_progress;
+    /// The least total chain work a header chain must have before its blocks are downloaded
+    /// (nullopt: the network's, Core's nMinimumChainWork; tests lower or raise it).
+    std::optional<uint256> minimum_chain_work;
     /// Test hook: a connected socket to use instead of connecting to host:port.
     std::function<NetResult<Socket>()> connect;
 };
