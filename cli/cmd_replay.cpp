@@ -33,7 +33,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "execution is, with Core's reject reasons. Trust the result only for chains whose scripts you\n"
         "already trust (as an assumevalid node trusts blocks below its assumevalid hash).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, policy{"hardened"};
+        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"};
         std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
@@ -50,6 +50,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->excludes(blocks_opt);
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
+    cmd->add_option("--undo", a->undo,
+        "Write each connected block's undo data to this directory: revNNNNN.dat records in Bitcoin Core's\n"
+        "format plus ibdkit's revindex.dat (docs/undo.md); never inside --datadir or --blocks-dir");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--dbbatchsize", a->dbbatchsize,
                     "Bytes of one chainstate write batch in a flush (Core's -dbbatchsize debug option; default:\n"
@@ -76,6 +79,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");
         }
         o.chainstate = a->chainstate;
+        o.undo_dir = a->undo;
         o.dbcache_mib = a->dbcache;
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         o.via_p2p = a->via_p2p;
@@ -91,6 +95,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         if (all) {
             if (height_export->Enabled()) throw CLI::ValidationError("--policy all", "compares policies; drop --height");
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
+            if (!a->undo.empty()) throw CLI::ValidationError("--policy all", "compares policies; drop --undo");
             ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);
             return;
         }

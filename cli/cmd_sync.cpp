@@ -34,6 +34,7 @@ nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
     PutTipFields(j, r);
     j["header_height"] = r.header_height;
     j["headers_received"] = r.headers_received;
+    j["competing_branches"] = r.competing_branches;
     PutRunFields(j, r);
     j["handshake_seconds"] = r.handshake_seconds;
     j["headers_seconds"] = r.headers_seconds;
@@ -74,7 +75,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "does (scripts NOT verified: trust the peer's chain as an assumevalid node does). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
     struct Args {
-        std::string connect, network{"regtest"}, chainstate, policy{"hardened"};
+        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"};
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
@@ -88,6 +89,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--connect", a->connect, "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted)")->required();
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest")->capture_default_str();
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
+    cmd->add_option("--undo", a->undo,
+        "Write each connected block's undo data to this directory (rev files in Bitcoin Core's format, docs/undo.md);\n"
+        "a later run with the same --undo can reorganise below the chainstate's tip");
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
@@ -120,6 +124,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
         o.policy = *id;
         o.chainstate = a->chainstate;
+        o.undo_dir = a->undo;
         o.dbcache_mib = a->dbcache;
         o.timeout = std::chrono::milliseconds(int64_t(a->timeout * 1000));
         o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));

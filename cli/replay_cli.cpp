@@ -44,6 +44,10 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["bytes_cleansed"] = c.bytes_cleansed;
     j["coins_read_from_disk"] = c.coins_read_from_disk;
     j["coins_prefetched"] = c.coins_prefetched;
+    j["blocks_disconnected"] = c.blocks_disconnected;
+    j["reorg_fork_height"] = c.reorg_fork_height;
+    j["undo_records"] = c.undo_records;
+    j["undo_bytes"] = c.undo_bytes;
     j["peak_rss_bytes"] = c.peak_rss_bytes;
     nlohmann::json deciles = nlohmann::json::array();
     for (const auto& t : c.throughput_by_decile) {

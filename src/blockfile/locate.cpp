@@ -171,6 +171,35 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
     return finish(found.front().chain, BlocksDirOf(dir, found.front()), found.front().chain == ChainType::MAIN);
 }
 
+Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+{
+    auto layout = ResolveDatadir(dir, chain);
+    if (!layout) return layout.error();
+    if (IsFileLocked(layout->lock_file)) {
+        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + layout->lock_file.string() +
+                                             " is locked; stop it or copy the datadir"};
+    }
+    auto index = ReadBlockIndex(layout->blocks_dir / "index");
+    if (!index) return index.error();
+    auto best = SelectBestChain(*index, GetChainParams(layout->chain).consensus.hash_genesis_block);
+    if (!best) return best.error();
+    DatadirUndo u;
+    u.chain = layout->chain;
+    u.blocks_dir = layout->blocks_dir;
+    auto key = ReadXorKey(u.blocks_dir);
+    if (!key) return key.error();
+    u.key = *key;
+    for (std::size_t i = 1; i < best->entries.size(); ++i) {
+        const auto& e = index->entries[best->entries[i]];
+        if (!(e.status & BLOCK_HAVE_UNDO) || e.file < 0) {
+            ++u.without_undo;
+            continue;
+        }
+        u.blocks.push_back({e.height, e.hash, e.Prev(), uint32_t(e.file), e.undo_pos});
+    }
+    return u;
+}
+
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     auto layout = ResolveDatadir(dir, chain);

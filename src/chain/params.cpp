@@ -79,6 +79,7 @@ ChainParams MakeMain()
     c.pow_limit = Uint256FromHex("00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1231006505, 2083236893, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
+    c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
     return p;
 }
 
@@ -101,6 +102,7 @@ ChainParams MakeTestnet()
     c.pow_allow_min_difficulty_blocks = true;
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1296688602, 414098458, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
+    c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000016dd270dd94fac1d7632");
     return p;
 }
 
@@ -124,6 +126,7 @@ ChainParams MakeTestnet4()
                                    FromHexBytes("000000000000000000000000000000000000000000000000000000000000000000"),
                                    1714777860, 393743547, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
+    c.minimum_chain_work = Uint256FromHex("00000000000000000000000000000000000000000000034a4690fe592dc49c7c");
     return p;
 }
 
@@ -148,6 +151,7 @@ ChainParams MakeSignet()
         "96883fe3b278760f048f5189f2e6c452ae");
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1598918400, 52613770, 0x1e0377ae, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
+    c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000000000000067d328e681a");
     return p;
 }
 

@@ -78,7 +78,7 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
 }
 
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats)
+                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo)
 {
     const Block& block = checked.block();
     const int height = ctx.height;
@@ -123,6 +123,10 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     Amount fees = 0;
     int64_t sigop_cost = 0;
     uint64_t inputs = 0, added = 0;
+    if (undo) {
+        undo->vtxundo.clear();
+        undo->vtxundo.reserve(block.vtx.size() - 1);
+    }
     const auto legacy_sigops = checked.legacy_sigops();
     for (std::size_t t = 0; t < block.vtx.size(); ++t) {
         const Transaction& tx = block.vtx[t];
@@ -177,8 +181,15 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         // The sigop cost of every transaction, from the outputs it spends (read before they are).
         if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags), state)) return false;
         if (!tx.IsCoinBase()) {
-            // Erasing one entry never invalidates iterators to the others.
-            for (const auto& it : t_found) view.SpendCoinAt(it);
+            // Erasing one entry never invalidates iterators to the others. The undo data takes the
+            // spent coins in input order (Core's UpdateCoins).
+            if (undo) {
+                auto& prevout = undo->vtxundo.emplace_back().prevout;
+                prevout.resize(t_found.size());
+                for (std::size_t i = 0; i < t_found.size(); ++i) view.SpendCoinAt(t_found[i], &prevout[i]);
+            } else {
+                for (const auto& it : t_found) view.SpendCoinAt(it);
+            }
             inputs += t_found.size();
         }
         AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);

@@ -2,6 +2,7 @@
 #include <ibdkit/engine/engine.h>
 
 #include <ibdkit/consensus/check.h>
+#include <ibdkit/stream/streams.h>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -91,8 +92,15 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
 {
     BlockValidationState state;
     ConnectStats cs;
-    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs) || state.IsInvalid()) {
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr) ||
+        state.IsInvalid()) {
         return state.GetRejectReason();
+    }
+    if (m_undo_writer) {
+        m_undo_bytes.clear();
+        VectorWriter<std::vector<uint8_t>> w(m_undo_bytes, 0);
+        Serialize(w, m_undo);
+        m_undo_writer->Write(block->GetHash(), ctx.height, block->hash_prev_block, m_undo_bytes);
     }
     ++m_counters.blocks;
     m_counters.txs += block->vtx.size();
@@ -100,6 +108,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.outputs += cs.outputs_added;
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
+        if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
         FitBudget();
@@ -116,6 +125,7 @@ void BlockConnector::Rollforward(const Block& block, int height)
 StoreStatus BlockConnector::Flush(const BlockHash& tip)
 {
     if (!tip.IsNull()) m_cache.SetBestBlock(tip);
+    if (m_undo_writer) m_undo_writer->Sync();
     auto st = m_cache.Flush();
     if (st.ok()) ++m_counters.flushes;
     return st;

@@ -136,12 +136,36 @@ private:
 
 std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir) { return DetectChainFromBlockFiles(blocks_dir); }
 
+bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir)
+{
+    std::error_code ec;
+    const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    const auto d = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
+    auto pi = p.begin();
+    for (auto di = d.begin(); di != d.end(); ++di, ++pi) {
+        if (di->empty() && std::next(di) == d.end()) break; // a trailing separator
+        if (pi == p.end() || *pi != *di) return false;
+    }
+    return true;
+}
+
 Result<ReplayResult> Replay(const ReplayOptions& opts)
 {
     const auto t_start = engine::Clock::now();
     ReplayResult res;
     if (!opts.datadir.empty() && !opts.blocks_dir.empty()) {
         return Error{Errc::InvalidValue, "give either a data directory or a blocks directory, not both"};
+    }
+    if (!opts.undo_dir.empty()) {
+        // Undo data goes to a directory of ibdkit's own, never into the user's Core directories.
+        for (const auto& theirs : {opts.datadir, opts.blocks_dir}) {
+            std::error_code ec;
+            if (theirs.empty() || !std::filesystem::is_directory(theirs, ec)) continue;
+            if (IsSameOrInside(opts.undo_dir, theirs)) {
+                return Error{Errc::InvalidValue, "the undo directory " + opts.undo_dir.string() + " is inside " + theirs.string() +
+                                                     ": ibdkit never writes into a Bitcoin Core directory; choose another"};
+            }
+        }
     }
     auto sc = opts.datadir.empty() ? LocateFromBlocksDir(opts.blocks_dir, opts.chain) : LocateFromDatadir(opts.datadir, opts.chain);
     if (!sc) return sc.error();

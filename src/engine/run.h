@@ -19,7 +19,9 @@
 // epoch); otherwise it is dropped and ConnectBlock reads the coin itself.
 #pragma once
 
+#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/connect/disconnect.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/engine/connector.h>
@@ -37,6 +39,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -98,6 +101,17 @@ public:
     virtual std::string NotOurChain(const BlockHash& best) const = 0;
     /// The error text for a chainstate left mid-flush between blocks the source does not have.
     virtual std::string NotOurRecovery() const = 0;
+
+    /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
+    /// fork, tip first, to be disconnected with their undo data before the new branch is connected.
+    struct StaleBranch {
+        std::vector<BlockHash> hashes; ///< tip first
+        int tip_height{0};             ///< height of hashes.front(); the fork is tip_height - hashes.size()
+    };
+    virtual std::optional<StaleBranch> Reorganisation() const { return std::nullopt; }
+    /// Delivers the stale branch's blocks, tip first, through `emit` (heights and hashes set) until
+    /// emit returns false or the source fails (recorded as for Produce).
+    virtual std::optional<Error> ProduceStale(const StaleBranch&, const Emit&) { return EnvError("this source has no stale blocks"); }
 };
 
 /// A block after the workers: decoded and through CheckBlock, or why not.
@@ -415,7 +429,14 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     auto interrupted = [&] { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); };
 
     auto body = [&]() -> std::optional<Error> {
+        std::unique_ptr<UndoFileWriter> undo;
+        if (!o.undo_dir.empty()) {
+            auto w = UndoFileWriter::Open(o.undo_dir, params.message_start);
+            if (!w) return w.error();
+            undo = std::move(*w);
+        }
         BlockConnector conn(db, params, SplitDbCache(o.dbcache_mib << 20).coins_bytes);
+        conn.SetUndoWriter(undo.get());
         auto needs = db.NeedsReplay();
         if (!needs) return needs.error();
         auto best = db.GetBestBlock();
@@ -445,6 +466,66 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             if (undecodable) return undecodable;
             if (next <= *to) return std::nullopt; // failed or interrupted: the chainstate keeps its H marker
             if (auto st = conn.Flush(range.new_tip); !st.ok()) return EnvError("flush after recovery failed: " + st.message);
+            best = db.GetBestBlock();
+            if (!best) return best.error();
+        }
+
+        // ---- a reorganisation below the tip: disconnect the stale branch with its undo data ----
+        if (auto reorg = src.Reorganisation(); reorg && !reorg->hashes.empty() && !best->IsNull() && *best == reorg->hashes.front()) {
+            if (!undo) {
+                return EnvError("reorganising below the chainstate's tip needs the undo data of the blocks above the fork: "
+                                "give the --undo directory the chainstate was built with");
+            }
+            // Every stale block's record must be there before anything is fetched or changed.
+            for (std::size_t i = 0; i < reorg->hashes.size(); ++i) {
+                auto pos = undo->Find(reorg->hashes[i]);
+                if (!pos) return pos.error();
+                if (!*pos) {
+                    return EnvError("no undo data for block " + reorg->hashes[i].ToHex() + " at height " +
+                                    std::to_string(reorg->tip_height - int(i)) + " in " + o.undo_dir.string() +
+                                    ": it was connected without this --undo directory, so the chainstate cannot be reorganised below it");
+                }
+            }
+            UndoFileReader rev(o.undo_dir, ObfuscationKey{}, params.message_start);
+            std::optional<Error> failure;
+            uint64_t done = 0;
+            auto e = src.ProduceStale(*reorg, [&](RawBlock<Policy>&& raw) {
+                const std::span<const uint8_t> bytes(UCharCast(raw.bytes.data()), raw.bytes.size());
+                auto block = raw.message ? DecodeBlockMessage(bytes) : DecodeBlock(bytes);
+                if (!block || block->GetHash() != raw.hash) {
+                    failure = EnvError("stale block " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) +
+                                       (block ? " came back as another block" : " does not decode: " + block.error().message));
+                    return false;
+                }
+                auto pos = undo->Find(raw.hash);
+                if (!pos || !*pos) {
+                    failure = EnvError("no undo data for block " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) + " in " +
+                                       o.undo_dir.string() + (pos ? ": it was connected without --undo" : ": " + pos.error().message));
+                    return false;
+                }
+                auto u = rev.Read((*pos)->file, (*pos)->pos, block->hash_prev_block);
+                if (!u) {
+                    failure = EnvError("undo data of block " + raw.hash.ToHex() + ": " + u.error().message);
+                    return false;
+                }
+                std::string why;
+                const auto r = DisconnectBlock(*block, raw.height, raw.hash, std::move(*u), conn.cache(), &why);
+                if (r != DisconnectResult::OK) {
+                    failure = EnvError("DisconnectBlock of " + raw.hash.ToHex() + " at height " + std::to_string(raw.height) +
+                                       (r == DisconnectResult::UNCLEAN ? " was unclean: the chainstate does not match the block" : " failed: " + why));
+                    return false;
+                }
+                ++done;
+                return !interrupted();
+            });
+            if (e) return e;
+            if (failure) return failure;
+            // Interrupted or the peer failed part way: the cache is dropped (not flushed), the
+            // chainstate keeps its old tip and the next run starts the reorganisation again.
+            if (done < reorg->hashes.size()) return std::nullopt;
+            if (auto st = conn.Flush(); !st.ok()) return EnvError("flush after disconnecting failed: " + st.message);
+            res.blocks_disconnected = done;
+            res.reorg_fork_height = reorg->tip_height - int(reorg->hashes.size());
             best = db.GetBestBlock();
             if (!best) return best.error();
         }
@@ -580,6 +661,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         }
         static_cast<ConnectorCounters&>(res) = conn.counters();
         res.coins_read_from_disk = conn.cache().CoinsReadFromDisk();
+        if (undo) {
+            undo->Sync();
+            res.undo_records = undo->records_written();
+            res.undo_bytes = undo->bytes_written();
+        }
         report(true);
         res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         res.throughput_by_decile = tlog.Deciles(res.height, conn.counters().bytes, res.seconds);
@@ -593,6 +679,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
     } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
         err = Error{e.code(), "chainstate " + cs.dir().string() + ": " + e.what()};
+    } catch (const UndoWriteError& e) { // writing undo data failed (disk full, I/O error)
+        err = EnvError(std::string("undo data: ") + e.what());
     }
     if (err) return *err;
     res.interrupted = interrupted();

@@ -3,6 +3,7 @@
 #include "run.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/consensus/pow.h>
 
 #include <algorithm>
 #include <deque>
@@ -66,6 +67,7 @@ public:
         m_getblocks = m_o.force_getblocks;
         if (!m_getblocks) {
             if (auto e = SyncHeaders(best_height.value_or(-1))) return e;
+            if (!Failed() && !m_getblocks) CheckMinimumChainWork();
         }
         m_res.mode = m_getblocks ? "getblocks" : "headers";
         m_res.headers_seconds = Seconds(t_headers);
@@ -73,11 +75,70 @@ public:
     }
 
     bool Failed() const override { return m_res.failure.has_value(); }
+    std::optional<typename engine::BlockSource<Policy>::StaleBranch> Reorganisation() const override { return m_reorg; }
+
+    // The stale branch's blocks from the peer (Core serves the blocks of a branch it left), tip
+    // first, a window at a time.
+    std::optional<Error> ProduceStale(const typename engine::BlockSource<Policy>::StaleBranch& stale,
+                                      const typename engine::BlockSource<Policy>::Emit& emit) override
+    {
+        const auto& hashes = stale.hashes;
+        std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> got;
+        std::size_t next = 0, requested = 0;
+        auto last = NetClock::now();
+        while (next < hashes.size()) {
+            if (Interrupted() || Failed()) return std::nullopt;
+            std::vector<Inv> req;
+            for (; requested < hashes.size() && requested - next < m_o.window; ++requested) req.push_back({m_block_type, hashes[requested].ToUint256()});
+            if (!req.empty()) {
+                if (auto e = m_peer.Send("getdata", EncodeInv(req))) return Fail(*e);
+            }
+            if (auto it = got.find(hashes[next]); it != got.end()) {
+                engine::RawBlock<Policy> raw;
+                raw.height = stale.tip_height - int(next);
+                raw.hash = hashes[next];
+                raw.bytes = std::move(it->second);
+                raw.message = true;
+                got.erase(it);
+                if (!emit(std::move(raw))) return std::nullopt;
+                ++next;
+                last = NetClock::now();
+                continue;
+            }
+            auto m = m_peer.Receive(last + m_o.timeout);
+            if (!m) {
+                if (m.error().code == NetErrc::Timeout) {
+                    return Fail({NetErrc::Timeout, "peer stalled: no block for " + Secs(m_o.timeout) + " while fetching block " +
+                                                       hashes[next].ToHex() + " of the branch it left (needed to disconnect it)"});
+                }
+                return Fail(m.error());
+            }
+            const auto payload = Peer<Policy>::Bytes(*m);
+            if (m->command == "block" && payload.size() >= 80) {
+                const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
+                if (m_stale.contains(hash) && !got.contains(hash)) got.emplace(hash, std::move(m->payload));
+            } else if (m->command == "notfound") {
+                if (auto invs = DecodeInv(payload)) {
+                    for (const auto& i : *invs) {
+                        if (i.IsBlock() && m_stale.contains(BlockHash(i.hash))) {
+                            return Fail({NetErrc::Misbehaving, "peer does not serve block " + i.hash.ToHex() +
+                                                                   " of the branch it left (needed to disconnect it)"});
+                        }
+                    }
+                }
+            }
+        }
+        return std::nullopt;
+    }
     std::optional<int> HeightOf(const BlockHash& hash) const override { return m_chain.HeightOf(hash); }
     int TipHeight() const override { return m_target_height.load(std::memory_order_relaxed); }
 
     std::optional<Error> Produce(int from, int to, const typename engine::BlockSource<Policy>::Emit& emit) override
     {
+        if (m_persist_from) {
+            if (auto e = Persist(*m_persist_from)) return e;
+            m_persist_from.reset();
+        }
         m_emit = &emit;
         m_emitted = from - 1;
         m_to = to;
@@ -199,12 +260,10 @@ private:
             }
             const int persist_from = h + 1;
             if (i < headers->size() && h < m_chain.Height()) {
-                if (h < connected) {
-                    return Fail({NetErrc::Misbehaving, "peer's chain forks from ours at height " + std::to_string(h + 1) +
-                                                           ", below the chainstate's tip " + std::to_string(connected) +
-                                                           " (reorganizations are not supported)"});
-                }
-                m_chain.Truncate(h); // our stored headers beyond the chainstate lost to the peer's chain
+                // The peer's chain forks from ours after height h: take its whole branch, then follow
+                // it only if it has more work than ours above the fork.
+                std::vector<BlockHeader> branch(headers->begin() + std::ptrdiff_t(i), headers->end());
+                return FollowBranch(h, connected, std::move(branch), headers->size() == MAX_HEADERS_RESULTS);
             }
             for (; i < headers->size(); ++i) {
                 if (auto why = m_chain.Append((*headers)[i])) {
@@ -217,6 +276,97 @@ private:
             if (headers->size() < MAX_HEADERS_RESULTS) return std::nullopt;
             if (Interrupted()) return std::nullopt;
         }
+    }
+
+    // Core does not download a header chain below the network's minimum chain work.
+    void CheckMinimumChainWork()
+    {
+        const arith_uint256 minimum = UintToArith256(m_o.minimum_chain_work.value_or(m_params.consensus.minimum_chain_work));
+        arith_uint256 work;
+        for (int h = 0; h <= m_chain.Height(); ++h) work += GetBlockProof(m_chain.Header(h).bits);
+        if (work < minimum) {
+            Fail({NetErrc::Misbehaving, "the peer's best header chain (height " + std::to_string(m_chain.Height()) + ", work " +
+                                            ArithToUint256(work).ToHex() + ") has less work than the network's minimum chain work " +
+                                            ArithToUint256(minimum).ToHex() + ": not downloading it"});
+        }
+    }
+
+    // A competing branch forking after height `fork`: its first headers in `branch`, more to ask for
+    // while `more`. Every header must link and meet its nBits. The branch replaces ours above the
+    // fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
+    // that is a reorganisation, which the engine carries out with the undo data (Reorganisation()).
+    std::optional<Error> FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more)
+    {
+        auto check = [&](std::size_t from) -> std::optional<std::string> {
+            for (std::size_t k = from; k < branch.size(); ++k) {
+                const BlockHash prev = k == 0 ? m_chain.Hash(fork) : branch[k - 1].GetHash();
+                if (branch[k].hash_prev_block != prev) return "header " + branch[k].GetHash().ToHex() + " does not extend the branch it came in";
+                if (!CheckProofOfWork(branch[k].GetHash().ToUint256(), branch[k].bits, m_params.consensus)) {
+                    return "header " + branch[k].GetHash().ToHex() + " at height " + std::to_string(fork + 1 + int(k)) +
+                           " does not meet its nBits (high-hash)";
+                }
+            }
+            return std::nullopt;
+        };
+        if (auto why = check(0)) return Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+        while (more && !Interrupted()) {
+            LocatorMessage gh;
+            gh.locator.push_back(branch.back().GetHash());
+            for (const auto& hh : m_chain.Locator()) gh.locator.push_back(hh);
+            if (gh.locator.size() > MAX_LOCATOR_SZ) gh.locator.resize(MAX_LOCATOR_SZ);
+            if (auto e = m_peer.Send("getheaders", EncodeLocator(gh))) return Fail(*e);
+            const auto deadline = NetClock::now() + m_o.timeout;
+            std::optional<std::vector<BlockHeader>> next;
+            while (!next) {
+                auto m = m_peer.Receive(deadline);
+                if (!m) {
+                    if (m.error().code == NetErrc::Timeout) return Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + Secs(m_o.timeout)});
+                    return Fail(m.error());
+                }
+                if (m->command != "headers") continue;
+                auto hs = DecodeHeaders(Peer<Policy>::Bytes(*m));
+                if (!hs) return Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
+                next = std::move(*hs);
+            }
+            m_res.headers_received += next->size();
+            more = next->size() == MAX_HEADERS_RESULTS;
+            const std::size_t from = branch.size();
+            branch.insert(branch.end(), next->begin(), next->end());
+            if (auto why = check(from)) return Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+        }
+        arith_uint256 ours, theirs;
+        for (int k = fork + 1; k <= m_chain.Height(); ++k) ours += GetBlockProof(m_chain.Header(k).bits);
+        for (const auto& hdr : branch) theirs += GetBlockProof(hdr.bits);
+        m_res.competing_branches++;
+        if (theirs <= ours) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
+        if (fork < connected) {
+            if (m_o.undo_dir.empty()) {
+                return Fail({NetErrc::Misbehaving, "peer's chain forks from ours at height " + std::to_string(fork + 1) +
+                                                       ", below the chainstate's tip " + std::to_string(connected) +
+                                                       ", with more work: reorganising needs the undo data of the blocks above the fork "
+                                                       "(sync with --undo)"});
+            }
+            typename engine::BlockSource<Policy>::StaleBranch stale;
+            stale.tip_height = connected;
+            for (int k = connected; k > fork; --k) {
+                stale.hashes.push_back(m_chain.Hash(k));
+                m_stale.emplace(m_chain.Hash(k), k);
+            }
+            m_reorg = std::move(stale);
+        }
+        m_chain.Truncate(fork);
+        for (const auto& hdr : branch) {
+            if (auto why = m_chain.Append(hdr)) return Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+        }
+        // Below the tip, the new headers are stored only once the engine has disconnected the stale
+        // branch (Produce): until then the stored headers must still name the chainstate's tip.
+        if (m_reorg) {
+            m_persist_from = fork + 1;
+        } else if (auto e = Persist(fork + 1)) {
+            return e;
+        }
+        ReportHeaders();
+        return std::nullopt;
     }
 
     // The download loop: requests m_queue in windows, connects blocks in order; in getblocks
@@ -462,6 +612,9 @@ private:
     Peer<Policy> m_peer;
 
     uint32_t m_block_type{MSG_WITNESS_BLOCK};
+    std::optional<typename engine::BlockSource<Policy>::StaleBranch> m_reorg;
+    std::unordered_map<BlockHash, int, Uint256Hasher> m_stale; ///< the stale branch's blocks by hash
+    std::optional<int> m_persist_from; ///< headers to store once the reorganisation is done
     bool m_getblocks{false};
     // The current Produce call.
     const typename engine::BlockSource<Policy>::Emit* m_emit{nullptr};

@@ -10,6 +10,8 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
+#include <ibdkit/consensus/pow.h>
+
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -62,12 +64,48 @@ const Chain& TheChain()
     return *c;
 }
 
+// Another chain from the same genesis (another seed): a competing branch forking at height 0.
+const Chain& OtherChain()
+{
+    static Chain* c = [] {
+        auto* ch = new Chain;
+        ChainGenOptions o = TinyChainGenOptions();
+        o.blocks = 380;
+        o.target_bytes = 2'000'000;
+        o.seed = 77;
+        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+        ChainGenerator gen(o);
+        ch->blocks.push_back(gen.Genesis());
+        while (!gen.Done()) ch->blocks.push_back(gen.Next());
+        for (const auto& b : ch->blocks) ch->hashes.push_back(b.GetHash());
+        ch->height = o.blocks;
+        auto w = WriteGeneratedChain(ch->dir.path, o, {});
+        if (!w) throw std::runtime_error(w.error().message);
+        return ch;
+    }();
+    return *c;
+}
+
+// The UTXO hash of a replay of `chain`'s blocks up to `height`.
+std::string ReplayedHash(const Chain& chain, int height)
+{
+    ReplayOptions ro;
+    ro.blocks_dir = chain.dir.path / "blocks";
+    ro.stop_height = height;
+    auto r = Replay(ro);
+    if (!r || !r->utxo || r->height != height) return "replay failed";
+    return r->utxo->hash_serialized.ToHex();
+}
+
 enum class Mode { Honest, NoHeaders, BadMagic, Oversize, Stall, Garbage, WrongBlock, BadHeaderChain, CloseAfterHandshake };
 
 // A fake node serving TheChain() (up to `tip`) on one end of a socketpair.
 class FakeNode {
 public:
     FakeNode(Mode mode, int tip = -1) : m_mode(mode), m_tip(tip < 0 ? TheChain().height : tip) {}
+    /// Serves `chain` up to `tip`, and also, on getdata only, the blocks of `stale` (a branch it left,
+    /// whose blocks Core still serves).
+    FakeNode(const Chain& chain, int tip, const Chain* stale) : m_mode(Mode::Honest), m_tip(tip), m_chain(&chain), m_stale(stale) {}
     ~FakeNode()
     {
         if (m_thread.joinable()) m_thread.join();
@@ -93,7 +131,7 @@ private:
     {
         for (const auto& h : m.locator) {
             for (int i = 0; i <= m_tip; ++i) {
-                if (TheChain().hashes[std::size_t(i)] == h) return i;
+                if (m_chain->hashes[std::size_t(i)] == h) return i;
             }
         }
         return 0;
@@ -101,7 +139,7 @@ private:
 
     void Serve(Socket s)
     {
-        const auto& chain = TheChain();
+        const auto& chain = *m_chain;
         Peer<policy::Plain> p(std::move(s), Regtest());
         auto raw = [&](const std::vector<uint8_t>& bytes) { (void)p.socket().SendAll(bytes, NetClock::now() + std::chrono::seconds(5)); };
         bool continue_pending = false;
@@ -164,6 +202,12 @@ private:
                 for (const auto& i : *invs) {
                     int h = 0;
                     while (h <= m_tip && chain.hashes[std::size_t(h)].ToUint256() != i.hash) ++h;
+                    if (h > m_tip && m_stale) {
+                        for (std::size_t k = 0; k < m_stale->hashes.size(); ++k) {
+                            if (m_stale->hashes[k].ToUint256() == i.hash) (void)p.Send("block", EncodeBlock(m_stale->blocks[k]));
+                        }
+                        continue;
+                    }
                     if (h > m_tip) continue;
                     if (m_mode == Mode::WrongBlock && getdata_count > 1) h = std::max(1, h - 1);
                     // Block messages with a bad checksum in between: dropped by the client, counted.
@@ -185,6 +229,8 @@ private:
 
     Mode m_mode;
     int m_tip;
+    const Chain* m_chain{&TheChain()};
+    const Chain* m_stale{nullptr};
     std::thread m_thread;
 };
 
@@ -227,6 +273,160 @@ TEST(Sync, HeadersFirstMatchesReplay)
     EXPECT_EQ(r->blocks, uint64_t(TheChain().height));
     EXPECT_EQ(r->dropped_messages, 1u); // the bad-checksum message before block 30
     ExpectReplayed(*r);
+}
+
+TEST(Sync, WritesTheSameUndoDataAsReplay)
+{
+    TempDir t;
+    FakeNode node(Mode::Honest);
+    auto o = Options(node);
+    o.undo_dir = t.path / "sync-undo";
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ExpectReplayed(*r);
+    EXPECT_EQ(r->undo_records, uint64_t(TheChain().height));
+    ReplayOptions ro;
+    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.undo_dir = t.path / "replay-undo";
+    auto rr = Replay(ro);
+    ASSERT_TRUE(rr.ok()) << rr.error().message;
+    EXPECT_EQ(rr->undo_records, r->undo_records);
+    EXPECT_EQ(rr->undo_bytes, r->undo_bytes);
+    for (const char* name : {"rev00000.dat", "revindex.dat"}) {
+        const auto a = test::ReadFile(o.undo_dir / name);
+        EXPECT_FALSE(a.empty()) << name;
+        EXPECT_TRUE(a == test::ReadFile(ro.undo_dir / name)) << name << " differs between sync and replay";
+    }
+}
+
+TEST(Sync, ReorganisesBelowItsTipWhenThePeerSwitchesToABranchWithMoreWork)
+{
+    // Run 1: the peer's chain up to 300 (blocks above 100 spend coins), with undo data.
+    TempDir t;
+    const fs::path cs = t.path / "chainstate", undo = t.path / "undo";
+    {
+        FakeNode node(Mode::Honest, 300);
+        auto o = Options(node, cs);
+        o.undo_dir = undo;
+        auto r = Sync(o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_FALSE(r->failure) << r->failure->message;
+        ASSERT_EQ(r->height, 300);
+    }
+    // Run 2: the peer now follows a branch of 380 blocks from the genesis (more work), and still
+    // serves the blocks of the one it left. Sync disconnects 300 blocks with its undo data, then
+    // connects the new branch: the UTXO set of a plain replay of that branch.
+    const auto& other = OtherChain();
+    FakeNode node(other, other.height, &TheChain());
+    auto o = Options(node, cs);
+    o.undo_dir = undo;
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_FALSE(r->failure) << r->failure->message;
+    ASSERT_FALSE(r->reject_reason) << *r->reject_reason;
+    EXPECT_EQ(r->competing_branches, 1u);
+    EXPECT_EQ(r->blocks_disconnected, 300u);
+    EXPECT_EQ(r->reorg_fork_height, 0);
+    EXPECT_EQ(r->height, other.height);
+    EXPECT_EQ(r->tip, other.hashes.back());
+    EXPECT_EQ(r->header_height, other.height);
+    ASSERT_TRUE(r->utxo);
+    EXPECT_EQ(r->utxo->hash_serialized.ToHex(), ReplayedHash(other, other.height));
+
+    // Run 3: back to the first chain, now longer (620 blocks): the other way round.
+    FakeNode back(TheChain(), TheChain().height, &other);
+    auto ob = Options(back, cs);
+    ob.undo_dir = undo;
+    auto rb = Sync(ob);
+    ASSERT_TRUE(rb.ok()) << rb.error().message;
+    ASSERT_FALSE(rb->failure) << rb->failure->message;
+    EXPECT_EQ(rb->blocks_disconnected, uint64_t(other.height));
+    ExpectReplayed(*rb);
+}
+
+TEST(Sync, KeepsItsChainAgainstABranchWithLessWorkAndRefusesAReorgWithoutUndo)
+{
+    TempDir t;
+    const fs::path cs = t.path / "chainstate";
+    {
+        FakeNode node(Mode::Honest, 400);
+        auto r = Sync(Options(node, cs));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_EQ(r->height, 400);
+    }
+    const auto& other = OtherChain();
+    {
+        // 380 blocks < 400 at equal difficulty: less work, not followed.
+        FakeNode node(other, other.height, &TheChain());
+        auto r = Sync(Options(node, cs));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_FALSE(r->failure) << r->failure->message;
+        EXPECT_EQ(r->competing_branches, 1u);
+        EXPECT_EQ(r->blocks_disconnected, 0u);
+        EXPECT_EQ(r->height, 400);
+        EXPECT_EQ(r->tip, TheChain().hashes[400]);
+        EXPECT_EQ(r->header_height, 400) << "the stored headers are kept";
+    }
+    // A chainstate at height 100 of the other branch, built without undo data; then a peer whose
+    // chain (the first one, to 300) has more work forks below that tip.
+    const fs::path cs2 = t.path / "chainstate2";
+    {
+        FakeNode first(other, 100, nullptr);
+        auto r = Sync(Options(first, cs2));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_EQ(r->height, 100);
+    }
+    {
+        // No --undo: the peer's branch is refused with a message saying what is needed.
+        FakeNode longer(Mode::Honest, 300);
+        auto r = Sync(Options(longer, cs2));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r->failure);
+        EXPECT_NE(r->failure->message.find("sync with --undo"), std::string::npos) << r->failure->message;
+        EXPECT_EQ(r->height, 100);
+        EXPECT_EQ(r->blocks_disconnected, 0u);
+    }
+    {
+        // An undo directory without those blocks' records: an error naming the block.
+        FakeNode longer(TheChain(), 300, &other);
+        auto o = Options(longer, cs2);
+        o.undo_dir = t.path / "empty-undo";
+        auto r = Sync(o);
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.error().message.find("no undo data for block " + other.hashes[100].ToHex()), std::string::npos) << r.error().message;
+    }
+    {
+        // Nothing was lost: the chainstate and its stored headers still agree on the old tip.
+        FakeNode same(other, 100, nullptr);
+        auto r = Sync(Options(same, cs2));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_FALSE(r->failure) << r->failure->message;
+        EXPECT_EQ(r->height, 100);
+        EXPECT_EQ(r->tip, other.hashes[100]);
+    }
+}
+
+TEST(Sync, RefusesAHeaderChainBelowTheMinimumChainWork)
+{
+    // Regtest blocks carry about 2 units of work each: 620 blocks and the genesis are ~1242.
+    FakeNode node(Mode::Honest);
+    auto o = Options(node);
+    o.minimum_chain_work = ArithToUint256(arith_uint256(5000));
+    auto r = Sync(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r->failure);
+    EXPECT_NE(r->failure->message.find("less work than the network's minimum chain work"), std::string::npos) << r->failure->message;
+    EXPECT_EQ(r->blocks, 0u) << "no block is downloaded";
+    FakeNode enough(Mode::Honest);
+    auto o2 = Options(enough);
+    o2.minimum_chain_work = ArithToUint256(arith_uint256(1000));
+    auto r2 = Sync(o2);
+    ASSERT_TRUE(r2.ok()) << r2.error().message;
+    ExpectReplayed(*r2);
+    // Core's values.
+    EXPECT_EQ(GetChainParams(ChainType::MAIN).consensus.minimum_chain_work.ToHex(),
+              "0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
+    EXPECT_TRUE(GetChainParams(ChainType::REGTEST).consensus.minimum_chain_work.IsNull());
 }
 
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)

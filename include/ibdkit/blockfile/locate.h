@@ -72,4 +72,23 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
 /// stop it or copy the datadir". The index's genesis must be the network's.
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
+/// Where a Core data directory keeps the undo data of its best chain (read through the block index,
+/// read-only, with the same refusals as LocateFromDatadir). Read the records with an
+/// UndoFileReader(blocks_dir, key, the network's magic) (blockfile/undo_file.h).
+struct DatadirUndo {
+    ChainType chain{ChainType::MAIN};
+    std::filesystem::path blocks_dir;
+    ObfuscationKey key;
+    struct Block {
+        int height{0};
+        BlockHash hash;
+        BlockHash prev;          ///< the checksum binds the record to it
+        uint32_t file{0};        ///< revNNNNN.dat
+        uint32_t undo_pos{0};    ///< Core's nUndoPos: offset of the undo bytes
+    };
+    std::vector<Block> blocks;   ///< best-chain blocks with BLOCK_HAVE_UNDO, in height order (never the genesis)
+    uint64_t without_undo{0};    ///< best-chain blocks above the genesis without undo data (pruned, or not yet connected)
+};
+Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
+
 } // namespace ibdkit

@@ -44,6 +44,9 @@ struct ConsensusParams {
     /// Signet: blocks carry a solution to `signet_challenge`.
     bool signet_blocks{false};
     std::vector<uint8_t> signet_challenge;
+    /// Core's nMinimumChainWork: a header chain with less total work (GetBlockProof summed from the
+    /// genesis) is not downloaded. Zero on regtest.
+    uint256 minimum_chain_work;
 
     int64_t DifficultyAdjustmentInterval() const noexcept { return pow_target_timespan / pow_target_spacing; }
 };

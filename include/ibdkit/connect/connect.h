@@ -23,6 +23,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_cache.h>
+#include <ibdkit/coins/undo.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/validation.h>
@@ -52,9 +53,11 @@ struct ConnectStats {
 
 /// Applies `block` at ctx.height: checks the rules above and updates
 /// `view`. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
-/// of the block's changes and must be discarded (not flushed) by the caller.
+/// of the block's changes and must be discarded (not flushed) by the caller. With `undo`, fills it
+/// with the block's undo data (the coins spent, per non-coinbase transaction in input order, as
+/// Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are unspecified.
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats = nullptr);
+                  BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr);
 
 /// Re-applies a block that was already connected once, without checks and idempotently (spending
 /// a missing coin and overwriting an existing one are fine): recovery after a flush interrupted

@@ -318,6 +318,24 @@ void Serialize(S& s, const std::vector<T, A>& v)
         for (const T& e : v) Serialize(s, e);
     }
 }
+/// Reads `count` elements with `read(s, element)` into `v`, reserving in batches of at most
+/// MAX_VECTOR_ALLOCATE bytes, each element really read before the next batch: a lying count costs
+/// at most one batch. For element formats other than the type's own Serialize (e.g. undo coins).
+template <ReadStream S, typename T, typename A, typename ReadElem>
+void UnserializeVectorWith(S& s, std::vector<T, A>& v, uint64_t count, ReadElem&& read)
+{
+    v.clear();
+    const std::size_t per_batch = std::max<std::size_t>(1, MAX_VECTOR_ALLOCATE / sizeof(T));
+    while (v.size() < count) {
+        v.reserve(std::size_t(std::min<uint64_t>(count, v.size() + per_batch)));
+        const std::size_t stop = std::size_t(std::min<uint64_t>(count, v.size() + per_batch));
+        while (v.size() < stop) {
+            v.emplace_back();
+            read(s, v.back());
+        }
+    }
+}
+
 template <ReadStream S, typename T, typename A>
 void Unserialize(S& s, std::vector<T, A>& v)
 {
@@ -325,17 +343,7 @@ void Unserialize(S& s, std::vector<T, A>& v)
     if constexpr (ByteLike<T>) {
         ReadBytesBounded(s, v, count);
     } else {
-        v.clear();
-        // Reserve in bounded batches only; each element really read before the next batch.
-        const std::size_t per_batch = std::max<std::size_t>(1, MAX_VECTOR_ALLOCATE / sizeof(T));
-        while (v.size() < count) {
-            v.reserve(std::size_t(std::min<uint64_t>(count, v.size() + per_batch)));
-            const std::size_t stop = std::size_t(std::min<uint64_t>(count, v.size() + per_batch));
-            while (v.size() < stop) {
-                v.emplace_back();
-                Unserialize(s, v.back());
-            }
-        }
+        UnserializeVectorWith(s, v, count, [](S& st, T& e) { Unserialize(st, e); });
     }
 }
 

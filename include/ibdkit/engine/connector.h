@@ -11,6 +11,7 @@
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/connect/connect.h>
 #include <ibdkit/consensus/check.h>
+#include <ibdkit/blockfile/undo_file.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -91,6 +92,11 @@ public:
     /// current best block (tip null).
     StoreStatus Flush(const BlockHash& tip = {});
 
+    /// Writes each connected block's undo data to `writer` (may be null: none), which must outlive
+    /// the connector; the writer is synced before every flush of the cache. Write failures throw
+    /// UndoWriteError.
+    void SetUndoWriter(UndoFileWriter* writer) noexcept { m_undo_writer = writer; }
+
     CoinsCache& cache() noexcept { return m_cache; }
     const ConnectorCounters& counters() const noexcept { return m_counters; }
     const ChainParams& params() const noexcept { return m_params; }
@@ -102,6 +108,9 @@ private:
     const std::size_t m_budget;
     CoinsCache m_cache;
     ConnectorCounters m_counters;
+    UndoFileWriter* m_undo_writer{nullptr};
+    BlockUndo m_undo;                 ///< reused between blocks
+    std::vector<uint8_t> m_undo_bytes;
 };
 
 } // namespace ibdkit

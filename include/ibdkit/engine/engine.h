@@ -63,6 +63,10 @@ struct EngineOptions {
     const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
     /// Test hook: called after each connected block with its height (e.g. to kill at a point).
     std::function<void(int)> after_block;
+    /// When set, each connected block's undo data is written to this directory as rev-file records
+    /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
+    /// records are made durable before every chainstate flush. Never a Core blocks directory.
+    std::filesystem::path undo_dir;
 };
 
 /// Throughput over one slice of a run's connected bytes (replay --json: throughput_by_decile).
@@ -86,6 +90,10 @@ struct EngineResult : ConnectorCounters {
     unsigned threads{1};         ///< threads the run used
     uint64_t coins_read_from_disk{0}; ///< coins the cache read from the chainstate (misses and prefetch)
     uint64_t coins_prefetched{0};     ///< of those, read ahead by the workers
+    uint64_t blocks_disconnected{0};  ///< blocks of a stale branch disconnected before connecting (a reorganisation)
+    int reorg_fork_height{-1};        ///< height of the fork block of that reorganisation (-1: none)
+    uint64_t undo_records{0};         ///< undo records written (with undo_dir)
+    uint64_t undo_bytes{0};           ///< their bytes in the rev files, headers and checksums included
     bool interrupted{false};
     std::optional<std::string> reject_reason;  ///< set when a block failed its checks
     int reject_height{-1};

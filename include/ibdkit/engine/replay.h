@@ -52,6 +52,10 @@ struct ReplayResult : EngineResult {
 /// holds the state before that block).
 Result<ReplayResult> Replay(const ReplayOptions& opts);
 
+/// True when `path` is `dir` or lies under it (both made absolute and canonical as far as they
+/// exist; symlinks resolved). Replay refuses an undo directory inside its datadir or blocks dir.
+bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir);
+
 /// The network whose magic starts the first block file, if any.
 std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir);
 

@@ -3,7 +3,16 @@
 // 1. Handshake (version/verack; pings answered throughout).
 // 2. Headers-first: getheaders with a locator from our best header; each `headers` answer (≤ 2000)
 //    must link to our chain and every header must meet its own nBits (proof of work); repeated
-//    until an answer is short. A peer that does not answer getheaders within `headers_wait`
+//    until an answer is short. A peer whose chain forks from our stored headers has its whole branch
+//    fetched and checked (linked, proof of work), and is followed only when the branch has more
+//    chain work (GetBlockProof) than ours above the fork; our headers are kept otherwise. A fork
+//    below the chainstate's tip is a reorganisation: it needs the `undo_dir` the chainstate was built
+//    with (refused without one); the engine fetches the left branch's blocks from the peer (Core
+//    serves them), disconnects them tip first with their undo data (DisconnectBlock), flushes at the
+//    fork and connects the new branch. The new headers are stored only after the disconnect, so an
+//    interrupted reorganisation starts again on the next run. A header chain with less total work
+//    than the network's minimum chain work (Core's nMinimumChainWork) is refused before any block
+//    is asked for. A peer that does not answer getheaders within `headers_wait`
 //    (btcd and Core ignore it while their tip is older than ~24 h) is synced with the older
 //    getblocks/inv protocol instead: hashes from `inv`, headers learnt from the blocks.
 // 3. Blocks: getdata (MSG_WITNESS_BLOCK when the peer has NODE_WITNESS) in a window of at most
@@ -64,6 +73,9 @@ struct SyncOptions : EngineOptions {
     /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
     /// 4 times a second (EngineOptions::on_progress, when set, is called too).
     std::function<void(const SyncProgress&)> on_sync_progress;
+    /// The least total chain work a header chain must have before its blocks are downloaded
+    /// (nullopt: the network's, Core's nMinimumChainWork; tests lower or raise it).
+    std::optional<uint256> minimum_chain_work;
     /// Test hook: a connected socket to use instead of connecting to host:port.
     std::function<NetResult<Socket>()> connect;
 };
@@ -77,6 +89,7 @@ struct SyncResult : EngineResult {
     uint64_t peer_services{0};
     int header_height{0};
     uint64_t headers_received{0};
+    uint64_t competing_branches{0};           ///< branches the peer offered that fork from our headers
     uint64_t messages{0}, dropped_messages{0}, bytes_received{0}, bytes_sent{0};
     double handshake_seconds{0};
     double headers_seconds{0};
