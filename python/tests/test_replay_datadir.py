@@ -19,21 +19,28 @@ FIELDS = ("txouts", "transactions", "bogosize", "total_amount_sat", "hash_serial
 MAGIC = bytes.fromhex("fabfb5da")
 
 
-def records(blocks_dir):
-    """Every block of the blk files in file order, deobfuscated with xor.dat when present."""
+def framed_records(blocks_dir, pattern="blk*.dat", trailer=0):
+    """Every record (magic, size, payload, then `trailer` bytes: 32 for a rev file's checksum) of
+    the files matching `pattern`, in file order, deobfuscated with xor.dat when present:
+    (file name, payload offset, payload, trailer bytes)."""
     key_path = blocks_dir / "xor.dat"
     key = key_path.read_bytes() if key_path.exists() else bytes(8)
     out = []
-    for f in sorted(blocks_dir.glob("blk*.dat")):
+    for f in sorted(blocks_dir.glob(pattern)):
         data = f.read_bytes()
         if any(key):
             data = bytes(b ^ key[i % 8] for i, b in enumerate(data))
         pos = 0
         while pos + 8 <= len(data) and data[pos:pos + 4] == MAGIC:
             size = int.from_bytes(data[pos + 4:pos + 8], "little")
-            out.append(data[pos + 8:pos + 8 + size])
-            pos += 8 + size
+            out.append((f.name, pos + 8, data[pos + 8:pos + 8 + size], data[pos + 8 + size:pos + 8 + size + trailer]))
+            pos += 8 + size + trailer
     return out
+
+
+def records(blocks_dir):
+    """Every block of the blk files in file order, deobfuscated with xor.dat when present."""
+    return [payload for _, _, payload, _ in framed_records(blocks_dir)]
 
 
 def block_hash(raw):

@@ -8,7 +8,7 @@ from conftest import import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import START, block_hash, core_datadir, records, snapshot  # noqa: E402
+from test_replay_datadir import START, block_hash, core_datadir, framed_records, records, snapshot  # noqa: E402
 
 MAGIC = bytes.fromhex("fabfb5da")
 
@@ -18,21 +18,8 @@ def sha256d(b):
 
 
 def rev_records(blocks_dir):
-    """Every (undo bytes, checksum) record of the rev files of a directory, deobfuscated with xor.dat
-    when present."""
-    key_path = blocks_dir / "xor.dat"
-    key = key_path.read_bytes() if key_path.exists() else bytes(8)
-    out = []
-    for f in sorted(blocks_dir.glob("rev*.dat")):
-        data = f.read_bytes()
-        if any(key):
-            data = bytes(b ^ key[i % 8] for i, b in enumerate(data))
-        pos = 0
-        while pos + 8 <= len(data) and data[pos:pos + 4] == MAGIC:
-            size = int.from_bytes(data[pos + 4:pos + 8], "little")
-            out.append((f.name, pos + 8, data[pos + 8:pos + 8 + size], data[pos + 8 + size:pos + 40 + size]))
-            pos += 40 + size
-    return out
+    """Every (file, offset, undo bytes, checksum) record of the rev files of a directory."""
+    return framed_records(blocks_dir, "rev*.dat", 32)
 
 
 def by_block(recs, parents):

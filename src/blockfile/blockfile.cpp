@@ -1,5 +1,7 @@
 #include <ibdkit/blockfile/blockfile.h>
 
+#include "common/pread.h"
+
 #include <ibdkit/encoding/endian.h>
 
 #include <fcntl.h>
@@ -90,22 +92,6 @@ struct Fd {
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
 };
-
-/// pread until `n` bytes or end of file; returns the count read, or -1 on an I/O error.
-ssize_t PreadFull(int fd, void* buf, std::size_t n, uint64_t offset)
-{
-    std::size_t got = 0;
-    while (got < n) {
-        const ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, off_t(offset + got));
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (r == 0) break;
-        got += std::size_t(r);
-    }
-    return ssize_t(got);
-}
 
 // Resynchronisation reads this much at a time.
 constexpr std::size_t SCAN_CHUNK = 256 * 1024;

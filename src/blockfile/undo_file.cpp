@@ -1,5 +1,7 @@
 #include <ibdkit/blockfile/undo_file.h>
 
+#include "common/pread.h"
+
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
@@ -24,21 +26,6 @@ constexpr std::size_t WRITE_BUFFER_BYTES = std::size_t(1) << 20;
 Error FileError(const std::filesystem::path& p, const std::string& what)
 {
     return Error{Errc::Corrupt, p.string() + ": " + what};
-}
-
-ssize_t PreadAll(int fd, void* buf, std::size_t n, uint64_t offset)
-{
-    std::size_t got = 0;
-    while (got < n) {
-        const ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, off_t(offset + got));
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (r == 0) break;
-        got += std::size_t(r);
-    }
-    return ssize_t(got);
 }
 
 void WriteAll(int fd, const uint8_t* data, std::size_t n, const std::filesystem::path& p)
@@ -146,7 +133,7 @@ Result<std::size_t> UndoFileReader::ReadAt(uint32_t file, uint64_t offset, std::
         if (fd < 0) return FileError(p, std::string("cannot open for reading: ") + std::strerror(errno));
         it = m_fds.emplace(file, fd).first;
     }
-    const ssize_t r = PreadAll(it->second, dst.data(), dst.size(), offset);
+    const ssize_t r = PreadFull(it->second, dst.data(), dst.size(), offset);
     if (r < 0) return FileError(UndoFilePath(m_dir, file), std::string("read failed: ") + std::strerror(errno));
     m_bytes_read += uint64_t(r);
     XorBytes(dst.first(std::size_t(r)), m_key, std::size_t(offset));
@@ -208,7 +195,7 @@ Result<std::vector<UndoIndexEntry>> ReadUndoIndex(const std::filesystem::path& d
     std::vector<uint8_t> chunk(UNDO_INDEX_ENTRY_SIZE * 4096);
     uint64_t offset = 0;
     for (;;) {
-        const ssize_t r = PreadAll(fd, chunk.data(), chunk.size(), offset);
+        const ssize_t r = PreadFull(fd, chunk.data(), chunk.size(), offset);
         if (r < 0) {
             ::close(fd);
             return FileError(p, std::string("read failed: ") + std::strerror(errno));
@@ -341,7 +328,7 @@ Result<std::optional<UndoPos>> UndoFileWriter::Find(const BlockHash& hash)
     while (end > 0) {
         const uint64_t begin = end > CHUNK ? end - CHUNK : 0;
         const std::size_t n = std::size_t(end - begin);
-        const ssize_t r = PreadAll(m_index_fd, chunk.data(), n * UNDO_INDEX_ENTRY_SIZE, begin * UNDO_INDEX_ENTRY_SIZE);
+        const ssize_t r = PreadFull(m_index_fd, chunk.data(), n * UNDO_INDEX_ENTRY_SIZE, begin * UNDO_INDEX_ENTRY_SIZE);
         if (r != ssize_t(n * UNDO_INDEX_ENTRY_SIZE)) return FileError(idx, "read failed");
         for (std::size_t i = n; i-- > 0;) {
             const uint8_t* e = chunk.data() + i * UNDO_INDEX_ENTRY_SIZE;

@@ -1,6 +1,8 @@
 // LevelDB wrapper with Core's options, obfuscation, and a read-only overlay environment.
 #include <ibdkit/coins/store.h>
 
+#include "common/pread.h"
+
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
 #include <leveldb/env.h>
@@ -58,18 +60,12 @@ public:
     ~PreadFile() override { ::close(m_fd); }
     leveldb::Status Read(uint64_t offset, std::size_t n, leveldb::Slice* result, char* scratch) const override
     {
-        std::size_t got = 0;
-        while (got < n) {
-            const ssize_t r = ::pread(m_fd, scratch + got, n - got, off_t(offset + got));
-            if (r < 0) {
-                if (errno == EINTR) continue;
-                *result = leveldb::Slice(scratch, 0);
-                return leveldb::Status::IOError(m_name, std::strerror(errno));
-            }
-            if (r == 0) break; // end of file: a short read, as LevelDB's own reader reports it
-            got += std::size_t(r);
+        const ssize_t got = PreadFull(m_fd, scratch, n, offset); // short only at the end of the file
+        if (got < 0) {
+            *result = leveldb::Slice(scratch, 0);
+            return leveldb::Status::IOError(m_name, std::strerror(errno));
         }
-        *result = leveldb::Slice(scratch, got);
+        *result = leveldb::Slice(scratch, std::size_t(got));
         return leveldb::Status::OK();
     }
 

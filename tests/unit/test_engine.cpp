@@ -1,7 +1,7 @@
 // The IBD engine: every thread count gives the same chainstate, the same UTXO hash, and the same
 // rejection height and reason; prevouts are read ahead once the cache is smaller than the set; the
 // bytes cleansed by the policy are counted on every thread.
-#include "test_util.h"
+#include "replay_test_util.h"
 
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/pow.h>
@@ -25,33 +25,9 @@ namespace {
 
 using TempDir = ibdkit::test::TempDir;
 
-// A small generated chain (with spends, witness blocks, several files), made once.
-const fs::path& GeneratedBlocks()
-{
-    static TempDir dir;
-    static const fs::path blocks = [] {
-        auto o = TinyChainGenOptions();
-        o.blocks = 220;
-        o.target_bytes = 6'000'000;
-        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
-        ChainWriteOptions w;
-        w.xor_files = true;
-        w.max_file_size = 1 << 20; // several blk files
-        auto r = WriteGeneratedChain(dir.path, o, w);
-        EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-        return dir.path / "blocks";
-    }();
-    return blocks;
-}
-
-ReplayResult MustReplay(const ReplayOptions& o)
-{
-    auto r = Replay(o);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? *r : ReplayResult{};
-}
-
-std::string HashOf(const ReplayResult& r) { return r.utxo ? r.utxo->hash_serialized.ToHex() : "none"; }
+using ibdkit::test::GeneratedBlocks;
+using ibdkit::test::HashOf;
+using ibdkit::test::MustReplay;
 
 } // namespace
 

@@ -1,5 +1,5 @@
 // Replay pipeline: equal results for reordered/obfuscated files, and crash safety under SIGKILL.
-#include "test_util.h"
+#include "replay_test_util.h"
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/encoding/endian.h>
@@ -26,14 +26,8 @@ using TempDir = ibdkit::test::TempDir;
 
 std::optional<fs::path> MainnetDir() { return ibdkit::test::SharedData("mainnet/blk_0-599"); }
 
-ReplayResult MustReplay(ReplayOptions o)
-{
-    auto r = Replay(o);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? *r : ReplayResult{};
-}
-
-std::string HashOf(const ReplayResult& r) { return r.utxo ? r.utxo->hash_serialized.ToHex() : "none"; }
+using ibdkit::test::HashOf;
+using ibdkit::test::MustReplay;
 
 } // namespace
 

@@ -37,22 +37,34 @@ struct Chain {
     int height{0};
 };
 
+// A generated chain (blocks and their hashes, also written as blk files) from `o`.
+Chain* MakeChain(const ChainGenOptions& o)
+{
+    auto* ch = new Chain;
+    ChainGenerator gen(o);
+    ch->blocks.push_back(gen.Genesis());
+    while (!gen.Done()) ch->blocks.push_back(gen.Next());
+    for (const auto& b : ch->blocks) ch->hashes.push_back(b.GetHash());
+    ch->height = o.blocks;
+    auto w = WriteGeneratedChain(ch->dir.path, o, {});
+    if (!w) throw std::runtime_error(w.error().message);
+    return ch;
+}
+
+ChainGenOptions ChainOptions(int blocks, uint64_t target_bytes, uint64_t seed)
+{
+    ChainGenOptions o = TinyChainGenOptions();
+    o.blocks = blocks;
+    o.target_bytes = target_bytes;
+    o.seed = seed;
+    o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+    return o;
+}
+
 const Chain& TheChain()
 {
     static Chain* c = [] {
-        auto* ch = new Chain;
-        ChainGenOptions o = TinyChainGenOptions();
-        o.blocks = 620; // more than one getblocks batch of 500
-        o.target_bytes = 3'000'000;
-        o.seed = 5;
-        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
-        ChainGenerator gen(o);
-        ch->blocks.push_back(gen.Genesis());
-        while (!gen.Done()) ch->blocks.push_back(gen.Next());
-        for (const auto& b : ch->blocks) ch->hashes.push_back(b.GetHash());
-        ch->height = o.blocks;
-        auto w = WriteGeneratedChain(ch->dir.path, o, {});
-        if (!w) throw std::runtime_error(w.error().message);
+        auto* ch = MakeChain(ChainOptions(620, 3'000'000, 5)); // more than one getblocks batch of 500
         ReplayOptions ro;
         ro.blocks_dir = ch->dir.path / "blocks";
         ro.policy = PolicyId::Plain;
@@ -67,22 +79,7 @@ const Chain& TheChain()
 // Another chain from the same genesis (another seed): a competing branch forking at height 0.
 const Chain& OtherChain()
 {
-    static Chain* c = [] {
-        auto* ch = new Chain;
-        ChainGenOptions o = TinyChainGenOptions();
-        o.blocks = 380;
-        o.target_bytes = 2'000'000;
-        o.seed = 77;
-        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
-        ChainGenerator gen(o);
-        ch->blocks.push_back(gen.Genesis());
-        while (!gen.Done()) ch->blocks.push_back(gen.Next());
-        for (const auto& b : ch->blocks) ch->hashes.push_back(b.GetHash());
-        ch->height = o.blocks;
-        auto w = WriteGeneratedChain(ch->dir.path, o, {});
-        if (!w) throw std::runtime_error(w.error().message);
-        return ch;
-    }();
+    static Chain* c = MakeChain(ChainOptions(380, 2'000'000, 77));
     return *c;
 }
 

@@ -1,7 +1,7 @@
 // Undo data: Core's byte format, rev-file records (checksums, typed errors, lying sizes), Core's own
 // rev file from mainnet, ConnectBlock's undo output against a real block's spent outputs, and
 // DisconnectBlock: a replay disconnected back to height k has the UTXO set of a replay stopped at k.
-#include "test_util.h"
+#include "replay_test_util.h"
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/blockfile/undo_file.h>
@@ -475,33 +475,9 @@ TEST(Undo, ApplyTxInUndoTakesLegacyMetadataFromASibling)
 
 namespace {
 
-// A generated chain with spends in most blocks (several xored blk files), made once.
-const fs::path& GeneratedBlocks()
-{
-    static TempDir dir;
-    static const fs::path blocks = [] {
-        auto o = TinyChainGenOptions();
-        o.blocks = 220;
-        o.target_bytes = 6'000'000;
-        o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
-        ChainWriteOptions w;
-        w.xor_files = true;
-        w.max_file_size = 1 << 20;
-        auto r = WriteGeneratedChain(dir.path, o, w);
-        EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-        return dir.path / "blocks";
-    }();
-    return blocks;
-}
-
-ReplayResult MustReplay(const ReplayOptions& o)
-{
-    auto r = Replay(o);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? *r : ReplayResult{};
-}
-
-std::string HashOf(const ReplayResult& r) { return r.utxo ? r.utxo->hash_serialized.ToHex() : "none"; }
+using ibdkit::test::GeneratedBlocks;
+using ibdkit::test::HashOf;
+using ibdkit::test::MustReplay;
 
 } // namespace
 
