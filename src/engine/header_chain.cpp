@@ -3,6 +3,8 @@
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/wire/protocol.h>
 
+#include <algorithm>
+#include <ctime>
 #include <fstream>
 
 namespace ibdkit {
@@ -22,16 +24,33 @@ std::optional<int> HeaderChain::HeightOf(const BlockHash& hash) const
     return it->second;
 }
 
+std::optional<std::string> CheckHeaderOn(const BlockHeader& header, const HeaderAncestry& prev, const ConsensusParams& params)
+{
+    const BlockHash hash = header.GetHash();
+    const std::string where = "header " + hash.ToHex() + " at height " + std::to_string(prev.prev_height() + 1);
+    if (!CheckProofOfWork(hash.ToUint256(), header.bits, params)) return where + " does not meet its nBits (high-hash)";
+    BlockValidationState state;
+    if (!ContextualCheckBlockHeader(header, prev, params, int64_t(std::time(nullptr)), state)) {
+        return where + " fails Core's header checks: " + state.GetRejectReason();
+    }
+    return std::nullopt;
+}
+
+HeaderAncestry HeaderChain::AncestryAt(int height) const
+{
+    const std::size_t end = std::size_t(height) + 1;
+    const std::size_t take = std::min<std::size_t>(end, HEADER_ANCESTRY_NEEDED);
+    return HeaderAncestry{int(end - take), std::span<const HeaderInfo>(m_ancestry).subspan(end - take, take)};
+}
+
 std::optional<std::string> HeaderChain::Append(const BlockHeader& header)
 {
     if (header.hash_prev_block != Tip()) {
         return "header " + header.GetHash().ToHex() + " does not extend our best header " + Tip().ToHex() + " (height " +
                std::to_string(Height()) + ")";
     }
+    if (auto why = CheckHeaderOn(header, AncestryAt(Height()), m_params.consensus)) return why;
     const BlockHash hash = header.GetHash();
-    if (!CheckProofOfWork(hash.ToUint256(), header.bits, m_params.consensus)) {
-        return "header " + hash.ToHex() + " at height " + std::to_string(Height() + 1) + " does not meet its nBits (high-hash)";
-    }
     m_headers.push_back(header);
     m_hashes.push_back(hash);
     m_ancestry.push_back(HeaderInfo{header.time, header.bits});

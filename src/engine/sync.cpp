@@ -292,19 +292,25 @@ private:
     }
 
     // A competing branch forking after height `fork`: its first headers in `branch`, more to ask for
-    // while `more`. Every header must link and meet its nBits. The branch replaces ours above the
+    // while `more`. Every header must link and pass Core's header checks on its own branch's
+    // ancestors (CheckHeaderOn). The branch replaces ours above the
     // fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
     // that is a reorganisation, which the engine carries out with the undo data (Reorganisation()).
     std::optional<Error> FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more)
     {
+        // The branch's ancestry: ours up to the fork, then the branch's own headers as they pass.
+        const HeaderAncestry below = m_chain.AncestryAt(fork);
+        std::vector<HeaderInfo> ancestry(below.headers.begin(), below.headers.end());
+        const int first_height = below.first_height;
         auto check = [&](std::size_t from) -> std::optional<std::string> {
             for (std::size_t k = from; k < branch.size(); ++k) {
                 const BlockHash prev = k == 0 ? m_chain.Hash(fork) : branch[k - 1].GetHash();
                 if (branch[k].hash_prev_block != prev) return "header " + branch[k].GetHash().ToHex() + " does not extend the branch it came in";
-                if (!CheckProofOfWork(branch[k].GetHash().ToUint256(), branch[k].bits, m_params.consensus)) {
-                    return "header " + branch[k].GetHash().ToHex() + " at height " + std::to_string(fork + 1 + int(k)) +
-                           " does not meet its nBits (high-hash)";
-                }
+                const std::size_t take = std::min<std::size_t>(ancestry.size(), HEADER_ANCESTRY_NEEDED);
+                const HeaderAncestry on{first_height + int(ancestry.size() - take),
+                                        std::span<const HeaderInfo>(ancestry).last(take)};
+                if (auto why = CheckHeaderOn(branch[k], on, m_params.consensus)) return why;
+                ancestry.push_back(HeaderInfo{branch[k].time, branch[k].bits});
             }
             return std::nullopt;
         };

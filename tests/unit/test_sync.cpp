@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <thread>
 
 using namespace ibdkit;
@@ -610,6 +611,34 @@ TEST(Sync, NothingListeningIsAConnectError)
     ASSERT_TRUE(r->failure);
     EXPECT_EQ(r->failure->code, NetErrc::Connect);
     EXPECT_NE(r->failure->message.find("cannot connect to 127.0.0.1:1"), std::string::npos) << r->failure->message;
+}
+
+// Sync checks every header before it asks for its block: Core's proof of work and contextual header
+// rules, with Core's reasons (a regtest chain: headers are cheap to grind).
+TEST(HeaderChain, AppendRunsCoresHeaderChecks)
+{
+    const ChainParams& p = GetChainParams(ChainType::REGTEST);
+    HeaderChain chain(p);
+    auto next = [&](uint32_t time, uint32_t bits, int32_t version = 4) {
+        BlockHeader h;
+        h.version = version;
+        h.hash_prev_block = chain.Tip();
+        h.time = time;
+        h.bits = bits;
+        while (!CheckProofOfWork(h.GetHash().ToUint256(), h.bits, p.consensus)) ++h.nonce;
+        return h;
+    };
+    uint32_t t = p.genesis.time;
+    for (int i = 0; i < 12; ++i) ASSERT_FALSE(chain.Append(next(t += 600, p.genesis.bits)));
+    auto reason = [](const std::optional<std::string>& why) { return why ? *why : std::string("accepted"); };
+    EXPECT_NE(reason(chain.Append(next(t + 600, 0x207ffffe))).find("bad-diffbits"), std::string::npos);
+    EXPECT_NE(reason(chain.Append(next(uint32_t(chain.MedianTimePast(chain.Height())), p.genesis.bits))).find("time-too-old"),
+              std::string::npos);
+    EXPECT_NE(reason(chain.Append(next(uint32_t(std::time(nullptr) + 3 * 3600), p.genesis.bits))).find("time-too-new"),
+              std::string::npos);
+    EXPECT_NE(reason(chain.Append(next(t + 600, p.genesis.bits, 1))).find("bad-version(0x00000001)"), std::string::npos);
+    EXPECT_EQ(chain.Height(), 12) << "no rejected header was stored";
+    EXPECT_FALSE(chain.Append(next(t + 600, p.genesis.bits)));
 }
 
 TEST(HeaderChain, LoadKeepsTheValidPrefix)

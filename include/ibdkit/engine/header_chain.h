@@ -23,6 +23,12 @@ namespace ibdkit {
 /// File name of the header chain inside the chainstate directory.
 inline constexpr const char* HEADERS_FILE = "ibdkit-headers.dat";
 
+/// Core's checks of a header before its block is asked for: its proof of work against its own
+/// nBits (high-hash), then ContextualCheckBlockHeader on `prev` with the local clock (bad-diffbits,
+/// time-too-old, time-timewarp-attack, time-too-new, bad-version). Why not, naming the header,
+/// its height and Core's reason; nullopt when it passes.
+std::optional<std::string> CheckHeaderOn(const BlockHeader& header, const HeaderAncestry& prev, const ConsensusParams& params);
+
 /// The best header chain known, by height (genesis at 0), with checks on every append.
 class HeaderChain {
 public:
@@ -35,8 +41,11 @@ public:
     std::optional<int> HeightOf(const BlockHash& hash) const;
     std::span<const BlockHash> Hashes() const noexcept { return m_hashes; }
 
-    /// Appends a header that must extend the tip and meet its nBits; returns why not otherwise.
+    /// Appends a header that must extend the tip and pass CheckHeaderOn; returns why not otherwise.
     std::optional<std::string> Append(const BlockHeader& header);
+    /// The ancestors' (time, bits) the header rules read for a header at height + 1: the last
+    /// HEADER_ANCESTRY_NEEDED of them, ending at `height` (≤ Height()).
+    HeaderAncestry AncestryAt(int height) const;
     /// Drops every header above `height` (≥ 0).
     void Truncate(int height);
     /// Locator from the tip (newest first, genesis last).
