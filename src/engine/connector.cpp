@@ -5,10 +5,14 @@
 #include <ibdkit/stream/streams.h>
 
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,6 +22,14 @@ unsigned ResolveThreads(unsigned threads) noexcept
 {
     if (threads != 0) return threads;
     return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void ReturnLargeFreesToTheSystem() noexcept
+{
+#ifdef __GLIBC__
+    static std::once_flag once;
+    std::call_once(once, [] { (void)::mallopt(M_MMAP_THRESHOLD, 1 << 20); });
+#endif
 }
 
 uint64_t PeakRssBytes() noexcept

@@ -9,7 +9,9 @@
 //
 // Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
-// MiB. With one thread the source's emit decodes, checks and connects in place.
+// MiB. A decoded block holds about 3.5 times its raw bytes (every witness item and script is an
+// allocation of its own), so this is part of the fixed memory beside the cache: at 4 MiB of raw
+// bytes about 15 MiB, where 32 MiB cost ~110 MiB of peak RSS and ran slower (docs/benchmarks.md). With one thread the source's emit decodes, checks and connects in place.
 //
 // Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),
 // the connecting thread looks at the next few decoded blocks, finds the prevouts its cache does not
@@ -167,8 +169,11 @@ public:
         uint64_t epoch{0};
         std::vector<std::pair<OutPoint, Coin>> coins;
     };
-    /// Bytes of raw blocks in flight before the producer waits (at least one block always moves).
-    static constexpr std::size_t MAX_BYTES_IN_FLIGHT = std::size_t(32) << 20;
+    /// Bytes of raw blocks in flight before the producer waits...
+    static constexpr std::size_t MAX_BYTES_IN_FLIGHT = std::size_t(4) << 20;
+    /// ...unless fewer blocks than this are in flight, so that a worker decodes the next block
+    /// while the connector connects this one however large blocks are (4 MB each at most).
+    static constexpr std::size_t MIN_BLOCKS_IN_FLIGHT = 2;
 
     /// `db`: where prefetch reads coins (may be null: no prefetch).
     Pipeline(const ConsensusParams& params, unsigned workers, const CoinsDB* db)
@@ -283,8 +288,9 @@ private:
         const std::size_t size = raw.bytes.size();
         std::unique_lock lock(m_mutex);
         m_space.wait(lock, [&] {
-            return m_stop || m_next_push == m_next_pop ||
-                   (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && m_next_push - m_next_pop < m_max_count);
+            const std::size_t blocks = m_next_push - m_next_pop;
+            return m_stop || blocks < MIN_BLOCKS_IN_FLIGHT ||
+                   (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && blocks < m_max_count);
         });
         if (m_stop) return false;
         m_bytes_in_flight += size;
@@ -421,6 +427,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     const auto t_start = Clock::now();
     const uint64_t cleansed_before = CleansedBytes();
     uint64_t cleansed_elsewhere = 0;
+    ReturnLargeFreesToTheSystem();
     const unsigned threads = ResolveThreads(o.threads);
     res.threads = threads;
     CoinsDB& db = cs.db();

@@ -3,6 +3,9 @@
 // bytes cleansed by the policy are counted on every thread.
 #include "replay_test_util.h"
 
+#include "engine/run.h"
+
+#include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
@@ -14,9 +17,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 using namespace ibdkit;
 namespace fs = std::filesystem;
@@ -242,5 +248,47 @@ TEST(Engine, ContextualHeaderRulesRejectWithCoreReason)
         ASSERT_TRUE(r.reject_reason) << c.reason;
         EXPECT_EQ(*r.reject_reason, c.reason);
         EXPECT_EQ(r.reject_height, AT);
+    }
+}
+
+// The pipeline's bound on blocks in flight: raw bytes up to MAX_BYTES_IN_FLIGHT, except that
+// MIN_BLOCKS_IN_FLIGHT always move (a worker decodes the next block while this one connects,
+// however large). Decoded blocks hold several times their raw bytes, so this bound is part of the
+// fixed memory beside the cache (the peak-RSS test in python/tests/test_memory_budget.py).
+TEST(Engine, PipelineBoundsTheBlocksInFlight)
+{
+    using engine::Pipeline;
+    using P = policy::Plain;
+    constexpr std::size_t MiB = std::size_t(1) << 20;
+    for (const std::size_t block_bytes : {MiB / 2, 3 * MiB}) {
+        const ConsensusParams& params = GetChainParams(ChainType::REGTEST).consensus;
+        Pipeline<P> pipe(params, 2, nullptr);
+        std::atomic<int> pushed{0};
+        constexpr int BLOCKS = 24;
+        pipe.Start([&](const engine::BlockSource<P>::Emit& emit) -> std::optional<Error> {
+            for (int h = 1; h <= BLOCKS; ++h) {
+                engine::RawBlock<P> raw;
+                raw.height = h;
+                raw.bytes.resize(block_bytes); // zeros: does not decode, which the pipeline reports
+                if (!emit(std::move(raw))) break;
+                pushed.fetch_add(1);
+            }
+            return std::nullopt;
+        });
+        int popped = 0, most_in_flight = 0;
+        while (auto rb = pipe.Pop()) {
+            ++popped;
+            EXPECT_EQ(rb->height, popped); // in emission order
+            EXPECT_TRUE(rb->decode_error.has_value());
+            std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a slow connector
+            // Blocks in the pipeline while this one is connected (each counted once emit returned).
+            most_in_flight = std::max(most_in_flight, pushed.load() - popped);
+        }
+        EXPECT_EQ(popped, BLOCKS);
+        EXPECT_FALSE(pipe.Stop().has_value());
+        const int by_bytes = int(Pipeline<P>::MAX_BYTES_IN_FLIGHT / block_bytes);
+        const int bound = std::max(int(Pipeline<P>::MIN_BLOCKS_IN_FLIGHT), by_bytes);
+        EXPECT_LE(most_in_flight, bound) << block_bytes << "-byte blocks";
+        EXPECT_GE(most_in_flight, int(Pipeline<P>::MIN_BLOCKS_IN_FLIGHT)) << "the producer ran ahead";
     }
 }
