@@ -427,7 +427,6 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     const auto t_start = Clock::now();
     const uint64_t cleansed_before = CleansedBytes();
     uint64_t cleansed_elsewhere = 0;
-    ReturnLargeFreesToTheSystem();
     const unsigned threads = ResolveThreads(o.threads);
     res.threads = threads;
     CoinsDB& db = cs.db();

@@ -24,10 +24,11 @@ namespace ibdkit {
 
 /// How one dbcache budget is spent (docs/chainstate.md, "The budget"): LevelDB's block cache and
 /// write buffer get an eighth of it, at least 2 and at most 8 MiB (Core gives its coins database at
-/// most 8 MiB); the UTXO cache gets the rest. A flush writes batches of a 32nd of the budget, 4 to
-/// 16 MiB (Core: 32 MiB whatever the budget): a batch passes through LevelDB's memtable, and while
-/// one memtable is compacted the next fills, so a flush holds about four batches' worth of bytes
-/// beyond the cache — a fixed cost the budget's 200 MiB of headroom covers.
+/// most 8 MiB); the UTXO cache gets the rest. A flush writes batches of a 64th of the budget, 4 to
+/// 8 MiB (Core: 16 MiB whatever the budget): a batch passes through LevelDB's memtable, and while
+/// one memtable is compacted the next fills, and with two threads one batch is written while the
+/// next is filled, so a flush holds about four batches' worth of bytes beyond the cache — a fixed
+/// cost the budget's 200 MiB of headroom covers.
 struct DbCacheSplit {
     std::size_t leveldb_bytes{0};
     std::size_t coins_bytes{0};
@@ -73,7 +74,8 @@ public:
     /// block); an engine passes SplitDbCache(dbcache).coins_bytes. A full cache is written and
     /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget. After
     /// each flush (and at the start) the cache's budget becomes `budget` minus OpenTablesBytes of
-    /// the chainstate, down to half of `budget`, so LevelDB's growing table memory stays inside.
+    /// the chainstate, down to half of `budget`, so LevelDB's growing table memory stays inside,
+    /// and the heap's free memory goes back to the kernel (glibc's malloc_trim).
     BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
 
     /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache

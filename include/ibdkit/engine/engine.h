@@ -109,13 +109,6 @@ struct EngineResult : ConnectorCounters {
 /// Peak resident set size of this process in bytes (getrusage), 0 if unknown.
 uint64_t PeakRssBytes() noexcept;
 
-/// Makes the C library return large freed buffers to the kernel at once (glibc: allocations of
-/// 1 MiB and more are mmap'd, and the threshold no longer rises after each large free). A flush's
-/// write batches and LevelDB's memtables are such buffers; with glibc's default they stay in the
-/// heap after the flush, ~55 MiB of peak RSS at --dbcache 450 (docs/benchmarks.md). The engine calls
-/// it before every run; process-wide and idempotent, a no-op elsewhere than glibc.
-void ReturnLargeFreesToTheSystem() noexcept;
-
 /// The thread count `threads` means (0: every core, at least 1).
 unsigned ResolveThreads(unsigned threads) noexcept;
 
