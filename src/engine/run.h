@@ -11,7 +11,8 @@
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
 // MiB. A decoded block holds about 3.5 times its raw bytes (every witness item and script is an
 // allocation of its own), so this is part of the fixed memory beside the cache: at 4 MiB of raw
-// bytes about 15 MiB, where 32 MiB cost ~110 MiB of peak RSS and ran slower (docs/benchmarks.md). With one thread the source's emit decodes, checks and connects in place.
+// bytes about 15 MiB, where 32 MiB cost ~110 MiB of peak RSS and ran slower (docs/benchmarks.md).
+// With one thread the source's emit decodes, checks and connects in place.
 //
 // Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),
 // the connecting thread looks at the next few decoded blocks, finds the prevouts its cache does not
