@@ -171,7 +171,17 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
     return finish(found.front().chain, BlocksDirOf(dir, found.front()), found.front().chain == ChainType::MAIN);
 }
 
-Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+namespace {
+/// A Core data directory's best chain, as both readers of a datadir need it: the layout (network,
+/// blocks directory), the block index and its best chain of valid blocks; a clear error when
+/// bitcoind holds the directory, the index is being rebuilt, or it has no stored genesis block.
+struct DatadirChain {
+    DatadirLayout layout;
+    BlockIndex index;
+    BestChain best;
+};
+
+Result<DatadirChain> OpenDatadirChain(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     auto layout = ResolveDatadir(dir, chain);
     if (!layout) return layout.error();
@@ -181,11 +191,30 @@ Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::o
     }
     auto index = ReadBlockIndex(layout->blocks_dir / "index");
     if (!index) return index.error();
+    if (index->reindexing) {
+        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() +
+                                             " is being rebuilt (-reindex did not finish): let bitcoind finish, or use --blocks-dir"};
+    }
     auto best = SelectBestChain(*index, GetChainParams(layout->chain).consensus.hash_genesis_block);
     if (!best) return best.error();
+    if (best->entries.empty()) {
+        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() + " has no stored " +
+                                             Name(layout->chain) + " genesis block (" + std::to_string(index->entries.size()) +
+                                             " entries; a pruned node, or another network's index?)"};
+    }
+    return DatadirChain{std::move(*layout), std::move(*index), std::move(*best)};
+}
+} // namespace
+
+Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+{
+    auto dc = OpenDatadirChain(dir, chain);
+    if (!dc) return dc.error();
+    const BlockIndex* index = &dc->index;
+    const BestChain* best = &dc->best;
     DatadirUndo u;
-    u.chain = layout->chain;
-    u.blocks_dir = layout->blocks_dir;
+    u.chain = dc->layout.chain;
+    u.blocks_dir = dc->layout.blocks_dir;
     auto key = ReadXorKey(u.blocks_dir);
     if (!key) return key.error();
     u.key = *key;
@@ -202,27 +231,12 @@ Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::o
 
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
-    auto layout = ResolveDatadir(dir, chain);
-    if (!layout) return layout.error();
-    if (IsFileLocked(layout->lock_file)) {
-        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + layout->lock_file.string() +
-                                             " is locked; stop it or copy the datadir"};
-    }
+    auto dc = OpenDatadirChain(dir, chain);
+    if (!dc) return dc.error();
+    const DatadirLayout* layout = &dc->layout;
+    const BlockIndex* index = &dc->index;
+    const BestChain* best = &dc->best;
     const auto& params = GetChainParams(layout->chain);
-    auto index = ReadBlockIndex(layout->blocks_dir / "index");
-    if (!index) return index.error();
-    if (index->reindexing) {
-        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() +
-                                             " is being rebuilt (-reindex did not finish): let bitcoind finish, or use --blocks-dir"};
-    }
-    const BlockHash genesis = params.consensus.hash_genesis_block;
-    auto best = SelectBestChain(*index, genesis);
-    if (!best) return best.error();
-    if (best->entries.empty()) {
-        return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() + " has no stored " +
-                                             Name(layout->chain) + " genesis block (" + std::to_string(index->entries.size()) +
-                                             " entries; a pruned node, or another network's index?)"};
-    }
     LocatedChain s;
     s.chain = layout->chain;
     s.blocks_dir = layout->blocks_dir;
