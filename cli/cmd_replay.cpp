@@ -56,7 +56,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
     cmd->add_option("--dbbatchsize", a->dbbatchsize,
                     "Bytes of one chainstate write batch in a flush (Core's -dbbatchsize debug option; default:\n"
-                    "--dbcache/32 within 4-16 MiB)");
+                    "--dbcache/64 within 4-8 MiB)");
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")

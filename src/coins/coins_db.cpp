@@ -94,19 +94,28 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
     for (auto& kv : coins) {
         if (kv.second.IsDirty()) order.emplace_back(ReadBE64(kv.first.hash.data()), &kv);
     }
-    const auto less = [](const OrderEntry& a, const OrderEntry& b) {
-        if (a.first != b.first) return a.first < b.first;
-        return KeyLess(a.second->first, b.second->first);
+    // By the first 8 key bytes only (no node is touched), then each run of equal prefixes — the
+    // outputs of one transaction, as a rule — by the whole key, whose nodes are then read once.
+    const auto sort = [](std::vector<OrderEntry>::iterator first, std::vector<OrderEntry>::iterator last) {
+        std::sort(first, last, [](const OrderEntry& a, const OrderEntry& b) { return a.first < b.first; });
+        for (auto run = first; run != last;) {
+            auto end = std::next(run);
+            while (end != last && end->first == run->first) ++end;
+            if (end - run > 1) {
+                std::sort(run, end, [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); });
+            }
+            run = end;
+        }
     };
     const bool threaded = opt.flush_threads > 1 && order.size() >= PARALLEL_FLUSH_MIN_ENTRIES;
     if (threaded) {
         // The halves of the key space sort independently: the lower one here, the upper one there.
         const auto mid = std::partition(order.begin(), order.end(), [](const OrderEntry& e) { return e.first >> 63 == 0; });
-        std::thread upper([&] { std::sort(mid, order.end(), less); });
-        std::sort(order.begin(), mid, less);
+        std::thread upper([&] { sort(mid, order.end()); });
+        sort(order.begin(), mid);
         upper.join();
     } else {
-        std::sort(order.begin(), order.end(), less);
+        sort(order.begin(), order.end());
     }
 
     // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
