@@ -39,97 +39,112 @@ uint64_t* CoinsMap::NewSlots(std::size_t n)
 
 void CoinsMap::FreeDeleter::operator()(uint64_t* p) const noexcept { std::free(p); }
 
-CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes) {}
-
-void CoinsCache::ResetMap()
+CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes)
 {
-    // Every node slab and the slot table go back to the system, as Core recreates its map and
-    // memory resource after a flush.
-    m_map.clear();
+    static_assert(SHARDS >= 1 && SHARDS <= 256 && (SHARDS & (SHARDS - 1)) == 0);
 }
 
 CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
 {
-    auto it = m_map.find(outpoint);
-    if (it != m_map.end()) return it;
+    Shard& sh = ShardFor(outpoint);
+    auto it = sh.map.find(outpoint);
+    if (it != sh.map.end()) return it;
     auto r = m_db.GetCoin(outpoint);
     if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
-    if (!*r) return m_map.end();
-    auto ret = m_map.try_emplace(outpoint, std::move(**r)).first;
-    m_cached_coins_usage += ScriptHeapUsage(ret->second.coin);
-    ++m_coins_read;
+    if (!*r) return MapEnd();
+    auto ret = sh.map.try_emplace(outpoint, std::move(**r)).first;
+    sh.script_usage += ScriptHeapUsage(ret->second.coin);
+    ++sh.coins_read;
     return ret;
 }
 
 bool CoinsCache::AddFetched(const OutPoint& outpoint, Coin&& coin)
 {
     if (coin.IsSpent()) return false;
-    auto [it, inserted] = m_map.try_emplace(outpoint, std::move(coin));
+    Shard& sh = ShardFor(outpoint);
+    auto [it, inserted] = sh.map.try_emplace(outpoint, std::move(coin));
     if (!inserted) return false;
-    m_cached_coins_usage += ScriptHeapUsage(it->second.coin);
-    ++m_coins_read;
+    sh.script_usage += ScriptHeapUsage(it->second.coin);
+    ++sh.coins_read;
     return true;
+}
+
+uint64_t CoinsCache::CoinsReadFromDisk() const noexcept
+{
+    uint64_t n = 0;
+    for (const Shard& sh : m_shards) n += sh.coins_read;
+    return n;
 }
 
 const Coin& CoinsCache::AccessCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    return it == m_map.end() ? EMPTY_COIN : it->second.coin;
+    return it == MapEnd() ? EMPTY_COIN : it->second.coin;
 }
 
 std::optional<Coin> CoinsCache::GetCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    if (it == m_map.end() || it->second.coin.IsSpent()) return std::nullopt;
+    if (it == MapEnd() || it->second.coin.IsSpent()) return std::nullopt;
     return it->second.coin;
 }
 
 bool CoinsCache::HaveCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    return it != m_map.end() && !it->second.coin.IsSpent();
+    return it != MapEnd() && !it->second.coin.IsSpent();
 }
 
 bool CoinsCache::HaveCoinInCache(const OutPoint& outpoint) const
 {
-    auto it = m_map.find(outpoint);
-    return it != m_map.end() && !it->second.coin.IsSpent();
+    const CoinsMap& map = ShardFor(outpoint).map;
+    auto it = map.find(outpoint);
+    return it != map.end() && !it->second.coin.IsSpent();
 }
 
 void CoinsCache::AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite)
 {
     if (coin.IsSpent()) throw std::logic_error("AddCoin: spent coin");
-    if (IsUnspendable(coin.out.script_pubkey)) return;
-    auto [it, inserted] = m_map.try_emplace(outpoint);
+    if (!TryAddCoin(outpoint, std::move(coin), possible_overwrite)) {
+        throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
+    }
+}
+
+bool CoinsCache::TryAddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite)
+{
+    if (coin.IsSpent()) return false;
+    if (IsUnspendable(coin.out.script_pubkey)) return true;
+    Shard& sh = ShardFor(outpoint);
+    auto [it, inserted] = sh.map.try_emplace(outpoint);
     bool fresh = false;
-    if (!inserted) m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
     if (!possible_overwrite) {
-        if (!it->second.coin.IsSpent()) {
-            throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
-        }
+        if (!it->second.coin.IsSpent()) return false; // (never a new entry: that one is spent)
         // A spent DIRTY entry's spentness has not reached the database yet: re-adding it must not
         // make it FRESH, or spending it again before a flush would lose the erase (Core's comment).
         fresh = !it->second.IsDirty();
     }
+    if (!inserted) sh.script_usage -= ScriptHeapUsage(it->second.coin);
     it->second.coin = std::move(coin);
     it->second.flags |= CoinsCacheEntry::DIRTY | (fresh ? CoinsCacheEntry::FRESH : 0);
-    m_cached_coins_usage += ScriptHeapUsage(it->second.coin);
+    sh.script_usage += ScriptHeapUsage(it->second.coin);
+    return true;
 }
 
 bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
 {
     auto it = FetchCoin(outpoint);
-    if (it == m_map.end() || it->second.coin.IsSpent()) return false;
+    if (it == MapEnd() || it->second.coin.IsSpent()) return false;
     SpendCoinAt(it, moveout);
     return true;
 }
 
 void CoinsCache::SpendCoinAt(CoinsMap::iterator it, Coin* moveout)
 {
-    m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
+    Shard& sh = ShardFor(it->first);
+    sh.script_usage -= ScriptHeapUsage(it->second.coin);
     if (moveout) *moveout = std::move(it->second.coin);
     if (it->second.IsFresh()) {
-        m_map.erase(it);
+        sh.map.erase(it);
     } else {
         it->second.flags |= CoinsCacheEntry::DIRTY;
         it->second.coin.Clear();
@@ -138,10 +153,11 @@ void CoinsCache::SpendCoinAt(CoinsMap::iterator it, Coin* moveout)
 
 void CoinsCache::Uncache(const OutPoint& outpoint)
 {
-    auto it = m_map.find(outpoint);
-    if (it != m_map.end() && it->second.flags == 0) {
-        m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
-        m_map.erase(it);
+    Shard& sh = ShardFor(outpoint);
+    auto it = sh.map.find(outpoint);
+    if (it != sh.map.end() && it->second.flags == 0) {
+        sh.script_usage -= ScriptHeapUsage(it->second.coin);
+        sh.map.erase(it);
     }
 }
 
@@ -155,28 +171,36 @@ BlockHash CoinsCache::GetBestBlock()
     return m_best_block;
 }
 
-StoreStatus CoinsCache::Flush()
+StoreStatus CoinsCache::Write(bool erase)
 {
-    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/true);
+    std::array<CoinsMap*, SHARDS> maps{};
+    for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &m_shards[i].map;
+    StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase);
     if (!st.ok()) return st;
-    ResetMap();
-    m_cached_coins_usage = 0;
+    for (Shard& sh : m_shards) { // (a full flush left the maps empty, their memory returned)
+        sh.script_usage = 0;
+        for (const auto& [op, e] : sh.map) sh.script_usage += ScriptHeapUsage(e.coin);
+    }
     return st;
 }
 
-StoreStatus CoinsCache::Sync()
+StoreStatus CoinsCache::Flush() { return Write(/*erase=*/true); }
+
+StoreStatus CoinsCache::Sync() { return Write(/*erase=*/false); }
+
+std::size_t CoinsCache::GetCacheSize() const noexcept
 {
-    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/false);
-    if (!st.ok()) return st;
-    m_cached_coins_usage = 0;
-    for (const auto& [op, e] : m_map) m_cached_coins_usage += ScriptHeapUsage(e.coin);
-    return st;
+    std::size_t n = 0;
+    for (const Shard& sh : m_shards) n += sh.map.size();
+    return n;
 }
 
 std::size_t CoinsCache::DirtyCount() const noexcept
 {
     std::size_t n = 0;
-    for (const auto& [op, e] : m_map) n += e.IsDirty();
+    for (const Shard& sh : m_shards) {
+        for (const auto& [op, e] : sh.map) n += e.IsDirty();
+    }
     return n;
 }
 
@@ -192,13 +216,17 @@ std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
     // Nodes in use (freed nodes are reused before the map takes another slab, so the slabs never
     // hold more than the highest figure, rounded up to a slab), the slot table, the scripts that
     // do not fit inline, and what a flush will need to order the entries.
-    return m_map.NodeBytes() + m_map.bucket_count() * sizeof(uint64_t) + m_cached_coins_usage +
-           FLUSH_INDEX_BYTES * m_map.size();
+    std::size_t bytes = 0;
+    for (const Shard& sh : m_shards) {
+        bytes += sh.map.NodeBytes() + sh.map.bucket_count() * sizeof(uint64_t) + sh.script_usage +
+                 FLUSH_INDEX_BYTES * sh.map.size();
+    }
+    return bytes;
 }
 
 StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
 {
-    StoreStatus st = m_db.BatchWrite(m_map, GetBestBlock(), /*erase=*/false); // drops spent entries
+    StoreStatus st = Write(/*erase=*/false); // drops spent entries
     if (!st.ok()) return st;
     EvictOldest(keep_bytes);
     return st;
@@ -207,31 +235,36 @@ StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
 void CoinsCache::EvictOldest(std::size_t keep_bytes)
 {
     const std::size_t usage = DynamicMemoryUsage();
-    if (usage <= keep_bytes || m_map.empty()) return;
+    if (usage <= keep_bytes || GetCacheSize() == 0) return;
     // Heights into a fixed number of bins (memory that does not grow with the cache), bytes per
     // bin, then keep whole bins from the youngest down while they fit.
     uint32_t lo = UINT32_MAX, hi = 0;
-    for (const auto& [op, e] : m_map) {
-        lo = std::min(lo, e.coin.height);
-        hi = std::max(hi, e.coin.height);
+    for (const Shard& sh : m_shards) {
+        for (const auto& [op, e] : sh.map) {
+            lo = std::min(lo, e.coin.height);
+            hi = std::max(hi, e.coin.height);
+        }
     }
     constexpr std::size_t BINS = 4096;
     const uint64_t span = uint64_t(hi) - lo + 1;
     auto bin = [&](uint32_t h) { return std::size_t((uint64_t(h - lo) * BINS) / span); };
     std::vector<std::size_t> bytes(BINS, 0);
-    for (const auto& [op, e] : m_map) {
-        bytes[bin(e.coin.height)] += NODE_BYTES + FLUSH_INDEX_BYTES + ScriptHeapUsage(e.coin);
+    std::size_t fixed = 0;
+    for (const Shard& sh : m_shards) {
+        for (const auto& [op, e] : sh.map) bytes[bin(e.coin.height)] += NODE_BYTES + FLUSH_INDEX_BYTES + ScriptHeapUsage(e.coin);
+        fixed += sh.map.bucket_count() * sizeof(uint64_t);
     }
-    const std::size_t fixed = m_map.bucket_count() * sizeof(uint64_t);
     std::size_t kept = fixed;
     std::size_t cut = BINS; // bins below `cut` are evicted
     while (cut > 0 && kept + bytes[cut - 1] <= keep_bytes) kept += bytes[--cut];
-    for (auto it = m_map.begin(); it != m_map.end();) {
-        if (it->second.flags == 0 && bin(it->second.coin.height) < cut) {
-            m_cached_coins_usage -= ScriptHeapUsage(it->second.coin);
-            it = m_map.erase(it);
-        } else {
-            ++it;
+    for (Shard& sh : m_shards) {
+        for (auto it = sh.map.begin(); it != sh.map.end();) {
+            if (it->second.flags == 0 && bin(it->second.coin.height) < cut) {
+                sh.script_usage -= ScriptHeapUsage(it->second.coin);
+                it = sh.map.erase(it);
+            } else {
+                ++it;
+            }
         }
     }
 }

@@ -80,7 +80,7 @@ bool KeyLess(const OutPoint& a, const OutPoint& b)
 }
 
 template <typename P>
-StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& coins, const BlockHash& tip,
+StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, const BlockHash& tip,
                            bool erase, const BlockHash& old_tip)
 {
     // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
@@ -90,9 +90,13 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
     using OrderEntry = std::pair<uint64_t, CoinsMap::value_type*>;
     static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
     std::vector<OrderEntry> order;
-    order.reserve(coins.size());
-    for (auto& kv : coins) {
-        if (kv.second.IsDirty()) order.emplace_back(ReadBE64(kv.first.hash.data()), &kv);
+    std::size_t entries = 0;
+    for (const CoinsMap* coins : maps) entries += coins->size();
+    order.reserve(entries);
+    for (CoinsMap* coins : maps) {
+        for (auto& kv : *coins) {
+            if (kv.second.IsDirty()) order.emplace_back(ReadBE64(kv.first.hash.data()), &kv);
+        }
     }
     // By the first 8 key bytes only (no node is touched), then each run of equal prefixes — the
     // outputs of one transaction, as a rule — by the whole key, whose nodes are then read once.
@@ -148,12 +152,14 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, CoinsMap& co
     }
     if (!writer.Finish()) return failed;
     order = {};
-    if (erase) {
-        coins.clear();
-    } else {
-        for (auto it = coins.begin(); it != coins.end();) {
+    for (CoinsMap* coins : maps) {
+        if (erase) {
+            coins->clear();
+            continue;
+        }
+        for (auto it = coins->begin(); it != coins->end();) {
             if (it->second.coin.IsSpent()) {
-                it = coins.erase(it);
+                it = coins->erase(it);
             } else {
                 it->second.flags = 0;
                 ++it;
@@ -291,6 +297,12 @@ Result<std::optional<ReplayRange>> CoinsDB::NeedsReplay() const
 
 StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase)
 {
+    CoinsMap* const one = &coins;
+    return BatchWrite(std::span<CoinsMap* const>(&one, 1), tip, erase);
+}
+
+StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase)
+{
     if (tip.IsNull()) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "BatchWrite: null tip");
     auto best = GetBestBlock();
     if (!best) return StoreStatus::Error(StoreStatus::Code::Corruption, best.error().message);
@@ -310,7 +322,7 @@ StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool eras
         }
     }
     return VisitPolicy(m_options.policy, [&]<typename P>(P) {
-        return BatchWriteImpl<P>(*m_store, m_options, coins, tip, erase, old_tip);
+        return BatchWriteImpl<P>(*m_store, m_options, maps, tip, erase, old_tip);
     });
 }
 

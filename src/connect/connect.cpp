@@ -5,7 +5,11 @@
 #include <ibdkit/consensus/tx_verify.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
 
 namespace ibdkit {
 
@@ -19,11 +23,20 @@ constexpr int BIP34_IMPLIES_BIP30_LIMIT = 1'983'702;
 // BIP68: an input whose nSequence has this bit set has no relative lock.
 constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
 
-// Entries of one transaction's inputs, the outputs they hold and their heights (reused across
-// calls: no allocation per transaction).
-thread_local std::vector<CoinsMap::iterator> t_found;
+// One input of the block being connected: the coin it spends, moved out of the cache, if found.
+struct SpentInput {
+    Coin coin;
+    bool found{false};
+};
+
+// Reused across calls on the connecting thread (no allocation per block or transaction): every
+// input of the block, where each transaction's inputs start among them, the outputs one
+// transaction spends and their heights.
+thread_local std::vector<SpentInput> t_inputs;
+thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<const TxOut*> t_spent;
 thread_local std::vector<int> t_heights;
+
 
 // Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
 // the network's BIP16 exception blocks.
@@ -56,15 +69,73 @@ bool IsFinalTx(const Transaction& tx, int height, int64_t cutoff_time) noexcept
     return true;
 }
 
-void AddCoins(CoinsCache& view, const Transaction& tx, int height, bool check_for_overwrite, uint64_t* added)
+// Core's AddCoins as RollforwardBlock uses it: an existing coin may be overwritten.
+void AddCoins(CoinsCache& view, const Transaction& tx, int height)
 {
     const bool coinbase = tx.IsCoinBase();
     const Txid& txid = tx.GetHash();
     for (uint32_t i = 0; i < tx.vout().size(); ++i) {
         const OutPoint op{txid, i};
-        const bool overwrite = check_for_overwrite ? view.HaveCoin(op) : coinbase;
-        view.AddCoin(op, Coin(tx.vout()[i], uint32_t(height), coinbase), overwrite);
-        if (added) ++*added;
+        view.AddCoin(op, Coin(tx.vout()[i], uint32_t(height), coinbase), /*possible_overwrite=*/view.HaveCoin(op));
+    }
+}
+
+// The cache's side of connecting a block, for the outpoints in shards [lo, hi): each input's coin
+// is looked up and, if unspent, spent and moved to `inputs`; each output is added. In block order
+// within the shards, so every outpoint sees the operations a sequential ConnectBlock would apply to
+// it, in the same order, whichever thread runs which shards. Nothing is checked here: the caller
+// checks afterwards, in Core's order, from `inputs`, and drops the cache if the block fails. An
+// output that would overwrite an unspent coin is not added; the lowest such transaction index
+// goes to `first_conflict` (Core asserts there: it cannot happen to a transaction whose inputs
+// exist).
+//
+// With `check_bip30`, first Core's BIP30 check over the shards' outputs, against the cache as it
+// stands before the block (nothing of the block has touched these shards yet): an existing unspent
+// coin sets `bip30_violation` and the shards are left alone.
+void ApplyShards(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
+                 std::span<const std::size_t> first_input, std::size_t lo, std::size_t hi, bool check_bip30,
+                 std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
+{
+    const bool all = lo == 0 && hi == CoinsCache::SHARDS;
+    auto mine = [&](const OutPoint& op) {
+        if (all) return true;
+        const std::size_t s = CoinsCache::ShardOf(op);
+        return s >= lo && s < hi;
+    };
+    if (check_bip30) {
+        for (const auto& tx : block.vtx) {
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) {
+                const OutPoint op{tx.GetHash(), o};
+                if (mine(op) && view.HaveCoin(op)) {
+                    bip30_violation.store(true, std::memory_order_relaxed);
+                    return;
+                }
+            }
+        }
+    }
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        const bool coinbase = tx.IsCoinBase();
+        if (!coinbase) {
+            for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+                const OutPoint& prevout = tx.vin()[i].prevout;
+                if (!mine(prevout)) continue;
+                SpentInput& in = inputs[first_input[t] + i];
+                auto it = view.FetchCoin(prevout);
+                in.found = it != view.MapEnd() && !it->second.coin.IsSpent();
+                if (in.found) view.SpendCoinAt(it, &in.coin);
+            }
+        }
+        const Txid& txid = tx.GetHash();
+        for (uint32_t o = 0; o < tx.vout().size(); ++o) {
+            const OutPoint op{txid, o};
+            if (!mine(op)) continue;
+            if (!view.TryAddCoin(op, Coin(tx.vout()[o], uint32_t(height), coinbase), /*possible_overwrite=*/coinbase)) {
+                std::size_t cur = first_conflict.load(std::memory_order_relaxed);
+                while (t < cur && !first_conflict.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+                }
+            }
+        }
     }
 }
 
@@ -78,7 +149,7 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
 }
 
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo)
+                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo, const TaskRunner* runner)
 {
     const Block& block = checked.block();
     const int height = ctx.height;
@@ -104,16 +175,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     // duplicate coinbases cannot be created, so BIP30 need not be checked, until the height where
     // BIP34 heights wrap into old coinbases' scriptSigs.
     if (ctx.bip34_ancestor && *ctx.bip34_ancestor == params.bip34_hash) enforce_bip30 = false;
-    if (enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT) {
-        for (const auto& tx : block.vtx) {
-            for (uint32_t o = 0; o < tx.vout().size(); ++o) {
-                if (view.HaveCoin(OutPoint{tx.GetHash(), o})) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30",
-                                         "tried to overwrite transaction");
-                }
-            }
-        }
-    }
+    const bool check_bip30 = enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT; // (done with the cache's side below)
 
     const SigOpFlags sigop_flags = SigOpFlagsFor(hash, params);
     // BIP68 time locks: the median time past of the block below a spent coin's.
@@ -128,26 +190,51 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         undo->vtxundo.reserve(block.vtx.size() - 1);
     }
     const auto legacy_sigops = checked.legacy_sigops();
+
+    // The cache's side first, spread over the runner's threads by shard; then the checks, in
+    // Core's order, from the coins each input found. A block that fails leaves the cache with
+    // part (or all) of its changes, as Core's does: the caller drops it.
+    auto& all_inputs = t_inputs;
+    auto& first_input = t_first_input;
+    first_input.resize(block.vtx.size());
+    std::size_t n_inputs = 0;
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        first_input[t] = n_inputs;
+        if (!block.vtx[t].IsCoinBase()) n_inputs += block.vtx[t].vin().size();
+    }
+    all_inputs.clear();
+    all_inputs.resize(n_inputs);
+    std::atomic<bool> bip30_violation{false};
+    std::atomic<std::size_t> first_conflict{SIZE_MAX};
+    if (runner) {
+        (*runner)(CoinsCache::SHARDS, [&](std::size_t s) {
+            ApplyShards(block, height, view, all_inputs, first_input, s, s + 1, check_bip30, bip30_violation, first_conflict);
+        });
+    } else {
+        ApplyShards(block, height, view, all_inputs, first_input, 0, CoinsCache::SHARDS, check_bip30, bip30_violation,
+                    first_conflict);
+    }
+    if (bip30_violation.load(std::memory_order_relaxed)) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
+    }
+
     for (std::size_t t = 0; t < block.vtx.size(); ++t) {
         const Transaction& tx = block.vtx[t];
         auto& spent = t_spent;
         spent.clear();
+        const std::span<SpentInput> ins =
+            tx.IsCoinBase() ? std::span<SpentInput>() : std::span<SpentInput>(all_inputs).subspan(first_input[t], tx.vin().size());
         if (!tx.IsCoinBase()) {
-            // One lookup per input: the entries found here are checked, then spent in place.
-            // Core's order of checks (all inputs exist, then maturity and ranges) is kept.
-            auto& found = t_found;
-            found.clear();
-            for (const auto& in : tx.vin()) {
-                auto it = view.FetchCoin(in.prevout);
-                if (it == view.MapEnd() || it->second.coin.IsSpent()) {
+            // Core's order of checks: all inputs exist, then maturity and ranges.
+            for (const SpentInput& in : ins) {
+                if (!in.found) {
                     return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
                                          "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
                 }
-                found.push_back(it); // stays valid while later fetches insert (coins/coins_map.h)
             }
             Amount value_in = 0;
-            for (const auto& it : found) {
-                const Coin& coin = it->second.coin;
+            for (const SpentInput& in : ins) {
+                const Coin& coin = in.coin;
                 if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
                     return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
                                          "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
@@ -173,26 +260,26 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             if (csv_active && HasRelativeLock(tx)) {
                 auto& heights = t_heights;
                 heights.clear();
-                for (const auto& it : found) heights.push_back(int(it->second.coin.height));
+                for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
                 if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
             }
-            for (const auto& it : found) spent.push_back(&it->second.coin.out);
+            for (const SpentInput& in : ins) spent.push_back(&in.coin.out);
         }
-        // The sigop cost of every transaction, from the outputs it spends (read before they are).
+        if (first_conflict.load(std::memory_order_relaxed) == t) {
+            throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
+        }
+        // The sigop cost of every transaction, from the outputs it spends.
         if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags), state)) return false;
         if (!tx.IsCoinBase()) {
-            // Erasing one entry never invalidates iterators to the others. The undo data takes the
-            // spent coins in input order (Core's UpdateCoins).
+            // The undo data takes the spent coins in input order (Core's UpdateCoins).
             if (undo) {
                 auto& prevout = undo->vtxundo.emplace_back().prevout;
-                prevout.resize(t_found.size());
-                for (std::size_t i = 0; i < t_found.size(); ++i) view.SpendCoinAt(t_found[i], &prevout[i]);
-            } else {
-                for (const auto& it : t_found) view.SpendCoinAt(it);
+                prevout.resize(ins.size());
+                for (std::size_t i = 0; i < ins.size(); ++i) prevout[i] = std::move(ins[i].coin);
             }
-            inputs += t_found.size();
+            inputs += ins.size();
         }
-        AddCoins(view, tx, height, /*check_for_overwrite=*/false, &added);
+        added += tx.vout().size();
     }
     const Amount reward = fees + GetBlockSubsidy(height, params);
     if (block.vtx[0].GetValueOut() > reward) {
@@ -215,7 +302,7 @@ void RollforwardBlock(const Block& block, int height, CoinsCache& view)
         if (!tx.IsCoinBase()) {
             for (const auto& in : tx.vin()) view.SpendCoin(in.prevout);
         }
-        AddCoins(view, tx, height, /*check_for_overwrite=*/true, nullptr);
+        AddCoins(view, tx, height);
     }
     view.SetBestBlock(block.GetHash());
 }

@@ -114,7 +114,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
 {
     BlockValidationState state;
     ConnectStats cs;
-    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr) ||
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr, m_runner) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }

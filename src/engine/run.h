@@ -34,6 +34,8 @@
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/protocol.h>
 
+#include "common/task_pool.h"
+
 #include <cassert>
 #include <chrono>
 #include <climits>
@@ -626,6 +628,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                     return connect(rb);
                 });
             } else {
+                // The cache work of each block (ConnectBlock's lookups, spends and adds) is spread
+                // over this thread and threads - 1 helpers, one task per shard of the cache.
+                TaskPool helpers(threads - 1);
+                const TaskRunner runner = [&helpers](std::size_t n, const TaskPool::Task& task) { helpers.Run(n, task); };
+                conn.SetTaskRunner(&runner);
                 Pipeline<Policy> pipe(params.consensus, threads - 1, &db);
                 pipe.Start([&](const typename BlockSource<Policy>::Emit& emit) { return src.Produce(next, last, emit); });
                 // Coins are on disk once the chainstate was resumed or the cache flushed.
@@ -656,7 +663,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                     prefetch = prefetch || conn.counters().flushes > 0;
                 }
                 produce_error = pipe.Stop();
-                cleansed_elsewhere = pipe.Cleansed();
+                conn.SetTaskRunner(nullptr);
+                cleansed_elsewhere = pipe.Cleansed() + helpers.Cleansed();
             }
         }
         if (produce_error) return produce_error;

@@ -243,6 +243,15 @@ TEST(CoinsCoin, RandomRoundTrip)
 
 // ---- store -------------------------------------------------------------------------------------
 
+/// An outpoint's key in the chainstate (LevelDB orders keys by these bytes).
+std::vector<uint8_t> CoinKeyBytes(const OutPoint& op)
+{
+    std::vector<uint8_t> out;
+    VectorWriter<std::vector<uint8_t>> w(out, 0);
+    Serialize(w, CoinKey{op});
+    return out;
+}
+
 OutPoint RandomOutPoint(std::mt19937_64& rng, uint32_t pool = 0)
 {
     OutPoint op;
@@ -495,6 +504,66 @@ TEST(CoinsCache, RandomOpsMatchModelAcrossFlushAndReopen)
     auto h = db->GetHeadBlocks();
     ASSERT_TRUE(h.ok());
     EXPECT_TRUE(h->empty());
+}
+
+// The cache's shards are ranges of the chainstate's key order, and calls on outpoints of different
+// shards may run on different threads: four threads, two shards each, build the same cache (and,
+// flushed, the same database) as one thread.
+TEST(CoinsCache, ShardsAreKeyRangesAndMayRunOnThreadsOfTheirOwn)
+{
+    std::mt19937_64 rng(21);
+    std::vector<std::pair<OutPoint, Coin>> adds;
+    for (int i = 0; i < 20'000; ++i) adds.emplace_back(RandomOutPoint(rng), RandomCoin(rng));
+    for (int i = 0; i + 1 < 20'000; i += 2) {
+        const auto& [a, ca] = adds[std::size_t(i)];
+        const auto& [b, cb] = adds[std::size_t(i) + 1];
+        const bool key_less = CoinKeyBytes(a) < CoinKeyBytes(b);
+        if (CoinsCache::ShardOf(a) < CoinsCache::ShardOf(b)) {
+            EXPECT_TRUE(key_less);
+        }
+        if (CoinsCache::ShardOf(b) < CoinsCache::ShardOf(a)) {
+            EXPECT_FALSE(key_less);
+        }
+    }
+    auto build = [&](CoinsCache& cache, unsigned threads) {
+        auto work = [&](std::size_t lo, std::size_t hi) {
+            for (std::size_t i = 0; i < adds.size(); ++i) {
+                const auto s = CoinsCache::ShardOf(adds[i].first);
+                if (s < lo || s >= hi) continue;
+                Coin c = adds[i].second;
+                cache.AddCoin(adds[i].first, std::move(c), false);
+                if (i % 3 == 0) {
+                    EXPECT_TRUE(cache.SpendCoin(adds[i].first));
+                }
+            }
+        };
+        std::vector<std::thread> pool;
+        const std::size_t per = CoinsCache::SHARDS / threads;
+        for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t * per, (t + 1) * per);
+        for (auto& th : pool) th.join();
+    };
+    TempDir d;
+    std::vector<std::vector<std::pair<OutPoint, Coin>>> dumps;
+    std::vector<std::size_t> usage;
+    for (unsigned threads : {1u, 4u}) {
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path / std::to_string(threads), {}, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, 1 << 30);
+        build(cache, threads);
+        EXPECT_EQ(cache.GetCacheSize(), 20'000u - 6'667u); // spent FRESH coins are dropped
+        usage.push_back(cache.DynamicMemoryUsage());
+        cache.SetBestBlock(TipOf(1));
+        ASSERT_TRUE(cache.Flush().ok());
+        auto& all = dumps.emplace_back();
+        ASSERT_TRUE(db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
+            all.emplace_back(op, c);
+            return true;
+        }).ok());
+    }
+    EXPECT_EQ(usage[0], usage[1]);
+    EXPECT_EQ(dumps[0].size(), 20'000u - 6'667u);
+    EXPECT_TRUE(dumps[0] == dumps[1]);
 }
 
 TEST(CoinsCache, FreshSpendNeverReachesDatabase)

@@ -4,6 +4,8 @@
 // limit with P2SH and witness sigops from the spent outputs, and BIP68 relative lock-times.
 #include "test_util.h"
 
+#include "common/task_pool.h"
+
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/connect/connect.h>
@@ -60,7 +62,7 @@ Transaction Coinbase(int height, Amount value)
 OutPoint Prevout(uint8_t tag, uint32_t n = 0)
 {
     OutPoint op;
-    op.hash.AsUint256().data()[0] = tag;
+    op.hash.AsUint256().data()[0] = uint8_t(tag * 0x25); // spread over the cache's shards (first byte)
     op.hash.AsUint256().data()[1] = 0xc0;
     op.n = n;
     return op;
@@ -91,7 +93,11 @@ Transaction Spend(std::vector<In> ins, Amount value, uint32_t version = 2)
     return Transaction(std::move(m));
 }
 
-/// A UTXO set in a temporary chainstate, the chain's headers below `height`, and ConnectBlock.
+/// Whether the test's ConnectBlock calls spread the cache's side over a TaskPool (see ConnectBlockTest).
+bool g_with_tasks = false;
+
+/// A UTXO set in a temporary chainstate, the chain's headers below `height`, and ConnectBlock
+/// (with a pool of two helper threads under ConnectBlockTest/Tasks).
 class Fixture {
 public:
     explicit Fixture(ChainType chain, int height) : m_params(GetChainParams(chain).consensus), m_height(height)
@@ -147,7 +153,7 @@ public:
         ctx.height = m_height;
         ctx.prev = HeaderAncestry{0, m_headers};
         ctx.bip34_ancestor = bip34_ancestor;
-        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state)) return "";
+        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, nullptr, nullptr, m_pool ? &m_runner : nullptr)) return "";
         EXPECT_TRUE(state.IsInvalid());
         EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
         return state.GetRejectReason();
@@ -164,11 +170,23 @@ private:
     std::unique_ptr<CoinsDB> m_db;
     std::unique_ptr<CoinsCache> m_cache;
     std::vector<HeaderInfo> m_headers;
+    std::unique_ptr<TaskPool> m_pool{g_with_tasks ? std::make_unique<TaskPool>(2) : nullptr};
+    TaskRunner m_runner{[this](std::size_t n, const TaskPool::Task& task) { m_pool->Run(n, task); }};
 };
+
+// Every rule, connected on the calling thread alone and with the cache's side spread over helper
+// threads one shard at a time: the same verdicts and reasons.
+class ConnectBlockTest : public ::testing::TestWithParam<bool> {
+protected:
+    void SetUp() override { g_with_tasks = GetParam(); }
+    void TearDown() override { g_with_tasks = false; }
+};
+INSTANTIATE_TEST_SUITE_P(ConnectBlock, ConnectBlockTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Tasks" : "OneThread"; });
 
 constexpr int H = 500;
 
-TEST(ConnectBlock, ValidSpendConnects)
+TEST_P(ConnectBlockTest, ValidSpendConnects)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), 10'000, 10);
@@ -176,13 +194,13 @@ TEST(ConnectBlock, ValidSpendConnects)
     EXPECT_FALSE(f.cache().HaveCoin(Prevout(1)));
 }
 
-TEST(ConnectBlock, MissingInput)
+TEST_P(ConnectBlockTest, MissingInput)
 {
     Fixture f(ChainType::REGTEST, H);
     EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1)}), "bad-txns-inputs-missingorspent");
 }
 
-TEST(ConnectBlock, InputSpentEarlierInTheBlock)
+TEST_P(ConnectBlockTest, InputSpentEarlierInTheBlock)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), 10'000, 10);
@@ -190,7 +208,7 @@ TEST(ConnectBlock, InputSpentEarlierInTheBlock)
     EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1), Spend({{Prevout(2)}, {Prevout(1)}}, 1)}), "bad-txns-inputs-missingorspent");
 }
 
-TEST(ConnectBlock, CoinbaseMaturity)
+TEST_P(ConnectBlockTest, CoinbaseMaturity)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), 10'000, H - COINBASE_MATURITY + 1, /*coinbase=*/true);
@@ -200,7 +218,7 @@ TEST(ConnectBlock, CoinbaseMaturity)
     EXPECT_EQ(g.Connect({Spend({{Prevout(1)}}, 1)}), ""); // exactly 100 deep
 }
 
-TEST(ConnectBlock, Bip30RejectsAnOverwriteAndBip34TurnsItOff)
+TEST_P(ConnectBlockTest, Bip30RejectsAnOverwriteAndBip34TurnsItOff)
 {
     // Mainnet above its BIP34 height: BIP30 is off only when this chain's block at the BIP34
     // height is the one in the params; below BIP34_IMPLIES_BIP30_LIMIT.
@@ -226,7 +244,7 @@ TEST(ConnectBlock, Bip30RejectsAnOverwriteAndBip34TurnsItOff)
     }
 }
 
-TEST(ConnectBlock, Bip30HistoricalExceptions)
+TEST_P(ConnectBlockTest, Bip30HistoricalExceptions)
 {
     // Core's two blocks that repeat an earlier coinbase: exempt at their height and hash only.
     const auto h91842 = *BlockHash::FromHex("00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec");
@@ -238,7 +256,7 @@ TEST(ConnectBlock, Bip30HistoricalExceptions)
     EXPECT_FALSE(IsBIP30Repeat(91842, BlockHash{}));
 }
 
-TEST(ConnectBlock, InputValuesOutOfRange)
+TEST_P(ConnectBlockTest, InputValuesOutOfRange)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), MAX_MONEY + 1, 10);
@@ -249,14 +267,14 @@ TEST(ConnectBlock, InputValuesOutOfRange)
     EXPECT_EQ(g.Connect({Spend({{Prevout(1)}, {Prevout(2)}}, 1)}), "bad-txns-inputvalues-outofrange");
 }
 
-TEST(ConnectBlock, InputsBelowOutputs)
+TEST_P(ConnectBlockTest, InputsBelowOutputs)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), 1000, 10);
     EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1001)}), "bad-txns-in-belowout");
 }
 
-TEST(ConnectBlock, FeesOutOfRange)
+TEST_P(ConnectBlockTest, FeesOutOfRange)
 {
     // One transaction's fee cannot leave the range once its inputs and outputs are in it
     // (bad-txns-fee-outofrange is unreachable after CheckTransaction, as in Core); two fees of
@@ -267,7 +285,7 @@ TEST(ConnectBlock, FeesOutOfRange)
     EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 0), Spend({{Prevout(2)}}, 0)}), "bad-txns-accumulated-fee-outofrange");
 }
 
-TEST(ConnectBlock, CoinbaseClaimsTooMuch)
+TEST_P(ConnectBlockTest, CoinbaseClaimsTooMuch)
 {
     Fixture f(ChainType::REGTEST, H);
     f.AddCoin(Prevout(1), 10'000, 10);
@@ -282,7 +300,7 @@ TEST(ConnectBlock, CoinbaseClaimsTooMuch)
 // CheckBlock's legacy count sees none of it.
 std::vector<uint8_t> HeavyRedeem() { return std::vector<uint8_t>(500, 0xae); }
 
-TEST(ConnectBlock, SigOpCostFromP2SHSpends)
+TEST_P(ConnectBlockTest, SigOpCostFromP2SHSpends)
 {
     const auto redeem = HeavyRedeem();
     std::vector<uint8_t> spk = {0xa9, 0x14};
@@ -306,7 +324,7 @@ TEST(ConnectBlock, SigOpCostFromP2SHSpends)
               "bad-blk-sigops");
 }
 
-TEST(ConnectBlock, SigOpCostFromWitnessSpends)
+TEST_P(ConnectBlockTest, SigOpCostFromWitnessSpends)
 {
     // P2WSH: the witness script's sigops count once each (not × 4): a witness script of 80,000
     // OP_CHECKSIG is at the limit, one more is over it (its size is policy's concern, not
@@ -322,7 +340,7 @@ TEST(ConnectBlock, SigOpCostFromWitnessSpends)
               "bad-blk-sigops");
 }
 
-TEST(ConnectBlock, Bip68HeightLocks)
+TEST_P(ConnectBlockTest, Bip68HeightLocks)
 {
     // A relative lock of 10 blocks: the coin must be at least 10 blocks below the spending block.
     for (int age : {9, 10}) {
@@ -337,7 +355,7 @@ TEST(ConnectBlock, Bip68HeightLocks)
     EXPECT_EQ(f.Connect({Spend({{Prevout(1), 10}}, 1, /*version=*/1), Spend({{Prevout(2), (1u << 31) | 10}}, 1)}), "");
 }
 
-TEST(ConnectBlock, Bip68TimeLocks)
+TEST_P(ConnectBlockTest, Bip68TimeLocks)
 {
     // Blocks are 600 s apart, so each median time past is 600 s after the previous one. A lock
     // of 2 × 512 s on a coin one block below: MTP(H-2) + 1023 ≥ MTP(H-1) — not final. On a coin

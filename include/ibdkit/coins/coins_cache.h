@@ -15,6 +15,12 @@
 //    limit — Core empties its cache when it is full, which leaves the next blocks to read back
 //    from disk the coins they spend minutes after they were created.
 //
+//  - Shards: the entries live in SHARDS maps, by the first byte of the txid, so each map holds a
+//    contiguous range of the chainstate's keys. Calls on outpoints of different shards (FetchCoin,
+//    AddCoin, TryAddCoin, SpendCoinAt, HaveCoin, ...) may run on different threads at once — what
+//    ConnectBlock does with a TaskRunner; everything else (flushes, the counts) is for one thread
+//    while no shard call runs.
+//
 // Errors: a corrupt record met while fetching throws DecodeError (Errc::Corrupt or the decoder's
 // code); a LevelDB failure throws StoreError. Flush()/Sync() return a StoreStatus.
 #pragma once
@@ -25,6 +31,7 @@
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,6 +40,11 @@ namespace ibdkit {
 
 class CoinsCache {
 public:
+    /// Maps the cache is split into (a power of two, at most 256).
+    static constexpr std::size_t SHARDS = 8;
+    /// The shard of an outpoint: the top bits of its txid's first byte (the first byte of its key).
+    static std::size_t ShardOf(const OutPoint& outpoint) noexcept { return std::size_t(outpoint.hash.data()[0]) * SHARDS >> 8; }
+
     /// `db` must outlive the cache. `budget_bytes` is the dbcache budget for NeedsFlush().
     CoinsCache(CoinsDB& db, std::size_t budget_bytes);
 
@@ -46,24 +58,27 @@ public:
     /// Core's AddCoin. Unspendable scripts (OP_RETURN, > MAX_SCRIPT_SIZE) are not added. Without
     /// possible_overwrite, adding over an unspent coin is a logic error (std::logic_error).
     void AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite);
+    /// AddCoin that returns false (and changes nothing) where AddCoin would throw: for a caller that
+    /// adds before it knows whether the transaction is valid (ConnectBlock's parallel part).
+    bool TryAddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite);
     /// Core's SpendCoin. Returns false if there is no unspent coin at outpoint. The spent coin is
     /// moved to *moveout when given.
     bool SpendCoin(const OutPoint& outpoint, Coin* moveout = nullptr);
     /// SpendCoin for an entry already found with FetchCoin (no second lookup). Precondition: `it`
     /// holds an unspent coin and was not erased since (inserts do not invalidate it).
     void SpendCoinAt(CoinsMap::iterator it, Coin* moveout = nullptr);
-    /// The end iterator FetchCoin returns for a missing coin.
-    CoinsMap::iterator MapEnd() noexcept { return m_map.end(); }
+    /// The end iterator FetchCoin returns for a missing coin (equal to every shard's end).
+    static CoinsMap::iterator MapEnd() noexcept { return {}; }
     /// Drops a non-dirty entry from the cache (no effect on the database).
     void Uncache(const OutPoint& outpoint);
     /// Whether the cache holds an entry for `outpoint` (spent or not); never reads the database.
-    bool HasEntry(const OutPoint& outpoint) const { return m_map.find(outpoint) != m_map.end(); }
+    bool HasEntry(const OutPoint& outpoint) const { return ShardFor(outpoint).map.contains(outpoint); }
     /// Adds a coin read from the database ahead of time (a prefetch), clean, unless the cache
     /// already holds an entry for it (the cache's entry is newer). The caller guarantees that no
     /// flush happened between the read and this call. Returns whether it was added.
     bool AddFetched(const OutPoint& outpoint, Coin&& coin);
     /// Coins this cache read from the database: on a miss (FetchCoin) or by prefetch (AddFetched).
-    uint64_t CoinsReadFromDisk() const noexcept { return m_coins_read; }
+    uint64_t CoinsReadFromDisk() const noexcept;
 
     /// The block the cache's state corresponds to (the database's best block until set).
     BlockHash GetBestBlock();
@@ -78,7 +93,7 @@ public:
     /// the database holds them, so a crash loses nothing (the flush protocol is unchanged).
     StoreStatus FlushWarm(std::size_t keep_bytes);
 
-    std::size_t GetCacheSize() const noexcept { return m_map.size(); }
+    std::size_t GetCacheSize() const noexcept;
     std::size_t DirtyCount() const noexcept;
     /// Estimated heap bytes used by the cache.
     std::size_t DynamicMemoryUsage() const noexcept;
@@ -94,16 +109,23 @@ public:
     CoinsMap::iterator FetchCoin(const OutPoint& outpoint);
 
 private:
-    void ResetMap();
+    /// One map and what is counted of it, on a cache line of its own (shards run on different threads).
+    struct alignas(64) Shard {
+        CoinsMap map;
+        std::size_t script_usage{0}; ///< heap bytes of the coins' scripts
+        uint64_t coins_read{0};
+    };
+    Shard& ShardFor(const OutPoint& outpoint) noexcept { return m_shards[ShardOf(outpoint)]; }
+    const Shard& ShardFor(const OutPoint& outpoint) const noexcept { return m_shards[ShardOf(outpoint)]; }
+    /// Writes every shard's dirty entries (CoinsDB::BatchWrite) and recounts the scripts.
+    StoreStatus Write(bool erase);
     /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
     void EvictOldest(std::size_t keep_bytes);
 
     CoinsDB& m_db;
     std::size_t m_budget;
-    CoinsMap m_map;
+    std::array<Shard, SHARDS> m_shards;
     BlockHash m_best_block;
-    std::size_t m_cached_coins_usage{0}; ///< heap bytes of the coins' scripts
-    uint64_t m_coins_read{0};
 };
 
 /// Bytes malloc really uses for an allocation of `alloc` bytes (Core's memusage::MallocUsage).

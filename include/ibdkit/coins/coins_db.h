@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace ibdkit {
@@ -117,6 +118,8 @@ public:
     /// map as they are written (a full flush); otherwise spent entries are removed and the flags of
     /// the others cleared (Core's Sync). If the database holds H, `tip` must equal H's new tip.
     StoreStatus BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase);
+    /// The same for the entries of several maps at once (a sharded cache), written as one flush.
+    StoreStatus BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase);
 
     /// Walks every coin in key order: fn(outpoint, coin). Stops early when fn returns false.
     /// Returns an error for a malformed record or a LevelDB failure.

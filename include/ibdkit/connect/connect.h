@@ -29,7 +29,9 @@
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace ibdkit {
@@ -51,13 +53,20 @@ struct ConnectStats {
     uint64_t outputs_added{0};
 };
 
+/// Runs task(0), ..., task(n - 1), each once, on the calling thread and any helper threads, and
+/// returns when all have run; the first exception a task threw is rethrown then.
+using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
+
 /// Applies `block` at ctx.height: checks the rules above and updates
-/// `view`. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
+/// `view`. With `runner`, the cache's side (looking up, spending and adding coins) runs as one
+/// task per shard of `view` (coins/coins_cache.h); the checks and the result are the same as
+/// without. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
 /// of the block's changes and must be discarded (not flushed) by the caller. With `undo`, fills it
 /// with the block's undo data (the coins spent, per non-coinbase transaction in input order, as
 /// Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are unspecified.
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr);
+                  BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr,
+                  const TaskRunner* runner = nullptr);
 
 /// Re-applies a block that was already connected once, without checks and idempotently (spending
 /// a missing coin and overwriting an existing one are fine): recovery after a flush interrupted

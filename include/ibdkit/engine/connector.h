@@ -98,6 +98,9 @@ public:
     /// the connector; the writer is synced before every flush of the cache. Write failures throw
     /// UndoWriteError.
     void SetUndoWriter(UndoFileWriter* writer) noexcept { m_undo_writer = writer; }
+    /// Spreads each block's cache work over `runner`'s threads (ConnectBlock; may be null: this
+    /// thread alone), which must outlive the connector or be reset.
+    void SetTaskRunner(const TaskRunner* runner) noexcept { m_runner = runner; }
 
     CoinsCache& cache() noexcept { return m_cache; }
     const ConnectorCounters& counters() const noexcept { return m_counters; }
@@ -111,6 +114,7 @@ private:
     CoinsCache m_cache;
     ConnectorCounters m_counters;
     UndoFileWriter* m_undo_writer{nullptr};
+    const TaskRunner* m_runner{nullptr};
     BlockUndo m_undo;                 ///< reused between blocks
     std::vector<uint8_t> m_undo_bytes;
 };

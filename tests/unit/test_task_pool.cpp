@@ -1,0 +1,97 @@
+// TaskPool (src/common/task_pool.h): every task runs exactly once per Run, on the caller and the
+// helpers; the first exception reaches the caller and the pool stays usable; the helpers' cleansed
+// bytes are counted.
+#include "common/task_pool.h"
+
+#include <ibdkit/memory/cleanse.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace ibdkit {
+namespace {
+
+TEST(TaskPool, RunsEveryTaskOnce)
+{
+    for (unsigned helpers : {0u, 1u, 3u}) {
+        TaskPool pool(helpers);
+        for (int round = 0; round < 200; ++round) {
+            std::array<std::atomic<int>, 8> runs{};
+            pool.Run(runs.size(), [&](std::size_t i) { runs[i].fetch_add(1); });
+            for (const auto& r : runs) EXPECT_EQ(r.load(), 1) << "helpers " << helpers << " round " << round;
+        }
+        pool.Run(0, [](std::size_t) { ADD_FAILURE() << "no task to run"; });
+    }
+}
+
+TEST(TaskPool, HelpersTakeTasksTheCallerDidNotClaim)
+{
+    // A first task that waits until some other task has run on another thread: only a helper can
+    // free it (the caller is busy inside it), so this ends only if the helpers claim work.
+    TaskPool pool(1);
+    std::atomic<bool> other_ran{false};
+    std::set<std::thread::id> threads;
+    std::mutex mu;
+    pool.Run(2, [&](std::size_t i) {
+        {
+            std::lock_guard lk(mu);
+            threads.insert(std::this_thread::get_id());
+        }
+        if (i == 0) {
+            while (!other_ran.load()) std::this_thread::yield();
+        } else {
+            other_ran = true;
+        }
+    });
+    EXPECT_EQ(threads.size(), 2u);
+}
+
+TEST(TaskPool, RethrowsTheFirstExceptionAndStaysUsable)
+{
+    TaskPool pool(2);
+    std::atomic<int> ran{0};
+    EXPECT_THROW(pool.Run(6,
+                          [&](std::size_t i) {
+                              ++ran;
+                              if (i % 2) throw std::runtime_error("task failed");
+                          }),
+                 std::runtime_error);
+    EXPECT_EQ(ran.load(), 6); // the others still ran: Run returns once every task is done
+    ran = 0;
+    pool.Run(4, [&](std::size_t) { ++ran; });
+    EXPECT_EQ(ran.load(), 4);
+}
+
+TEST(TaskPool, CountsTheHelpersCleansedBytes)
+{
+    TaskPool pool(1);
+    std::atomic<bool> helper_ran{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    uint64_t by_caller = 0;
+    // Repeat until the helper took a task (it may wake after the caller claimed every one).
+    for (int round = 0; round < 1000 && !helper_ran; ++round) {
+        const uint64_t before = CleansedBytes();
+        pool.Run(4, [&](std::size_t) {
+            std::vector<char> mine(100);
+            Cleanse(mine.data(), mine.size());
+            if (std::this_thread::get_id() != caller) helper_ran = true;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        });
+        by_caller += CleansedBytes() - before;
+    }
+    ASSERT_TRUE(helper_ran.load());
+    EXPECT_EQ(pool.Cleansed() % 100, 0u);
+    EXPECT_GT(pool.Cleansed(), 0u);
+    EXPECT_EQ((pool.Cleansed() + by_caller) % 400, 0u); // every task's 100 bytes counted once
+}
+
+} // namespace
+} // namespace ibdkit
