@@ -60,6 +60,9 @@ bool KeyLess(const OutPoint& a, const OutPoint& b)
 {
     const int c = std::memcmp(a.hash.data(), b.hash.data(), 32);
     if (c != 0) return c < 0;
+    // One and two-byte VARINTs (n < 16512) order as their numbers do; longer ones need their bytes.
+    constexpr uint32_t TWO_BYTE_VARINT_END = 128 + (128 << 7);
+    if (a.n < TWO_BYTE_VARINT_END && b.n < TWO_BYTE_VARINT_END) return a.n < b.n;
     std::array<std::byte, 5> ea{}, eb{};
     auto enc = [](uint32_t n, std::array<std::byte, 5>& out) {
         struct W {
