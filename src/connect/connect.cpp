@@ -37,7 +37,6 @@ thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<const TxOut*> t_spent;
 thread_local std::vector<int> t_heights;
 
-
 // Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
 // the network's BIP16 exception blocks.
 SigOpFlags SigOpFlagsFor(const BlockHash& hash, const ConsensusParams& params) noexcept
