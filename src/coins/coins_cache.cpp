@@ -177,9 +177,10 @@ StoreStatus CoinsCache::Write(bool erase)
     for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &m_shards[i].map;
     StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase);
     if (!st.ok()) return st;
-    for (Shard& sh : m_shards) { // (a full flush left the maps empty, their memory returned)
-        sh.script_usage = 0;
-        for (const auto& [op, e] : sh.map) sh.script_usage += ScriptHeapUsage(e.coin);
+    // A full flush left the maps empty (their memory returned). Otherwise only spent entries went,
+    // and a spent entry's script was already uncounted when it was spent: nothing to recount.
+    if (erase) {
+        for (Shard& sh : m_shards) sh.script_usage = 0;
     }
     return st;
 }

@@ -117,7 +117,7 @@ private:
     };
     Shard& ShardFor(const OutPoint& outpoint) noexcept { return m_shards[ShardOf(outpoint)]; }
     const Shard& ShardFor(const OutPoint& outpoint) const noexcept { return m_shards[ShardOf(outpoint)]; }
-    /// Writes every shard's dirty entries (CoinsDB::BatchWrite) and recounts the scripts.
+    /// Writes every shard's dirty entries (CoinsDB::BatchWrite) (the scripts' count drops to 0 after a full flush).
     StoreStatus Write(bool erase);
     /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
     void EvictOldest(std::size_t keep_bytes);
