@@ -35,6 +35,7 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["bytes"] = c.bytes;
     j["seconds"] = seconds;
     j["total_seconds"] = c.total_seconds;
+    j["final_flush_seconds"] = c.final_flush_seconds;
     j["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
     j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
     j["flushes"] = c.flushes;

@@ -672,7 +672,9 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             if (auto e = src.Undecodable(undecodable->first, undecodable->second)) return e;
         }
         if (!res.reject_reason) {
+            const auto t_flush = Clock::now();
             if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
+            res.final_flush_seconds = std::chrono::duration<double>(Clock::now() - t_flush).count();
         }
         static_cast<ConnectorCounters&>(res) = conn.counters();
         res.coins_read_from_disk = conn.cache().CoinsReadFromDisk();

@@ -1,6 +1,6 @@
 // CoinsMap (coins/coins_map.h): the open-addressing table against a std::map model — inserts
 // through growth, erase by key and by iterators found before other inserts and erases moved
-// slots, walks that erase as they go, clear.
+// slots, walks that erase as they go, clear; ForEach and the prefetch hints.
 #include <ibdkit/coins/coins_map.h>
 
 #include <gtest/gtest.h>
@@ -117,6 +117,32 @@ TEST(CoinsMap, NodeMemoryIsReusedNotGrown)
     }
     EXPECT_LE(m.MemoryUsage(), usage);
     EXPECT_LE(m.NodeBytes(), m.MemoryUsage());
+}
+
+TEST(CoinsMap, ForEachVisitsEveryEntryOnceAndPrefetchingChangesNothing)
+{
+    CoinsMap m;
+    std::mt19937_64 rng(9);
+    // Hints on an empty map (no slot table yet) and for absent keys are harmless.
+    m.PrefetchSlot(Op(rng, 100));
+    m.PrefetchNode(Op(rng, 100));
+    std::map<OutPoint, uint32_t> model;
+    for (uint32_t i = 1; i <= 30'000; ++i) {
+        const OutPoint key = Op(rng, 1u << 20);
+        m.PrefetchSlot(key);
+        m.PrefetchNode(key);
+        if (m.try_emplace(key, CoinOf(i)).second) model[key] = i;
+        if (i % 3 == 0) {
+            const OutPoint gone = Op(rng, 1u << 20);
+            m.PrefetchNode(gone);
+            m.erase(gone);
+            model.erase(gone);
+        }
+    }
+    ExpectSame(m, model);
+    std::map<OutPoint, uint32_t> seen;
+    m.ForEach([&](CoinsMap::value_type& kv) { EXPECT_TRUE(seen.emplace(kv.first, kv.second.coin.height).second); });
+    EXPECT_EQ(seen, model);
 }
 
 } // namespace

@@ -54,6 +54,11 @@ public:
     std::optional<Coin> GetCoin(const OutPoint& outpoint);
     bool HaveCoin(const OutPoint& outpoint);
     bool HaveCoinInCache(const OutPoint& outpoint) const;
+    /// Memory hints for a coming lookup of `outpoint` (CoinsMap::PrefetchSlot, then PrefetchNode
+    /// a little later): ConnectBlock issues them for a whole block before its lookups, so that
+    /// the cache misses of many coins overlap instead of following one another.
+    void PrefetchSlot(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchSlot(outpoint); }
+    void PrefetchNode(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchNode(outpoint); }
 
     /// Core's AddCoin. Unspendable scripts (OP_RETURN, > MAX_SCRIPT_SIZE) are not added. Without
     /// possible_overwrite, adding over an unspent coin is a logic error (std::logic_error).

@@ -86,6 +86,7 @@ struct EngineResult : ConnectorCounters {
     BlockHash tip;
     double seconds{0};           ///< wall time of the connect loop
     double total_seconds{0};     ///< including preparation (scan, handshake) and the final statistics
+    double final_flush_seconds{0}; ///< of `seconds`, the final flush (every dirty coin to the chainstate)
     uint64_t bytes_cleansed{0};  ///< bytes zeroed by the buffer policy's frees during the run (all threads)
     unsigned threads{1};         ///< threads the run used
     uint64_t coins_read_from_disk{0}; ///< coins the cache read from the chainstate (misses and prefetch)
