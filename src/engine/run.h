@@ -36,6 +36,7 @@
 
 #include "common/task_pool.h"
 
+#include <atomic>
 #include <cassert>
 #include <chrono>
 #include <climits>
@@ -222,6 +223,7 @@ public:
         ReadyBlock rb = std::move(it->second);
         m_ready.erase(it);
         ++m_next_pop;
+        m_popped.store(m_next_pop, std::memory_order_relaxed);
         m_bytes_in_flight -= rb.size;
         m_space.notify_all();
         return rb;
@@ -318,11 +320,17 @@ private:
             if (!m_prefetch_jobs.empty()) { // the next blocks to connect wait for these: first
                 PrefetchJob job = std::move(m_prefetch_jobs.front());
                 m_prefetch_jobs.pop_front();
+                // A block already handed out would drop its reads (TakePrefetched is past): skip
+                // them, and stop a job whose block is handed out while it runs, so the worker's
+                // time goes to blocks still to come.
+                if (job.seq < m_next_pop) continue;
                 lock.unlock();
                 Prefetched got;
                 got.epoch = job.epoch;
                 try {
-                    for (const auto& op : job.outpoints) {
+                    for (std::size_t i = 0; i < job.outpoints.size(); ++i) {
+                        if (i % 32 == 0 && m_popped.load(std::memory_order_relaxed) > job.seq) break;
+                        const OutPoint& op = job.outpoints[i];
                         auto coin = m_db->GetCoin(op);
                         // A corrupt record is left for ConnectBlock's own read to report.
                         if (coin && *coin) got.coins.emplace_back(op, std::move(**coin));
@@ -358,6 +366,7 @@ private:
     std::deque<PrefetchJob> m_prefetch_jobs;
     std::map<uint64_t, Prefetched> m_prefetched;
     uint64_t m_next_push{0}, m_next_pop{0};
+    std::atomic<uint64_t> m_popped{0}; ///< m_next_pop, readable without the mutex (prefetch jobs stop early)
     std::size_t m_bytes_in_flight{0};
     bool m_stop{false}, m_producer_done{false};
     std::optional<Error> m_producer_error;
