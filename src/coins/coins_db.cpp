@@ -162,11 +162,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     // The nodes are read in key order, i.e. at random: each is asked for a few entries ahead.
     constexpr std::size_t PREFETCH_AHEAD = 8;
     for (std::size_t i = 0; i < order.size(); ++i) {
-        if (i + PREFETCH_AHEAD < order.size()) {
-            const char* ahead = reinterpret_cast<const char*>(order[i + PREFETCH_AHEAD].second);
-            __builtin_prefetch(ahead);
-            __builtin_prefetch(ahead + CoinsMap::NODE_BYTES - 1);
-        }
+        if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
         const auto* kv = order[i].second;
         DbBatch<P>& batch = writer.Current();
         const CoinKey key{kv->first};

@@ -223,7 +223,6 @@ public:
         ReadyBlock rb = std::move(it->second);
         m_ready.erase(it);
         ++m_next_pop;
-        m_popped.store(m_next_pop, std::memory_order_relaxed);
         m_bytes_in_flight -= rb.size;
         m_space.notify_all();
         return rb;
@@ -236,7 +235,7 @@ public:
     {
         std::vector<const ReadyBlock*> out;
         std::lock_guard lock(m_mutex);
-        for (uint64_t seq = std::max(from, m_next_pop); out.size() < max; ++seq) {
+        for (uint64_t seq = std::max(from, m_next_pop.load()); out.size() < max; ++seq) {
             auto it = m_ready.find(seq);
             if (it == m_ready.end()) break;
             out.push_back(&it->second);
@@ -329,7 +328,7 @@ private:
                 got.epoch = job.epoch;
                 try {
                     for (std::size_t i = 0; i < job.outpoints.size(); ++i) {
-                        if (i % 32 == 0 && m_popped.load(std::memory_order_relaxed) > job.seq) break;
+                        if (i % 32 == 0 && m_next_pop.load(std::memory_order_relaxed) > job.seq) break;
                         const OutPoint& op = job.outpoints[i];
                         auto coin = m_db->GetCoin(op);
                         // A corrupt record is left for ConnectBlock's own read to report.
@@ -365,8 +364,10 @@ private:
     std::map<uint64_t, ReadyBlock> m_ready;
     std::deque<PrefetchJob> m_prefetch_jobs;
     std::map<uint64_t, Prefetched> m_prefetched;
-    uint64_t m_next_push{0}, m_next_pop{0};
-    std::atomic<uint64_t> m_popped{0}; ///< m_next_pop, readable without the mutex (prefetch jobs stop early)
+    uint64_t m_next_push{0};
+    /// Changed under m_mutex; atomic so that a running prefetch job can see, without the mutex,
+    /// that its block was handed out.
+    std::atomic<uint64_t> m_next_pop{0};
     std::size_t m_bytes_in_flight{0};
     bool m_stop{false}, m_producer_done{false};
     std::optional<Error> m_producer_error;

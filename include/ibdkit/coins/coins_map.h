@@ -163,6 +163,13 @@ public:
     {
         if (m_slots) __builtin_prefetch(&m_slots[Home(m_hasher(key))]);
     }
+    /// Asks the CPU to start loading the node of an entry (both ends: it may span two lines).
+    static void PrefetchEntry(const value_type* entry) noexcept
+    {
+        const char* node = reinterpret_cast<const char*>(entry);
+        __builtin_prefetch(node);
+        __builtin_prefetch(node + NODE_BYTES - 1);
+    }
     /// The same for the node of the first entry on `key`'s probe whose hash bits match (the one a
     /// lookup compares first): reads the slots, so call it once PrefetchSlot(key) had time to land.
     void PrefetchNode(const OutPoint& key) const noexcept
@@ -174,9 +181,7 @@ public:
             const uint64_t s = m_slots[slot];
             if (s == 0) return;
             if ((s & HASH_MASK) == tag) {
-                const char* node = reinterpret_cast<const char*>(Node(s));
-                __builtin_prefetch(node);
-                __builtin_prefetch(node + NODE_BYTES - 1);
+                PrefetchEntry(Node(s));
                 return;
             }
         }
@@ -238,7 +243,7 @@ public:
         if (!m_slots) return;
         constexpr std::size_t AHEAD = 16;
         for (std::size_t i = 0; i <= m_mask; ++i) {
-            if (i + AHEAD <= m_mask && m_slots[i + AHEAD]) __builtin_prefetch(Node(m_slots[i + AHEAD]));
+            if (i + AHEAD <= m_mask && m_slots[i + AHEAD]) PrefetchEntry(Node(m_slots[i + AHEAD]));
             if (m_slots[i]) f(*Node(m_slots[i]));
         }
     }
