@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <memory>
 #include <thread>
 
 using namespace ibdkit;
@@ -38,10 +39,11 @@ struct Chain {
     int height{0};
 };
 
-// A generated chain (blocks and their hashes, also written as blk files) from `o`.
-Chain* MakeChain(const ChainGenOptions& o)
+// A generated chain (blocks and their hashes, also written as blk files) from `o`. The tests keep
+// it in a static, so its directory is removed when the process exits.
+std::unique_ptr<Chain> MakeChain(const ChainGenOptions& o)
 {
-    auto* ch = new Chain;
+    auto ch = std::make_unique<Chain>();
     ChainGenerator gen(o);
     ch->blocks.push_back(gen.Genesis());
     while (!gen.Done()) ch->blocks.push_back(gen.Next());
@@ -64,8 +66,8 @@ ChainGenOptions ChainOptions(int blocks, uint64_t target_bytes, uint64_t seed)
 
 const Chain& TheChain()
 {
-    static Chain* c = [] {
-        auto* ch = MakeChain(ChainOptions(620, 3'000'000, 5)); // more than one getblocks batch of 500
+    static const std::unique_ptr<Chain> c = [] {
+        auto ch = MakeChain(ChainOptions(620, 3'000'000, 5)); // more than one getblocks batch of 500
         ReplayOptions ro;
         ro.blocks_dir = ch->dir.path / "blocks";
         ro.policy = PolicyId::Plain;
@@ -80,7 +82,7 @@ const Chain& TheChain()
 // Another chain from the same genesis (another seed): a competing branch forking at height 0.
 const Chain& OtherChain()
 {
-    static Chain* c = MakeChain(ChainOptions(380, 2'000'000, 77));
+    static const std::unique_ptr<Chain> c = MakeChain(ChainOptions(380, 2'000'000, 77));
     return *c;
 }
 
