@@ -5,6 +5,7 @@ import hashlib
 import json
 import pathlib
 import random
+import shutil
 
 import pytest
 
@@ -137,3 +138,51 @@ def test_replay_datadir_errors(cli, tmp_path):
     assert r.returncode != 0 and "excludes" in r.stderr
     r = run_cli(cli, "replay", "--help")
     assert "--datadir" in r.stdout
+
+
+def test_core_continues_from_a_chainstate_ibdkit_wrote(cli, tmp_path):
+    """Core's engine adopts a chainstate `ibdkit replay` wrote (its first flush a bulk load of table
+    files: docs/chainstate.md) and connects the rest of the chain on top, spending coins it reads
+    from ibdkit's tables. Blocks 1..140 are wiped from Core's files first, so Core cannot have
+    rebuilt the state from genesis instead; the statistics of the result are Core's for the chain."""
+    gen = json.loads(run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "170", "--target-mb", "3",
+                             "--seed", "23", "--start-time", str(START), "--no-progress", "--json").stdout)
+    blocks = records(tmp_path / "chain" / "blocks")
+    if blocks and block_hash(blocks[0]) == "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206":
+        blocks = blocks[1:]
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=9)
+    assert (height, tip) == (170, gen["tip_hash"])
+
+    ours = tmp_path / "ours"
+    r = run_cli(cli, "replay", "-q", "--json", "--datadir", datadir, "--chainstate", ours, "--stop-height", "150",
+                "--threads", "2")
+    assert json.loads(r.stdout)["height"] == 150
+
+    adopt = tmp_path / "adopt"
+    shutil.copytree(datadir, adopt)
+    net = adopt / "regtest"
+    shutil.rmtree(net / "chainstate")
+    shutil.copytree(ours, net / "chainstate")
+    by_height = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
+    wiped = 0
+    for name, offset, payload, _ in framed_records(net / "blocks"):
+        if by_height.get(block_hash(payload), 999) <= 140:
+            with open(net / "blocks" / name, "r+b") as f:
+                f.seek(offset)
+                f.write(bytes(len(payload)))
+            wiped += 1
+    assert wiped == 140
+
+    ctx = pbk.make_context(pbk.ChainType.REGTEST)
+    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
+    opts.set_worker_threads_num(1)
+    cm = pbk.ChainstateManager(opts)
+    cm.import_blocks([])  # activates the best chain: 151..170 from Core's own block files
+    chain = cm.get_active_chain()
+    assert chain.height == 170, "every block after 150 connects on ibdkit's coins"
+    assert str(chain.block_tree_entries[170].block_hash) == tip
+    del chain
+    del cm  # flushes and closes
+    got = json.loads(run_cli(cli, "utxo", "stats", "--chainstate", net / "chainstate", "--json").stdout)
+    for k in FIELDS:
+        assert got[k] == exp[k], k

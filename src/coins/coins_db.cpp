@@ -1,5 +1,6 @@
 #include <ibdkit/coins/coins_db.h>
 
+#include <ibdkit/memory/cleanse.h>
 #include <ibdkit/stream/streams.h>
 
 #include "common/handoff.h"
@@ -60,6 +61,12 @@ Error WrapError(const Error& e, const char* what)
 constexpr uint32_t TWO_BYTE_VARINT_END = 128 + (128 << 7);
 static_assert(TWO_BYTE_VARINT_END <= 0xFFFF, "BatchWriteImpl's sort key keeps n in 16 bits");
 
+/// A dirty entry in the flush's order: its sort key (see BatchWriteImpl) and its node.
+using OrderEntry = std::pair<uint64_t, CoinsMap::value_type*>;
+
+/// The flush reads the nodes in key order, i.e. at random: each is asked for this many entries ahead.
+constexpr std::size_t PREFETCH_AHEAD = 8;
+
 /// LevelDB's order of two coin keys: txid bytes, then the VARINT encoding of n.
 bool KeyLess(const OutPoint& a, const OutPoint& b)
 {
@@ -85,9 +92,48 @@ bool KeyLess(const OutPoint& a, const OutPoint& b)
     return d != 0 ? d < 0 : la < lb;
 }
 
+/// The first flush into a new database (nothing in it but its obfuscation key): the sorted
+/// entries go straight into table files (Store::BeginBulkLoad), in `parts` slices of the key
+/// order, each slice serialized and added by a thread of its own (the first on this one).
+template <typename P>
+StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const OrderEntry> order, std::size_t parts)
+{
+    std::vector<StoreStatus> status(parts);
+    std::vector<uint64_t> cleansed(parts, 0);
+    const auto fill = [&](std::size_t part) {
+        const uint64_t before = CleansedBytes();
+        const std::size_t first = order.size() * part / parts, last = order.size() * (part + 1) / parts;
+        DataStream<P> key, value;
+        key.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
+        value.reserve(DBWRAPPER_PREALLOC_VALUE_SIZE);
+        for (std::size_t i = first; i < last; ++i) {
+            if (i + PREFETCH_AHEAD < last) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
+            const auto* kv = order[i].second;
+            if (kv->second.coin.IsSpent()) continue; // nothing to erase: the database holds no coin
+            key << CoinKey{kv->first};
+            value << kv->second.coin;
+            value.Xor(store.Obfuscation());
+            status[part] = load.Add(part, key.span(), value.span());
+            key.clear();
+            value.clear();
+            if (!status[part].ok()) break;
+        }
+        cleansed[part] = CleansedBytes() - before;
+    };
+    std::vector<std::thread> helpers;
+    for (std::size_t p = 1; p < parts; ++p) helpers.emplace_back(fill, p);
+    fill(0);
+    for (auto& t : helpers) t.join();
+    for (std::size_t p = 1; p < parts; ++p) detail::g_cleansed_bytes += cleansed[p]; // on the caller's count
+    for (const auto& st : status) {
+        if (!st.ok()) return st;
+    }
+    return StoreStatus::Ok();
+}
+
 template <typename P>
 StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, const BlockHash& tip,
-                           bool erase, const BlockHash& old_tip)
+                           bool erase, const BlockHash& old_tip, bool fresh)
 {
     // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
     // then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
@@ -98,7 +144,6 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     // which numbers order as their VARINTs do): the outputs of one transaction come out in key
     // order without a node being read. Only a run of equal 6-byte prefixes holding two txids, or
     // an n past the cap, is sorted again by the whole key.
-    using OrderEntry = std::pair<uint64_t, CoinsMap::value_type*>;
     static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
     const auto sort_key = [](const OutPoint& o) {
         return (ReadBE64(o.hash.data()) & ~uint64_t(0xFFFF)) | std::min(o.n, TWO_BYTE_VARINT_END);
@@ -141,6 +186,42 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     assert(std::is_sorted(order.begin(), order.end(),
                           [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); }));
 
+    // After the write: a cache that stays keeps its unspent coins, now clean.
+    const auto settle = [&] {
+        order = {};
+        for (CoinsMap* coins : maps) {
+            if (erase) {
+                coins->clear();
+                continue;
+            }
+            for (auto it = coins->begin(); it != coins->end();) {
+                if (it->second.coin.IsSpent()) {
+                    it = coins->erase(it);
+                } else {
+                    it->second.flags = 0;
+                    ++it;
+                }
+            }
+        }
+    };
+    if (fresh && opt.bulk_load_new) {
+        const std::size_t parts = threaded ? opt.flush_threads : 1;
+        // B goes in with the coins: no H is needed, the database switches in one step.
+        DataStream<P> key, value;
+        key << MarkerKey{DB_BEST_BLOCK};
+        value << HashValue{tip.ToUint256()};
+        value.Xor(store.Obfuscation());
+        std::vector<RawRecord> records(1);
+        records[0].key.assign(key.span().begin(), key.span().end());
+        records[0].value.assign(value.span().begin(), value.span().end());
+        if (auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers)) {
+            StoreStatus st = BulkWriteImpl<P>(store, *load, order, parts);
+            if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
+            if (st.ok()) settle();
+            return st;
+        }
+    }
+
     // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
     // the handoff's thread writes each full batch, in order. The first one carries H: it is synced
     // before any later coin batch is written.
@@ -159,8 +240,6 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         threaded, store);
     writer.Current().Erase(MarkerKey{DB_BEST_BLOCK});
     writer.Current().Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
-    // The nodes are read in key order, i.e. at random: each is asked for a few entries ahead.
-    constexpr std::size_t PREFETCH_AHEAD = 8;
     for (std::size_t i = 0; i < order.size(); ++i) {
         if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
         const auto* kv = order[i].second;
@@ -174,21 +253,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         if (batch.SizeEstimate() > opt.batch_write_bytes && !writer.Hand()) break;
     }
     if (!writer.Finish()) return failed;
-    order = {};
-    for (CoinsMap* coins : maps) {
-        if (erase) {
-            coins->clear();
-            continue;
-        }
-        for (auto it = coins->begin(); it != coins->end();) {
-            if (it->second.coin.IsSpent()) {
-                it = coins->erase(it);
-            } else {
-                it->second.flags = 0;
-                ++it;
-            }
-        }
-    }
+    settle();
     // Last batch (the coins left, then B): the database is consistent with `tip` again.
     DbBatch<P>& batch = writer.Current();
     batch.Erase(MarkerKey{DB_HEAD_BLOCKS});
@@ -330,6 +395,7 @@ StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash
     auto best = GetBestBlock();
     if (!best) return StoreStatus::Error(StoreStatus::Code::Corruption, best.error().message);
     BlockHash old_tip = *best;
+    bool fresh = old_tip.IsNull(); // no B: possibly a new database (BatchWriteImpl checks it holds nothing)
     if (old_tip.IsNull()) {
         // We may be in the middle of a replay: H must name the same new tip (Core asserts this).
         auto heads = GetHeadBlocks();
@@ -342,10 +408,11 @@ StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash
                                               "): replay the blocks or rebuild the chainstate");
             }
             old_tip = (*heads)[1];
+            fresh = false;
         }
     }
     return VisitPolicy(m_options.policy, [&]<typename P>(P) {
-        return BatchWriteImpl<P>(*m_store, m_options, maps, tip, erase, old_tip);
+        return BatchWriteImpl<P>(*m_store, m_options, maps, tip, erase, old_tip, fresh);
     });
 }
 

@@ -1,6 +1,7 @@
 // LevelDB wrapper with Core's options, obfuscation, and a read-only overlay environment.
 #include <ibdkit/coins/store.h>
 
+#include "coins/bulk_load.h"
 #include "common/pread.h"
 
 #include <leveldb/cache.h>
@@ -287,6 +288,12 @@ private:
     std::atomic<bool> m_frozen{false};
 };
 
+/// What every operation on a store whose LevelDB could not be opened again returns.
+StoreStatus Closed()
+{
+    return StoreStatus::Error(StoreStatus::Code::IoError, "the database is closed (it failed to open again after a bulk load)");
+}
+
 ObfuscationKey RandomKey()
 {
     std::random_device rd;
@@ -509,6 +516,7 @@ Store::~Store() = default;
 
 std::optional<std::string> Store::ReadRaw(std::span<const std::byte> key) const
 {
+    if (!m_impl->db) throw StoreError(Closed());
     std::string out;
     leveldb::Status s = m_impl->db->Get(m_impl->read_options, ToSlice(key), &out);
     if (s.IsNotFound()) return std::nullopt;
@@ -521,12 +529,14 @@ bool Store::Exists(std::span<const std::byte> key) const { return ReadRaw(key).h
 StoreStatus Store::WriteBatch(KvBatch& batch, bool sync)
 {
     if (m_read_only) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "write to a read-only store");
+    if (!m_impl->db) return Closed();
     leveldb::Status s = m_impl->db->Write(sync ? m_impl->sync_options : m_impl->write_options, &batch.m_impl->batch);
     return FromLevelDb(s, "write batch");
 }
 
 std::unique_ptr<StoreIterator> Store::NewIterator() const
 {
+    if (!m_impl->db) throw StoreError(Closed());
     auto impl = std::make_unique<StoreIterator::Impl>();
     impl->it.reset(m_impl->db->NewIterator(m_impl->iter_options));
     return std::unique_ptr<StoreIterator>(new StoreIterator(std::move(impl), m_obfuscation));
@@ -534,6 +544,7 @@ std::unique_ptr<StoreIterator> Store::NewIterator() const
 
 bool Store::IsEmpty() const
 {
+    if (!m_impl->db) throw StoreError(Closed());
     std::unique_ptr<leveldb::Iterator> it(m_impl->db->NewIterator(m_impl->iter_options));
     it->SeekToFirst();
     return !it->Valid();
@@ -541,6 +552,7 @@ bool Store::IsEmpty() const
 
 uint64_t Store::EstimateSize(std::span<const std::byte> begin, std::span<const std::byte> end) const
 {
+    if (!m_impl->db) return 0;
     leveldb::Range r(ToSlice(begin), ToSlice(end));
     uint64_t size = 0;
     m_impl->db->GetApproximateSizes(&r, 1, &size);
@@ -549,8 +561,54 @@ uint64_t Store::EstimateSize(std::span<const std::byte> begin, std::span<const s
 
 void Store::CompactAll()
 {
-    if (m_read_only) return;
+    if (m_read_only || !m_impl->db) return;
     m_impl->db->CompactRange(nullptr, nullptr);
+}
+
+BulkLoad::BulkLoad(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+BulkLoad::~BulkLoad() = default;
+
+StoreStatus BulkLoad::Add(std::size_t part, std::span<const std::byte> key, std::span<const std::byte> value)
+{
+    return m_impl->Add(part, key, value);
+}
+
+std::unique_ptr<BulkLoad> Store::BeginBulkLoad(std::size_t parts, std::vector<RawRecord> records, bool sync)
+{
+    if (m_read_only || parts == 0 || !m_impl->db) return nullptr;
+    const auto okey = std::as_bytes(std::span<const uint8_t>(OBFUSCATE_KEY_KEY));
+    std::unique_ptr<leveldb::Iterator> it(m_impl->db->NewIterator(m_impl->iter_options));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        const auto k = std::as_bytes(std::span<const char>(it->key().data(), it->key().size()));
+        if (!std::equal(k.begin(), k.end(), okey.begin(), okey.end())) return nullptr;
+        const auto v = std::as_bytes(std::span<const char>(it->value().data(), it->value().size()));
+        records.push_back({{k.begin(), k.end()}, {v.begin(), v.end()}});
+    }
+    if (!it->status().ok()) return nullptr;
+    it.reset();
+    auto impl = std::make_unique<BulkLoad::Impl>(m_path.string(), m_impl->options, m_impl->filter.get(), parts,
+                                                 HighestFileNumber(m_path.string()) + 1, sync);
+    std::sort(records.begin(), records.end(), [](const RawRecord& a, const RawRecord& b) { return a.key < b.key; });
+    for (const auto& r : records) {
+        if (!impl->Add(0, r.key, r.value).ok()) return nullptr;
+    }
+    return std::unique_ptr<BulkLoad>(new BulkLoad(std::move(impl)));
+}
+
+StoreStatus Store::CommitBulkLoad(std::unique_ptr<BulkLoad> load, const std::function<void()>& before_install)
+{
+    BulkLoad::Impl& b = *load->m_impl;
+    uint64_t manifest = 0;
+    if (auto st = b.Finish(&manifest); !st.ok()) return st;
+    if (before_install) before_install();
+    // LevelDB holds its MANIFEST and log open: close it, switch CURRENT, open it again.
+    m_impl->db.reset();
+    StoreStatus installed = b.Install(manifest);
+    leveldb::DB* raw = nullptr;
+    leveldb::Status s = leveldb::DB::Open(m_impl->options, m_path.string(), &raw);
+    if (!s.ok()) return FromLevelDb(s, "reopen " + m_path.string() + " after a bulk load");
+    m_impl->db.reset(raw);
+    return installed;
 }
 
 } // namespace ibdkit

@@ -830,6 +830,188 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
     EXPECT_EQ((*r)->old_tip, TipOf(2));
 }
 
+// ---- the first flush into a new database: a bulk load ---------------------------------------------
+
+namespace {
+
+/// The files of `dir` whose names end with `suffix`.
+int CountFiles(const fs::path& dir, const std::string& suffix)
+{
+    int n = 0;
+    for (const auto& f : fs::directory_iterator(dir)) {
+        const std::string name = f.path().filename().string();
+        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
+    }
+    return n;
+}
+
+std::vector<std::pair<OutPoint, Coin>> AllCoins(const CoinsDB& db)
+{
+    std::vector<std::pair<OutPoint, Coin>> all;
+    EXPECT_TRUE(db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+        all.emplace_back(op, c);
+        return true;
+    }).ok());
+    return all;
+}
+
+} // namespace
+
+TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
+{
+    // Enough entries for two flush threads to split the key order; some entries are spent coins
+    // the cache believes the database may hold (nothing to write: the database has none).
+    std::mt19937_64 rng(41);
+    std::vector<std::pair<OutPoint, Coin>> coins;
+    for (int i = 0; i < 70'000; ++i) coins.emplace_back(RandomOutPoint(rng), RandomCoin(rng));
+    TempDir d;
+    std::vector<std::pair<OutPoint, Coin>> reference;
+    for (const bool bulk : {false, true}) {
+        for (const unsigned threads : {1u, 2u}) {
+            const fs::path dir = d.path / (std::string(bulk ? "bulk" : "batches") + std::to_string(threads));
+            CoinsDBOptions o;
+            o.bulk_load_new = bulk;
+            o.flush_threads = threads;
+            o.batch_write_bytes = 64 << 10;
+            StoreStatus st;
+            auto db = CoinsDB::Open(dir, o, &st);
+            ASSERT_TRUE(db) << st.message;
+            {
+                CoinsCache cache(*db, 1 << 30);
+                for (std::size_t i = 0; i < coins.size(); ++i) {
+                    cache.AddCoin(coins[i].first, Coin(coins[i].second), i % 10 == 0);
+                    if (i % 10 == 0 && i % 20 == 0) cache.SpendCoin(coins[i].first); // a spent, non-fresh entry
+                }
+                cache.SetBestBlock(TipOf(1));
+                ASSERT_TRUE(cache.Flush().ok());
+            }
+            EXPECT_EQ(*db->GetBestBlock(), TipOf(1));
+            EXPECT_FALSE(db->NeedsReplay()->has_value());
+            auto all = AllCoins(*db);
+            EXPECT_EQ(all.size(), coins.size() - coins.size() / 20);
+            if (reference.empty()) reference = all;
+            EXPECT_TRUE(all == reference) << (bulk ? "bulk load" : "batches") << ", " << threads << " thread(s)";
+            EXPECT_EQ(CountFiles(dir, ".dbtmp"), 0);
+            EXPECT_EQ(CountFiles(dir, "CURRENT"), 1);
+
+            // The next flush goes through LevelDB's writes on top of the loaded tables, and
+            // reads find the loaded coins (through their filters and indexes).
+            {
+                CoinsCache cache(*db, 1 << 30);
+                for (std::size_t i = 1; i < coins.size(); i += 3) {
+                    if (i % 20 != 0) {
+                        EXPECT_TRUE(cache.SpendCoin(coins[i].first)) << i;
+                    }
+                }
+                cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
+                cache.SetBestBlock(TipOf(2));
+                ASSERT_TRUE(cache.Flush().ok());
+            }
+            db.reset();
+            db = CoinsDB::Open(dir, o, &st);
+            ASSERT_TRUE(db) << st.message;
+            EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
+            std::size_t left = 0;
+            for (std::size_t i = 0; i < coins.size(); ++i) {
+                const bool spent = i % 20 == 0 || (i % 3 == 1);
+                auto c = db->GetCoin(coins[i].first);
+                ASSERT_TRUE(c.ok()) << c.error().message;
+                EXPECT_EQ(c->has_value(), !spent) << i;
+                left += !spent;
+            }
+            EXPECT_EQ(AllCoins(*db).size(), left + 1);
+        }
+    }
+}
+
+TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
+{
+    TempDir d;
+    std::mt19937_64 rng(43);
+    CoinsDBOptions o;
+    o.flush_threads = 2;
+    o.after_partial_batch = [] { throw std::runtime_error("simulated crash"); };
+    StoreStatus st;
+    {
+        auto db = CoinsDB::Open(d.path, o, &st);
+        ASSERT_TRUE(db) << st.message;
+        CoinsCache cache(*db, 1 << 30);
+        for (int i = 0; i < 70'000; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
+        cache.SetBestBlock(TipOf(1));
+        EXPECT_THROW((void)cache.Flush(), std::runtime_error);
+    }
+    int unlisted = 0; // the load's tables (the database had none before)
+    for (const auto& f : fs::directory_iterator(d.path)) {
+        if (f.path().extension() == ".ldb") {
+            ++unlisted;
+            EXPECT_GT(fs::file_size(f.path()), 1u << 20);
+        }
+    }
+    EXPECT_EQ(unlisted, 2) << "one table per flush thread";
+    o.after_partial_batch = nullptr;
+    auto db = CoinsDB::Open(d.path, o, &st);
+    ASSERT_TRUE(db) << st.message;
+    EXPECT_TRUE(db->GetBestBlock()->IsNull());
+    EXPECT_FALSE(db->NeedsReplay()->has_value());
+    EXPECT_TRUE(AllCoins(*db).empty());
+    // LevelDB removes the tables no MANIFEST lists (the one left, perhaps under a reused number,
+    // is LevelDB's own: its log, holding the obfuscation key, written out as a table on opening).
+    for (const auto& f : fs::directory_iterator(d.path)) {
+        if (f.path().extension() == ".ldb") {
+            EXPECT_LT(fs::file_size(f.path()), 64u << 10) << f.path();
+        }
+    }
+    // The next first flush loads again.
+    CoinsCache cache(*db, 1 << 30);
+    cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
+    cache.SetBestBlock(TipOf(1));
+    ASSERT_TRUE(cache.Flush().ok());
+    EXPECT_EQ(AllCoins(*db).size(), 1u);
+}
+
+TEST(CoinsStore, BulkLoadIsOnlyForANewDatabaseAndKeepsItsKeysInOrder)
+{
+    TempDir d;
+    StoreStatus st;
+    auto store = Store::Open(d.path, StoreOptions{}, &st);
+    ASSERT_TRUE(store) << st.message;
+    const auto bytes = [](const std::string& s) { return std::as_bytes(std::span<const char>(s.data(), s.size())); };
+    {
+        auto load = store->BeginBulkLoad(2, {}, false);
+        ASSERT_TRUE(load);
+        EXPECT_TRUE(load->Add(0, bytes("b"), bytes("1")).ok());
+        EXPECT_EQ(load->Add(0, bytes("a"), bytes("2")).code, StoreStatus::Code::InvalidArgument);
+        EXPECT_EQ(load->Add(0, bytes("c"), bytes("3")).code, StoreStatus::Code::InvalidArgument) << "a part stops at its first error";
+        EXPECT_FALSE(store->CommitBulkLoad(std::move(load)).ok());
+    }
+    {
+        // Parts whose ranges overlap are refused at the commit; the database is unchanged.
+        auto load = store->BeginBulkLoad(2, {}, false);
+        ASSERT_TRUE(load);
+        EXPECT_TRUE(load->Add(0, bytes("m"), bytes("1")).ok());
+        EXPECT_TRUE(load->Add(1, bytes("c"), bytes("2")).ok());
+        EXPECT_EQ(store->CommitBulkLoad(std::move(load)).code, StoreStatus::Code::InvalidArgument);
+        EXPECT_FALSE(store->ReadRaw(bytes("m")));
+    }
+    {
+        RawRecord r;
+        const std::string k = "A", v = "record";
+        r.key.assign(bytes(k).begin(), bytes(k).end());
+        r.value.assign(bytes(v).begin(), bytes(v).end());
+        auto load = store->BeginBulkLoad(2, {r}, true);
+        ASSERT_TRUE(load);
+        EXPECT_TRUE(load->Add(0, bytes("b"), bytes("1")).ok());
+        EXPECT_TRUE(load->Add(1, bytes("c"), bytes("2")).ok());
+        ASSERT_TRUE(store->CommitBulkLoad(std::move(load)).ok());
+    }
+    EXPECT_EQ(store->ReadRaw(bytes("A")), "record");
+    EXPECT_EQ(store->ReadRaw(bytes("b")), "1");
+    EXPECT_EQ(store->ReadRaw(bytes("c")), "2");
+    const auto okey = std::as_bytes(std::span<const uint8_t>(OBFUSCATE_KEY_KEY));
+    EXPECT_TRUE(store->ReadRaw(okey)) << "the obfuscation key record is kept";
+    EXPECT_FALSE(store->BeginBulkLoad(1, {}, false)) << "the database holds records now";
+}
+
 // ---- corruption --------------------------------------------------------------------------------
 
 TEST(CoinsDB, CorruptValuesGiveTypedErrors)

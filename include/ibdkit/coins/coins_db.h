@@ -81,8 +81,13 @@ struct CoinsDBOptions {
     /// are synced, so a power failure leaves either the old state or H + a replayable subset.
     bool sync_markers{true};
     /// Test hook: called after each intermediate batch of a flush (crash injection); on the
-    /// flush's writing thread when flush_threads > 1.
+    /// flush's writing thread when flush_threads > 1. In a bulk load: once, after its tables are
+    /// written and before they become the database.
     std::function<void()> after_partial_batch;
+    /// The first flush into a new database (nothing in it but its obfuscation key) writes LevelDB
+    /// table files directly, one slice of the key order per flush thread, and switches the
+    /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
+    bool bulk_load_new{true};
     /// Threads a flush may use: with 2 or more, the upper half of the keys sorts on a second thread
     /// and that thread writes each batch to LevelDB while the calling thread serializes the next
     /// (two batches in flight: up to 2 × batch_write_bytes). 1: everything on the calling thread.

@@ -29,11 +29,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ibdkit {
 
@@ -94,6 +96,32 @@ private:
 
 class Store;
 
+/// A record as stored: raw key, value already obfuscated.
+struct RawRecord {
+    std::vector<std::byte> key;
+    std::vector<std::byte> value;
+};
+
+/// Records written straight into LevelDB table files, bypassing its log, memtable and level-0
+/// compactions, then made the whole database in one step (Store::BeginBulkLoad, CommitBulkLoad).
+/// The records come in `parts`: within a part keys increase, every key of a part is below every
+/// key of the next, and each part is added to by one thread at a time (different parts may be
+/// filled concurrently).
+class BulkLoad {
+public:
+    ~BulkLoad();
+    BulkLoad(const BulkLoad&) = delete;
+    BulkLoad& operator=(const BulkLoad&) = delete;
+    /// Appends a record to part `part`; a key not above the part's last one is InvalidArgument.
+    StoreStatus Add(std::size_t part, std::span<const std::byte> key, std::span<const std::byte> value);
+
+private:
+    friend class Store;
+    struct Impl;
+    explicit BulkLoad(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
 /// Iterates raw keys in LevelDB order; values are returned deobfuscated by ValueInto.
 class StoreIterator {
 public:
@@ -147,6 +175,20 @@ public:
     uint64_t EstimateSize(std::span<const std::byte> begin, std::span<const std::byte> end) const;
     /// Compacts the whole key range (used by tests and tools; never on read-only stores).
     void CompactAll();
+
+    /// Starts a bulk load in `parts` parts, or returns nullptr when the database holds any record
+    /// but its obfuscation key (or is read-only): a bulk load replaces the whole database. Part 0
+    /// starts with `records` and the obfuscation key record (sorted here; every key below those
+    /// the caller adds). `sync`: every file is persisted before it is listed, and the directory
+    /// after the switch.
+    std::unique_ptr<BulkLoad> BeginBulkLoad(std::size_t parts, std::vector<RawRecord> records, bool sync);
+    /// Finishes the load's tables and makes them the database: LevelDB is closed, a new MANIFEST
+    /// listing only these tables becomes CURRENT (a rename), LevelDB opens again and deletes the
+    /// old files. A crash before the rename leaves the database as it was (LevelDB deletes the
+    /// unlisted tables on its next open); after it, the load is complete. No other thread may use
+    /// the store meanwhile. `before_install`, if set, runs between the tables and the rename (a
+    /// test's crash point).
+    StoreStatus CommitBulkLoad(std::unique_ptr<BulkLoad> load, const std::function<void()>& before_install = {});
 
 private:
     Store() = default;
