@@ -44,11 +44,6 @@ void PutFixed32(std::string& out, uint32_t v)
     for (int i = 0; i < 4; ++i) out.push_back(char(v >> (8 * i)));
 }
 
-void PutFixed64(std::string& out, uint64_t v)
-{
-    for (int i = 0; i < 8; ++i) out.push_back(char(v >> (8 * i)));
-}
-
 void PutVarint(std::string& out, uint64_t v)
 {
     while (v >= 128) {
@@ -66,8 +61,11 @@ void PutLengthPrefixed(std::string& out, const std::string& s)
 
 void MakeInternalKey(std::string& out, std::span<const std::byte> user_key)
 {
+    static constexpr char TRAILER[8] = {char(BULK_SEQUENCE << 8 | TYPE_VALUE), 0, 0, 0, 0, 0, 0, 0};
+    static_assert(BULK_SEQUENCE < (uint64_t(1) << 48), "the trailer's bytes above are the sequence's");
+    out.reserve(user_key.size() + 8);
     out.assign(reinterpret_cast<const char*>(user_key.data()), user_key.size());
-    PutFixed64(out, BULK_SEQUENCE << 8 | TYPE_VALUE);
+    out.append(TRAILER, 8);
 }
 
 /// CRC-32C (Castagnoli, reflected), as LevelDB's log records carry it. Only the MANIFEST's few
@@ -242,12 +240,12 @@ StoreStatus BulkLoad::Impl::Add(std::size_t part, std::span<const std::byte> key
 {
     Part& p = m_parts.at(part);
     if (!p.status.ok()) return p.status;
+    if (p.finished) return p.status = StoreStatus::Error(StoreStatus::Code::InvalidArgument, "bulk load: part already finished");
     const std::string_view k(reinterpret_cast<const char*>(key.data()), key.size());
-    if (p.any && k <= std::string_view(p.last_key)) {
+    if (p.any && k <= std::string_view(p.ikey).substr(0, p.ikey.size() - 8)) {
         return p.status = StoreStatus::Error(StoreStatus::Code::InvalidArgument, "bulk load: keys out of order");
     }
     p.any = true;
-    p.last_key.assign(k);
     if (!p.builder) {
         p.meta.number = m_next_file.fetch_add(1);
         leveldb::WritableFile* raw = nullptr;
@@ -258,7 +256,8 @@ StoreStatus BulkLoad::Impl::Add(std::size_t part, std::span<const std::byte> key
         p.file.reset(raw);
         p.builder = std::make_unique<leveldb::TableBuilder>(m_options, p.file.get());
     }
-    MakeInternalKey(p.ikey, key);
+    MakeInternalKey(p.next, key);
+    p.ikey.swap(p.next);
     if (p.builder->NumEntries() == 0) p.meta.smallest = p.ikey;
     p.builder->Add(p.ikey, leveldb::Slice(reinterpret_cast<const char*>(value.data()), value.size()));
     if (!p.builder->status().ok()) return p.status = FromStatus(p.builder->status(), "bulk load");
@@ -269,13 +268,20 @@ StoreStatus BulkLoad::Impl::Add(std::size_t part, std::span<const std::byte> key
     return p.status;
 }
 
+StoreStatus BulkLoad::Impl::FinishPart(std::size_t part)
+{
+    Part& p = m_parts.at(part);
+    if (!p.status.ok() || p.finished) return p.status;
+    p.finished = true;
+    if (!p.builder) return p.status;
+    p.meta.largest = p.ikey;
+    return p.status = FinishFile(p);
+}
+
 StoreStatus BulkLoad::Impl::Finish(uint64_t* manifest)
 {
-    for (auto& p : m_parts) {
-        if (!p.status.ok()) return p.status;
-        if (!p.builder) continue;
-        p.meta.largest = p.ikey;
-        if (auto st = FinishFile(p); !st.ok()) return st;
+    for (std::size_t i = 0; i < m_parts.size(); ++i) {
+        if (auto st = FinishPart(i); !st.ok()) return st;
     }
     std::sort(m_files.begin(), m_files.end(), [&](const FileMeta& a, const FileMeta& b) {
         return m_order->Compare(a.smallest, b.smallest) < 0;

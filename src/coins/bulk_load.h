@@ -31,6 +31,8 @@ struct BulkLoad::Impl {
     ~Impl();
 
     StoreStatus Add(std::size_t part, std::span<const std::byte> key, std::span<const std::byte> value);
+    /// Finishes the part's open table; later records of the part are refused.
+    StoreStatus FinishPart(std::size_t part);
     /// Finishes every part's open table, then writes a MANIFEST listing all tables. Returns the
     /// MANIFEST's file number in *manifest.
     StoreStatus Finish(uint64_t* manifest);
@@ -47,9 +49,10 @@ struct BulkLoad::Impl {
         std::unique_ptr<leveldb::WritableFile> file;
         std::unique_ptr<leveldb::TableBuilder> builder;
         FileMeta meta;
-        std::string last_key; ///< user key of the last record added
-        std::string ikey;     ///< scratch: the internal key being added
+        std::string ikey;     ///< the internal key of the last record added
+        std::string next;     ///< scratch: the internal key being made
         bool any{false};
+        bool finished{false};
         StoreStatus status;
     };
 

@@ -61,8 +61,12 @@ Error WrapError(const Error& e, const char* what)
 constexpr uint32_t TWO_BYTE_VARINT_END = 128 + (128 << 7);
 static_assert(TWO_BYTE_VARINT_END <= 0xFFFF, "BatchWriteImpl's sort key keeps n in 16 bits");
 
-/// A dirty entry in the flush's order: its sort key (see BatchWriteImpl) and its node.
-using OrderEntry = std::pair<uint64_t, CoinsMap::value_type*>;
+/// A dirty entry in the flush's order: its sort key (see BatchWriteImpl) and its node. Trivial, so
+/// the index's memory is only touched where entries are written.
+struct OrderEntry {
+    uint64_t first;
+    CoinsMap::value_type* second;
+};
 
 /// The flush reads the nodes in key order, i.e. at random: each is asked for this many entries ahead.
 constexpr std::size_t PREFETCH_AHEAD = 8;
@@ -92,17 +96,30 @@ bool KeyLess(const OutPoint& a, const OutPoint& b)
     return d != 0 ? d < 0 : la < lb;
 }
 
-/// The first flush into a new database (nothing in it but its obfuscation key): the sorted
-/// entries go straight into table files (Store::BeginBulkLoad), in `parts` slices of the key
-/// order, each slice serialized and added by a thread of its own (the first on this one).
-template <typename P>
-StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const OrderEntry> order, std::size_t parts)
+/// Runs fn(0) .. fn(n - 1), all but the first on threads of their own, and waits for them.
+template <typename Fn>
+void OnThreads(std::size_t n, const Fn& fn)
 {
+    std::vector<std::thread> helpers;
+    for (std::size_t i = 1; i < n; ++i) helpers.emplace_back(fn, i);
+    fn(0);
+    for (auto& t : helpers) t.join();
+}
+
+/// The first flush into a new database (nothing in it but its obfuscation key): the sorted
+/// entries go straight into table files (Store::BeginBulkLoad), part p taking the entries
+/// [bounds[p], bounds[p + 1]) of the key order, each part serialized and added by a thread of its
+/// own (the first on this one), which also finishes (and syncs) the part's last table.
+template <typename P>
+StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const OrderEntry> order,
+                          std::span<const std::size_t> bounds)
+{
+    const std::size_t parts = bounds.size() - 1;
     std::vector<StoreStatus> status(parts);
     std::vector<uint64_t> cleansed(parts, 0);
-    const auto fill = [&](std::size_t part) {
+    OnThreads(parts, [&](std::size_t part) {
         const uint64_t before = CleansedBytes();
-        const std::size_t first = order.size() * part / parts, last = order.size() * (part + 1) / parts;
+        const std::size_t first = bounds[part], last = bounds[part + 1];
         DataStream<P> key, value;
         key.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
         value.reserve(DBWRAPPER_PREALLOC_VALUE_SIZE);
@@ -118,12 +135,9 @@ StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const Or
             value.clear();
             if (!status[part].ok()) break;
         }
+        if (status[part].ok()) status[part] = load.FinishPart(part);
         cleansed[part] = CleansedBytes() - before;
-    };
-    std::vector<std::thread> helpers;
-    for (std::size_t p = 1; p < parts; ++p) helpers.emplace_back(fill, p);
-    fill(0);
-    for (auto& t : helpers) t.join();
+    });
     for (std::size_t p = 1; p < parts; ++p) detail::g_cleansed_bytes += cleansed[p]; // on the caller's count
     for (const auto& st : status) {
         if (!st.ok()) return st;
@@ -148,16 +162,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     const auto sort_key = [](const OutPoint& o) {
         return (ReadBE64(o.hash.data()) & ~uint64_t(0xFFFF)) | std::min(o.n, TWO_BYTE_VARINT_END);
     };
-    std::vector<OrderEntry> order;
-    std::size_t entries = 0;
-    for (const CoinsMap* coins : maps) entries += coins->size();
-    order.reserve(entries);
-    for (CoinsMap* coins : maps) {
-        coins->ForEach([&](CoinsMap::value_type& kv) {
-            if (kv.second.IsDirty()) order.emplace_back(sort_key(kv.first), &kv);
-        });
-    }
-    const auto sort = [](std::vector<OrderEntry>::iterator first, std::vector<OrderEntry>::iterator last) {
+    const auto sort = [](OrderEntry* first, OrderEntry* last) {
         std::sort(first, last, [](const OrderEntry& a, const OrderEntry& b) { return a.first < b.first; });
         for (auto run = first; run != last;) {
             const uint64_t prefix = run->first >> 16;
@@ -173,39 +178,78 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
             run = end;
         }
     };
-    const bool threaded = opt.flush_threads > 1 && order.size() >= PARALLEL_FLUSH_MIN_ENTRIES;
-    if (threaded) {
-        // The halves of the key space sort independently: the lower one here, the upper one there.
-        const auto mid = std::partition(order.begin(), order.end(), [](const OrderEntry& e) { return e.first >> 63 == 0; });
-        std::thread upper([&] { sort(mid, order.end()); });
-        sort(order.begin(), mid);
-        upper.join();
-    } else {
-        sort(order.begin(), order.end());
-    }
-    assert(std::is_sorted(order.begin(), order.end(),
-                          [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); }));
+    const auto key_less = [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); };
 
-    // After the write: a cache that stays keeps its unspent coins, now clean.
+    // The maps in `groups` runs of consecutive maps, one per thread: each collects and sorts its
+    // own maps' dirty entries into a region of the index of its own. The cache's shards are key
+    // ranges in key order, so the sorted regions follow one another in key order and the index is
+    // sorted once they are put side by side; other maps are merged afterwards.
+    std::size_t entries = 0;
+    for (const CoinsMap* coins : maps) entries += coins->size();
+    const bool threaded = opt.flush_threads > 1 && entries >= PARALLEL_FLUSH_MIN_ENTRIES;
+    const std::size_t groups = threaded ? std::min<std::size_t>(opt.flush_threads, maps.size()) : 1;
+    const auto group_maps = [&](std::size_t g) {
+        return maps.subspan(maps.size() * g / groups, maps.size() * (g + 1) / groups - maps.size() * g / groups);
+    };
+    std::unique_ptr<OrderEntry[]> index(new OrderEntry[entries]); // left uninitialized
+    std::vector<std::size_t> start(groups + 1, 0), count(groups, 0);
+    for (std::size_t g = 0; g < groups; ++g) {
+        start[g + 1] = start[g];
+        for (const CoinsMap* coins : group_maps(g)) start[g + 1] += coins->size();
+    }
+    OnThreads(groups, [&](std::size_t g) {
+        OrderEntry* out = index.get() + start[g];
+        for (CoinsMap* coins : group_maps(g)) {
+            coins->ForEach([&](CoinsMap::value_type& kv) {
+                if (kv.second.IsDirty()) *out++ = OrderEntry{sort_key(kv.first), &kv};
+            });
+        }
+        count[g] = std::size_t(out - (index.get() + start[g]));
+        sort(index.get() + start[g], out);
+    });
+    std::vector<std::size_t> bounds{0}; // the index's key-ordered regions: [bounds[i], bounds[i + 1])
+    bool in_order = true;
+    for (std::size_t g = 0; g < groups; ++g) {
+        OrderEntry* from = index.get() + start[g];
+        OrderEntry* to = index.get() + bounds.back();
+        if (from != to) std::copy(from, from + count[g], to);
+        if (count[g] == 0) continue;
+        if (bounds.size() > 1 && !key_less(*(to - 1), *to)) in_order = false;
+        bounds.push_back(bounds.back() + count[g]);
+    }
+    std::span<OrderEntry> order(index.get(), bounds.back());
+    if (!in_order) {
+        for (std::size_t i = 2; i < bounds.size(); ++i) {
+            std::inplace_merge(order.begin(), order.begin() + std::ptrdiff_t(bounds[i - 1]),
+                               order.begin() + std::ptrdiff_t(bounds[i]), key_less);
+        }
+        bounds = {0, order.size()};
+    }
+    assert(std::is_sorted(order.begin(), order.end(), key_less));
+
+    // After the write: a cache that stays keeps its unspent coins, now clean. Each group's
+    // thread settles its own maps.
     const auto settle = [&] {
         order = {};
-        for (CoinsMap* coins : maps) {
-            if (erase) {
-                coins->clear();
-                continue;
-            }
-            for (auto it = coins->begin(); it != coins->end();) {
-                if (it->second.coin.IsSpent()) {
-                    it = coins->erase(it);
-                } else {
-                    it->second.flags = 0;
-                    ++it;
+        index.reset();
+        OnThreads(groups, [&](std::size_t g) {
+            for (CoinsMap* coins : group_maps(g)) {
+                if (erase) {
+                    coins->clear();
+                    continue;
+                }
+                for (auto it = coins->begin(); it != coins->end();) {
+                    if (it->second.coin.IsSpent()) {
+                        it = coins->erase(it);
+                    } else {
+                        it->second.flags = 0;
+                        ++it;
+                    }
                 }
             }
-        }
+        });
     };
     if (fresh && opt.bulk_load_new) {
-        const std::size_t parts = threaded ? opt.flush_threads : 1;
         // B goes in with the coins: no H is needed, the database switches in one step.
         DataStream<P> key, value;
         key << MarkerKey{DB_BEST_BLOCK};
@@ -214,14 +258,18 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         std::vector<RawRecord> records(1);
         records[0].key.assign(key.span().begin(), key.span().end());
         records[0].value.assign(value.span().begin(), value.span().end());
-        if (auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers)) {
-            StoreStatus st = BulkWriteImpl<P>(store, *load, order, parts);
+        if (bounds.size() <= 2) { // one region (one map, or merged) or none: cut it evenly
+            const std::size_t parts = threaded ? opt.flush_threads : 1;
+            bounds.clear();
+            for (std::size_t i = 0; i <= parts; ++i) bounds.push_back(order.size() * i / parts);
+        }
+        if (auto load = store.BeginBulkLoad(bounds.size() - 1, std::move(records), opt.sync_markers)) {
+            StoreStatus st = BulkWriteImpl<P>(store, *load, order, bounds);
             if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
             if (st.ok()) settle();
             return st;
         }
     }
-
     // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
     // the handoff's thread writes each full batch, in order. The first one carries H: it is synced
     // before any later coin batch is written.
@@ -329,6 +377,9 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
 
 Result<std::optional<Coin>> CoinsDB::GetCoin(const OutPoint& outpoint) const
 {
+    // A new chainstate before its first flush: every coin is absent (on regtest, where BIP30 is
+    // checked at every height, that is every new output's lookup).
+    if (m_store->HoldsNoRecords()) return std::optional<Coin>{};
     return VisitPolicy(m_options.policy, [&]<typename P>(P) -> Result<std::optional<Coin>> {
         auto r = ReadValue<P, Coin>(*m_store, CoinKey{outpoint});
         if (!r) {
@@ -341,6 +392,7 @@ Result<std::optional<Coin>> CoinsDB::GetCoin(const OutPoint& outpoint) const
 
 bool CoinsDB::HaveCoin(const OutPoint& outpoint) const
 {
+    if (m_store->HoldsNoRecords()) return false;
     return VisitPolicy(m_options.policy, [&]<typename P>(P) {
         DataStream<P> ks;
         ks.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);

@@ -325,6 +325,7 @@ void KvBatch::Put(std::span<const std::byte> key, std::span<const std::byte> val
     // - varint: value length
     // - byte[]: value
     m_size_estimate += 3 + (key.size() > 127) + key.size() + (value.size() > 127) + value.size();
+    m_puts = true;
 }
 
 void KvBatch::Delete(std::span<const std::byte> key)
@@ -337,6 +338,7 @@ void KvBatch::Clear()
 {
     m_impl->batch.Clear();
     m_size_estimate = 0;
+    m_puts = false;
 }
 
 // ---- StoreIterator -----------------------------------------------------------------------------
@@ -508,6 +510,13 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
         if (!st.ok()) return fail(st);
         store->m_obfuscation = k;
     }
+    // Nothing but the obfuscation key: reads can answer "absent" without asking LevelDB.
+    {
+        std::unique_ptr<leveldb::Iterator> it(im.db->NewIterator(im.iter_options));
+        it->SeekToFirst();
+        if (it->Valid() && it->key() == ToSlice(okey)) it->Next();
+        store->m_no_records.store(!it->Valid() && it->status().ok(), std::memory_order_relaxed);
+    }
     if (status) *status = StoreStatus::Ok();
     return store;
 }
@@ -530,6 +539,7 @@ StoreStatus Store::WriteBatch(KvBatch& batch, bool sync)
 {
     if (m_read_only) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "write to a read-only store");
     if (!m_impl->db) return Closed();
+    if (batch.m_puts) m_no_records.store(false, std::memory_order_relaxed); // before readers can see them
     leveldb::Status s = m_impl->db->Write(sync ? m_impl->sync_options : m_impl->write_options, &batch.m_impl->batch);
     return FromLevelDb(s, "write batch");
 }
@@ -573,6 +583,8 @@ StoreStatus BulkLoad::Add(std::size_t part, std::span<const std::byte> key, std:
     return m_impl->Add(part, key, value);
 }
 
+StoreStatus BulkLoad::FinishPart(std::size_t part) { return m_impl->FinishPart(part); }
+
 std::unique_ptr<BulkLoad> Store::BeginBulkLoad(std::size_t parts, std::vector<RawRecord> records, bool sync)
 {
     if (m_read_only || parts == 0 || !m_impl->db) return nullptr;
@@ -598,6 +610,7 @@ std::unique_ptr<BulkLoad> Store::BeginBulkLoad(std::size_t parts, std::vector<Ra
 StoreStatus Store::CommitBulkLoad(std::unique_ptr<BulkLoad> load, const std::function<void()>& before_install)
 {
     BulkLoad::Impl& b = *load->m_impl;
+    m_no_records.store(false, std::memory_order_relaxed);
     uint64_t manifest = 0;
     if (auto st = b.Finish(&manifest); !st.ok()) return st;
     if (before_install) before_install();

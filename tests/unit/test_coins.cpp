@@ -924,6 +924,37 @@ TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
     }
 }
 
+TEST(CoinsDB, MapsWhoseKeysInterleaveAreMergedBeforeTheWrite)
+{
+    // The flush threads collect and sort a group of maps each; maps that are not consecutive key
+    // ranges (unlike the cache's shards) are merged into one order before anything is written.
+    std::mt19937_64 rng(47);
+    std::map<OutPoint, Coin> want;
+    for (int i = 0; i < 80'000; ++i) want.emplace(RandomOutPoint(rng), RandomCoin(rng));
+    TempDir d;
+    for (const bool bulk : {false, true}) {
+        CoinsMap a, b;
+        bool odd = false;
+        for (const auto& [op, c] : want) {
+            CoinsCacheEntry e{Coin(c)};
+            e.flags = CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH;
+            ((odd = !odd) ? a : b).emplace(op, std::move(e));
+        }
+        CoinsDBOptions o;
+        o.bulk_load_new = bulk;
+        o.flush_threads = 2;
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path / (bulk ? "bulk" : "batches"), o, &st);
+        ASSERT_TRUE(db) << st.message;
+        CoinsMap* const maps[] = {&a, &b};
+        ASSERT_TRUE(db->BatchWrite(std::span<CoinsMap* const>(maps), TipOf(1), false).ok());
+        std::map<OutPoint, Coin> got;
+        for (const auto& [op, c] : AllCoins(*db)) got.emplace(op, c);
+        EXPECT_TRUE(got == want) << (bulk ? "bulk load" : "batches");
+        EXPECT_EQ(a.size() + b.size(), want.size()) << "a flush that does not erase keeps the entries";
+    }
+}
+
 TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
 {
     TempDir d;

@@ -26,6 +26,7 @@
 #include <ibdkit/stream/streams.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -92,6 +93,7 @@ private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
     std::size_t m_size_estimate{0};
+    bool m_puts{false}; ///< the batch writes a record (a Put since the last Clear)
 };
 
 class Store;
@@ -114,6 +116,9 @@ public:
     BulkLoad& operator=(const BulkLoad&) = delete;
     /// Appends a record to part `part`; a key not above the part's last one is InvalidArgument.
     StoreStatus Add(std::size_t part, std::span<const std::byte> key, std::span<const std::byte> value);
+    /// Finishes (and, when syncing, persists) the part's last table on the calling thread; no
+    /// record may be added to the part afterwards. Optional: the commit finishes what is left.
+    StoreStatus FinishPart(std::size_t part);
 
 private:
     friend class Store;
@@ -171,6 +176,10 @@ public:
     std::unique_ptr<StoreIterator> NewIterator() const;
     /// True if the database holds no key at all.
     bool IsEmpty() const;
+    /// True while the database holds no record but its obfuscation key: checked once at the open,
+    /// false from the first write of a record (a batch with a Put, a bulk load) on. A new
+    /// chainstate's reads of absent coins then skip LevelDB. Safe to call from any thread.
+    bool HoldsNoRecords() const noexcept { return m_no_records.load(std::memory_order_relaxed); }
     /// Approximate bytes on disk of keys in [begin, end).
     uint64_t EstimateSize(std::span<const std::byte> begin, std::span<const std::byte> end) const;
     /// Compacts the whole key range (used by tests and tools; never on read-only stores).
@@ -197,6 +206,7 @@ private:
     ObfuscationKey m_obfuscation;
     std::filesystem::path m_path;
     bool m_read_only{false};
+    std::atomic<bool> m_no_records{false};
 };
 
 /// True if another process holds the LevelDB LOCK of `dir` (fcntl F_GETLK). Missing LOCK = false.
