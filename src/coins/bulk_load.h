@@ -45,7 +45,8 @@ struct BulkLoad::Impl {
         uint64_t size{0};
         std::string smallest, largest; ///< internal keys
     };
-    struct Part {
+    /// One part's writer. On cache lines of its own: parts are filled on different threads.
+    struct alignas(64) Part {
         std::unique_ptr<leveldb::WritableFile> file;
         std::unique_ptr<leveldb::TableBuilder> builder;
         FileMeta meta;
