@@ -763,6 +763,31 @@ TEST(CoinsDB, FlushWritesKeysThatShareASortPrefixOrHaveLongVarints)
     }
 }
 
+namespace {
+
+/// The files of `dir` whose names end with `suffix`.
+int CountFiles(const fs::path& dir, const std::string& suffix)
+{
+    int n = 0;
+    for (const auto& f : fs::directory_iterator(dir)) {
+        const std::string name = f.path().filename().string();
+        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
+    }
+    return n;
+}
+
+std::vector<std::pair<OutPoint, Coin>> AllCoins(const CoinsDB& db)
+{
+    std::vector<std::pair<OutPoint, Coin>> all;
+    EXPECT_TRUE(db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
+        all.emplace_back(op, c);
+        return true;
+    }).ok());
+    return all;
+}
+
+} // namespace
+
 TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
 {
     auto fill = [](CoinsCache& cache, uint64_t seed, int n) {
@@ -773,14 +798,6 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
             cache.AddCoin(ops.back(), RandomCoin(rng), false);
         }
         return ops;
-    };
-    auto dump = [](const CoinsDB& db) {
-        std::vector<std::pair<OutPoint, Coin>> all;
-        EXPECT_TRUE(db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-            all.emplace_back(op, c);
-            return true;
-        }).ok());
-        return all;
     };
     TempDir d;
     std::vector<std::pair<OutPoint, Coin>> one;
@@ -801,7 +818,7 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
         cache.SetBestBlock(TipOf(2));
         ASSERT_TRUE(cache.FlushWarm(std::size_t(1) << 30).ok());
         EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
-        auto all = dump(*db);
+        auto all = AllCoins(*db);
         EXPECT_EQ(all.size(), 100'000u - 33'334u + 80'000u);
         if (threads == 1) one = std::move(all);
         else EXPECT_TRUE(all == one);
@@ -832,30 +849,6 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
 
 // ---- the first flush into a new database: a bulk load ---------------------------------------------
 
-namespace {
-
-/// The files of `dir` whose names end with `suffix`.
-int CountFiles(const fs::path& dir, const std::string& suffix)
-{
-    int n = 0;
-    for (const auto& f : fs::directory_iterator(dir)) {
-        const std::string name = f.path().filename().string();
-        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
-    }
-    return n;
-}
-
-std::vector<std::pair<OutPoint, Coin>> AllCoins(const CoinsDB& db)
-{
-    std::vector<std::pair<OutPoint, Coin>> all;
-    EXPECT_TRUE(db.ForEachCoin([&](const OutPoint& op, const Coin& c) {
-        all.emplace_back(op, c);
-        return true;
-    }).ok());
-    return all;
-}
-
-} // namespace
 
 TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
 {
