@@ -270,6 +270,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
             return st;
         }
     }
+
     // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
     // the handoff's thread writes each full batch, in order. The first one carries H: it is synced
     // before any later coin batch is written.
