@@ -5,11 +5,13 @@
 #include <ibdkit/consensus/tx_verify.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <vector>
 
 namespace ibdkit {
 
@@ -35,6 +37,7 @@ struct SpentInput {
 thread_local std::vector<SpentInput> t_inputs;
 thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<const TxOut*> t_spent;
+thread_local std::vector<int64_t> t_sigop_costs;
 thread_local std::vector<int> t_heights;
 
 // Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
@@ -79,77 +82,88 @@ void AddCoins(CoinsCache& view, const Transaction& tx, int height)
     }
 }
 
-// The cache's side of connecting a block, for the outpoints in shards [lo, hi): each input's coin
-// is looked up and, if unspent, spent and moved to `inputs`; each output is added. In block order
-// within the shards, so every outpoint sees the operations a sequential ConnectBlock would apply to
-// it, in the same order, whichever thread runs which shards. Nothing is checked here: the caller
-// checks afterwards, in Core's order, from `inputs`, and drops the cache if the block fails. An
-// output that would overwrite an unspent coin is not added; the lowest such transaction index
-// goes to `first_conflict` (Core asserts there: it cannot happen to a transaction whose inputs
-// exist).
-//
-// With `check_bip30`, first Core's BIP30 check over the shards' outputs, against the cache as it
-// stands before the block (nothing of the block has touched these shards yet): an existing unspent
-// coin sets `bip30_violation` and the shards are left alone.
-void ApplyShards(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
-                 std::span<const std::size_t> first_input, std::size_t lo, std::size_t hi, bool check_bip30,
-                 std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
+// The cache's work of one block, split by shard in one pass over the block: for each shard, in
+// block order, the inputs whose prevout it holds (tx, input index) and the transactions whose
+// outputs it holds (tx, OUTPUTS: every output of a transaction shares its txid's shard). Each
+// shard's task then walks only its own list, instead of every task walking the whole block.
+struct ShardOp {
+    static constexpr uint32_t OUTPUTS = ~uint32_t(0);
+    uint32_t tx;
+    uint32_t input; ///< OUTPUTS: add the transaction's outputs
+};
+using ShardPlan = std::array<std::vector<ShardOp>, CoinsCache::SHARDS>;
+thread_local ShardPlan t_plan;
+
+void PlanShards(const Block& block, ShardPlan& plan)
 {
-    const bool all = lo == 0 && hi == CoinsCache::SHARDS;
-    auto mine = [&](const OutPoint& op) {
-        if (all) return true;
-        const std::size_t s = CoinsCache::ShardOf(op);
-        return s >= lo && s < hi;
-    };
+    for (auto& ops : plan) ops.clear();
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        if (!tx.IsCoinBase()) {
+            for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+                plan[CoinsCache::ShardOf(tx.vin()[i].prevout)].push_back({uint32_t(t), uint32_t(i)});
+            }
+        }
+        if (!tx.vout().empty()) plan[CoinsCache::ShardOf(OutPoint{tx.GetHash(), 0})].push_back({uint32_t(t), ShardOp::OUTPUTS});
+    }
+}
+
+// The cache's side of connecting a block for the outpoints of one shard (`ops`, its part of the
+// plan): each input's coin is looked up and, if unspent, spent and moved to `inputs`; each output
+// is added. In block order, so every outpoint sees the operations a sequential ConnectBlock would
+// apply to it, in the same order, whichever thread runs which shard. Nothing is checked here: the
+// caller checks afterwards, in Core's order, from `inputs`, and drops the cache if the block
+// fails. An output that would overwrite an unspent coin is not added; the lowest such transaction
+// index goes to `first_conflict` (Core asserts there: it cannot happen to a transaction whose
+// inputs exist).
+//
+// With `check_bip30`, first Core's BIP30 check over the shard's outputs, against the cache as it
+// stands before the block (nothing of the block has touched this shard yet): an existing unspent
+// coin sets `bip30_violation` and the shard is left alone.
+void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
+                std::span<const std::size_t> first_input, std::span<const ShardOp> ops, bool check_bip30,
+                std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
+{
+    // Memory hints first: the slots of every outpoint the shard will look up (the BIP30 check's
+    // too), then the nodes of the coins the inputs spend, so that their cache misses overlap (a
+    // lookup that follows one waits for at most one of them).
+    for (const ShardOp& op : ops) {
+        const Transaction& tx = block.vtx[op.tx];
+        if (op.input != ShardOp::OUTPUTS) {
+            view.PrefetchSlot(tx.vin()[op.input].prevout);
+        } else {
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) view.PrefetchSlot(OutPoint{tx.GetHash(), o});
+        }
+    }
     if (check_bip30) {
-        for (const auto& tx : block.vtx) {
+        for (const ShardOp& op : ops) {
+            if (op.input != ShardOp::OUTPUTS) continue;
+            const Transaction& tx = block.vtx[op.tx];
             for (uint32_t o = 0; o < tx.vout().size(); ++o) {
-                const OutPoint op{tx.GetHash(), o};
-                if (mine(op) && view.HaveCoin(op)) {
+                if (view.HaveCoin(OutPoint{tx.GetHash(), o})) {
                     bip30_violation.store(true, std::memory_order_relaxed);
                     return;
                 }
             }
         }
     }
-    // Memory hints first: the slots of every outpoint the shards will look up, then the nodes of
-    // the coins the inputs spend, so that their cache misses overlap (a lookup that follows one
-    // waits for at most one of them).
-    for (const auto& tx : block.vtx) {
-        if (!tx.IsCoinBase()) {
-            for (const auto& in : tx.vin()) {
-                if (mine(in.prevout)) view.PrefetchSlot(in.prevout);
-            }
-        }
-        for (uint32_t o = 0; o < tx.vout().size(); ++o) {
-            const OutPoint op{tx.GetHash(), o};
-            if (mine(op)) view.PrefetchSlot(op);
-        }
+    for (const ShardOp& op : ops) {
+        if (op.input != ShardOp::OUTPUTS) view.PrefetchNode(block.vtx[op.tx].vin()[op.input].prevout);
     }
-    for (const auto& tx : block.vtx) {
-        if (tx.IsCoinBase()) continue;
-        for (const auto& in : tx.vin()) {
-            if (mine(in.prevout)) view.PrefetchNode(in.prevout);
+    for (const ShardOp& op : ops) {
+        const Transaction& tx = block.vtx[op.tx];
+        if (op.input != ShardOp::OUTPUTS) {
+            SpentInput& in = inputs[first_input[op.tx] + op.input];
+            auto it = view.FetchCoin(tx.vin()[op.input].prevout);
+            in.found = it != view.MapEnd() && !it->second.coin.IsSpent();
+            if (in.found) view.SpendCoinAt(it, &in.coin);
+            continue;
         }
-    }
-    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
-        const Transaction& tx = block.vtx[t];
         const bool coinbase = tx.IsCoinBase();
-        if (!coinbase) {
-            for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-                const OutPoint& prevout = tx.vin()[i].prevout;
-                if (!mine(prevout)) continue;
-                SpentInput& in = inputs[first_input[t] + i];
-                auto it = view.FetchCoin(prevout);
-                in.found = it != view.MapEnd() && !it->second.coin.IsSpent();
-                if (in.found) view.SpendCoinAt(it, &in.coin);
-            }
-        }
-        const Txid& txid = tx.GetHash();
         for (uint32_t o = 0; o < tx.vout().size(); ++o) {
-            const OutPoint op{txid, o};
-            if (!mine(op)) continue;
-            if (!view.TryAddCoin(op, Coin(tx.vout()[o], uint32_t(height), coinbase), /*possible_overwrite=*/coinbase)) {
+            if (!view.TryAddCoin(OutPoint{tx.GetHash(), o}, Coin(tx.vout()[o], uint32_t(height), coinbase),
+                                 /*possible_overwrite=*/coinbase)) {
+                const std::size_t t = op.tx;
                 std::size_t cur = first_conflict.load(std::memory_order_relaxed);
                 while (t < cur && !first_conflict.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
                 }
@@ -210,8 +224,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     }
     const auto legacy_sigops = checked.legacy_sigops();
 
-    // The cache's side first, spread over the runner's threads by shard; then the checks, in
-    // Core's order, from the coins each input found. A block that fails leaves the cache with
+    // The cache's side first, spread over the runner's threads by shard, and the sigop costs;
+    // then the checks, in Core's order, from the coins each input found. A block that fails leaves the cache with
     // part (or all) of its changes, as Core's does: the caller drops it.
     auto& all_inputs = t_inputs;
     auto& first_input = t_first_input;
@@ -225,22 +239,51 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     all_inputs.resize(n_inputs);
     std::atomic<bool> bip30_violation{false};
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
+    ShardPlan& plan = t_plan;
+    PlanShards(block, plan);
+    auto apply = [&](std::size_t s) {
+        ApplyShard(block, height, view, all_inputs, first_input, plan[s], check_bip30, bip30_violation, first_conflict);
+    };
     if (runner) {
-        (*runner)(CoinsCache::SHARDS, [&](std::size_t s) {
-            ApplyShards(block, height, view, all_inputs, first_input, s, s + 1, check_bip30, bip30_violation, first_conflict);
-        });
+        (*runner)(CoinsCache::SHARDS, apply);
     } else {
-        ApplyShards(block, height, view, all_inputs, first_input, 0, CoinsCache::SHARDS, check_bip30, bip30_violation,
-                    first_conflict);
+        // One shard at a time here too: a shard's memory hints are few enough to still be in the
+        // CPU's cache when its lookups reach them (a whole large block's are not).
+        for (std::size_t s = 0; s < CoinsCache::SHARDS && !bip30_violation.load(std::memory_order_relaxed); ++s) apply(s);
     }
     if (bip30_violation.load(std::memory_order_relaxed)) {
         return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
     }
 
+    // Every transaction's sigop cost from the outputs it spends (the P2SH and witness counts parse
+    // the spending scripts): independent per transaction, so spread over the runner's threads too,
+    // in ranges of transactions. A transaction with a missing input gets none; the checks below
+    // reject it before its cost is used.
+    auto& sigop_costs = t_sigop_costs;
+    sigop_costs.resize(block.vtx.size());
+    constexpr std::size_t SIGOP_RANGES = 8;
+    auto count_sigops = [&](std::size_t r) {
+        auto& spent = t_spent;
+        const std::size_t n = block.vtx.size();
+        for (std::size_t t = n * r / SIGOP_RANGES; t < n * (r + 1) / SIGOP_RANGES; ++t) {
+            const Transaction& tx = block.vtx[t];
+            spent.clear();
+            if (!tx.IsCoinBase()) {
+                const SpentInput* in = all_inputs.data() + first_input[t];
+                for (std::size_t i = 0; i < tx.vin().size() && in[i].found; ++i) spent.push_back(&in[i].coin.out);
+                if (spent.size() < tx.vin().size()) continue;
+            }
+            sigop_costs[t] = GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags);
+        }
+    };
+    if (runner) {
+        (*runner)(SIGOP_RANGES, count_sigops);
+    } else {
+        for (std::size_t r = 0; r < SIGOP_RANGES; ++r) count_sigops(r);
+    }
+
     for (std::size_t t = 0; t < block.vtx.size(); ++t) {
         const Transaction& tx = block.vtx[t];
-        auto& spent = t_spent;
-        spent.clear();
         const std::span<SpentInput> ins =
             tx.IsCoinBase() ? std::span<SpentInput>() : std::span<SpentInput>(all_inputs).subspan(first_input[t], tx.vin().size());
         if (!tx.IsCoinBase()) {
@@ -282,13 +325,11 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
                 for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
                 if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
             }
-            for (const SpentInput& in : ins) spent.push_back(&in.coin.out);
         }
         if (first_conflict.load(std::memory_order_relaxed) == t) {
             throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
         }
-        // The sigop cost of every transaction, from the outputs it spends.
-        if (!AddSigOpCost(sigop_cost, GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags), state)) return false;
+        if (!AddSigOpCost(sigop_cost, sigop_costs[t], state)) return false;
         if (!tx.IsCoinBase()) {
             // The undo data takes the spent coins in input order (Core's UpdateCoins).
             if (undo) {
