@@ -34,6 +34,9 @@ struct SpentInput {
 // Reused across calls on the connecting thread (no allocation per block or transaction): every
 // input of the block, where each transaction's inputs start among them, the outputs one
 // transaction spends and their heights.
+// Inputs plus transactions below which ConnectBlock does not spread a block's work over threads.
+constexpr std::size_t MIN_SPREAD_WORK = 64;
+
 thread_local std::vector<SpentInput> t_inputs;
 thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<const TxOut*> t_spent;
@@ -237,6 +240,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     }
     all_inputs.clear();
     all_inputs.resize(n_inputs);
+    // A small block is done here: waking a helper would cost more than its work.
+    if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
     ShardPlan& plan = t_plan;

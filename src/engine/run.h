@@ -224,7 +224,7 @@ public:
         m_ready.erase(it);
         ++m_next_pop;
         m_bytes_in_flight -= rb.size;
-        m_space.notify_all();
+        if (LowWater()) m_space.notify_all();
         return rb;
     }
 
@@ -287,15 +287,24 @@ public:
     uint64_t Cleansed() const noexcept { return m_cleansed.load(); }
 
 private:
+    /// Whether the pipeline has drained to half its bounds (or below its minimum of blocks): a
+    /// producer that found it full waits for this, then refills it in one go, rather than waking
+    /// up for every block the connector takes.
+    bool LowWater() const
+    {
+        const std::size_t blocks = m_next_push - m_next_pop;
+        return blocks < MIN_BLOCKS_IN_FLIGHT || (m_bytes_in_flight <= MAX_BYTES_IN_FLIGHT / 2 && blocks <= m_max_count / 2);
+    }
+
     bool Push(RawBlock<Policy>&& raw)
     {
         const std::size_t size = raw.bytes.size();
         std::unique_lock lock(m_mutex);
-        m_space.wait(lock, [&] {
+        auto fits = [&] {
             const std::size_t blocks = m_next_push - m_next_pop;
-            return m_stop || blocks < MIN_BLOCKS_IN_FLIGHT ||
-                   (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && blocks < m_max_count);
-        });
+            return blocks < MIN_BLOCKS_IN_FLIGHT || (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && blocks < m_max_count);
+        };
+        if (!fits()) m_space.wait(lock, [&] { return m_stop || (LowWater() && fits()); });
         if (m_stop) return false;
         m_bytes_in_flight += size;
         m_input.emplace_back(m_next_push++, std::move(raw));
