@@ -31,12 +31,12 @@ struct SpentInput {
     bool found{false};
 };
 
-// Reused across calls on the connecting thread (no allocation per block or transaction): every
-// input of the block, where each transaction's inputs start among them, the outputs one
-// transaction spends and their heights.
 // Inputs plus transactions below which ConnectBlock does not spread a block's work over threads.
 constexpr std::size_t MIN_SPREAD_WORK = 64;
 
+// Reused across calls on the connecting thread (no allocation per block or transaction): every
+// input of the block, where each transaction's inputs start among them, the outputs one
+// transaction spends, their sigop costs and their heights.
 thread_local std::vector<SpentInput> t_inputs;
 thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<const TxOut*> t_spent;
@@ -228,8 +228,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     const auto legacy_sigops = checked.legacy_sigops();
 
     // The cache's side first, spread over the runner's threads by shard, and the sigop costs;
-    // then the checks, in Core's order, from the coins each input found. A block that fails leaves the cache with
-    // part (or all) of its changes, as Core's does: the caller drops it.
+    // then the checks, in Core's order, from the coins each input found. A block that fails
+    // leaves the cache with part (or all) of its changes, as Core's does: the caller drops it.
     auto& all_inputs = t_inputs;
     auto& first_input = t_first_input;
     first_input.resize(block.vtx.size());

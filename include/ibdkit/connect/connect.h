@@ -57,11 +57,12 @@ struct ConnectStats {
 /// returns when all have run; the first exception a task threw is rethrown then.
 using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
 
-/// Applies `block` at ctx.height: checks the rules above and updates
-/// `view`. With `runner`, the cache's side (looking up, spending and adding coins) runs as one
-/// task per shard of `view` (coins/coins_cache.h), then the transactions' sigop costs as tasks over
-/// ranges of transactions; the checks and the result are the same as without. Returns false with Core's reason in `state` if a rule fails; `view` may then hold part
-/// of the block's changes and must be discarded (not flushed) by the caller. With `undo`, fills it
+/// Applies `block` at ctx.height: checks the rules above and updates `view`. With `runner`, the
+/// cache's side (looking up, spending and adding coins) runs as one task per shard of `view`
+/// (coins/coins_cache.h), then the transactions' sigop costs as tasks over ranges of
+/// transactions; the checks and the result are the same as without. Returns false with Core's
+/// reason in `state` if a rule fails; `view` may then hold part of the block's changes and must be
+/// discarded (not flushed) by the caller. With `undo`, fills it
 /// with the block's undo data (the coins spent, per non-coinbase transaction in input order, as
 /// Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are unspecified.
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
