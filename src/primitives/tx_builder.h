@@ -135,14 +135,15 @@ struct TxBuilder {
     static void SetBorrowed(Script& s, const uint8_t* p, std::size_t n) noexcept
     {
         s.FreeHeap();
-        s.m_u.heap.ptr = const_cast<uint8_t*>(p);
-        s.m_size = uint32_t(n);
-        s.m_cap = Script::BORROWED;
+        s.SetPointer(const_cast<uint8_t*>(p), Script::BORROWED, 0);
+        s.SetSize(n);
     }
     /// A script borrowing from bytes at `from` now borrows the same bytes copied to `to`.
     static void Rebase(Script& s, const uint8_t* from, const uint8_t* to) noexcept
     {
-        s.m_u.heap.ptr = const_cast<uint8_t*>(to) + (s.m_u.heap.ptr - from);
+        const std::size_t n = s.Size();
+        s.SetPointer(const_cast<uint8_t*>(to) + (s.HeapPtr() - from), Script::BORROWED, 0);
+        s.SetSize(n);
     }
 };
 

@@ -621,6 +621,31 @@ TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
     EXPECT_LE(cache.DynamicMemoryUsage(), empty + 64);
 }
 
+// The per-coin footprint (docs/chainstate.md, *What a coin costs*): a coin whose script lives inline
+// (every standard output type up to 36 bytes) costs its node, its share of the slot table and its
+// flush index entry. Core counts ~140 bytes a coin; this is the figure issue 12 sets against it.
+TEST(CoinsCache, ACoinWithAnInlineScriptCostsAtMost136Bytes)
+{
+    static_assert(CoinsMap::NODE_BYTES == 104, "a node: 36-byte outpoint (+4), 48-byte TxOut, height, flags");
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    CoinsCache cache(*db, std::size_t(1) << 30);
+    std::mt19937_64 rng(12);
+    const std::size_t empty = cache.DynamicMemoryUsage();
+    constexpr int COINS = 200'000;
+    for (int i = 0; i < COINS; ++i) {
+        Coin c = RandomCoin(rng);
+        c.out.script_pubkey = Script(std::vector<uint8_t>(34, 0x51)); // P2WSH/P2TR size: inline
+        cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
+    }
+    const double per_coin = double(cache.DynamicMemoryUsage() - empty) / COINS;
+    EXPECT_GE(per_coin, 104 + 16 + 8); // node, flush index, at least one slot
+    // 25,000 coins a shard fill 32,768 slots to 76%: 10.5 bytes a coin (20 just after a doubling).
+    EXPECT_LE(per_coin, 136);
+}
+
 TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
 {
     TempDir d;

@@ -138,7 +138,7 @@ public:
     std::size_t MemoryUsage() const noexcept { return bucket_count() * sizeof(uint64_t) + m_slabs.size() * SLAB_BYTES; }
     /// Bytes of the nodes in use (≤ the slabs, which keep the high-water mark for reuse).
     std::size_t NodeBytes() const noexcept { return m_size * NODE_BYTES; }
-    static constexpr std::size_t NODE_BYTES = (sizeof(value_type) + 15) / 16 * 16;
+    static constexpr std::size_t NODE_BYTES = (sizeof(value_type) + alignof(value_type) - 1) / alignof(value_type) * alignof(value_type);
 
     iterator begin() noexcept { return IterFrom<false>(0); }
     iterator end() noexcept { return {this, bucket_count(), nullptr}; }
@@ -163,11 +163,12 @@ public:
     {
         if (m_slots) __builtin_prefetch(&m_slots[Home(m_hasher(key))]);
     }
-    /// Asks the CPU to start loading the node of an entry (both ends: it may span two lines).
+    /// Asks the CPU to start loading the node of an entry (every line it spans: up to three).
     static void PrefetchEntry(const value_type* entry) noexcept
     {
         const char* node = reinterpret_cast<const char*>(entry);
         __builtin_prefetch(node);
+        __builtin_prefetch(node + 64);
         __builtin_prefetch(node + NODE_BYTES - 1);
     }
     /// The same for the node of the first entry on `key`'s probe whose hash bits match (the one a
@@ -268,7 +269,7 @@ private:
     static constexpr std::size_t SLAB_BYTES = std::size_t(1) << 20;
     static constexpr std::size_t NODES_PER_SLAB = SLAB_BYTES / NODE_BYTES;
     static constexpr uint64_t HASH_MASK = ~uint64_t(0xFFFFFFFF); ///< high 32 bits: hash; low 32: node number (1-based)
-    static_assert(alignof(value_type) <= 16);
+    static_assert(alignof(value_type) <= 16 && NODE_BYTES <= 128);
 
     struct FreeDeleter {
         void operator()(uint64_t* p) const noexcept;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <utility>
 
 namespace ibdkit {
@@ -54,22 +55,22 @@ public:
         return Ptr();
     }
     const uint8_t* data() const noexcept { return Ptr(); }
-    std::size_t size() const noexcept { return m_size; }
-    bool empty() const noexcept { return m_size == 0; }
+    std::size_t size() const noexcept { return Size(); }
+    bool empty() const noexcept { return Size() == 0; }
     const uint8_t* begin() const noexcept { return data(); }
-    const uint8_t* end() const noexcept { return data() + m_size; }
+    const uint8_t* end() const noexcept { return data() + Size(); }
     uint8_t* begin() { return data(); }
-    uint8_t* end() { return data() + m_size; }
+    uint8_t* end() { return data() + Size(); }
     uint8_t operator[](std::size_t i) const noexcept { return data()[i]; }
-    std::span<const uint8_t> span() const noexcept { return {data(), m_size}; }
-    bool is_inline() const noexcept { return m_cap <= INLINE_SIZE; }
+    std::span<const uint8_t> span() const noexcept { return {data(), Size()}; }
+    bool is_inline() const noexcept { return Mode() == INLINE; }
     /// Points into bytes owned elsewhere (a decoded transaction's storage).
-    bool is_borrowed() const noexcept { return m_cap == BORROWED; }
+    bool is_borrowed() const noexcept { return Mode() == BORROWED; }
 
     void clear() noexcept
     {
-        if (is_borrowed()) m_cap = INLINE_SIZE; // drop the reference; nothing to free
-        m_size = 0;
+        if (is_borrowed()) m_word = INLINE; // drop the reference; nothing to free
+        SetSize(0);
     }
     void assign(const uint8_t* p, std::size_t n)
     {
@@ -78,39 +79,40 @@ public:
         if (n) std::memcpy(Ptr(), p, n);
     }
     /// Sets the size; new bytes are unspecified (the caller writes them).
+    /// Sets the size; new bytes are unspecified (the caller writes them). Throws
+    /// std::length_error beyond MAX_BYTES.
     void resize_uninit(std::size_t n)
     {
         MakeOwned();
-        if (n > m_cap) {
+        if (n > Capacity()) {
+            if (n > MAX_BYTES) throw std::length_error("script larger than 1 GiB");
             uint8_t* fresh = new uint8_t[n];
-            std::memcpy(fresh, Ptr(), m_size);
+            std::memcpy(fresh, Ptr(), Size());
             FreeHeap();
-            m_u.heap.ptr = fresh;
-            m_cap = uint32_t(n);
+            SetHeap(fresh, uint32_t(n));
         }
-        m_size = uint32_t(n);
+        SetSize(n);
     }
     void push_back(uint8_t b)
     {
         MakeOwned();
-        if (m_size == m_cap) {
-            const std::size_t n = m_size;
-            Reserve(std::max<std::size_t>(n * 2, INLINE_SIZE + 1));
-        }
-        Ptr()[m_size++] = b;
+        const std::size_t n = Size();
+        if (n == Capacity()) Reserve(std::max<std::size_t>(n * 2, INLINE_SIZE + 1));
+        Ptr()[n] = b;
+        SetSize(n + 1);
     }
     void append(std::span<const uint8_t> b)
     {
         MakeOwned();
-        const std::size_t old = m_size;
-        if (old + b.size() > m_cap) Reserve(std::max<std::size_t>(old + b.size(), old * 2));
+        const std::size_t old = Size();
+        if (old + b.size() > Capacity()) Reserve(std::max<std::size_t>(old + b.size(), old * 2));
         if (!b.empty()) std::memcpy(Ptr() + old, b.data(), b.size());
-        m_size = uint32_t(old + b.size());
+        SetSize(old + b.size());
     }
 
     friend bool operator==(const Script& a, const Script& b) noexcept
     {
-        return a.m_size == b.m_size && (a.m_size == 0 || std::memcmp(a.data(), b.data(), a.m_size) == 0);
+        return a.Size() == b.Size() && (a.Size() == 0 || std::memcmp(a.data(), b.data(), a.Size()) == 0);
     }
     friend auto operator<=>(const Script& a, const Script& b) noexcept
     {
@@ -140,53 +142,70 @@ public:
 
 private:
     friend struct detail::TxBuilder;
-    static constexpr uint32_t BORROWED = 0xffffffff;
+    // Storage, 40 bytes and 4-byte aligned, so that a TxOut is 48 bytes and a cache node 104
+    // (coins/coins_map.h): m_buf holds the bytes inline, or a heap pointer (bytes 0-7) and the
+    // heap capacity (bytes 8-11); m_word holds the mode (top two bits) and the size.
+    static constexpr uint32_t INLINE = 0, HEAP = 1u << 30, BORROWED = 2u << 30, MODE_MASK = 3u << 30;
+    static constexpr std::size_t MAX_BYTES = (std::size_t(1) << 30) - 1;
 
-    uint8_t* Ptr() noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
-    const uint8_t* Ptr() const noexcept { return is_inline() ? m_u.inl : m_u.heap.ptr; }
+    uint32_t Mode() const noexcept { return m_word & MODE_MASK; }
+    std::size_t Size() const noexcept { return m_word & ~MODE_MASK; }
+    void SetSize(std::size_t n) noexcept { m_word = Mode() | uint32_t(n); }
+    uint8_t* HeapPtr() const noexcept
+    {
+        uint8_t* p;
+        std::memcpy(&p, m_buf, sizeof p);
+        return p;
+    }
+    /// Points at `p` in `mode` (HEAP: owned, with `cap` bytes; BORROWED: not owned); size 0.
+    void SetPointer(uint8_t* p, uint32_t mode, uint32_t cap) noexcept
+    {
+        std::memcpy(m_buf, &p, sizeof p);
+        std::memcpy(m_buf + sizeof p, &cap, sizeof cap);
+        m_word = mode;
+    }
+    void SetHeap(uint8_t* p, uint32_t cap) noexcept { SetPointer(p, HEAP, cap); }
+    std::size_t Capacity() const noexcept
+    {
+        if (Mode() == INLINE) return INLINE_SIZE;
+        uint32_t cap;
+        std::memcpy(&cap, m_buf + sizeof(uint8_t*), sizeof cap);
+        return cap;
+    }
+
+    uint8_t* Ptr() noexcept { return is_inline() ? m_buf : HeapPtr(); }
+    const uint8_t* Ptr() const noexcept { return is_inline() ? m_buf : HeapPtr(); }
     /// Copy on write: a borrowed script takes its own copy of the bytes.
     void MakeOwned()
     {
         if (!is_borrowed()) [[likely]] return;
-        const uint8_t* p = m_u.heap.ptr;
-        const std::size_t n = m_size;
-        m_size = 0;
-        m_cap = INLINE_SIZE;
+        const uint8_t* p = HeapPtr();
+        const std::size_t n = Size();
+        m_word = INLINE;
         resize_uninit(n);
         if (n) std::memcpy(Ptr(), p, n);
     }
     void Reserve(std::size_t n)
     {
-        const std::size_t keep = m_size;
+        const std::size_t keep = Size();
         resize_uninit(n);
-        m_size = uint32_t(keep);
+        SetSize(keep);
     }
     void FreeHeap() noexcept
     {
-        if (!is_inline() && !is_borrowed()) delete[] m_u.heap.ptr;
-        m_cap = INLINE_SIZE;
+        if (Mode() == HEAP) delete[] HeapPtr();
+        m_word = INLINE;
     }
     void MoveFrom(Script& o) noexcept
     {
-        m_size = o.m_size;
-        m_cap = o.m_cap;
-        if (o.is_inline()) {
-            std::memcpy(m_u.inl, o.m_u.inl, o.m_size);
-        } else {
-            m_u.heap.ptr = o.m_u.heap.ptr; // owned heap moves; a borrowed pointer stays borrowed
-        }
-        o.m_size = 0;
-        o.m_cap = INLINE_SIZE;
+        std::memcpy(m_buf, o.m_buf, o.is_inline() ? o.Size() : sizeof(uint8_t*) + sizeof(uint32_t));
+        m_word = o.m_word; // owned heap moves; a borrowed pointer stays borrowed
+        o.m_word = INLINE;
     }
 
-    union U {
-        uint8_t inl[INLINE_SIZE];
-        struct {
-            uint8_t* ptr;
-        } heap;
-    } m_u;
-    uint32_t m_size{0};
-    uint32_t m_cap{INLINE_SIZE};
+    uint8_t m_buf[INLINE_SIZE];
+    uint32_t m_word{INLINE};
 };
+static_assert(sizeof(Script) == 40 && alignof(Script) == 4);
 
 } // namespace ibdkit
