@@ -78,7 +78,6 @@ public:
         resize_uninit(n);
         if (n) std::memcpy(Ptr(), p, n);
     }
-    /// Sets the size; new bytes are unspecified (the caller writes them).
     /// Sets the size; new bytes are unspecified (the caller writes them). Throws
     /// std::length_error beyond MAX_BYTES.
     void resize_uninit(std::size_t n)
