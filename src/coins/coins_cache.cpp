@@ -175,7 +175,7 @@ StoreStatus CoinsCache::Write(bool erase)
 {
     std::array<CoinsMap*, SHARDS> maps{};
     for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &m_shards[i].map;
-    StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase);
+    StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase, CoinsDB::MapKeys::Ranges);
     if (!st.ok()) return st;
     // A full flush left the maps empty (their memory returned). Otherwise only spent entries went,
     // and a spent entry's script was already uncounted when it was spent: nothing to recount.
@@ -208,21 +208,20 @@ std::size_t CoinsCache::DirtyCount() const noexcept
 namespace {
 /// What one entry costs in the map's slabs.
 constexpr std::size_t NODE_BYTES = CoinsMap::NODE_BYTES;
-/// Per entry, what a flush's key-order index takes.
-constexpr std::size_t FLUSH_INDEX_BYTES = BATCH_WRITE_INDEX_BYTES;
 } // namespace
 
 std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
 {
     // Nodes in use (freed nodes are reused before the map takes another slab, so the slabs never
     // hold more than the highest figure, rounded up to a slab), the slot table, the scripts that
-    // do not fit inline, and what a flush will need to order the entries.
-    std::size_t bytes = 0;
+    // do not fit inline, and what a flush will need to order the entries: it sorts one shard at a
+    // time on each of its threads, so an index for the largest shard per thread.
+    std::size_t bytes = 0, largest = 0;
     for (const Shard& sh : m_shards) {
-        bytes += sh.map.NodeBytes() + sh.map.bucket_count() * sizeof(uint64_t) + sh.script_usage +
-                 FLUSH_INDEX_BYTES * sh.map.size();
+        bytes += sh.map.NodeBytes() + sh.map.bucket_count() * sizeof(uint64_t) + sh.script_usage;
+        largest = std::max(largest, sh.map.size());
     }
-    return bytes;
+    return bytes + m_db.FlushIndexBytes(largest, SHARDS);
 }
 
 StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
@@ -249,15 +248,27 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     constexpr std::size_t BINS = 4096;
     const uint64_t span = uint64_t(hi) - lo + 1;
     auto bin = [&](uint32_t h) { return std::size_t((uint64_t(h - lo) * BINS) / span); };
-    std::vector<std::size_t> bytes(BINS, 0);
+    // Per bin, the bytes of its entries; per shard and bin, their number (the flush's index is
+    // counted for the largest shard: FlushIndexBytes).
+    std::vector<std::size_t> bytes(BINS, 0), counts(SHARDS * BINS, 0);
     std::size_t fixed = 0;
-    for (const Shard& sh : m_shards) {
-        for (const auto& [op, e] : sh.map) bytes[bin(e.coin.height)] += NODE_BYTES + FLUSH_INDEX_BYTES + ScriptHeapUsage(e.coin);
-        fixed += sh.map.bucket_count() * sizeof(uint64_t);
+    for (std::size_t s = 0; s < SHARDS; ++s) {
+        for (const auto& [op, e] : m_shards[s].map) {
+            bytes[bin(e.coin.height)] += NODE_BYTES + ScriptHeapUsage(e.coin);
+            ++counts[s * BINS + bin(e.coin.height)];
+        }
+        fixed += m_shards[s].map.bucket_count() * sizeof(uint64_t);
     }
+    std::array<std::size_t, SHARDS> kept_counts{};
     std::size_t kept = fixed;
     std::size_t cut = BINS; // bins below `cut` are evicted
-    while (cut > 0 && kept + bytes[cut - 1] <= keep_bytes) kept += bytes[--cut];
+    while (cut > 0) {
+        std::size_t largest = 0;
+        for (std::size_t s = 0; s < SHARDS; ++s) largest = std::max(largest, kept_counts[s] + counts[s * BINS + cut - 1]);
+        if (kept + bytes[cut - 1] + m_db.FlushIndexBytes(largest, SHARDS) > keep_bytes) break;
+        kept += bytes[--cut];
+        for (std::size_t s = 0; s < SHARDS; ++s) kept_counts[s] += counts[s * BINS + cut];
+    }
     for (Shard& sh : m_shards) {
         for (auto it = sh.map.begin(); it != sh.map.end();) {
             if (it->second.flags == 0 && bin(it->second.coin.height) < cut) {

@@ -107,34 +107,35 @@ void OnThreads(std::size_t n, const Fn& fn)
 }
 
 /// The first flush into a new database (nothing in it but its obfuscation key): the sorted
-/// entries go straight into table files (Store::BeginBulkLoad), part p taking the entries
-/// [bounds[p], bounds[p + 1]) of the key order, each part serialized and added by a thread of its
-/// own (the first on this one), which also finishes (and syncs) the part's last table.
-template <typename P>
-StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const OrderEntry> order,
-                          std::span<const std::size_t> bounds)
+/// entries go straight into table files (Store::BeginBulkLoad), one part per thread (the first on
+/// this one), each written in key order and finished (and synced) by its thread. `slices(part,
+/// write)` calls write(entries) with each sorted slice of the part's share of the key order, in
+/// order, and stops when it returns false.
+template <typename P, typename Slices>
+StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::size_t parts, const Slices& slices)
 {
-    const std::size_t parts = bounds.size() - 1;
     std::vector<StoreStatus> status(parts);
     std::vector<uint64_t> cleansed(parts, 0);
     OnThreads(parts, [&](std::size_t part) {
         const uint64_t before = CleansedBytes();
-        const std::size_t first = bounds[part], last = bounds[part + 1];
         DataStream<P> key, value;
         key.reserve(DBWRAPPER_PREALLOC_KEY_SIZE);
         value.reserve(DBWRAPPER_PREALLOC_VALUE_SIZE);
-        for (std::size_t i = first; i < last; ++i) {
-            if (i + PREFETCH_AHEAD < last) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
-            const auto* kv = order[i].second;
-            if (kv->second.coin.IsSpent()) continue; // nothing to erase: the database holds no coin
-            key << CoinKey{kv->first};
-            value << kv->second.coin;
-            value.Xor(store.Obfuscation());
-            status[part] = load.Add(part, key.span(), value.span());
-            key.clear();
-            value.clear();
-            if (!status[part].ok()) break;
-        }
+        slices(part, [&](std::span<const OrderEntry> order) {
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
+                const auto* kv = order[i].second;
+                if (kv->second.coin.IsSpent()) continue; // nothing to erase: the database holds no coin
+                key << CoinKey{kv->first};
+                value << kv->second.coin;
+                value.Xor(store.Obfuscation());
+                status[part] = load.Add(part, key.span(), value.span());
+                key.clear();
+                value.clear();
+                if (!status[part].ok()) return false;
+            }
+            return true;
+        });
         if (status[part].ok()) status[part] = load.FinishPart(part);
         cleansed[part] = CleansedBytes() - before;
     });
@@ -146,13 +147,18 @@ StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::span<const Or
 }
 
 template <typename P>
-StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, const BlockHash& tip,
-                           bool erase, const BlockHash& old_tip, bool fresh)
+StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys,
+                           const BlockHash& tip, bool erase, const BlockHash& old_tip, bool fresh)
 {
     // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
     // then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
-    // level-0 tables that compaction can move instead of merging (docs/chainstate.md). Costs 16
-    // bytes per dirty entry for the duration of the flush (BATCH_WRITE_INDEX_BYTES).
+    // level-0 tables that compaction can move instead of merging (docs/chainstate.md).
+    //
+    // They come in runs: the maps of a run are collected into one index and sorted together, and
+    // the runs follow one another in key order. Maps that are key ranges (the cache's shards) are
+    // a run each; maps whose keys interleave are one run. Only one run's index is held at a time
+    // by each writing thread: 16 bytes (BATCH_WRITE_INDEX_BYTES) per entry of the largest run, not
+    // per entry of every map (FlushIndexBytes).
     //
     // The sort key is the txid's first 6 bytes and then n (capped at TWO_BYTE_VARINT_END, below
     // which numbers order as their VARINTs do): the outputs of one transaction come out in key
@@ -162,7 +168,8 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     const auto sort_key = [](const OutPoint& o) {
         return (ReadBE64(o.hash.data()) & ~uint64_t(0xFFFF)) | std::min(o.n, TWO_BYTE_VARINT_END);
     };
-    const auto sort = [](OrderEntry* first, OrderEntry* last) {
+    const auto key_less = [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); };
+    const auto sort = [&](OrderEntry* first, OrderEntry* last) {
         std::sort(first, last, [](const OrderEntry& a, const OrderEntry& b) { return a.first < b.first; });
         for (auto run = first; run != last;) {
             const uint64_t prefix = run->first >> 16;
@@ -172,68 +179,46 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
                 resort = resort || (end->first & 0xFFFF) == TWO_BYTE_VARINT_END || end->second->first.hash != run->second->first.hash;
                 ++end;
             }
-            if (resort) {
-                std::sort(run, end, [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); });
-            }
+            if (resort) std::sort(run, end, key_less);
             run = end;
         }
     };
-    const auto key_less = [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); };
 
-    // The maps in `groups` runs of consecutive maps, one per thread: each collects and sorts its
-    // own maps' dirty entries into a region of the index of its own. The cache's shards are key
-    // ranges in key order, so the sorted regions follow one another in key order and the index is
-    // sorted once they are put side by side; other maps are merged afterwards.
-    std::size_t entries = 0;
-    for (const CoinsMap* coins : maps) entries += coins->size();
-    const bool threaded = opt.flush_threads > 1 && entries >= PARALLEL_FLUSH_MIN_ENTRIES;
-    const std::size_t groups = threaded ? std::min<std::size_t>(opt.flush_threads, maps.size()) : 1;
-    const auto group_maps = [&](std::size_t g) {
-        return maps.subspan(maps.size() * g / groups, maps.size() * (g + 1) / groups - maps.size() * g / groups);
-    };
-    std::unique_ptr<OrderEntry[]> index(new OrderEntry[entries]); // left uninitialized
-    std::vector<std::size_t> start(groups + 1, 0), count(groups, 0);
-    for (std::size_t g = 0; g < groups; ++g) {
-        start[g + 1] = start[g];
-        for (const CoinsMap* coins : group_maps(g)) start[g + 1] += coins->size();
+    std::vector<std::span<CoinsMap* const>> runs;
+    if (keys == CoinsDB::MapKeys::Ranges) {
+        for (std::size_t i = 0; i < maps.size(); ++i) runs.push_back(maps.subspan(i, 1));
+    } else {
+        runs.push_back(maps);
     }
-    OnThreads(groups, [&](std::size_t g) {
-        OrderEntry* out = index.get() + start[g];
-        for (CoinsMap* coins : group_maps(g)) {
+    std::size_t entries = 0, largest = 1;
+    for (const auto& run : runs) {
+        std::size_t n = 0;
+        for (const CoinsMap* coins : run) n += coins->size();
+        entries += n;
+        largest = std::max(largest, n);
+    }
+    const bool threaded = opt.flush_threads > 1 && entries >= PARALLEL_FLUSH_MIN_ENTRIES;
+    using Index = std::unique_ptr<OrderEntry[]>;
+    const auto new_index = [&] { return Index(new OrderEntry[largest]); }; // left uninitialized
+    // The dirty entries of a run, in key order, in `index`.
+    const auto collect = [&](std::span<CoinsMap* const> run, OrderEntry* index) {
+        OrderEntry* out = index;
+        for (CoinsMap* coins : run) {
             coins->ForEach([&](CoinsMap::value_type& kv) {
                 if (kv.second.IsDirty()) *out++ = OrderEntry{sort_key(kv.first), &kv};
             });
         }
-        count[g] = std::size_t(out - (index.get() + start[g]));
-        sort(index.get() + start[g], out);
-    });
-    std::vector<std::size_t> bounds{0}; // the index's key-ordered regions: [bounds[i], bounds[i + 1])
-    bool in_order = true;
-    for (std::size_t g = 0; g < groups; ++g) {
-        OrderEntry* from = index.get() + start[g];
-        OrderEntry* to = index.get() + bounds.back();
-        if (from != to) std::copy(from, from + count[g], to);
-        if (count[g] == 0) continue;
-        if (bounds.size() > 1 && !key_less(*(to - 1), *to)) in_order = false;
-        bounds.push_back(bounds.back() + count[g]);
-    }
-    std::span<OrderEntry> order(index.get(), bounds.back());
-    if (!in_order) {
-        for (std::size_t i = 2; i < bounds.size(); ++i) {
-            std::inplace_merge(order.begin(), order.begin() + std::ptrdiff_t(bounds[i - 1]),
-                               order.begin() + std::ptrdiff_t(bounds[i]), key_less);
-        }
-        bounds = {0, order.size()};
-    }
-    assert(std::is_sorted(order.begin(), order.end(), key_less));
+        sort(index, out);
+        assert(std::is_sorted(index, out, key_less));
+        return std::span<const OrderEntry>(index, out);
+    };
 
-    // After the write: a cache that stays keeps its unspent coins, now clean. Each group's
-    // thread settles its own maps.
+    // After the write: a cache that stays keeps its unspent coins, now clean. Each thread settles
+    // a group of consecutive maps.
     const auto settle = [&] {
-        order = {};
-        index.reset();
+        const std::size_t groups = threaded ? std::min<std::size_t>(opt.flush_threads, maps.size()) : 1;
         OnThreads(groups, [&](std::size_t g) {
-            for (CoinsMap* coins : group_maps(g)) {
+            for (CoinsMap* coins : maps.subspan(maps.size() * g / groups, maps.size() * (g + 1) / groups - maps.size() * g / groups)) {
                 if (erase) {
                     coins->clear();
                     continue;
@@ -258,22 +243,36 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         std::vector<RawRecord> records(1);
         records[0].key.assign(key.span().begin(), key.span().end());
         records[0].value.assign(value.span().begin(), value.span().end());
-        if (bounds.size() <= 2) { // one region (one map, or merged) or none: cut it evenly
-            const std::size_t parts = threaded ? opt.flush_threads : 1;
-            bounds.clear();
-            for (std::size_t i = 0; i <= parts; ++i) bounds.push_back(order.size() * i / parts);
-        }
-        if (auto load = store.BeginBulkLoad(bounds.size() - 1, std::move(records), opt.sync_markers)) {
-            StoreStatus st = BulkWriteImpl<P>(store, *load, order, bounds);
+        // Several runs: each part takes consecutive runs, sorting each in an index of its own. One
+        // run: it is sorted here and cut evenly.
+        const std::size_t parts = !threaded ? 1 : runs.size() > 1 ? std::min<std::size_t>(opt.flush_threads, runs.size())
+                                                                  : opt.flush_threads;
+        if (auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers)) {
+            StoreStatus st;
+            if (runs.size() > 1) {
+                st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
+                    Index index = new_index();
+                    for (std::size_t r = runs.size() * part / parts; r < runs.size() * (part + 1) / parts; ++r) {
+                        if (!write(collect(runs[r], index.get()))) return;
+                    }
+                });
+            } else {
+                Index index = new_index();
+                const std::span<const OrderEntry> order = collect(runs[0], index.get());
+                st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
+                    const std::size_t first = order.size() * part / parts, last = order.size() * (part + 1) / parts;
+                    write(order.subspan(first, last - first));
+                });
+            }
             if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
             if (st.ok()) settle();
             return st;
         }
     }
 
-    // This thread serializes (through DataStream<P>, so its cleansing stays on the caller's count);
-    // the handoff's thread writes each full batch, in order. The first one carries H: it is synced
-    // before any later coin batch is written.
+    // This thread collects, sorts and serializes (through DataStream<P>, so its cleansing stays on
+    // the caller's count); the handoff's thread writes each full batch, in order. The first one
+    // carries H: it is synced before any later coin batch is written.
     bool first_written = false;
     StoreStatus failed;
     Handoff<DbBatch<P>> writer(
@@ -289,18 +288,31 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         threaded, store);
     writer.Current().Erase(MarkerKey{DB_BEST_BLOCK});
     writer.Current().Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
-        const auto* kv = order[i].second;
-        DbBatch<P>& batch = writer.Current();
-        const CoinKey key{kv->first};
-        if (kv->second.coin.IsSpent()) {
-            batch.Erase(key);
-        } else {
-            batch.Write(key, kv->second.coin);
+    Index index = new_index();
+    const OutPoint* last_written = nullptr;
+    bool stopped = false;
+    for (std::size_t r = 0; r < runs.size() && !stopped; ++r) {
+        const std::span<const OrderEntry> order = collect(runs[r], index.get());
+        assert(order.empty() || !last_written || KeyLess(*last_written, order.front().second->first));
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
+            const auto* kv = order[i].second;
+            DbBatch<P>& batch = writer.Current();
+            const CoinKey key{kv->first};
+            if (kv->second.coin.IsSpent()) {
+                batch.Erase(key);
+            } else {
+                batch.Write(key, kv->second.coin);
+            }
+            if (batch.SizeEstimate() > opt.batch_write_bytes && !writer.Hand()) {
+                stopped = true;
+                break;
+            }
         }
-        if (batch.SizeEstimate() > opt.batch_write_bytes && !writer.Hand()) break;
+        if (!order.empty()) last_written = &order.back().second->first;
     }
+    (void)last_written;
+    index.reset();
     if (!writer.Finish()) return failed;
     settle();
     // Last batch (the coins left, then B): the database is consistent with `tip` again.
@@ -442,7 +454,14 @@ StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool eras
     return BatchWrite(std::span<CoinsMap* const>(&one, 1), tip, erase);
 }
 
-StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase)
+std::size_t CoinsDB::FlushIndexBytes(std::size_t largest_map, std::size_t maps) const noexcept
+{
+    // A bulk load sorts one map per part at a time, with a part per flush thread; LevelDB's writes
+    // one map at a time on the calling thread.
+    return BATCH_WRITE_INDEX_BYTES * largest_map * std::clamp<std::size_t>(m_options.flush_threads, 1, std::max<std::size_t>(maps, 1));
+}
+
+StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase, MapKeys keys)
 {
     if (tip.IsNull()) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "BatchWrite: null tip");
     auto best = GetBestBlock();
@@ -465,7 +484,7 @@ StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash
         }
     }
     return VisitPolicy(m_options.policy, [&]<typename P>(P) {
-        return BatchWriteImpl<P>(*m_store, m_options, maps, tip, erase, old_tip, fresh);
+        return BatchWriteImpl<P>(*m_store, m_options, maps, keys, tip, erase, old_tip, fresh);
     });
 }
 

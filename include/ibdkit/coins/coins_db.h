@@ -88,9 +88,10 @@ struct CoinsDBOptions {
     /// table files directly, one slice of the key order per flush thread, and switches the
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
     bool bulk_load_new{true};
-    /// Threads a flush may use: with 2 or more, the upper half of the keys sorts on a second thread
-    /// and that thread writes each batch to LevelDB while the calling thread serializes the next
-    /// (two batches in flight: up to 2 × batch_write_bytes). 1: everything on the calling thread.
+    /// Threads a flush may use: with 2 or more, a second thread writes each batch to LevelDB while
+    /// the calling thread collects, sorts and serializes the next (two batches in flight: up to
+    /// 2 × batch_write_bytes), and a bulk load writes one part per thread. 1: everything on the
+    /// calling thread.
     unsigned flush_threads{1};
 };
 
@@ -123,8 +124,19 @@ public:
     /// map as they are written (a full flush); otherwise spent entries are removed and the flags of
     /// the others cleared (Core's Sync). If the database holds H, `tip` must equal H's new tip.
     StoreStatus BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase);
+    /// How the keys of the maps given to one BatchWrite relate.
+    enum class MapKeys {
+        Interleaved, ///< any keys: the maps' dirty entries are sorted together, in one index
+        Ranges,      ///< each map holds one key range, the maps in key order (a sharded cache's
+                     ///< shards): sorted and written one map at a time
+    };
     /// The same for the entries of several maps at once (a sharded cache), written as one flush.
-    StoreStatus BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase);
+    StoreStatus BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase,
+                           MapKeys keys = MapKeys::Interleaved);
+    /// The most a BatchWrite of `maps` key-range maps, the largest holding `largest_map` entries,
+    /// allocates for its key-order index (BATCH_WRITE_INDEX_BYTES an entry of the maps being sorted
+    /// at once: one per flush thread).
+    std::size_t FlushIndexBytes(std::size_t largest_map, std::size_t maps) const noexcept;
 
     /// Walks every coin in key order: fn(outpoint, coin). Stops early when fn returns false.
     /// Returns an error for a malformed record or a LevelDB failure.
