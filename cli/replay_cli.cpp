@@ -39,6 +39,7 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
     j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
     j["flushes"] = c.flushes;
+    j["flush_seconds"] = c.flush_seconds;
     j["recovered_blocks"] = c.recovered_blocks;
     j["interrupted"] = c.interrupted;
     j["threads"] = c.threads;

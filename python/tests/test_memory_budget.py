@@ -42,6 +42,7 @@ def test_peak_rss_stays_within_dbcache_plus_headroom(cli, tmp_path):
     # and coins were read back from disk.
     assert unspent * 100 > 4 * dbcache * MiB
     assert r["flushes"] > 3
+    assert 0 < r["flush_seconds"] < r["seconds"]  # the flushes along the way, a part of the connect loop
     assert r["coins_read_from_disk"] > 0
     # Replay's own figure is the kernel's.
     assert r["peak_rss_bytes"] == kernel_peak

@@ -215,13 +215,13 @@ std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
     // Nodes in use (freed nodes are reused before the map takes another slab, so the slabs never
     // hold more than the highest figure, rounded up to a slab), the slot table, the scripts that
     // do not fit inline, and what a flush will need to order the entries: it sorts one shard at a
-    // time on each of its threads, so an index for the largest shard per thread.
+    // time on each of its (at most FLUSH_INDEXES) sorting threads.
     std::size_t bytes = 0, largest = 0;
     for (const Shard& sh : m_shards) {
         bytes += sh.map.NodeBytes() + sh.map.bucket_count() * sizeof(uint64_t) + sh.script_usage;
         largest = std::max(largest, sh.map.size());
     }
-    return bytes + m_db.FlushIndexBytes(largest, SHARDS);
+    return bytes + FlushIndexBytes(largest);
 }
 
 StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
@@ -265,7 +265,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     while (cut > 0) {
         std::size_t largest = 0;
         for (std::size_t s = 0; s < SHARDS; ++s) largest = std::max(largest, kept_counts[s] + counts[s * BINS + cut - 1]);
-        if (kept + bytes[cut - 1] + m_db.FlushIndexBytes(largest, SHARDS) > keep_bytes) break;
+        if (kept + bytes[cut - 1] + FlushIndexBytes(largest) > keep_bytes) break;
         kept += bytes[--cut];
         for (std::size_t s = 0; s < SHARDS; ++s) kept_counts[s] += counts[s * BINS + cut];
     }

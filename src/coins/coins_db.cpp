@@ -157,8 +157,8 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
     // They come in runs: the maps of a run are collected into one index and sorted together, and
     // the runs follow one another in key order. Maps that are key ranges (the cache's shards) are
     // a run each; maps whose keys interleave are one run. Only one run's index is held at a time
-    // by each writing thread: 16 bytes (BATCH_WRITE_INDEX_BYTES) per entry of the largest run, not
-    // per entry of every map (FlushIndexBytes).
+    // by each sorting thread (at most FLUSH_INDEXES): 16 bytes (BATCH_WRITE_INDEX_BYTES) per entry
+    // of the largest run, not per entry of every map (FlushIndexBytes).
     //
     // The sort key is the txid's first 6 bytes and then n (capped at TWO_BYTE_VARINT_END, below
     // which numbers order as their VARINTs do): the outputs of one transaction come out in key
@@ -243,10 +243,11 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         std::vector<RawRecord> records(1);
         records[0].key.assign(key.span().begin(), key.span().end());
         records[0].value.assign(value.span().begin(), value.span().end());
-        // Several runs: each part takes consecutive runs, sorting each in an index of its own. One
-        // run: it is sorted here and cut evenly.
-        const std::size_t parts = !threaded ? 1 : runs.size() > 1 ? std::min<std::size_t>(opt.flush_threads, runs.size())
-                                                                  : opt.flush_threads;
+        // Several runs: each part takes consecutive runs, sorting each in an index of its own (so
+        // at most FLUSH_INDEXES parts). One run: it is sorted here and cut evenly.
+        const std::size_t parts = !threaded           ? 1
+                                  : runs.size() > 1 ? std::min<std::size_t>({opt.flush_threads, FLUSH_INDEXES, runs.size()})
+                                                    : opt.flush_threads;
         if (auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers)) {
             StoreStatus st;
             if (runs.size() > 1) {
@@ -452,13 +453,6 @@ StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool eras
 {
     CoinsMap* const one = &coins;
     return BatchWrite(std::span<CoinsMap* const>(&one, 1), tip, erase);
-}
-
-std::size_t CoinsDB::FlushIndexBytes(std::size_t largest_map, std::size_t maps) const noexcept
-{
-    // A bulk load sorts one map per part at a time, with a part per flush thread; LevelDB's writes
-    // one map at a time on the calling thread.
-    return BATCH_WRITE_INDEX_BYTES * largest_map * std::clamp<std::size_t>(m_options.flush_threads, 1, std::max<std::size_t>(maps, 1));
 }
 
 StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase, MapKeys keys)

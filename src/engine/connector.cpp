@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -130,10 +131,12 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.outputs += cs.outputs_added;
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
+        const auto t0 = std::chrono::steady_clock::now();
         if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
         FitBudget();
+        m_counters.flush_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     return std::nullopt;
 }

@@ -623,16 +623,14 @@ TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
 
 // The per-coin footprint (docs/chainstate.md, *What a coin costs*): a coin whose script lives inline
 // (every standard output type up to 36 bytes) costs its node, its share of the slot table and its
-// share of the flush's index (one shard's worth per flush thread). Core counts ~140 bytes a coin;
+// share of the flush's index (two shards' worth). Core counts ~140 bytes a coin;
 // this is the figure issue 12 sets against it.
 TEST(CoinsCache, ACoinWithAnInlineScriptCostsAtMost112Bytes)
 {
     static_assert(CoinsMap::NODE_BYTES == 96, "a node: 36-byte outpoint (+4), 48-byte TxOut, height, coinbase and flags");
     TempDir d;
     StoreStatus st;
-    CoinsDBOptions o;
-    o.flush_threads = 2; // as the engine on two cores
-    auto db = CoinsDB::Open(d.path, o, &st);
+    auto db = CoinsDB::Open(d.path, {}, &st);
     ASSERT_TRUE(db);
     CoinsCache cache(*db, std::size_t(1) << 30);
     std::mt19937_64 rng(12);
@@ -644,8 +642,8 @@ TEST(CoinsCache, ACoinWithAnInlineScriptCostsAtMost112Bytes)
         cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
     }
     const double per_coin = double(cache.DynamicMemoryUsage() - empty) / COINS;
-    // Node, two flush threads' index over 8 shards, at least one slot.
-    EXPECT_GE(per_coin, 96 + 2 * 16.0 / CoinsCache::SHARDS + 8);
+    // Node, the flush's two shard indexes (of 8 shards), at least one slot.
+    EXPECT_GE(per_coin, 96 + FLUSH_INDEXES * 16.0 / CoinsCache::SHARDS + 8);
     // 25,000 coins a shard fill 32,768 slots to 76%: 10.5 bytes a coin (20 just after a doubling).
     EXPECT_LE(per_coin, 112);
 }

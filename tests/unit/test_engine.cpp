@@ -48,6 +48,7 @@ TEST(Engine, EveryThreadCountGivesTheSameChainstate)
     ASSERT_EQ(one.threads, 1u);
     ASSERT_GT(one.inputs, 0u);
     ASSERT_GT(one.flushes, 1u);
+    ASSERT_GT(one.flush_seconds, 0.0);
     ASSERT_GT(one.coins_read_from_disk, 0u); // the cache is smaller than the UTXO set
     EXPECT_EQ(one.coins_prefetched, 0u);     // one thread: no workers to read ahead
     uint64_t prefetched = 0;
@@ -73,6 +74,27 @@ TEST(Engine, EveryThreadCountGivesTheSameChainstate)
         }
     }
     std::printf("coins read ahead by the workers, all threaded runs: %llu\n", (unsigned long long)prefetched);
+}
+
+// What the cache counts (its nodes, slot tables, scripts and the flush's index) does not depend on
+// the thread count, so a cache that is neither flushed after every block nor large enough for the
+// whole set fills at the same blocks for every --threads.
+TEST(Engine, EveryThreadCountFlushesAtTheSameBlocks)
+{
+    ReplayOptions o;
+    o.blocks_dir = GeneratedBlocks();
+    o.dbcache_mib = 3;
+    o.threads = 1;
+    const auto one = MustReplay(o);
+    ASSERT_GT(one.flushes, 2u);
+    ASSERT_LT(one.flushes, one.blocks / 2);
+    for (unsigned threads : {2u, 8u}) {
+        o.threads = threads;
+        const auto r = MustReplay(o);
+        EXPECT_EQ(HashOf(r), HashOf(one)) << threads << " threads";
+        EXPECT_EQ(r.flushes, one.flushes) << threads << " threads";
+        EXPECT_EQ(r.coins_read_from_disk, one.coins_read_from_disk) << threads << " threads";
+    }
 }
 
 TEST(Engine, StopHeightAndResumeWithThreads)

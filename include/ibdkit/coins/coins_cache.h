@@ -7,8 +7,9 @@
 //    and cache the result.
 //  - Memory: DynamicMemoryUsage() counts the bytes the cache really holds: the map's nodes in use,
 //    its slot table, the scripts too long to live inline, and the index a flush needs to put the
-//    dirty entries in key order (16 bytes an entry of the largest shard, per flush thread: a flush
-//    sorts and writes one shard at a time, CoinsDB::FlushIndexBytes). The caller asks NeedsFlush()
+//    dirty entries in key order (16 bytes an entry of the largest shard, twice: a flush sorts and
+//    writes one shard at a time on each of at most two threads, FlushIndexBytes). The same for
+//    every thread count, so the cache flushes at the same blocks. The caller asks NeedsFlush()
 //    after connecting a block and flushes when the budget is reached.
 //  - Flush() writes every dirty entry with Core's protocol (coins/coins_db.h) and empties the
 //    cache; Sync() writes and keeps unspent entries; FlushWarm() writes, then keeps only the

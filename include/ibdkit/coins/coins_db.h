@@ -41,8 +41,18 @@ inline constexpr uint8_t DB_HEAD_BLOCKS = 'H';
 inline constexpr std::size_t DEFAULT_DB_BATCH_SIZE = 32 << 20;
 
 /// Bytes per dirty entry that BatchWrite holds while it puts the entries in key order (its sort
-/// index); the UTXO cache counts them in its budget (coins/coins_cache.h).
+/// index); the UTXO cache counts them in its budget (coins/coins_cache.h, FlushIndexBytes).
 inline constexpr std::size_t BATCH_WRITE_INDEX_BYTES = 16;
+/// A flush of key-range maps (CoinsDB::MapKeys::Ranges) sorts at most this many of them at once:
+/// one per flush thread, at most two, whatever the thread count, so that what a cache counts for
+/// the flush (and so where it flushes) is the same for every thread count.
+inline constexpr std::size_t FLUSH_INDEXES = 2;
+/// The most a flush of key-range maps allocates for its key-order index, the largest map holding
+/// `largest_map` entries.
+constexpr std::size_t FlushIndexBytes(std::size_t largest_map) noexcept
+{
+    return BATCH_WRITE_INDEX_BYTES * FLUSH_INDEXES * largest_map;
+}
 
 /// The key of a coin record: 'C' | txid | VARINT(n) (Core's CoinEntry).
 struct CoinKey {
@@ -90,8 +100,8 @@ struct CoinsDBOptions {
     bool bulk_load_new{true};
     /// Threads a flush may use: with 2 or more, a second thread writes each batch to LevelDB while
     /// the calling thread collects, sorts and serializes the next (two batches in flight: up to
-    /// 2 × batch_write_bytes), and a bulk load writes one part per thread. 1: everything on the
-    /// calling thread.
+    /// 2 × batch_write_bytes), and a bulk load writes one part per thread (at most FLUSH_INDEXES
+    /// parts for key-range maps). 1: everything on the calling thread.
     unsigned flush_threads{1};
 };
 
@@ -133,10 +143,6 @@ public:
     /// The same for the entries of several maps at once (a sharded cache), written as one flush.
     StoreStatus BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase,
                            MapKeys keys = MapKeys::Interleaved);
-    /// The most a BatchWrite of `maps` key-range maps, the largest holding `largest_map` entries,
-    /// allocates for its key-order index (BATCH_WRITE_INDEX_BYTES an entry of the maps being sorted
-    /// at once: one per flush thread).
-    std::size_t FlushIndexBytes(std::size_t largest_map, std::size_t maps) const noexcept;
 
     /// Walks every coin in key order: fn(outpoint, coin). Stops early when fn returns false.
     /// Returns an error for a malformed record or a LevelDB failure.

@@ -66,6 +66,8 @@ private:
 /// What connecting blocks produced; the results of replay and sync carry these fields.
 struct ConnectorCounters {
     uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};
+    /// Wall time of the flushes made when the cache filled (not the final one): the blocks wait.
+    double flush_seconds{0};
 };
 
 class BlockConnector {
