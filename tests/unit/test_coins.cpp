@@ -945,8 +945,8 @@ TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
 
 TEST(CoinsDB, MapsWhoseKeysInterleaveAreMergedBeforeTheWrite)
 {
-    // The flush threads collect and sort a group of maps each; maps that are not consecutive key
-    // ranges (unlike the cache's shards) are merged into one order before anything is written.
+    // Maps that are not consecutive key ranges (unlike the cache's shards, MapKeys::Ranges) are
+    // collected and sorted together into one order before anything is written.
     std::mt19937_64 rng(47);
     std::map<OutPoint, Coin> want;
     for (int i = 0; i < 80'000; ++i) want.emplace(RandomOutPoint(rng), RandomCoin(rng));
