@@ -22,6 +22,12 @@ constexpr uint32_t LOCKTIME_THRESHOLD = 500'000'000;
 // Core's BIP34_IMPLIES_BIP30_LIMIT: from this height BIP30 is checked again (BIP34 no longer
 // implies unique coinbases there).
 constexpr int BIP34_IMPLIES_BIP30_LIMIT = 1'983'702;
+// How ConnectBlock checks BIP30 (no unspent coin may be overwritten) for a block.
+enum class Bip30 {
+    Skip,      ///< not enforced here (Core's BIP34 exemption, or one of its two historical blocks)
+    Check,     ///< every output looked up before the block (Core's way)
+    OnFailure, ///< looked up in the cache before the block; on disk only if the block fails
+};
 // BIP68: an input whose nSequence has this bit set has no relative lock.
 constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
 
@@ -96,6 +102,8 @@ struct ShardOp {
 };
 using ShardPlan = std::array<std::vector<ShardOp>, CoinsCache::SHARDS>;
 thread_local ShardPlan t_plan;
+// Per shard, the outputs of the block whose BIP30 lookup on disk waits for a failure (Bip30::OnFailure).
+thread_local std::array<std::vector<OutPoint>, CoinsCache::SHARDS> t_not_in_cache;
 
 void PlanShards(const Block& block, ShardPlan& plan)
 {
@@ -120,12 +128,15 @@ void PlanShards(const Block& block, ShardPlan& plan)
 // index goes to `first_conflict` (Core asserts there: it cannot happen to a transaction whose
 // inputs exist).
 //
-// With `check_bip30`, first Core's BIP30 check over the shard's outputs, against the cache as it
+// With Bip30::Check, first Core's BIP30 check over the shard's outputs, against the cache as it
 // stands before the block (nothing of the block has touched this shard yet): an existing unspent
-// coin sets `bip30_violation` and the shard is left alone.
+// coin sets `bip30_violation` and the shard is left alone. Bip30::OnFailure does the same from the
+// cache's entries alone, and puts the outputs the cache holds no entry for in `not_in_cache`
+// (cleared first), for the caller to look up on disk should the block fail.
 void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
-                std::span<const std::size_t> first_input, std::span<const ShardOp> ops, bool check_bip30,
-                std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
+                std::span<const std::size_t> first_input, std::span<const ShardOp> ops, Bip30 bip30,
+                std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
+                std::atomic<std::size_t>& first_conflict)
 {
     // Memory hints first: the slots of every outpoint the shard will look up (the BIP30 check's
     // too), then the nodes of the coins the inputs spend, so that their cache misses overlap (a
@@ -138,12 +149,23 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
             for (uint32_t o = 0; o < tx.vout().size(); ++o) view.PrefetchSlot(OutPoint{tx.GetHash(), o});
         }
     }
-    if (check_bip30) {
+    not_in_cache.clear();
+    if (bip30 != Bip30::Skip) {
         for (const ShardOp& op : ops) {
             if (op.input != ShardOp::OUTPUTS) continue;
             const Transaction& tx = block.vtx[op.tx];
             for (uint32_t o = 0; o < tx.vout().size(); ++o) {
-                if (view.HaveCoin(OutPoint{tx.GetHash(), o})) {
+                const OutPoint out{tx.GetHash(), o};
+                bool unspent;
+                if (bip30 == Bip30::Check) {
+                    unspent = view.HaveCoin(out);
+                } else if (view.HasEntry(out)) {
+                    unspent = view.HaveCoinInCache(out);
+                } else {
+                    not_in_cache.push_back(out);
+                    unspent = false;
+                }
+                if (unspent) {
                     bip30_violation.store(true, std::memory_order_relaxed);
                     return;
                 }
@@ -211,7 +233,21 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     // duplicate coinbases cannot be created, so BIP30 need not be checked, until the height where
     // BIP34 heights wrap into old coinbases' scriptSigs.
     if (ctx.bip34_ancestor && *ctx.bip34_ancestor == params.bip34_hash) enforce_bip30 = false;
-    const bool check_bip30 = enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT; // (done with the cache's side below)
+    Bip30 bip30 = Bip30::Skip; // (done with the cache's side below)
+    if (enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT) {
+        // Where BIP34 holds from height 1 (regtest, signet, testnet4), no block that connects can
+        // break BIP30, so its lookups on disk (one LevelDB read per output) wait for a failure:
+        // - every coinbase in the UTXO set starts its scriptSig with its own height, pushed in a
+        //   self-delimiting encoding, so no two are the same transaction (the genesis coinbase,
+        //   whose scriptSig is not of that form, never enters the set);
+        // - then no transaction repeats an earlier txid: the first to do so would not be a
+        //   coinbase, so it would spend the very inputs of the transaction it repeats, which that
+        //   one spent, and which only an earlier repeat could have created again.
+        // So a block with an output whose coin exists fails later in any case. Its reason is still
+        // bad-txns-BIP30: the cache's entries before the block are checked at once, and on failure
+        // the outputs it held no entry for are read from disk (which no block changes).
+        bip30 = params.bip34_height <= 1 ? Bip30::OnFailure : Bip30::Check;
+    }
 
     const SigOpFlags sigop_flags = SigOpFlagsFor(hash, params);
     // BIP68 time locks: the median time past of the block below a spent coin's.
@@ -246,8 +282,10 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
     ShardPlan& plan = t_plan;
     PlanShards(block, plan);
+    auto& not_in_cache = t_not_in_cache;
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan[s], check_bip30, bip30_violation, first_conflict);
+        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, not_in_cache[s], bip30_violation,
+                   first_conflict);
     };
     if (runner) {
         (*runner)(CoinsCache::SHARDS, apply);
@@ -260,97 +298,119 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
     }
 
-    // Every transaction's sigop cost from the outputs it spends (the P2SH and witness counts parse
-    // the spending scripts): independent per transaction, so spread over the runner's threads too,
-    // in ranges of transactions. A transaction with a missing input gets none; the checks below
-    // reject it before its cost is used.
-    auto& sigop_costs = t_sigop_costs;
-    sigop_costs.resize(block.vtx.size());
-    constexpr std::size_t SIGOP_RANGES = 8;
-    auto count_sigops = [&](std::size_t r) {
-        auto& spent = t_spent;
-        const std::size_t n = block.vtx.size();
-        for (std::size_t t = n * r / SIGOP_RANGES; t < n * (r + 1) / SIGOP_RANGES; ++t) {
-            const Transaction& tx = block.vtx[t];
-            spent.clear();
-            if (!tx.IsCoinBase()) {
-                const SpentInput* in = all_inputs.data() + first_input[t];
-                for (std::size_t i = 0; i < tx.vin().size() && in[i].found; ++i) spent.push_back(&in[i].coin.out);
-                if (spent.size() < tx.vin().size()) continue;
+    // The checks, in Core's order, from what the cache's side found; then, where BIP30's lookups on
+    // disk waited (Bip30::OnFailure), a failed block is looked for an overwritten coin first, as
+    // Core's check before all others would have.
+    auto check_spends = [&]() -> bool {
+        // Every transaction's sigop cost from the outputs it spends (the P2SH and witness counts parse
+        // the spending scripts): independent per transaction, so spread over the runner's threads too,
+        // in ranges of transactions. A transaction with a missing input gets none; the checks below
+        // reject it before its cost is used.
+        auto& sigop_costs = t_sigop_costs;
+        sigop_costs.resize(block.vtx.size());
+        constexpr std::size_t SIGOP_RANGES = 8;
+        auto count_sigops = [&](std::size_t r) {
+            auto& spent = t_spent;
+            const std::size_t n = block.vtx.size();
+            for (std::size_t t = n * r / SIGOP_RANGES; t < n * (r + 1) / SIGOP_RANGES; ++t) {
+                const Transaction& tx = block.vtx[t];
+                spent.clear();
+                if (!tx.IsCoinBase()) {
+                    const SpentInput* in = all_inputs.data() + first_input[t];
+                    for (std::size_t i = 0; i < tx.vin().size() && in[i].found; ++i) spent.push_back(&in[i].coin.out);
+                    if (spent.size() < tx.vin().size()) continue;
+                }
+                sigop_costs[t] = GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags);
             }
-            sigop_costs[t] = GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags);
+        };
+        if (runner) {
+            (*runner)(SIGOP_RANGES, count_sigops);
+        } else {
+            for (std::size_t r = 0; r < SIGOP_RANGES; ++r) count_sigops(r);
         }
-    };
-    if (runner) {
-        (*runner)(SIGOP_RANGES, count_sigops);
-    } else {
-        for (std::size_t r = 0; r < SIGOP_RANGES; ++r) count_sigops(r);
-    }
 
-    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
-        const Transaction& tx = block.vtx[t];
-        const std::span<SpentInput> ins =
-            tx.IsCoinBase() ? std::span<SpentInput>() : std::span<SpentInput>(all_inputs).subspan(first_input[t], tx.vin().size());
-        if (!tx.IsCoinBase()) {
-            // Core's order of checks: all inputs exist, then maturity and ranges.
-            for (const SpentInput& in : ins) {
-                if (!in.found) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
-                                         "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
+        for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+            const Transaction& tx = block.vtx[t];
+            const std::span<SpentInput> ins =
+                tx.IsCoinBase() ? std::span<SpentInput>() : std::span<SpentInput>(all_inputs).subspan(first_input[t], tx.vin().size());
+            if (!tx.IsCoinBase()) {
+                // Core's order of checks: all inputs exist, then maturity and ranges.
+                for (const SpentInput& in : ins) {
+                    if (!in.found) {
+                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
+                                             "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
+                    }
+                }
+                Amount value_in = 0;
+                for (const SpentInput& in : ins) {
+                    const Coin& coin = in.coin;
+                    if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
+                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
+                                             "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
+                    }
+                    value_in += coin.out.value;
+                    if (!MoneyRange(coin.out.value) || !MoneyRange(value_in)) {
+                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputvalues-outofrange");
+                    }
+                }
+                const Amount value_out = tx.GetValueOut();
+                if (value_in < value_out) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-in-belowout",
+                                         "value in (" + std::to_string(value_in) + ") < value out (" + std::to_string(value_out) + ")");
+                }
+                const Amount fee = value_in - value_out;
+                if (!MoneyRange(fee)) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-fee-outofrange");
+                fees += fee;
+                if (!MoneyRange(fees)) {
+                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
+                                         "accumulated fee in the block out of range");
+                }
+                // BIP68, with the heights of the coins spent (Core's prevheights).
+                if (csv_active && HasRelativeLock(tx)) {
+                    auto& heights = t_heights;
+                    heights.clear();
+                    for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
+                    if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
                 }
             }
-            Amount value_in = 0;
-            for (const SpentInput& in : ins) {
-                const Coin& coin = in.coin;
-                if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
-                                         "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
+            if (first_conflict.load(std::memory_order_relaxed) == t) {
+                throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
+            }
+            if (!AddSigOpCost(sigop_cost, sigop_costs[t], state)) return false;
+            if (!tx.IsCoinBase()) {
+                // The undo data takes the spent coins in input order (Core's UpdateCoins).
+                if (undo) {
+                    auto& prevout = undo->vtxundo.emplace_back().prevout;
+                    prevout.resize(ins.size());
+                    for (std::size_t i = 0; i < ins.size(); ++i) prevout[i] = std::move(ins[i].coin);
                 }
-                value_in += coin.out.value;
-                if (!MoneyRange(coin.out.value) || !MoneyRange(value_in)) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputvalues-outofrange");
+                inputs += ins.size();
+            }
+            added += tx.vout().size();
+        }
+        const Amount reward = fees + GetBlockSubsidy(height, params);
+        if (block.vtx[0].GetValueOut() > reward) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
+                                 "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
+                                     " vs limit=" + std::to_string(reward) + ")");
+        }
+        return true;
+    };
+    if (!check_spends()) {
+        if (bip30 == Bip30::OnFailure) {
+            for (const auto& outs : not_in_cache) {
+                for (const OutPoint& out : outs) {
+                    auto r = view.db().GetCoin(out);
+                    if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
+                    if (*r) {
+                        state = BlockValidationState{};
+                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30",
+                                             "tried to overwrite transaction");
+                    }
                 }
             }
-            const Amount value_out = tx.GetValueOut();
-            if (value_in < value_out) {
-                return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-in-belowout",
-                                     "value in (" + std::to_string(value_in) + ") < value out (" + std::to_string(value_out) + ")");
-            }
-            const Amount fee = value_in - value_out;
-            if (!MoneyRange(fee)) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-fee-outofrange");
-            fees += fee;
-            if (!MoneyRange(fees)) {
-                return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
-                                     "accumulated fee in the block out of range");
-            }
-            // BIP68, with the heights of the coins spent (Core's prevheights).
-            if (csv_active && HasRelativeLock(tx)) {
-                auto& heights = t_heights;
-                heights.clear();
-                for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
-                if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
-            }
         }
-        if (first_conflict.load(std::memory_order_relaxed) == t) {
-            throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
-        }
-        if (!AddSigOpCost(sigop_cost, sigop_costs[t], state)) return false;
-        if (!tx.IsCoinBase()) {
-            // The undo data takes the spent coins in input order (Core's UpdateCoins).
-            if (undo) {
-                auto& prevout = undo->vtxundo.emplace_back().prevout;
-                prevout.resize(ins.size());
-                for (std::size_t i = 0; i < ins.size(); ++i) prevout[i] = std::move(ins[i].coin);
-            }
-            inputs += ins.size();
-        }
-        added += tx.vout().size();
-    }
-    const Amount reward = fees + GetBlockSubsidy(height, params);
-    if (block.vtx[0].GetValueOut() > reward) {
-        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
-                             "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
-                                 " vs limit=" + std::to_string(reward) + ")");
+        return false;
     }
     view.SetBestBlock(hash);
     if (stats) {

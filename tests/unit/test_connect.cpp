@@ -159,6 +159,15 @@ public:
         return state.GetRejectReason();
     }
 
+    /// Writes the cache's coins to the chainstate and empties it.
+    void Flush()
+    {
+        BlockHash best;
+        best.AsUint256().data()[0] = 1;
+        m_cache->SetBestBlock(best);
+        ASSERT_TRUE(m_cache->Flush().ok());
+    }
+
     CoinsCache& cache() { return *m_cache; }
     int height() const { return m_height; }
     const ConsensusParams& params() const { return m_params; }
@@ -241,6 +250,46 @@ TEST_P(ConnectBlockTest, Bip30RejectsAnOverwriteAndBip34TurnsItOff)
         Fixture f(ChainType::MAIN, at);
         f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 100, true);
         EXPECT_EQ(f.Connect({}, -1, main.bip34_hash), "");
+    }
+}
+
+TEST_P(ConnectBlockTest, Bip30WhereBip34HoldsFromHeightOne)
+{
+    // Regtest: a block that would overwrite an unspent coin fails with bad-txns-BIP30 whether the
+    // coin is in the cache or only on disk (there its lookup waits for the block's failure, which
+    // its repeated transaction's spent inputs make certain on a real chain; here the input is missing).
+    const Transaction dup = Spend({{Prevout(1)}}, 1);
+    const OutPoint existing{dup.GetHash(), 0};
+    {
+        Fixture f(ChainType::REGTEST, H);
+        f.AddCoin(existing, 100, 10);
+        EXPECT_EQ(f.Connect({dup}), "bad-txns-BIP30"); // in the cache
+    }
+    {
+        Fixture f(ChainType::REGTEST, H);
+        f.AddCoin(existing, 100, 10);
+        f.Flush();
+        ASSERT_FALSE(f.cache().HasEntry(existing));
+        EXPECT_EQ(f.Connect({dup}), "bad-txns-BIP30"); // on disk only
+    }
+    {
+        // Spent in the cache, not yet on disk: the cache's entry wins, as in Core.
+        Fixture f(ChainType::REGTEST, H);
+        f.AddCoin(existing, 100, 10);
+        f.Flush();
+        ASSERT_TRUE(f.cache().SpendCoin(existing));
+        EXPECT_EQ(f.Connect({dup}), "bad-txns-inputs-missingorspent");
+    }
+    {
+        // A block that connects never looks its outputs up on disk: a coin there with its
+        // coinbase's txid (which a chain enforcing BIP34 from height 1 cannot hold) goes unseen.
+        Fixture f(ChainType::REGTEST, H);
+        const Transaction cb = Coinbase(H, GetBlockSubsidy(H, f.params()));
+        f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 1, true);
+        f.Flush();
+        const uint64_t reads = f.cache().CoinsReadFromDisk();
+        EXPECT_EQ(f.Connect({}), "");
+        EXPECT_EQ(f.cache().CoinsReadFromDisk(), reads);
     }
 }
 
