@@ -261,6 +261,14 @@ def _break(kind, records):
         p2sh = [op for op, (h, cb, _, spk) in utxo.items() if len(spk) == 23 and spk[0] == 0xA9 and not cb]
         redeem = b"\xae" * 500
         bad = _with_txs(raw, [spend(p2sh[:3], script_sig=b"\x4d" + struct.pack("<H", len(redeem)) + redeem)])
+    elif kind == "bad-txns-BIP30":
+        # An earlier transaction again, one of whose outputs is still unspent: it would overwrite
+        # that coin (and its inputs are spent, so it would fail later anyway).
+        from test_block_differential import parse_block
+
+        again = next(tx for r in below[1:] for tx in parse_block(r)[1][1:]
+                     if any((tx.txid(), n) in utxo for n in range(len(tx.vout))))
+        bad = _with_txs(raw, [again])
     else:
         raise AssertionError(kind)
     return below + [bad]
@@ -289,7 +297,7 @@ def _core_reason(datadir, blk):
 
 @pytest.mark.parametrize("kind", ["time-too-old", "bad-diffbits", "bad-version(0x00000003)",
                                   "bad-txns-inputs-missingorspent", "bad-txns-premature-spend-of-coinbase",
-                                  "bad-txns-nonfinal", "bad-blk-sigops"])
+                                  "bad-txns-nonfinal", "bad-blk-sigops", "bad-txns-BIP30"])
 def test_reject_reason_matches_core(cli, tmp_path, kind):
     import struct
 
@@ -309,3 +317,15 @@ def test_reject_reason_matches_core(cli, tmp_path, kind):
         got = json.loads(r.stdout)
         assert got["reject_height"] == BREAK_AT
         assert got["reject_reason"] == reasons[0] == kind, (got["reject_reason"], reasons)
+    if kind == "bad-txns-BIP30":
+        # Resumed from a chainstate that holds the coin on disk only (the cache starts empty): where
+        # BIP34 holds from height 1 that coin is read only once the block fails; the reason is Core's.
+        for threads in ("1", "2"):
+            cs = tmp_path / f"cs{threads}"
+            first = replay_json(cli, "--blocks-dir", bad, "--chainstate", cs, "--stop-height", str(BREAK_AT - 1))
+            assert first["height"] == BREAK_AT - 1
+            r = run_cli(cli, "replay", "-q", "--json", "--blocks-dir", bad, "--chainstate", cs, "--threads", threads,
+                        check=False)
+            assert r.returncode == 2, r.stderr
+            got = json.loads(r.stdout)
+            assert (got["reject_height"], got["reject_reason"]) == (BREAK_AT, kind), got
