@@ -88,7 +88,7 @@ void ReturnFreeHeap() noexcept
 }
 } // namespace
 
-std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 100 * 3); }
+std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 1000 * 45); }
 
 BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
     : m_params(params), m_budget(budget_bytes), m_cache(db, budget_bytes)
@@ -99,7 +99,7 @@ BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size
 void BlockConnector::FitBudget()
 {
     const std::size_t tables = OpenTablesBytes(m_cache.db().EstimateSize());
-    m_cache.SetBudget(m_budget - std::min(m_budget / 2, tables));
+    m_cache.SetBudget(m_budget - std::min(m_budget / 4 * 3, tables));
     ReturnFreeHeap();
 }
 

@@ -36,10 +36,12 @@ struct DbCacheSplit {
 };
 DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
 
-/// What LevelDB keeps in memory for the open tables of a chainstate whose coin records take
-/// `disk_bytes` on disk: each open table's index block (one entry per 4 KiB block) and Bloom
-/// filter (10 bits per key) — about 3% of the tables' bytes (measured: docs/chainstate.md). It
-/// grows with the UTXO set, so the connector takes it out of the cache's share as it grows.
+/// What LevelDB keeps in memory for the open tables of a chainstate whose records take
+/// `disk_bytes` on disk: each open table's index block (one entry per 16 KiB block) and Bloom
+/// filter (10 bits per key, spent coins' deletion markers included), and the tables a compaction
+/// opens before its inputs close — about 4.5% of the tables' bytes (measured with heaptrack:
+/// docs/chainstate.md). It grows with the chain, so the connector takes it out of the cache's
+/// share as it grows.
 std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept;
 
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
@@ -76,7 +78,7 @@ public:
     /// block); an engine passes SplitDbCache(dbcache).coins_bytes. A full cache is written and
     /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget. After
     /// each flush (and at the start) the cache's budget becomes `budget` minus OpenTablesBytes of
-    /// the chainstate, down to half of `budget`, so LevelDB's growing table memory stays inside,
+    /// the chainstate, down to a quarter of `budget`, so LevelDB's growing table memory stays inside,
     /// and the heap's free memory goes back to the kernel (glibc's malloc_trim).
     BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
 
