@@ -387,12 +387,16 @@ private:
 
 /// Where the connect loop stood as it went: at most ~2·MAX points, evenly spaced in bytes (the
 /// spacing doubles whenever the list fills, so memory stays fixed however long the chain), from
-/// which the run's throughput per tenth of its bytes is read at the end.
+/// which the run's throughput per tenth of its bytes is read at the end. The tenths end with the
+/// last block connected: the final flush, which writes what every tenth left in the cache, is
+/// not the last tenth's (EngineResult::final_flush_seconds).
 class ThroughputLog {
 public:
+    /// After each block connected: its height, the bytes and seconds of the run so far.
     void Add(int height, uint64_t bytes, double seconds)
     {
         if (m_points.empty()) m_points.push_back({height - 1, 0, 0}); // the start
+        m_last = {height, bytes, seconds};
         if (bytes < m_next) return;
         m_points.push_back({height, bytes, seconds});
         if (m_points.size() >= 2 * MAX) {
@@ -403,13 +407,14 @@ public:
         }
         m_next = bytes + m_step;
     }
-    /// The final point (the last block connected), then ten slices of equal bytes.
-    std::vector<ThroughputSlice> Deciles(int height, uint64_t bytes, double seconds) const
+    /// Ten slices of equal bytes, up to the last block added.
+    std::vector<ThroughputSlice> Deciles() const
     {
         std::vector<ThroughputSlice> out;
+        const uint64_t bytes = m_last.bytes;
         if (m_points.empty() || bytes == 0) return out;
         std::vector<Point> pts = m_points;
-        if (pts.back().bytes != bytes) pts.push_back({height, bytes, seconds});
+        if (pts.back().bytes != bytes) pts.push_back(m_last);
         std::size_t prev = 0;
         for (int d = 1; d <= 10; ++d) {
             const uint64_t target = bytes * uint64_t(d) / 10;
@@ -433,6 +438,7 @@ private:
     };
     static constexpr std::size_t MAX = 1024;
     std::vector<Point> m_points;
+    Point m_last{};
     uint64_t m_step{1 << 20};
     uint64_t m_next{0};
 };
@@ -704,7 +710,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         }
         report(true);
         res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        res.throughput_by_decile = tlog.Deciles(res.height, conn.counters().bytes, res.seconds);
+        res.throughput_by_decile = tlog.Deciles();
         return std::nullopt;
     };
 

@@ -321,3 +321,22 @@ TEST(Engine, PipelineBoundsTheBlocksInFlight)
         EXPECT_LE(most_in_flight, bound) << block_bytes << "-byte blocks";
     }
 }
+
+// The tenths of `throughput_by_decile` end with the last block connected, wherever the log's
+// spacing left its last point: the final flush that follows is no block's.
+TEST(Engine, ThroughputTenthsEndWithTheLastBlock)
+{
+    engine::ThroughputLog log;
+    constexpr uint64_t MiB = uint64_t(1) << 20;
+    // 100 blocks of 3/4 MiB at one second each: the log keeps a point per MiB (blocks 1, 3, ..., 99
+    // here), so the last block is not one of its points.
+    for (int h = 1; h <= 100; ++h) log.Add(h, uint64_t(h) * MiB * 3 / 4, double(h));
+    const auto tenths = log.Deciles();
+    ASSERT_EQ(tenths.size(), 10u);
+    EXPECT_EQ(tenths.front().height_from, 1);
+    EXPECT_EQ(tenths.back().height_to, 100);
+    for (const auto& t : tenths) {
+        EXPECT_NEAR(t.blocks_per_s, 1.0, 1e-9) << t.height_from << ".." << t.height_to;
+        EXPECT_NEAR(t.mb_per_s, 0.75 * double(MiB) / 1e6, 1e-9);
+    }
+}

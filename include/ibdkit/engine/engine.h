@@ -103,7 +103,8 @@ struct EngineResult : ConnectorCounters {
     /// run ends: for a CLI run, the run's peak; in a longer-lived process, the highest of its life.
     uint64_t peak_rss_bytes{0};
     /// The connect loop cut into ten slices of equal block bytes, in order (fewer when the run
-    /// connected fewer than ten blocks): how throughput changes as the UTXO set grows.
+    /// connected fewer than ten blocks): how throughput changes as the UTXO set grows. The flushes
+    /// made when the cache filled count in their slice; the final flush counts in none.
     std::vector<ThroughputSlice> throughput_by_decile;
 };
 
