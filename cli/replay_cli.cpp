@@ -123,6 +123,12 @@ std::function<void(const ReplayProgress&)> ProgressPrinter(std::shared_ptr<Progr
         const double bps = double(p.blocks) / s;
         const int left = p.tip_height - p.height;
         char text[256];
+        if (p.flushing) {
+            std::snprintf(text, sizeof text, "%s%sheight %d/%d  writing the cache's coins to the chainstate (%.1f MiB in the cache)...",
+                          label.c_str(), label.empty() ? "" : ": ", p.height, p.tip_height, double(p.cache_bytes) / (1 << 20));
+            bar->Update(p.tip_height > 0 ? double(p.height) / p.tip_height : -1, text);
+            return;
+        }
         std::snprintf(text, sizeof text, "%s%sheight %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  cache %zu/%zu MiB  ETA %s",
                       label.c_str(), label.empty() ? "" : ": ", p.height, p.tip_height, bps, double(p.txs) / s,
                       double(p.bytes) / 1e6 / s, p.cache_bytes >> 20, p.cache_budget >> 20,

@@ -325,6 +325,7 @@ void ProgressInto(nb::dict& d, const EngineProgress& p)
     d["cache_bytes"] = p.cache_bytes;
     d["cache_budget"] = p.cache_budget;
     d["flushes"] = p.flushes;
+    d["flushing"] = p.flushing;
 }
 
 /// Calls a Python progress callback from the library's thread, turns Ctrl-C into a clean stop and

@@ -89,6 +89,8 @@ class _Bar:
             total = p.get("tip_height") or 0
             if total and self.bar.total != total:
                 self.bar.total = total
+            if "flushing" in p:
+                self.bar.set_postfix_str("writing the chainstate" if p["flushing"] else "", refresh=False)
             if "height" in p:
                 self.bar.n = max(p["height"], 0)
             elif "fraction" in p:

@@ -13,6 +13,8 @@ def test_replay_matches_cli(ibdkit, chain, cli_replay, tmp_path):
     assert got["reject_reason"] is None and got["interrupted"] is False and got["flushes"] >= 1
     assert got["policy"] == "zero-after-free"
     assert all("height" in p and "tip_height" in p for p in seen)
+    # Every flush, the final one too, is announced before it starts.
+    assert sum(p["flushing"] for p in seen) == got["flushes"]
 
 
 def test_replay_stop_height_and_resume(ibdkit, chain, cli_replay, tmp_path):

@@ -131,6 +131,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.outputs += cs.outputs_added;
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
+        if (m_on_flush) m_on_flush();
         const auto t0 = std::chrono::steady_clock::now();
         if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);

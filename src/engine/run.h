@@ -589,7 +589,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         // ---- connect ----
         const auto t0 = Clock::now();
         auto last_report = t0;
-        auto report = [&](bool force) {
+        auto report = [&](bool force, bool flushing = false) {
             if (!o.on_progress) return;
             const auto now = Clock::now();
             if (!force && now - last_report < std::chrono::milliseconds(250)) return;
@@ -604,8 +604,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             p.cache_bytes = conn.cache().DynamicMemoryUsage();
             p.cache_budget = conn.cache().Budget();
             p.flushes = conn.counters().flushes;
+            p.flushing = flushing;
             o.on_progress(p);
         };
+        // A flush stops the blocks for seconds (minutes at mainnet scale): say so.
+        conn.OnFlush([&] { report(true, true); });
         ThroughputLog tlog;
         std::optional<std::pair<int, Error>> undecodable;
         // Connects one block; false ends the run.
@@ -696,7 +699,9 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         if (undecodable) {
             if (auto e = src.Undecodable(undecodable->first, undecodable->second)) return e;
         }
+        conn.OnFlush({});
         if (!res.reject_reason) {
+            report(true, true);
             const auto t_flush = Clock::now();
             if (auto st = conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
             res.final_flush_seconds = std::chrono::duration<double>(Clock::now() - t_flush).count();

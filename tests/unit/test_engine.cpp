@@ -340,3 +340,24 @@ TEST(Engine, ThroughputTenthsEndWithTheLastBlock)
         EXPECT_NEAR(t.mb_per_s, 0.75 * double(MiB) / 1e6, 1e-9);
     }
 }
+
+// Every flush, the full cache's along the way and the final one, is announced to the progress
+// callback before it starts (the CLI's line says the chainstate is being written).
+TEST(Engine, EveryFlushIsAnnouncedToTheProgressCallback)
+{
+    for (unsigned threads : {1u, 2u}) {
+        ReplayOptions o;
+        o.blocks_dir = GeneratedBlocks();
+        o.dbcache_mib = 3;
+        o.threads = threads;
+        uint64_t announced = 0;
+        o.on_progress = [&](const ReplayProgress& p) {
+            if (!p.flushing) return;
+            EXPECT_EQ(p.flushes, announced) << "announced before the flush is counted";
+            ++announced;
+        };
+        const auto r = MustReplay(o);
+        ASSERT_GT(r.flushes, 2u);
+        EXPECT_EQ(announced, r.flushes) << threads << " threads";
+    }
+}

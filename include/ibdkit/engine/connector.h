@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -105,6 +106,9 @@ public:
     /// Spreads each block's cache work over `runner`'s threads (ConnectBlock; may be null: this
     /// thread alone), which must outlive the connector or be reset.
     void SetTaskRunner(const TaskRunner* runner) noexcept { m_runner = runner; }
+    /// Called on the connecting thread when a full cache is about to be flushed (not by Flush()),
+    /// so a progress display can say why the blocks stopped. Empty: nothing.
+    void OnFlush(std::function<void()> notice) { m_on_flush = std::move(notice); }
 
     CoinsCache& cache() noexcept { return m_cache; }
     const ConnectorCounters& counters() const noexcept { return m_counters; }
@@ -119,6 +123,7 @@ private:
     ConnectorCounters m_counters;
     UndoFileWriter* m_undo_writer{nullptr};
     const TaskRunner* m_runner{nullptr};
+    std::function<void()> m_on_flush;
     BlockUndo m_undo;                 ///< reused between blocks
     std::vector<uint8_t> m_undo_bytes;
 };

@@ -42,6 +42,9 @@ struct EngineProgress {
     std::size_t cache_bytes{0};
     std::size_t cache_budget{0};
     uint64_t flushes{0};
+    /// A flush is starting (the cache full, or the run's end): its dirty coins, at most
+    /// cache_bytes, go to the chainstate, and no block connects until it is done.
+    bool flushing{false};
 };
 
 /// What every run takes, whatever its block source.
