@@ -424,7 +424,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
     Impl& im = *store->m_impl;
 
     im.block_cache.reset(leveldb::NewLRUCache(opt.cache_bytes / 2));
-    im.filter.reset(leveldb::NewBloomFilterPolicy(10));
+    im.filter.reset(leveldb::NewBloomFilterPolicy(BLOOM_BITS_PER_KEY));
     im.logger = std::make_unique<NullLogger>();
     im.options.block_cache = im.block_cache.get();
     im.options.write_buffer_size = std::max<std::size_t>(opt.cache_bytes / 4, 64 << 10);

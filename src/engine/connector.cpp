@@ -88,7 +88,7 @@ void ReturnFreeHeap() noexcept
 }
 } // namespace
 
-std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 1000 * 45); }
+std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 1000 * 25); }
 
 BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
     : m_params(params), m_budget(budget_bytes), m_cache(db, budget_bytes)

@@ -10,6 +10,7 @@
 #include <ibdkit/coins/stats.h>
 #include <ibdkit/coins/store.h>
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/encoding/endian.h>
 #include <ibdkit/stream/streams.h>
 
 #include <gtest/gtest.h>
@@ -330,9 +331,11 @@ TEST(CoinsStore, UnobfuscatedDatabase)
     EXPECT_FALSE(db->store().Exists(std::as_bytes(std::span(OBFUSCATE_KEY_KEY))));
 }
 
-TEST(CoinsStore, OptionsWriteUncompressedTables)
+TEST(CoinsStore, OptionsWriteUncompressedTablesWithTheirBloomFilters)
 {
     // Core's LevelDB has no Snappy: every table block must be stored with compression type 0.
+    // Each table has a filter block under Core's policy name whose filters hold BLOOM_BITS_PER_KEY
+    // bits a key and record their probe count (which is how Core reads them).
     TempDir d;
     {
         StoreStatus st;
@@ -349,6 +352,7 @@ TEST(CoinsStore, OptionsWriteUncompressedTables)
         db->store().CompactAll();
     }
     int tables = 0;
+    uint64_t filter_bits = 0;
     for (auto& f : fs::directory_iterator(d.path)) {
         if (f.path().extension() != ".ldb") continue;
         ++tables;
@@ -368,8 +372,8 @@ TEST(CoinsStore, OptionsWriteUncompressedTables)
             return v;
         };
         const uint8_t* p = footer;
-        varint(p); // metaindex offset
-        varint(p); // metaindex size
+        const uint64_t meta_off = varint(p);
+        const uint64_t meta_size = varint(p);
         const uint64_t idx_off = varint(p);
         const uint64_t idx_size = varint(p);
         ASSERT_LT(idx_off + idx_size, bytes.size());
@@ -377,8 +381,34 @@ TEST(CoinsStore, OptionsWriteUncompressedTables)
         // Data blocks: a 40-byte run of 0x51 would shrink under Snappy; the table must hold at
         // least 2000 * 40 raw bytes.
         EXPECT_GT(bytes.size(), 2000u * 40u);
+
+        // The metaindex block's one entry (no shared prefix): "filter.<policy name>" -> handle.
+        ASSERT_LT(meta_off + meta_size, bytes.size());
+        const uint8_t* m = bytes.data() + meta_off;
+        ASSERT_EQ(varint(m), 0u);
+        const uint64_t name_len = varint(m);
+        varint(m); // value length
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(m), name_len), "filter.leveldb.BuiltinBloomFilter2");
+        m += name_len;
+        const uint64_t filter_off = varint(m);
+        const uint64_t filter_size = varint(m);
+        ASSERT_LT(filter_off + filter_size, bytes.size());
+        // Filter block: the filters, their uint32 offsets, the offset of those, one byte of base.
+        const uint8_t* fb = bytes.data() + filter_off;
+        const uint32_t offsets_at = ReadLE32(fb + filter_size - 5);
+        const std::size_t filters = (filter_size - 5 - offsets_at) / 4;
+        for (std::size_t i = 0; i < filters; ++i) {
+            const uint32_t begin = ReadLE32(fb + offsets_at + 4 * i);
+            const uint32_t end = i + 1 < filters ? ReadLE32(fb + offsets_at + 4 * (i + 1)) : offsets_at;
+            if (begin == end) continue; // no block started in this range
+            EXPECT_EQ(fb[end - 1], 3) << "probes: bits a key * ln 2, rounded down";
+            filter_bits += 8 * (end - 1 - begin);
+        }
     }
     EXPECT_GE(tables, 1);
+    // 2000 coins and a few records more; a filter has at least 64 bits.
+    EXPECT_GE(filter_bits, 2000u * BLOOM_BITS_PER_KEY);
+    EXPECT_LE(filter_bits, 2100u * BLOOM_BITS_PER_KEY + 64u * 8);
 }
 
 TEST(CoinsStore, LockedDirectoryIsReported)

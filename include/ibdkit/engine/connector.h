@@ -39,10 +39,10 @@ DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
 
 /// What LevelDB keeps in memory for the open tables of a chainstate whose records take
 /// `disk_bytes` on disk: each open table's index block (one entry per 16 KiB block) and Bloom
-/// filter (10 bits per key, spent coins' deletion markers included), and the tables a compaction
-/// opens before its inputs close — about 4.5% of the tables' bytes (measured with heaptrack:
-/// docs/chainstate.md). It grows with the chain, so the connector takes it out of the cache's
-/// share as it grows.
+/// filter (BLOOM_BITS_PER_KEY bits per key, spent coins' deletion markers included), and the
+/// tables a compaction opens before its inputs close — about 2.5% of the tables' bytes with 5-bit
+/// filters (4.5% with 10, measured with heaptrack: docs/chainstate.md). It grows with the chain,
+/// so the connector takes it out of the cache's share as it grows.
 std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept;
 
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
