@@ -3,6 +3,7 @@
 // key followed by 8 little-endian bytes (sequence << 8 | type); a MANIFEST is a log of VersionEdit
 // records in 32 KiB blocks, each fragment led by a masked CRC-32C, its length and its type.
 #include "coins/bulk_load.h"
+#include "common/crc32c.h"
 
 #include <leveldb/comparator.h>
 #include <leveldb/slice.h>
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -68,24 +68,6 @@ void MakeInternalKey(std::string& out, std::span<const std::byte> user_key)
     out.append(TRAILER, 8);
 }
 
-/// CRC-32C (Castagnoli, reflected), as LevelDB's log records carry it. Only the MANIFEST's few
-/// kilobytes go through it; the tables' checksums are TableBuilder's own.
-uint32_t Crc32c(const char* data, std::size_t n)
-{
-    static const std::array<uint32_t, 256> table = [] {
-        std::array<uint32_t, 256> t{};
-        for (uint32_t i = 0; i < 256; ++i) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-            t[i] = c;
-        }
-        return t;
-    }();
-    uint32_t c = 0xFFFFFFFFu;
-    for (std::size_t i = 0; i < n; ++i) c = table[(c ^ uint8_t(data[i])) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
 /// One record in LevelDB's log format, split into fragments that never cross a 32 KiB block.
 void AppendLogRecord(std::string& log, const std::string& payload)
 {
@@ -102,8 +84,7 @@ void AppendLogRecord(std::string& log, const std::string& payload)
         const uint8_t type = begin && end ? FULL : begin ? FIRST : end ? LAST : MIDDLE;
         std::string typed(1, char(type));
         typed.append(payload, done, frag);
-        const uint32_t crc = Crc32c(typed.data(), typed.size());
-        PutFixed32(log, ((crc >> 15) | (crc << 17)) + 0xa282ead8u); // LevelDB's crc32c::Mask
+        PutFixed32(log, Crc32cMask(Crc32c(0, typed.data(), typed.size())));
         log.push_back(char(frag & 0xFF));
         log.push_back(char(frag >> 8));
         log.append(typed);
