@@ -4,8 +4,9 @@ policy interleaved, at several --dbcache budgets — the seed's question (what d
 cost?) asked where chainstate reads go through DataStream<Policy> as in Core.
 
 Per budget and policy it reports the connect loop's seconds (median of rounds), the ratio to `plain`
-(median of the per-round ratios: rounds interleave the policies, so drift hits them alike), peak RSS
-(the child's own, from the kernel) against the budget + 200 MiB bound, coins read back from disk,
+(median of the per-round ratios: rounds interleave the policies, every other round in reverse
+order, so drift hits them alike), peak RSS (the child's own, from the kernel) against the budget +
+200 MiB bound, coins read back from disk,
 and throughput per tenth of the chain's bytes — the last tenth against the first, and, when
 matplotlib is installed, a chart of MB/s against height (OUT/replay_scale.png). Replays run with
 --no-stats (the run ends at its final flush). Results: OUT/replay_scale.json and a markdown table on
@@ -109,7 +110,9 @@ def main():
     results = {"chain": str(blocks), "rounds": a.rounds, "threads": a.threads, "runs": []}
     for dbcache in caches:
         for rnd in range(a.rounds):
-            for policy in policies:
+            # Every other round in reverse order: a machine that speeds up or slows down over a
+            # round then favours no policy by its place in the round.
+            for policy in (policies if rnd % 2 == 0 else policies[::-1]):
                 j = replay(a.ibdkit, blocks, dbcache, policy, a.threads)
                 j.update({"dbcache": dbcache, "round": rnd, "policy": policy})
                 results["runs"].append(j)
