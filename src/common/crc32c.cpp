@@ -7,6 +7,10 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <nmmintrin.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <arm_acle.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace ibdkit {
@@ -67,6 +71,15 @@ bool HasSse42() noexcept
     unsigned a = 0, b = 0, c = 0, d = 0;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 20));
 }
+#elif defined(__aarch64__) && defined(__linux__)
+// ARMv8's optional CRC32 extension (every ARMv8.1 core, and the Cortex-A53/A72/A76 of Raspberry
+// Pi 3, 4 and 5): crc32cx folds eight bytes like SSE 4.2's crc32.
+__attribute__((target("+crc"))) uint32_t ArmRaw(uint32_t c, const unsigned char* p, std::size_t n) noexcept
+{
+    for (; n >= 8; n -= 8, p += 8) c = __crc32cd(c, Load64(p));
+    for (; n > 0; --n, ++p) c = __crc32cb(c, *p);
+    return c;
+}
 #endif
 
 using RawFn = uint32_t (*)(uint32_t, const unsigned char*, std::size_t) noexcept;
@@ -75,6 +88,8 @@ RawFn Choose() noexcept
 {
 #if defined(__x86_64__)
     if (HasSse42()) return Sse42Raw;
+#elif defined(__aarch64__) && defined(__linux__)
+    if (getauxval(AT_HWCAP) & HWCAP_CRC32) return ArmRaw;
 #endif
     return PortableRaw;
 }
