@@ -40,6 +40,8 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
     j["flushes"] = c.flushes;
     j["flush_seconds"] = c.flush_seconds;
+    j["cache_full_entries"] = c.cache_full_entries;
+    j["cache_full_bytes"] = c.cache_full_bytes;
     j["recovered_blocks"] = c.recovered_blocks;
     j["interrupted"] = c.interrupted;
     j["threads"] = c.threads;

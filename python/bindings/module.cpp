@@ -286,6 +286,8 @@ nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
     d["total_seconds"] = r.total_seconds;
     d["final_flush_seconds"] = r.final_flush_seconds;
     d["flush_seconds"] = r.flush_seconds;
+    d["cache_full_entries"] = r.cache_full_entries;
+    d["cache_full_bytes"] = r.cache_full_bytes;
     d["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
     d["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
     d["flushes"] = r.flushes;

@@ -12,15 +12,6 @@
 
 namespace ibdkit {
 
-namespace {
-const Coin EMPTY_COIN{};
-
-std::size_t ScriptHeapUsage(const Coin& c) noexcept
-{
-    return c.out.script_pubkey.is_inline() ? 0 : MallocUsage(c.out.script_pubkey.size());
-}
-} // namespace
-
 void* CoinsMap::NewSlab()
 {
     void* p = ::mmap(nullptr, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -52,8 +43,8 @@ CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
     auto r = m_db.GetCoin(outpoint);
     if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
     if (!*r) return MapEnd();
-    auto ret = sh.map.try_emplace(outpoint, std::move(**r)).first;
-    sh.script_usage += ScriptHeapUsage(ret->second.coin);
+    auto ret = sh.map.try_emplace(outpoint, **r).first;
+    sh.script_usage += ret->second.HeapUsage();
     ++sh.coins_read;
     return ret;
 }
@@ -62,9 +53,9 @@ bool CoinsCache::AddFetched(const OutPoint& outpoint, Coin&& coin)
 {
     if (coin.IsSpent()) return false;
     Shard& sh = ShardFor(outpoint);
-    auto [it, inserted] = sh.map.try_emplace(outpoint, std::move(coin));
+    auto [it, inserted] = sh.map.try_emplace(outpoint, coin);
     if (!inserted) return false;
-    sh.script_usage += ScriptHeapUsage(it->second.coin);
+    sh.script_usage += it->second.HeapUsage();
     ++sh.coins_read;
     return true;
 }
@@ -76,30 +67,30 @@ uint64_t CoinsCache::CoinsReadFromDisk() const noexcept
     return n;
 }
 
-const Coin& CoinsCache::AccessCoin(const OutPoint& outpoint)
+Coin CoinsCache::AccessCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    return it == MapEnd() ? EMPTY_COIN : it->second.coin;
+    return it == MapEnd() ? Coin() : it->second.GetCoin();
 }
 
 std::optional<Coin> CoinsCache::GetCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    if (it == MapEnd() || it->second.coin.IsSpent()) return std::nullopt;
-    return it->second.coin;
+    if (it == MapEnd() || it->second.IsSpent()) return std::nullopt;
+    return it->second.GetCoin();
 }
 
 bool CoinsCache::HaveCoin(const OutPoint& outpoint)
 {
     auto it = FetchCoin(outpoint);
-    return it != MapEnd() && !it->second.coin.IsSpent();
+    return it != MapEnd() && !it->second.IsSpent();
 }
 
 bool CoinsCache::HaveCoinInCache(const OutPoint& outpoint) const
 {
     const CoinsMap& map = ShardFor(outpoint).map;
     auto it = map.find(outpoint);
-    return it != map.end() && !it->second.coin.IsSpent();
+    return it != map.end() && !it->second.IsSpent();
 }
 
 void CoinsCache::AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite)
@@ -115,25 +106,31 @@ bool CoinsCache::TryAddCoin(const OutPoint& outpoint, Coin&& coin, bool possible
     if (coin.IsSpent()) return false;
     if (IsUnspendable(coin.out.script_pubkey)) return true;
     Shard& sh = ShardFor(outpoint);
-    auto [it, inserted] = sh.map.try_emplace(outpoint);
+    auto it = sh.map.find(outpoint);
+    if (it == sh.map.end()) {
+        // No entry: the parent's state is unknown, so FRESH only where no overwrite is possible.
+        const uint8_t flags = CoinsCacheEntry::DIRTY | (possible_overwrite ? 0 : CoinsCacheEntry::FRESH);
+        sh.script_usage += sh.map.try_emplace(outpoint, coin, flags).first->second.HeapUsage();
+        return true;
+    }
     bool fresh = false;
     if (!possible_overwrite) {
-        if (!it->second.coin.IsSpent()) return false; // (never a new entry: that one is spent)
+        if (!it->second.IsSpent()) return false;
         // A spent DIRTY entry's spentness has not reached the database yet: re-adding it must not
         // make it FRESH, or spending it again before a flush would lose the erase (Core's comment).
         fresh = !it->second.IsDirty();
     }
-    if (!inserted) sh.script_usage -= ScriptHeapUsage(it->second.coin);
-    it->second.coin = std::move(coin);
+    sh.script_usage -= it->second.HeapUsage();
+    it = sh.map.Assign(it, coin);
     it->second.flags |= CoinsCacheEntry::DIRTY | (fresh ? CoinsCacheEntry::FRESH : 0);
-    sh.script_usage += ScriptHeapUsage(it->second.coin);
+    sh.script_usage += it->second.HeapUsage();
     return true;
 }
 
 bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
 {
     auto it = FetchCoin(outpoint);
-    if (it == MapEnd() || it->second.coin.IsSpent()) return false;
+    if (it == MapEnd() || it->second.IsSpent()) return false;
     SpendCoinAt(it, moveout);
     return true;
 }
@@ -141,13 +138,13 @@ bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
 void CoinsCache::SpendCoinAt(CoinsMap::iterator it, Coin* moveout)
 {
     Shard& sh = ShardFor(it->first);
-    sh.script_usage -= ScriptHeapUsage(it->second.coin);
-    if (moveout) *moveout = std::move(it->second.coin);
+    sh.script_usage -= it->second.HeapUsage();
+    if (moveout) it->second.CopyTo(*moveout);
     if (it->second.IsFresh()) {
         sh.map.erase(it);
     } else {
         it->second.flags |= CoinsCacheEntry::DIRTY;
-        it->second.coin.Clear();
+        sh.map.Spend(it);
     }
 }
 
@@ -156,7 +153,7 @@ void CoinsCache::Uncache(const OutPoint& outpoint)
     Shard& sh = ShardFor(outpoint);
     auto it = sh.map.find(outpoint);
     if (it != sh.map.end() && it->second.flags == 0) {
-        sh.script_usage -= ScriptHeapUsage(it->second.coin);
+        sh.script_usage -= it->second.HeapUsage();
         sh.map.erase(it);
     }
 }
@@ -187,7 +184,17 @@ StoreStatus CoinsCache::Write(bool erase)
 
 StoreStatus CoinsCache::Flush() { return Write(/*erase=*/true); }
 
-StoreStatus CoinsCache::Sync() { return Write(/*erase=*/false); }
+StoreStatus CoinsCache::Sync()
+{
+    StoreStatus st = Write(/*erase=*/false); // drops spent entries
+    if (st.ok()) ReturnFreeNodes();
+    return st;
+}
+
+void CoinsCache::ReturnFreeNodes()
+{
+    for (Shard& sh : m_shards) sh.map.Compact();
+}
 
 std::size_t CoinsCache::GetCacheSize() const noexcept
 {
@@ -204,11 +211,6 @@ std::size_t CoinsCache::DirtyCount() const noexcept
     }
     return n;
 }
-
-namespace {
-/// What one entry costs in the map's slabs.
-constexpr std::size_t NODE_BYTES = CoinsMap::NODE_BYTES;
-} // namespace
 
 std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
 {
@@ -229,6 +231,7 @@ StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
     StoreStatus st = Write(/*erase=*/false); // drops spent entries
     if (!st.ok()) return st;
     EvictOldest(keep_bytes);
+    ReturnFreeNodes();
     return st;
 }
 
@@ -241,8 +244,8 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     uint32_t lo = UINT32_MAX, hi = 0;
     for (const Shard& sh : m_shards) {
         for (const auto& [op, e] : sh.map) {
-            lo = std::min(lo, e.coin.height);
-            hi = std::max(hi, e.coin.height);
+            lo = std::min(lo, e.Height());
+            hi = std::max(hi, e.Height());
         }
     }
     constexpr std::size_t BINS = 4096;
@@ -254,8 +257,8 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     std::size_t fixed = 0;
     for (std::size_t s = 0; s < SHARDS; ++s) {
         for (const auto& [op, e] : m_shards[s].map) {
-            bytes[bin(e.coin.height)] += NODE_BYTES + ScriptHeapUsage(e.coin);
-            ++counts[s * BINS + bin(e.coin.height)];
+            bytes[bin(e.Height())] += CoinsMap::NodeBytesOf(e) + e.HeapUsage();
+            ++counts[s * BINS + bin(e.Height())];
         }
         fixed += m_shards[s].map.bucket_count() * sizeof(uint64_t);
     }
@@ -271,8 +274,8 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
     }
     for (Shard& sh : m_shards) {
         for (auto it = sh.map.begin(); it != sh.map.end();) {
-            if (it->second.flags == 0 && bin(it->second.coin.height) < cut) {
-                sh.script_usage -= ScriptHeapUsage(it->second.coin);
+            if (it->second.flags == 0 && bin(it->second.Height()) < cut) {
+                sh.script_usage -= it->second.HeapUsage();
                 it = sh.map.erase(it);
             } else {
                 ++it;

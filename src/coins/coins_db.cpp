@@ -125,9 +125,9 @@ StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::size_t parts,
             for (std::size_t i = 0; i < order.size(); ++i) {
                 if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
                 const auto* kv = order[i].second;
-                if (kv->second.coin.IsSpent()) continue; // nothing to erase: the database holds no coin
+                if (kv->second.IsSpent()) continue; // nothing to erase: the database holds no coin
                 key << CoinKey{kv->first};
-                value << kv->second.coin;
+                value << kv->second;
                 value.Xor(store.Obfuscation());
                 status[part] = load.Add(part, key.span(), value.span());
                 key.clear();
@@ -224,7 +224,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
                     continue;
                 }
                 for (auto it = coins->begin(); it != coins->end();) {
-                    if (it->second.coin.IsSpent()) {
+                    if (it->second.IsSpent()) {
                         it = coins->erase(it);
                     } else {
                         it->second.flags = 0;
@@ -300,10 +300,10 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
             const auto* kv = order[i].second;
             DbBatch<P>& batch = writer.Current();
             const CoinKey key{kv->first};
-            if (kv->second.coin.IsSpent()) {
+            if (kv->second.IsSpent()) {
                 batch.Erase(key);
             } else {
-                batch.Write(key, kv->second.coin);
+                batch.Write(key, kv->second);
             }
             if (batch.SizeEstimate() > opt.batch_write_bytes && !writer.Hand()) {
                 stopped = true;

@@ -46,13 +46,13 @@ uint64_t DecompressAmount(uint64_t x) noexcept
 
 namespace {
 
-bool IsToKeyId(const Script& s) noexcept
+bool IsToKeyId(std::span<const uint8_t> s) noexcept
 {
     return s.size() == 25 && s[0] == 0x76 /*OP_DUP*/ && s[1] == 0xa9 /*OP_HASH160*/ && s[2] == 20 &&
            s[23] == 0x88 /*OP_EQUALVERIFY*/ && s[24] == 0xac /*OP_CHECKSIG*/;
 }
 
-bool IsToScriptId(const Script& s) noexcept
+bool IsToScriptId(std::span<const uint8_t> s) noexcept
 {
     return s.size() == 23 && s[0] == 0xa9 && s[1] == 20 && s[22] == 0x87 /*OP_EQUAL*/;
 }
@@ -65,7 +65,7 @@ bool IsValidUncompressedPoint(const uint8_t* key65) noexcept
 
 } // namespace
 
-bool CompressScript(const Script& script, CompressedScript& out)
+bool CompressScript(std::span<const uint8_t> script, CompressedScript& out)
 {
     if (IsToKeyId(script)) {
         out.size = 21;

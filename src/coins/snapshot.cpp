@@ -489,9 +489,7 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
             auto more = reader.Next(op, coin);
             if (!more) return fail(more.error());
             if (!*more) break;
-            CoinsCacheEntry e(std::move(coin));
-            e.flags = CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH;
-            map.emplace(op, std::move(e));
+            map.try_emplace(op, coin, CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH);
             if (map.size() >= options.batch_coins) {
                 StoreStatus ws = db->BatchWrite(map, incomplete_tip, true);
                 if (!ws.ok()) return fail(Error{Errc::Corrupt, "writing the chainstate: " + ws.message});

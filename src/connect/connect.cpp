@@ -180,7 +180,7 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
         if (op.input != ShardOp::OUTPUTS) {
             SpentInput& in = inputs[first_input[op.tx] + op.input];
             auto it = view.FetchCoin(tx.vin()[op.input].prevout);
-            in.found = it != view.MapEnd() && !it->second.coin.IsSpent();
+            in.found = it != view.MapEnd() && !it->second.IsSpent();
             if (in.found) view.SpendCoinAt(it, &in.coin);
             continue;
         }

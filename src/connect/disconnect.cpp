@@ -11,14 +11,13 @@ namespace {
 constexpr uint32_t MAX_OUTPUTS_PER_BLOCK = MAX_BLOCK_WEIGHT / (WITNESS_SCALE_FACTOR * 9);
 
 // Core's AccessByTxid: the first unspent output of `txid`, or the empty coin.
-const Coin& AccessByTxid(CoinsCache& view, const Txid& txid)
+Coin AccessByTxid(CoinsCache& view, const Txid& txid)
 {
-    static const Coin empty = Coin();
     for (uint32_t n = 0; n < MAX_OUTPUTS_PER_BLOCK; ++n) {
-        const Coin& c = view.AccessCoin(OutPoint{txid, n});
+        Coin c = view.AccessCoin(OutPoint{txid, n});
         if (!c.IsSpent()) return c;
     }
-    return empty;
+    return Coin();
 }
 
 // The blocks whose coinbases a later duplicate overwrote (Core's DisconnectBlock exceptions; they
@@ -38,7 +37,7 @@ DisconnectResult ApplyTxInUndo(Coin&& coin, CoinsCache& view, const OutPoint& ou
     if (view.HaveCoin(out)) clean = false; // overwriting a transaction output
     if (coin.height == 0) {
         // A legacy record without metadata: another output of the same transaction carries it.
-        const Coin& alternate = AccessByTxid(view, out.hash);
+        const Coin alternate = AccessByTxid(view, out.hash);
         if (alternate.IsSpent()) return DisconnectResult::FAILED;
         coin.height = alternate.height;
         coin.coinbase = alternate.coinbase;

@@ -132,6 +132,10 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
         if (m_on_flush) m_on_flush();
+        if (m_counters.cache_full_entries == 0) {
+            m_counters.cache_full_entries = m_cache.GetCacheSize();
+            m_counters.cache_full_bytes = m_cache.DynamicMemoryUsage();
+        }
         const auto t0 = std::chrono::steady_clock::now();
         if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);

@@ -299,9 +299,7 @@ TEST(CoinsStore, ObfuscationKeyFormatAndXor)
         OutPoint op;
         op.hash = Txid(uint256(std::span<const uint8_t, 32>(ParseHex(std::string(64, 'a')).data(), 32)));
         op.n = 128;
-        CoinsCacheEntry e(Coin(TxOut{50 * COIN, S("76a914" + std::string(40, '1') + "88ac")}, 7, true));
-        e.flags = CoinsCacheEntry::DIRTY;
-        m.emplace(op, std::move(e));
+        m.try_emplace(op, Coin(TxOut{50 * COIN, S("76a914" + std::string(40, '1') + "88ac")}, 7, true), CoinsCacheEntry::DIRTY);
         ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
         // Raw record: key 'C' | txid | VARINT(128) = 80 00; value XORed with the key.
         const auto raw_key = ParseHex("43" + std::string(64, 'a') + "8000");
@@ -344,9 +342,8 @@ TEST(CoinsStore, OptionsWriteUncompressedTablesWithTheirBloomFilters)
         CoinsMap m;
         std::mt19937_64 rng(1);
         for (int i = 0; i < 2000; ++i) {
-            CoinsCacheEntry e(Coin(TxOut{1000, Script(std::vector<uint8_t>(40, 0x51))}, 1, false)); // compressible
-            e.flags = CoinsCacheEntry::DIRTY;
-            m.emplace(RandomOutPoint(rng), std::move(e));
+            m.try_emplace(RandomOutPoint(rng), Coin(TxOut{1000, Script(std::vector<uint8_t>(40, 0x51))}, 1, false), // compressible
+                          CoinsCacheEntry::DIRTY);
         }
         ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
         db->store().CompactAll();
@@ -651,31 +648,41 @@ TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
     EXPECT_LE(cache.DynamicMemoryUsage(), empty + 64);
 }
 
-// The per-coin footprint (docs/chainstate.md, *What a coin costs*): a coin whose script lives inline
-// (every standard output type up to 36 bytes) costs its node, its share of the slot table and its
-// share of the flush's index (two shards' worth). Core counts ~140 bytes a coin;
-// this is the figure issue 12 sets against it.
-TEST(CoinsCache, ACoinWithAnInlineScriptCostsAtMost112Bytes)
+// The per-coin footprint (docs/chainstate.md, *What a coin costs*): a coin costs its node (72 bytes
+// when its script is P2PKH, P2SH or P2WPKH, 88 for P2WSH or P2TR), its share of the slot table and
+// its share of the flush's index (two shards' worth). Core counts ~140 bytes a coin; this is the
+// figure issue 12 sets against it.
+TEST(CoinsCache, ACoinCostsItsNodeItsSlotAndItsShareOfTheFlushIndex)
 {
-    static_assert(CoinsMap::NODE_BYTES == 96, "a node: 36-byte outpoint (+4), 48-byte TxOut, height, coinbase and flags");
-    TempDir d;
-    StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
-    ASSERT_TRUE(db);
-    CoinsCache cache(*db, std::size_t(1) << 30);
-    std::mt19937_64 rng(12);
-    const std::size_t empty = cache.DynamicMemoryUsage();
-    constexpr int COINS = 200'000;
-    for (int i = 0; i < COINS; ++i) {
-        Coin c = RandomCoin(rng);
-        c.out.script_pubkey = Script(std::vector<uint8_t>(34, 0x51)); // P2WSH/P2TR size: inline
-        cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
+    static_assert(CoinsMap::SMALL_NODE_BYTES == 72 && CoinsMap::LARGE_NODE_BYTES == 88);
+    struct Case {
+        const char* what;
+        std::size_t node;
+        std::vector<uint8_t> script;
+    };
+    std::vector<uint8_t> p2wpkh(22, 0x11), p2tr(34, 0x22);
+    p2wpkh[0] = 0x00, p2wpkh[1] = 20;
+    p2tr[0] = 0x51, p2tr[1] = 32;
+    for (const Case& k : {Case{"P2WPKH", 72, p2wpkh}, Case{"P2TR", 88, p2tr}}) {
+        TempDir d;
+        StoreStatus st;
+        auto db = CoinsDB::Open(d.path, {}, &st);
+        ASSERT_TRUE(db);
+        CoinsCache cache(*db, std::size_t(1) << 30);
+        std::mt19937_64 rng(12);
+        const std::size_t empty = cache.DynamicMemoryUsage();
+        constexpr int COINS = 200'000;
+        for (int i = 0; i < COINS; ++i) {
+            Coin c = RandomCoin(rng);
+            c.out.script_pubkey = Script(k.script.data(), k.script.size());
+            cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
+        }
+        const double per_coin = double(cache.DynamicMemoryUsage() - empty) / COINS;
+        // Node, the flush's two shard indexes (of 8 shards), at least one slot.
+        EXPECT_GE(per_coin, double(k.node) + FLUSH_INDEXES * 16.0 / CoinsCache::SHARDS + 8) << k.what;
+        // 25,000 coins a shard fill 32,768 slots to 76%: 10.5 bytes a coin (20 just after a doubling).
+        EXPECT_LE(per_coin, double(k.node) + 16) << k.what;
     }
-    const double per_coin = double(cache.DynamicMemoryUsage() - empty) / COINS;
-    // Node, the flush's two shard indexes (of 8 shards), at least one slot.
-    EXPECT_GE(per_coin, 96 + FLUSH_INDEXES * 16.0 / CoinsCache::SHARDS + 8);
-    // 25,000 coins a shard fill 32,768 slots to 76%: 10.5 bytes a coin (20 just after a doubling).
-    EXPECT_LE(per_coin, 112);
 }
 
 TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
@@ -985,9 +992,7 @@ TEST(CoinsDB, MapsWhoseKeysInterleaveAreMergedBeforeTheWrite)
         CoinsMap a, b;
         bool odd = false;
         for (const auto& [op, c] : want) {
-            CoinsCacheEntry e{Coin(c)};
-            e.flags = CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH;
-            ((odd = !odd) ? a : b).emplace(op, std::move(e));
+            ((odd = !odd) ? a : b).try_emplace(op, c, CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH);
         }
         CoinsDBOptions o;
         o.bulk_load_new = bulk;

@@ -1,7 +1,11 @@
 // CoinsMap (coins/coins_map.h): the open-addressing table against a std::map model — inserts
 // through growth, erase by key and by iterators found before other inserts and erases moved
-// slots, walks that erase as they go, clear; ForEach and the prefetch hints.
+// slots, walks that erase as they go, clear; ForEach and the prefetch hints; entries of every
+// script kind in nodes of both sizes, read back and serialized as Core's coins.
 #include <ibdkit/coins/coins_map.h>
+#include <ibdkit/encoding/hex.h>
+#include <ibdkit/span.h>
+#include <ibdkit/stream/streams.h>
 
 #include <gtest/gtest.h>
 
@@ -33,14 +37,14 @@ void ExpectSame(const CoinsMap& m, const std::map<OutPoint, uint32_t>& model)
     for (const auto& [op, e] : m) {
         auto it = model.find(op);
         ASSERT_NE(it, model.end());
-        ASSERT_EQ(e.coin.height, it->second);
+        ASSERT_EQ(e.Height(), it->second);
         ++walked;
     }
     EXPECT_EQ(walked, model.size());
     for (const auto& [op, h] : model) {
         auto it = m.find(op);
         ASSERT_NE(it, m.end());
-        EXPECT_EQ(it->second.coin, CoinOf(h));
+        EXPECT_EQ(it->second.GetCoin(), CoinOf(h));
     }
 }
 
@@ -68,7 +72,7 @@ TEST(CoinsMap, RandomOperationsMatchAModel)
             const std::size_t i = rng() % held.size();
             const OutPoint k = held[i]->first;
             ASSERT_TRUE(model.contains(k));
-            ASSERT_EQ(held[i]->second.coin.height, model[k]);
+            ASSERT_EQ(held[i]->second.Height(), model[k]);
             m.erase(held[i]);
             model.erase(k);
             held.erase(held.begin() + std::ptrdiff_t(i));
@@ -80,7 +84,7 @@ TEST(CoinsMap, RandomOperationsMatchAModel)
 
     // A walk that erases every other height meets each entry, and what stays is what the model keeps.
     for (auto it = m.begin(); it != m.end();) {
-        if (it->second.coin.height % 2) {
+        if (it->second.Height() % 2) {
             model.erase(it->first);
             it = m.erase(it);
         } else {
@@ -97,7 +101,7 @@ TEST(CoinsMap, RandomOperationsMatchAModel)
     EXPECT_EQ(m.begin(), m.end());
     // Usable again after clear.
     EXPECT_TRUE(m.try_emplace(OutPoint{}, CoinOf(5)).second);
-    EXPECT_EQ(m.find(OutPoint{})->second.coin.height, 5u);
+    EXPECT_EQ(m.find(OutPoint{})->second.Height(), 5u);
 }
 
 TEST(CoinsMap, NodeMemoryIsReusedNotGrown)
@@ -141,8 +145,138 @@ TEST(CoinsMap, ForEachVisitsEveryEntryOnceAndPrefetchingChangesNothing)
     }
     ExpectSame(m, model);
     std::map<OutPoint, uint32_t> seen;
-    m.ForEach([&](CoinsMap::value_type& kv) { EXPECT_TRUE(seen.emplace(kv.first, kv.second.coin.height).second); });
+    m.ForEach([&](CoinsMap::value_type& kv) { EXPECT_TRUE(seen.emplace(kv.first, kv.second.Height()).second); });
     EXPECT_EQ(seen, model);
+}
+
+// A map that held many entries of both node sizes and lost most of them here and there keeps its
+// slabs until Compact() packs the rest: then it holds what it uses (up to a slab a node size), every
+// entry still holds its coin, and freed nodes are reused by later inserts.
+TEST(CoinsMap, CompactReturnsTheSlabsOfErasedEntries)
+{
+    std::mt19937_64 rng(5);
+    CoinsMap m;
+    std::map<OutPoint, uint32_t> model;
+    for (uint32_t i = 1; i <= 120'000; ++i) {
+        const OutPoint key = Op(rng, 1u << 30);
+        if (m.try_emplace(key, CoinOf(i)).second) model[key] = i;
+    }
+    const std::size_t full = m.MemoryUsage();
+    for (auto it = m.begin(); it != m.end();) {
+        if (rng() % 10 != 0) {
+            model.erase(it->first);
+            it = m.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    EXPECT_EQ(m.MemoryUsage(), full); // erasing frees nodes, not slabs
+    m.Compact();
+    const std::size_t slots = m.bucket_count() * sizeof(uint64_t);
+    EXPECT_LE(m.MemoryUsage(), slots + m.NodeBytes() + 2 * (std::size_t(1) << 20));
+    EXPECT_LE(m.MemoryUsage() - slots, (full - slots) / 4);
+    ExpectSame(m, model);
+    const std::size_t packed = m.MemoryUsage();
+    // Compacting again changes nothing; inserts take the free nodes before new slabs.
+    m.Compact();
+    EXPECT_EQ(m.MemoryUsage(), packed);
+    for (int i = 0; i < 200; ++i) {
+        const OutPoint key = Op(rng, 1u << 30);
+        if (m.try_emplace(key, CoinOf(uint32_t(i % 60))).second) model[key] = uint32_t(i % 60);
+    }
+    EXPECT_EQ(m.MemoryUsage(), packed);
+    ExpectSame(m, model);
+    m.clear();
+    m.Compact(); // an empty map too
+    EXPECT_EQ(m.MemoryUsage(), 0u);
+}
+
+std::vector<uint8_t> Bytes(const std::string& hex) { return *ParseHex(hex); }
+
+// Every kind of script an entry holds — the 20-byte templates, raw scripts of every size class,
+// scripts on the heap, near-misses of the templates — comes back as the coin that went in, takes
+// the node size it should, and serializes to the bytes of Core's chainstate value for that coin.
+// Assign moves an entry between node sizes keeping its flags; Spend releases its script.
+TEST(CoinsMap, EveryScriptKindRoundTripsAndSerializesAsItsCoin)
+{
+    const std::string h20(40, 'a'), h32(64, 'b');
+    const std::string g = "0479be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798483ada7726a3c4655da4fbfc0e1108a8fd17b448a68554199c47d08ffb10d4b8";
+    struct Case {
+        std::vector<uint8_t> script;
+        std::size_t node;
+        bool heap;
+    };
+    const std::vector<Case> cases = {
+        {{}, 72, false},
+        {Bytes("51"), 72, false},
+        {Bytes("76a914" + h20 + "88ac"), 72, false},                      // P2PKH
+        {Bytes("a914" + h20 + "87"), 72, false},                          // P2SH
+        {Bytes("0014" + h20), 72, false},                                 // P2WPKH
+        {Bytes("76a914" + h20 + "88ad"), 88, false},                      // not P2PKH (last byte)
+        {Bytes("a914" + h20 + "88"), 88, false},                          // not P2SH
+        {Bytes("0015" + h20 + "cc"), 88, false},                          // not P2WPKH
+        {Bytes(std::string(40, '5')), 72, false},                         // 20 bytes raw
+        {Bytes(std::string(42, '5')), 88, false},                         // 21 bytes raw
+        {Bytes("0020" + h32), 88, false},                                 // P2WSH
+        {Bytes("5120" + h32), 88, false},                                 // P2TR
+        {Bytes("21" "02" + h32 + "ac"), 88, false},                       // P2PK, compressed key
+        {Bytes(std::string(72, '6')), 88, false},                         // 36 bytes raw
+        {Bytes(std::string(74, '6')), 72, true},                          // 37 bytes: heap
+        {Bytes("41" + g + "ac"), 72, true},                               // P2PK, uncompressed valid key
+        {Bytes("41" "04" + std::string(128, '0') + "ac"), 72, true},      // not a curve point: raw
+        {std::vector<uint8_t>(10'000, 0x61), 72, true},
+    };
+    CoinsMap m;
+    std::vector<OutPoint> keys;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Case& k = cases[i];
+        const Coin coin(TxOut{Amount(5'000'000'000 + i), Script(k.script.data(), k.script.size())}, uint32_t(123'456 + i), i % 2 == 0);
+        OutPoint op;
+        op.n = uint32_t(i);
+        keys.push_back(op);
+        auto [it, inserted] = m.try_emplace(op, coin, CoinsCacheEntry::DIRTY);
+        ASSERT_TRUE(inserted);
+        const CoinsCacheEntry& e = it->second;
+        EXPECT_EQ(e.GetCoin(), coin) << i;
+        EXPECT_EQ(CoinsMap::NodeBytesOf(e), k.node) << i;
+        EXPECT_EQ(CoinsMap::NodeBytesFor(coin), k.node) << i;
+        EXPECT_EQ(e.HeapUsage() > 0, k.heap) << i;
+        EXPECT_EQ(e.Height(), coin.height);
+        EXPECT_EQ(e.IsCoinBase(), coin.coinbase);
+        EXPECT_EQ(e.Value(), coin.out.value);
+        DataStream<> want, got;
+        want << coin;
+        got << e;
+        EXPECT_EQ(HexStr(UCharSpan(got.span())), HexStr(UCharSpan(want.span()))) << i;
+    }
+    std::size_t node_bytes = 0;
+    for (const Case& k : cases) node_bytes += k.node;
+    EXPECT_EQ(m.NodeBytes(), node_bytes);
+
+    // Each entry takes the next case's coin: half of them change node size.
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Case& k = cases[(i + 1) % cases.size()];
+        const Coin coin(TxOut{Amount(7 + i), Script(k.script.data(), k.script.size())}, uint32_t(9 + i), false);
+        auto it = m.find(keys[i]);
+        ASSERT_NE(it, m.end());
+        it = m.Assign(it, coin);
+        EXPECT_EQ(it->first, keys[i]);
+        EXPECT_EQ(it->second.flags, CoinsCacheEntry::DIRTY);
+        EXPECT_EQ(CoinsMap::NodeBytesOf(it->second), k.node);
+        EXPECT_EQ(m.find(keys[i])->second.GetCoin(), coin) << i;
+    }
+    EXPECT_EQ(m.size(), cases.size());
+    EXPECT_EQ(m.NodeBytes(), node_bytes);
+
+    for (const OutPoint& op : keys) {
+        auto it = m.find(op);
+        m.Spend(it);
+        EXPECT_TRUE(it->second.IsSpent());
+        EXPECT_TRUE(it->second.GetCoin().IsSpent());
+        EXPECT_EQ(it->second.HeapUsage(), 0u);
+        EXPECT_EQ(it->second.flags, CoinsCacheEntry::DIRTY);
+    }
+    EXPECT_EQ(m.size(), cases.size());
 }
 
 } // namespace

@@ -51,7 +51,8 @@ public:
     CoinsCache(CoinsDB& db, std::size_t budget_bytes);
 
     /// The coin at outpoint, fetched from the database if not cached; a spent (null) coin if none.
-    const Coin& AccessCoin(const OutPoint& outpoint);
+    /// A copy (Core returns a reference): the cache holds coins in a compact form of its own.
+    Coin AccessCoin(const OutPoint& outpoint);
     /// Copy of the unspent coin at outpoint, nullopt if none.
     std::optional<Coin> GetCoin(const OutPoint& outpoint);
     bool HaveCoin(const OutPoint& outpoint);
@@ -128,17 +129,14 @@ private:
     StoreStatus Write(bool erase);
     /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
     void EvictOldest(std::size_t keep_bytes);
+    /// Packs every shard's nodes and returns the slabs it no longer needs (CoinsMap::Compact), so
+    /// that the memory held stays what DynamicMemoryUsage() counts, up to a slab a node size.
+    void ReturnFreeNodes();
 
     CoinsDB& m_db;
     std::size_t m_budget;
     std::array<Shard, SHARDS> m_shards;
     BlockHash m_best_block;
 };
-
-/// Bytes malloc really uses for an allocation of `alloc` bytes (Core's memusage::MallocUsage).
-constexpr std::size_t MallocUsage(std::size_t alloc) noexcept
-{
-    return alloc == 0 ? 0 : ((alloc + 31) >> 4) << 4;
-}
 
 } // namespace ibdkit

@@ -4,41 +4,244 @@
 // Core keeps its cache in a std::unordered_map: a lookup walks a bucket's chain of nodes, comparing
 // whole 36-byte keys, two or three cache misses per coin. CoinsMap is an open-addressing table of
 // 8-byte slots (32 bits of the key's salted hash + a 32-bit node number) probed linearly; a node is
-// touched only when its 32 hash bits match. Nodes live in slabs taken straight from the kernel
-// and never move, so a reference to an entry stays valid until that entry is erased, whatever is
-// inserted meanwhile (iterators too: see `iterator`). A cleared map returns its memory.
+// touched only when its 32 hash bits match. Nodes (72 or 88 bytes: CoinsCacheEntry) live in slabs
+// taken straight from the kernel and move only when Compact() packs them, so a reference to an
+// entry stays valid until that entry is erased, whatever is inserted meanwhile (iterators too: see
+// `iterator`). A cleared map returns its memory.
 #pragma once
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/primitives/transaction.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <new>
 #include <random>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 namespace ibdkit {
 
-/// A cache entry. DIRTY: differs from the parent view. FRESH: the parent has no unspent coin here
-/// (so a FRESH entry that gets spent can simply be dropped).
-///
-/// `coin` may share its tail padding with `flags` ([[no_unique_address]]: a Coin is 53 bytes of
-/// data in 56), so an entry is 56 bytes and a map node, with its 36-byte outpoint, 96 — 8 bytes a
-/// coin less than a plain member gave (docs/chainstate.md, *What a coin costs*).
-struct CoinsCacheEntry {
-    enum Flags : uint8_t { DIRTY = 1 << 0, FRESH = 1 << 1 };
-    [[no_unique_address]] Coin coin;
-    uint8_t flags{0};
+/// Bytes malloc really uses for an allocation of `alloc` bytes (Core's memusage::MallocUsage).
+constexpr std::size_t MallocUsage(std::size_t alloc) noexcept
+{
+    return alloc == 0 ? 0 : ((alloc + 31) >> 4) << 4;
+}
 
-    CoinsCacheEntry() = default;
-    explicit CoinsCacheEntry(Coin c) : coin(std::move(c)) {}
+/// A cache entry: Core's flags and the coin, held compactly. DIRTY: differs from the parent view.
+/// FRESH: the parent has no unspent coin here (so a FRESH entry that gets spent can simply be
+/// dropped).
+///
+/// An entry lives only inside a CoinsMap node, after its 36-byte outpoint, and nodes come in two
+/// sizes (docs/chainstate.md, *What a coin costs*): 72 bytes for a coin whose script is P2PKH,
+/// P2SH or P2WPKH (held as its 20-byte hash), a raw script of up to 20 bytes, or a longer script
+/// on the heap; 88 bytes for a raw script of 21 to 36 bytes (P2WSH, P2TR, compressed P2PK). A
+/// small node has only 20 of the 36 script bytes declared below: an entry is never copied, and
+/// its bytes are only read as far as its kind says.
+class CoinsCacheEntry {
+public:
+    enum Flags : uint8_t { DIRTY = 1 << 0, FRESH = 1 << 1 };
+    /// Script bytes a small and a large node hold inline.
+    static constexpr std::size_t SMALL_SCRIPT = 20, LARGE_SCRIPT = 36;
+
+    CoinsCacheEntry(const CoinsCacheEntry&) = delete;
+    CoinsCacheEntry& operator=(const CoinsCacheEntry&) = delete;
+
     bool IsDirty() const noexcept { return flags & DIRTY; }
     bool IsFresh() const noexcept { return flags & FRESH; }
+    bool IsSpent() const noexcept { return m_kind == SPENT; }
+    uint32_t Height() const noexcept { return m_code >> 1; }
+    bool IsCoinBase() const noexcept { return m_code & 1; }
+    Amount Value() const noexcept
+    {
+        Amount v;
+        std::memcpy(&v, m_value, sizeof v);
+        return v;
+    }
+    /// The coin (a spent coin for a spent entry).
+    Coin GetCoin() const
+    {
+        Coin c;
+        CopyTo(c);
+        return c;
+    }
+    /// Writes the coin into `out`, reusing its script's storage.
+    void CopyTo(Coin& out) const
+    {
+        if (IsSpent()) {
+            out.Clear();
+            return;
+        }
+        out.height = Height();
+        out.coinbase = IsCoinBase();
+        out.out.value = Value();
+        uint8_t buf[25];
+        const std::span<const uint8_t> script = ScriptBytes(buf);
+        out.out.script_pubkey.assign(script.data(), script.size());
+    }
+    /// Heap bytes the entry owns (a script longer than its node holds), as malloc counts them.
+    std::size_t HeapUsage() const noexcept { return m_kind == HEAP ? MallocUsage(HeapSize()) : 0; }
+    /// Whether the entry sits in a large node.
+    bool IsLarge() const noexcept { return m_large; }
+    /// Whether `coin` needs a large node.
+    static bool NeedsLarge(const Coin& coin) noexcept { return KindOf(coin) == RAW && coin.out.script_pubkey.size() > SMALL_SCRIPT; }
+
+    /// Core's chainstate value (as `Coin`'s Serialize). A spent entry is a programmer error.
+    template <WriteStream S>
+    friend void Serialize(S& s, const CoinsCacheEntry& e)
+    {
+        WriteVarInt(s, e.m_code);
+        WriteVarInt(s, CompressAmount(uint64_t(e.Value())));
+        switch (e.m_kind) {
+        case P2PKH:
+        case P2SH: {
+            uint8_t c[21];
+            c[0] = e.m_kind == P2PKH ? 0x00 : 0x01;
+            std::memcpy(c + 1, e.m_script, 20);
+            s.write(MakeByteSpan(std::span<const uint8_t>(c)));
+            return;
+        }
+        default: {
+            uint8_t buf[25];
+            WriteCompressedScript(s, e.ScriptBytes(buf));
+            return;
+        }
+        }
+    }
+
+private:
+    friend class CoinsMap;
+    friend struct CoinsMapNode;
+    enum Kind : uint8_t { SPENT, RAW, P2PKH, P2SH, P2WPKH, HEAP };
+
+    /// Only CoinsMap makes entries, in nodes of the right size; the script bytes stay untouched.
+    explicit CoinsCacheEntry(bool large) noexcept : m_large(large)
+    {
+        const Amount spent = -1;
+        std::memcpy(m_value, &spent, sizeof m_value);
+    }
+    ~CoinsCacheEntry() { FreeHeap(); }
+
+    static Kind KindOf(const Coin& coin) noexcept
+    {
+        if (coin.IsSpent()) return SPENT;
+        const Script& sc = coin.out.script_pubkey;
+        const std::size_t n = sc.size();
+        const uint8_t* p = sc.data();
+        if (n == 25 && p[0] == 0x76 && p[1] == 0xa9 && p[2] == 20 && p[23] == 0x88 && p[24] == 0xac) return P2PKH;
+        if (n == 23 && p[0] == 0xa9 && p[1] == 20 && p[22] == 0x87) return P2SH;
+        if (n == 22 && p[0] == 0x00 && p[1] == 20) return P2WPKH;
+        return n <= LARGE_SCRIPT ? RAW : HEAP;
+    }
+
+    /// Sets the coin; the node must be large when NeedsLarge(coin). Throws std::bad_alloc (for a
+    /// heap script) leaving the entry spent.
+    void Set(const Coin& coin)
+    {
+        FreeHeap();
+        const Kind kind = KindOf(coin);
+        if (kind == SPENT) {
+            Clear();
+            return;
+        }
+        const Script& sc = coin.out.script_pubkey;
+        const uint8_t* p = sc.data();
+        switch (kind) {
+        case P2PKH: std::memcpy(m_script, p + 3, 20); break;
+        case P2SH:
+        case P2WPKH: std::memcpy(m_script, p + 2, 20); break;
+        case RAW:
+            m_len = uint8_t(sc.size());
+            if (sc.size()) std::memcpy(m_script, p, sc.size());
+            break;
+        default: {
+            const uint32_t n = uint32_t(sc.size());
+            uint8_t* heap = new uint8_t[n];
+            std::memcpy(heap, p, n);
+            std::memcpy(m_script, &heap, sizeof heap);
+            std::memcpy(m_script + sizeof heap, &n, sizeof n);
+            break;
+        }
+        }
+        m_kind = kind;
+        m_code = (coin.height << 1) | uint32_t(coin.coinbase);
+        std::memcpy(m_value, &coin.out.value, sizeof m_value);
+    }
+    /// Marks the entry spent and releases its script (Core's Coin::Clear).
+    void Clear() noexcept
+    {
+        FreeHeap();
+        m_kind = SPENT;
+        m_code = 0;
+        const Amount spent = -1;
+        std::memcpy(m_value, &spent, sizeof m_value);
+    }
+
+    uint8_t* HeapPtr() const noexcept
+    {
+        uint8_t* p;
+        std::memcpy(&p, m_script, sizeof p);
+        return p;
+    }
+    uint32_t HeapSize() const noexcept
+    {
+        uint32_t n;
+        std::memcpy(&n, m_script + sizeof(uint8_t*), sizeof n);
+        return n;
+    }
+    void FreeHeap() noexcept
+    {
+        if (m_kind == HEAP) delete[] HeapPtr();
+        m_kind = SPENT;
+    }
+    /// The script's bytes: in the node, on the heap, or rebuilt in `buf` from a template's hash.
+    std::span<const uint8_t> ScriptBytes(uint8_t (&buf)[25]) const noexcept
+    {
+        switch (m_kind) {
+        case P2PKH:
+            buf[0] = 0x76, buf[1] = 0xa9, buf[2] = 20, buf[23] = 0x88, buf[24] = 0xac;
+            std::memcpy(buf + 3, m_script, 20);
+            return {buf, 25};
+        case P2SH:
+            buf[0] = 0xa9, buf[1] = 20, buf[22] = 0x87;
+            std::memcpy(buf + 2, m_script, 20);
+            return {buf, 23};
+        case P2WPKH:
+            buf[0] = 0x00, buf[1] = 20;
+            std::memcpy(buf + 2, m_script, 20);
+            return {buf, 22};
+        case RAW: return {m_script, m_len};
+        case HEAP: return {HeapPtr(), HeapSize()};
+        default: return {};
+        }
+    }
+
+    uint32_t m_code{0}; ///< height · 2 + coinbase, as the chainstate's value begins
+    uint8_t m_value[8]; ///< the amount (-1: spent), unaligned: the entry follows a 36-byte key
+
+public:
+    uint8_t flags{0};
+
+private:
+    uint8_t m_kind{SPENT};
+    uint8_t m_len{0};             ///< RAW: the script's size
+    bool m_large;                 ///< the node is large
+    uint8_t m_script[LARGE_SCRIPT]; ///< the script bytes (SMALL_SCRIPT in a small node); HEAP: pointer, size
+};
+
+/// A map node: the outpoint and its entry, 72 or 88 bytes.
+struct CoinsMapNode {
+    const OutPoint first;
+    CoinsCacheEntry second;
+
+private:
+    friend class CoinsMap;
+    CoinsMapNode(const OutPoint& key, bool large) noexcept : first(key), second(large) {}
+    ~CoinsMapNode() = default;
 };
 
 /// Outpoint hasher with a per-process random salt, so txids ground by an attacker do not collide
@@ -71,7 +274,7 @@ class CoinsMap {
 public:
     using key_type = OutPoint;
     using mapped_type = CoinsCacheEntry;
-    using value_type = std::pair<const OutPoint, CoinsCacheEntry>;
+    using value_type = CoinsMapNode;
 
     template <bool Const>
     class Iter {
@@ -104,10 +307,19 @@ public:
         template <bool>
         friend class Iter;
     };
-    /// Valid (for dereferencing and erase) until its entry is erased: inserting, even when the
-    /// table grows, never moves an entry's node. ++ after inserts may skip or repeat entries.
+    /// Valid (for dereferencing and erase) until its entry is erased or given a coin by Assign:
+    /// inserting, even when the table grows, never moves a node. ++ after inserts may skip or
+    /// repeat entries.
     using iterator = Iter<false>;
     using const_iterator = Iter<true>;
+
+    /// Node sizes: a small node holds a script of up to 20 bytes (or a template's 20-byte hash, or
+    /// a heap pointer), a large one up to 36 (CoinsCacheEntry).
+    static constexpr std::size_t SMALL_NODE_BYTES = 72, LARGE_NODE_BYTES = 88;
+    /// The node size an entry for `coin` takes.
+    static std::size_t NodeBytesFor(const Coin& coin) noexcept { return CoinsCacheEntry::NeedsLarge(coin) ? LARGE_NODE_BYTES : SMALL_NODE_BYTES; }
+    /// The node size of an entry in the map.
+    static std::size_t NodeBytesOf(const CoinsCacheEntry& e) noexcept { return e.IsLarge() ? LARGE_NODE_BYTES : SMALL_NODE_BYTES; }
 
     CoinsMap() = default;
     CoinsMap(const CoinsMap&) = delete;
@@ -129,9 +341,7 @@ public:
         swap(m_shift, o.m_shift);
         swap(m_size, o.m_size);
         swap(m_hasher, o.m_hasher);
-        swap(m_slabs, o.m_slabs);
-        swap(m_free, o.m_free);
-        swap(m_nodes_made, o.m_nodes_made);
+        swap(m_pools, o.m_pools);
     }
 
     std::size_t size() const noexcept { return m_size; }
@@ -139,10 +349,12 @@ public:
     /// Number of slots (0 before the first insert).
     std::size_t bucket_count() const noexcept { return m_slots ? m_mask + 1 : 0; }
     /// Bytes the map holds from the system: its slot table and its node slabs.
-    std::size_t MemoryUsage() const noexcept { return bucket_count() * sizeof(uint64_t) + m_slabs.size() * SLAB_BYTES; }
+    std::size_t MemoryUsage() const noexcept
+    {
+        return bucket_count() * sizeof(uint64_t) + (m_pools[0].slabs.size() + m_pools[1].slabs.size()) * SLAB_BYTES;
+    }
     /// Bytes of the nodes in use (≤ the slabs, which keep the high-water mark for reuse).
-    std::size_t NodeBytes() const noexcept { return m_size * NODE_BYTES; }
-    static constexpr std::size_t NODE_BYTES = (sizeof(value_type) + alignof(value_type) - 1) / alignof(value_type) * alignof(value_type);
+    std::size_t NodeBytes() const noexcept { return m_pools[0].live * SMALL_NODE_BYTES + m_pools[1].live * LARGE_NODE_BYTES; }
 
     iterator begin() noexcept { return IterFrom<false>(0); }
     iterator end() noexcept { return {this, bucket_count(), nullptr}; }
@@ -167,13 +379,13 @@ public:
     {
         if (m_slots) __builtin_prefetch(&m_slots[Home(m_hasher(key))]);
     }
-    /// Asks the CPU to start loading the node of an entry (every line it spans: up to three).
+    /// Asks the CPU to start loading the node of an entry (every line it may span: up to three).
     static void PrefetchEntry(const value_type* entry) noexcept
     {
         const char* node = reinterpret_cast<const char*>(entry);
         __builtin_prefetch(node);
         __builtin_prefetch(node + 64);
-        __builtin_prefetch(node + NODE_BYTES - 1);
+        __builtin_prefetch(node + LARGE_NODE_BYTES - 1);
     }
     /// The same for the node of the first entry on `key`'s probe whose hash bits match (the one a
     /// lookup compares first): reads the slots, so call it once PrefetchSlot(key) had time to land.
@@ -192,9 +404,9 @@ public:
         }
     }
 
-    /// Inserts CoinsCacheEntry(args...) at `key` unless an entry is there; (entry, inserted).
-    template <typename... Args>
-    std::pair<iterator, bool> try_emplace(const OutPoint& key, Args&&... args)
+    /// Inserts an entry for `key` holding `coin` with `flags`, unless an entry is there (then
+    /// nothing changes); (entry, inserted). Throws std::bad_alloc.
+    std::pair<iterator, bool> try_emplace(const OutPoint& key, const Coin& coin, uint8_t flags = 0)
     {
         const uint64_t h = m_hasher(key);
         if (m_slots) {
@@ -202,33 +414,42 @@ public:
             if (found != NPOS) return {iterator{this, found, Node(m_slots[found])}, false};
         }
         if ((m_size + 1) * 5 > bucket_count() * 4) Grow(); // load ≤ 0.8
-        const uint32_t idx = NewNode();
-        value_type* node = Node(idx);
-        try {
-            ::new (static_cast<void*>(node)) value_type(std::piecewise_construct, std::forward_as_tuple(key),
-                                                        std::forward_as_tuple(std::forward<Args>(args)...));
-        } catch (...) {
-            FreeNode(idx);
-            throw;
-        }
+        const uint32_t idx = MakeNode(key, coin, flags);
         std::size_t slot = Home(h);
         while (m_slots[slot] != 0) slot = (slot + 1) & m_mask;
         m_slots[slot] = (h & HASH_MASK) | idx;
         ++m_size;
-        return {iterator{this, slot, node}, true};
+        return {iterator{this, slot, Node(idx)}, true};
     }
-    std::pair<iterator, bool> emplace(const OutPoint& key, CoinsCacheEntry&& entry)
+    /// An entry for `key` that holds no coin (spent), unless an entry is there.
+    std::pair<iterator, bool> try_emplace(const OutPoint& key) { return try_emplace(key, Coin()); }
+
+    /// Gives an entry another coin, keeping its flags. The entry may move to a node of the other
+    /// size: use the iterator returned (`it` is no longer valid). Throws std::bad_alloc, leaving
+    /// the entry as it was or spent.
+    iterator Assign(iterator it, const Coin& coin)
     {
-        return try_emplace(key, std::move(entry));
+        value_type* node = it.m_node;
+        if (CoinsCacheEntry::NeedsLarge(coin) == node->second.IsLarge()) {
+            node->second.Set(coin);
+            return it;
+        }
+        const std::size_t slot = SlotOf(it);
+        const uint32_t idx = MakeNode(node->first, coin, node->second.flags);
+        const uint64_t old = m_slots[slot];
+        m_slots[slot] = (old & HASH_MASK) | idx;
+        DestroyNode(uint32_t(old));
+        return {this, slot, Node(idx)};
     }
+
+    /// Marks the entry's coin spent and releases its script; the entry and its flags stay.
+    void Spend(iterator it) noexcept { it.m_node->second.Clear(); }
 
     /// Erases the entry; returns the iterator to continue a walk with (it may meet an entry twice
     /// when the table's wrap-around shifts one back behind the walk, never skips one).
     iterator erase(iterator it) noexcept
     {
-        std::size_t slot = it.m_slot;
-        const uint64_t s = slot < bucket_count() ? m_slots[slot] : 0;
-        if (s == 0 || Node(s) != it.m_node) slot = FindSlot(it.m_node->first, m_hasher(it.m_node->first));
+        const std::size_t slot = SlotOf(it);
         EraseSlot(slot);
         return IterFrom<false>(slot);
     }
@@ -253,6 +474,45 @@ public:
         }
     }
 
+    /// Moves entries so that each node size's slabs hold only the nodes in use (up to a slab more),
+    /// and returns the other slabs to the kernel: a map whose entries were erased here and there
+    /// (a warm flush drops the spent and the oldest) keeps no more memory than it uses, whatever
+    /// the mix of node sizes it held before. Invalidates every iterator and reference.
+    void Compact()
+    {
+        for (const bool large : {false, true}) {
+            Pool& pool = m_pools[large];
+            const std::size_t per_slab = large ? LARGE_PER_SLAB : SMALL_PER_SLAB;
+            const std::size_t bytes = large ? LARGE_NODE_BYTES : SMALL_NODE_BYTES;
+            const std::size_t keep = (pool.live + per_slab - 1) / per_slab;
+            if (keep >= pool.slabs.size()) continue;
+            const uint32_t tag = large ? LARGE_BIT : 0, limit = uint32_t(keep * per_slab); // numbers 1..limit stay
+            const auto mine = [&](uint64_t s) { return s != 0 && (uint32_t(s) & LARGE_BIT) == tag; };
+            std::vector<bool> used(std::size_t(limit) + 1, false);
+            for (std::size_t i = 0; i <= m_mask; ++i) {
+                if (mine(m_slots[i]) && (uint32_t(m_slots[i]) & ~LARGE_BIT) <= limit) used[uint32_t(m_slots[i]) & ~LARGE_BIT] = true;
+            }
+            uint32_t next = 1;
+            for (std::size_t i = 0; i <= m_mask; ++i) {
+                const uint64_t s = m_slots[i];
+                if (!mine(s) || (uint32_t(s) & ~LARGE_BIT) <= limit) continue;
+                while (used[next]) ++next; // there is room: live ≤ limit
+                used[next] = true;
+                std::memcpy(static_cast<void*>(Node(tag | next)), static_cast<const void*>(Node(s)), bytes);
+                m_slots[i] = (s & HASH_MASK) | tag | next;
+            }
+            pool.free = 0;
+            for (uint32_t n = limit; n >= 1; --n) {
+                if (used[n]) continue;
+                *reinterpret_cast<uint32_t*>(Node(tag | n)) = pool.free;
+                pool.free = tag | n;
+            }
+            for (std::size_t i = keep; i < pool.slabs.size(); ++i) FreeSlab(pool.slabs[i]);
+            pool.slabs.resize(keep);
+            pool.made = limit;
+        }
+    }
+
     /// Destroys every entry and returns all memory.
     void clear() noexcept
     {
@@ -261,19 +521,29 @@ public:
         m_mask = 0;
         m_shift = 64;
         m_size = 0;
-        for (void* slab : m_slabs) FreeSlab(slab);
-        m_slabs.clear();
-        m_slabs.shrink_to_fit();
-        m_free = 0;
-        m_nodes_made = 0;
+        for (Pool& pool : m_pools) {
+            for (void* slab : pool.slabs) FreeSlab(slab);
+            pool = Pool{};
+        }
     }
 
 private:
     static constexpr std::size_t NPOS = ~std::size_t(0);
     static constexpr std::size_t SLAB_BYTES = std::size_t(1) << 20;
-    static constexpr std::size_t NODES_PER_SLAB = SLAB_BYTES / NODE_BYTES;
-    static constexpr uint64_t HASH_MASK = ~uint64_t(0xFFFFFFFF); ///< high 32 bits: hash; low 32: node number (1-based)
-    static_assert(alignof(value_type) <= 16 && NODE_BYTES <= 128);
+    static constexpr uint64_t HASH_MASK = ~uint64_t(0xFFFFFFFF); ///< high 32 bits: hash; low 32: node number
+    /// A node number: the top bit says large, the other 31 count from 1 in that size's slabs.
+    static constexpr uint32_t LARGE_BIT = uint32_t(1) << 31;
+    static constexpr std::size_t SMALL_PER_SLAB = SLAB_BYTES / SMALL_NODE_BYTES, LARGE_PER_SLAB = SLAB_BYTES / LARGE_NODE_BYTES;
+    static_assert(sizeof(value_type) == LARGE_NODE_BYTES && alignof(value_type) <= 8, "a node: 36-byte outpoint, 52-byte entry");
+    static_assert(SMALL_NODE_BYTES == LARGE_NODE_BYTES - (CoinsCacheEntry::LARGE_SCRIPT - CoinsCacheEntry::SMALL_SCRIPT));
+
+    /// The nodes of one size: slabs, the free list, and how many are in use.
+    struct Pool {
+        std::vector<void*> slabs;
+        uint32_t free{0};       ///< first free node number (0: none); each free node holds the next
+        uint64_t made{0};       ///< node numbers handed out from the slabs so far
+        std::size_t live{0};    ///< nodes in use
+    };
 
     struct FreeDeleter {
         void operator()(uint64_t* p) const noexcept;
@@ -287,9 +557,11 @@ private:
 
     value_type* Node(uint64_t slot_or_idx) const noexcept
     {
-        const uint32_t idx = uint32_t(slot_or_idx) - 1;
-        return reinterpret_cast<value_type*>(static_cast<char*>(m_slabs[idx / NODES_PER_SLAB]) +
-                                             (idx % NODES_PER_SLAB) * NODE_BYTES);
+        const uint32_t num = uint32_t(slot_or_idx);
+        const uint32_t i = (num & ~LARGE_BIT) - 1;
+        char* at = (num & LARGE_BIT) ? static_cast<char*>(m_pools[1].slabs[i / LARGE_PER_SLAB]) + (i % LARGE_PER_SLAB) * LARGE_NODE_BYTES
+                                     : static_cast<char*>(m_pools[0].slabs[i / SMALL_PER_SLAB]) + (i % SMALL_PER_SLAB) * SMALL_NODE_BYTES;
+        return reinterpret_cast<value_type*>(at);
     }
     std::size_t Home(uint64_t h) const noexcept { return std::size_t(h >> m_shift); }
 
@@ -302,6 +574,14 @@ private:
             if (s == 0) return NPOS;
             if ((s & HASH_MASK) == tag && Node(s)->first == key) return slot;
         }
+    }
+    /// The slot of an iterator's entry (where it was found, unless entries shifted since).
+    std::size_t SlotOf(const iterator& it) const noexcept
+    {
+        const std::size_t slot = it.m_slot;
+        const uint64_t s = slot < bucket_count() ? m_slots[slot] : 0;
+        if (s != 0 && Node(s) == it.m_node) return slot;
+        return FindSlot(it.m_node->first, m_hasher(it.m_node->first));
     }
 
     template <bool Const>
@@ -317,9 +597,7 @@ private:
 
     void EraseSlot(std::size_t hole) noexcept
     {
-        const uint64_t s = m_slots[hole];
-        Node(s)->~value_type();
-        FreeNode(uint32_t(s));
+        DestroyNode(uint32_t(m_slots[hole]));
         --m_size;
         // Backward shift: pull later entries of the probe run into the hole when their home allows.
         for (std::size_t j = hole;;) {
@@ -357,25 +635,48 @@ private:
         m_shift = shift;
     }
 
-    /// A node number (1-based) for a new entry: a freed one first, else the next of the slabs.
-    uint32_t NewNode()
+    /// A node of the size `coin` needs, holding `key`, `coin` and `flags`; its number.
+    uint32_t MakeNode(const OutPoint& key, const Coin& coin, uint8_t flags)
     {
-        if (m_free) {
-            const uint32_t idx = m_free;
-            m_free = *reinterpret_cast<uint32_t*>(Node(idx));
+        const bool large = CoinsCacheEntry::NeedsLarge(coin);
+        const uint32_t idx = NewNode(large);
+        value_type* node = ::new (static_cast<void*>(Node(idx))) value_type(key, large);
+        try {
+            node->second.Set(coin);
+        } catch (...) {
+            DestroyNode(idx);
+            throw;
+        }
+        node->second.flags = flags;
+        return idx;
+    }
+    void DestroyNode(uint32_t idx) noexcept
+    {
+        Node(idx)->~value_type();
+        Pool& pool = m_pools[idx >> 31];
+        *reinterpret_cast<uint32_t*>(Node(idx)) = pool.free;
+        pool.free = idx;
+        --pool.live;
+    }
+    /// A node number for a new entry of either size: a freed one first, else the next of the slabs.
+    uint32_t NewNode(bool large)
+    {
+        Pool& pool = m_pools[large];
+        const uint32_t tag = large ? LARGE_BIT : 0;
+        if (pool.free) {
+            const uint32_t idx = pool.free;
+            pool.free = *reinterpret_cast<uint32_t*>(Node(idx));
+            ++pool.live;
             return idx;
         }
-        if (m_nodes_made == m_slabs.size() * NODES_PER_SLAB) {
-            if (m_nodes_made + NODES_PER_SLAB >= (uint64_t(1) << 32)) throw std::bad_alloc();
-            m_slabs.reserve(m_slabs.size() + 1);
-            m_slabs.push_back(NewSlab());
+        const std::size_t per_slab = large ? LARGE_PER_SLAB : SMALL_PER_SLAB;
+        if (pool.made == pool.slabs.size() * per_slab) {
+            if (pool.made + per_slab >= LARGE_BIT) throw std::bad_alloc();
+            pool.slabs.reserve(pool.slabs.size() + 1);
+            pool.slabs.push_back(NewSlab());
         }
-        return uint32_t(++m_nodes_made);
-    }
-    void FreeNode(uint32_t idx) noexcept
-    {
-        *reinterpret_cast<uint32_t*>(Node(idx)) = m_free;
-        m_free = idx;
+        ++pool.live;
+        return tag | uint32_t(++pool.made);
     }
 
     std::unique_ptr<uint64_t[], FreeDeleter> m_slots;
@@ -383,9 +684,7 @@ private:
     unsigned m_shift{64};
     std::size_t m_size{0};
     SaltedOutPointHasher m_hasher;
-    std::vector<void*> m_slabs;
-    uint32_t m_free{0};         ///< first free node number (0: none); each free node holds the next
-    uint64_t m_nodes_made{0};   ///< node numbers handed out from the slabs so far
+    std::array<Pool, 2> m_pools; ///< small nodes, large nodes
 };
 
 } // namespace ibdkit

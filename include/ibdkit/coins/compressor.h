@@ -51,7 +51,8 @@ struct CompressedScript {
 
 /// Core's CompressScript. Returns true and fills `out` if the script has one of the special forms
 /// (for 4/5 only when the 65-byte key is a valid curve point: libsecp256k1 parse); false otherwise.
-bool CompressScript(const Script& script, CompressedScript& out);
+bool CompressScript(std::span<const uint8_t> script, CompressedScript& out);
+inline bool CompressScript(const Script& script, CompressedScript& out) { return CompressScript(script.span(), out); }
 
 /// Payload bytes of special type `n_size` (0,1 -> 20; 2..5 -> 32; else 0).
 constexpr unsigned GetSpecialScriptSize(unsigned n_size) noexcept
@@ -73,17 +74,24 @@ struct ScriptCompressionRef {
     ScriptT& script;
 };
 
+/// Writes a script's bytes in compressed form (what `ScriptCompressionRef` writes).
 template <WriteStream S>
-void Serialize(S& s, const ScriptCompressionRef<const Script>& r)
+void WriteCompressedScript(S& s, std::span<const uint8_t> script)
 {
     CompressedScript c;
-    if (CompressScript(r.script, c)) {
+    if (CompressScript(script, c)) {
         s.write(MakeByteSpan(c.span()));
         return;
     }
-    const uint32_t n = uint32_t(r.script.size()) + SPECIAL_SCRIPTS;
+    const uint32_t n = uint32_t(script.size()) + SPECIAL_SCRIPTS;
     WriteVarInt(s, n);
-    s.write(MakeByteSpan(r.script.span()));
+    s.write(MakeByteSpan(script));
+}
+
+template <WriteStream S>
+void Serialize(S& s, const ScriptCompressionRef<const Script>& r)
+{
+    WriteCompressedScript(s, r.script.span());
 }
 
 template <ReadStream S>

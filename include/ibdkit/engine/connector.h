@@ -71,6 +71,9 @@ struct ConnectorCounters {
     uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};
     /// Wall time of the flushes made when the cache filled (not the final one): the blocks wait.
     double flush_seconds{0};
+    /// The cache when it first filled (0 if it never did): its entries and the bytes it counted
+    /// for them (CoinsCache::DynamicMemoryUsage) — what a coin costs on this chain.
+    uint64_t cache_full_entries{0}, cache_full_bytes{0};
 };
 
 class BlockConnector {
