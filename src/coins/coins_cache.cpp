@@ -33,6 +33,16 @@ void CoinsMap::FreeDeleter::operator()(uint64_t* p) const noexcept { std::free(p
 CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes)
 {
     static_assert(SHARDS >= 1 && SHARDS <= 256 && (SHARDS & (SHARDS - 1)) == 0);
+    SetBudget(budget_bytes);
+}
+
+void CoinsCache::SetBudget(std::size_t bytes) noexcept
+{
+    m_budget = bytes;
+    // The least an entry costs when the cache is full: a small node, a slot at load 0.8, its share
+    // of the flush's index. A shard may hold a little more than its share: 3% over.
+    constexpr std::size_t LEAST = CoinsMap::SMALL_NODE_BYTES + sizeof(uint64_t) * 5 / 4 + FLUSH_INDEXES * BATCH_WRITE_INDEX_BYTES / SHARDS;
+    for (Shard& sh : m_shards) sh.map.SetSizeHint(bytes / LEAST / SHARDS * 103 / 100);
 }
 
 CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)

@@ -685,6 +685,30 @@ TEST(CoinsCache, ACoinCostsItsNodeItsSlotAndItsShareOfTheFlushIndex)
     }
 }
 
+// A cache filled to its budget with the smallest coins ends with its slot tables near their load
+// limit (the budget's size hint), not just past a doubling: ≤ 88 bytes a coin, 1.59× Core's ~140.
+TEST(CoinsCache, AFullCacheHoldsACoinIn88Bytes)
+{
+    TempDir d;
+    StoreStatus st;
+    auto db = CoinsDB::Open(d.path, {}, &st);
+    ASSERT_TRUE(db);
+    for (const std::size_t budget : {std::size_t(24) << 20, std::size_t(40) << 20}) {
+        CoinsCache cache(*db, budget);
+        std::mt19937_64 rng(budget);
+        std::vector<uint8_t> p2wpkh(22, 0x11);
+        p2wpkh[0] = 0x00, p2wpkh[1] = 20;
+        while (!cache.NeedsFlush()) {
+            Coin c = RandomCoin(rng);
+            c.out.script_pubkey = Script(p2wpkh.data(), p2wpkh.size());
+            cache.AddCoin(RandomOutPoint(rng), std::move(c), false);
+        }
+        const double per_coin = double(cache.DynamicMemoryUsage()) / double(cache.GetCacheSize());
+        EXPECT_LE(per_coin, 88.0) << budget;
+        EXPECT_GE(per_coin, 72 + 8 + 4.0) << budget;
+    }
+}
+
 TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
 {
     TempDir d;

@@ -149,6 +149,45 @@ TEST(CoinsMap, ForEachVisitsEveryEntryOnceAndPrefetchingChangesNothing)
     EXPECT_EQ(seen, model);
 }
 
+// With a size hint the slot table stops growing where the hinted number of entries fills it to
+// 0.8 (a size that is not a power of two), and grows on from there when more come; lookups, erases
+// and walks stay right at every size.
+TEST(CoinsMap, ASizeHintEndsTheTableNearItsLoadLimit)
+{
+    CoinsMap m;
+    m.SetSizeHint(50'000);
+    std::mt19937_64 rng(8);
+    std::map<OutPoint, uint32_t> model;
+    while (model.size() < 50'000) {
+        const OutPoint key = Op(rng, 1u << 30);
+        if (m.try_emplace(key, CoinOf(uint32_t(model.size() % 1000))).second) model[key] = uint32_t(model.size() % 1000);
+    }
+    EXPECT_GE(double(m.size()) / double(m.bucket_count()), 0.79);
+    EXPECT_LE(double(m.size()) / double(m.bucket_count()), 0.8);
+    ExpectSame(m, model);
+    // More than the hint: the table grows on (doubling), and everything is still found.
+    for (int step = 0; step < 60'000; ++step) {
+        const OutPoint key = Op(rng, 1u << 30);
+        if (step % 3 == 0 && !model.empty()) {
+            const OutPoint gone = model.begin()->first;
+            ASSERT_EQ(m.erase(gone), 1u);
+            model.erase(gone);
+        }
+        if (m.try_emplace(key, CoinOf(uint32_t(step % 1000))).second) model[key] = uint32_t(step % 1000);
+    }
+    EXPECT_LE(double(m.size()) / double(m.bucket_count()), 0.8);
+    ExpectSame(m, model);
+    for (auto it = m.begin(); it != m.end();) {
+        if (it->second.Height() % 2) {
+            model.erase(it->first);
+            it = m.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    ExpectSame(m, model);
+}
+
 // A map that held many entries of both node sizes and lost most of them here and there keeps its
 // slabs until Compact() packs the rest: then it holds what it uses (up to a slab a node size), every
 // entry still holds its coin, and freed nodes are reused by later inserts.

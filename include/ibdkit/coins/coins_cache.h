@@ -106,7 +106,9 @@ public:
     /// Estimated heap bytes used by the cache.
     std::size_t DynamicMemoryUsage() const noexcept;
     std::size_t Budget() const noexcept { return m_budget; }
-    void SetBudget(std::size_t bytes) noexcept { m_budget = bytes; }
+    /// Sets the budget, and tells each shard how many entries of the smallest kind it would hold
+    /// (CoinsMap::SetSizeHint), so that its slot table ends near its load limit when it is full.
+    void SetBudget(std::size_t bytes) noexcept;
     /// True once DynamicMemoryUsage() exceeds the budget.
     bool NeedsFlush() const noexcept { return DynamicMemoryUsage() > m_budget; }
 

@@ -337,8 +337,8 @@ public:
     {
         using std::swap;
         swap(m_slots, o.m_slots);
-        swap(m_mask, o.m_mask);
-        swap(m_shift, o.m_shift);
+        swap(m_n, o.m_n);
+        swap(m_size_hint, o.m_size_hint);
         swap(m_size, o.m_size);
         swap(m_hasher, o.m_hasher);
         swap(m_pools, o.m_pools);
@@ -347,7 +347,11 @@ public:
     std::size_t size() const noexcept { return m_size; }
     bool empty() const noexcept { return m_size == 0; }
     /// Number of slots (0 before the first insert).
-    std::size_t bucket_count() const noexcept { return m_slots ? m_mask + 1 : 0; }
+    std::size_t bucket_count() const noexcept { return m_n; }
+    /// How many entries the map expects to hold at most (0: no idea): a growing slot table that
+    /// would double past what this many entries fill to 0.8 stops there instead, so that a map
+    /// whose size a memory budget caps ends near the load limit, not just above half of it.
+    void SetSizeHint(std::size_t entries) noexcept { m_size_hint = entries; }
     /// Bytes the map holds from the system: its slot table and its node slabs.
     std::size_t MemoryUsage() const noexcept
     {
@@ -394,7 +398,7 @@ public:
         if (!m_slots) return;
         const uint64_t h = m_hasher(key);
         const uint64_t tag = h & HASH_MASK;
-        for (std::size_t slot = Home(h);; slot = (slot + 1) & m_mask) {
+        for (std::size_t slot = Home(h);; slot = Next(slot)) {
             const uint64_t s = m_slots[slot];
             if (s == 0) return;
             if ((s & HASH_MASK) == tag) {
@@ -416,7 +420,7 @@ public:
         if ((m_size + 1) * 5 > bucket_count() * 4) Grow(); // load ≤ 0.8
         const uint32_t idx = MakeNode(key, coin, flags);
         std::size_t slot = Home(h);
-        while (m_slots[slot] != 0) slot = (slot + 1) & m_mask;
+        while (m_slots[slot] != 0) slot = Next(slot);
         m_slots[slot] = (h & HASH_MASK) | idx;
         ++m_size;
         return {iterator{this, slot, Node(idx)}, true};
@@ -468,8 +472,8 @@ public:
     {
         if (!m_slots) return;
         constexpr std::size_t AHEAD = 16;
-        for (std::size_t i = 0; i <= m_mask; ++i) {
-            if (i + AHEAD <= m_mask && m_slots[i + AHEAD]) PrefetchEntry(Node(m_slots[i + AHEAD]));
+        for (std::size_t i = 0; i < m_n; ++i) {
+            if (i + AHEAD < m_n && m_slots[i + AHEAD]) PrefetchEntry(Node(m_slots[i + AHEAD]));
             if (m_slots[i]) f(*Node(m_slots[i]));
         }
     }
@@ -489,11 +493,11 @@ public:
             const uint32_t tag = large ? LARGE_BIT : 0, limit = uint32_t(keep * per_slab); // numbers 1..limit stay
             const auto mine = [&](uint64_t s) { return s != 0 && (uint32_t(s) & LARGE_BIT) == tag; };
             std::vector<bool> used(std::size_t(limit) + 1, false);
-            for (std::size_t i = 0; i <= m_mask; ++i) {
+            for (std::size_t i = 0; i < m_n; ++i) {
                 if (mine(m_slots[i]) && (uint32_t(m_slots[i]) & ~LARGE_BIT) <= limit) used[uint32_t(m_slots[i]) & ~LARGE_BIT] = true;
             }
             uint32_t next = 1;
-            for (std::size_t i = 0; i <= m_mask; ++i) {
+            for (std::size_t i = 0; i < m_n; ++i) {
                 const uint64_t s = m_slots[i];
                 if (!mine(s) || (uint32_t(s) & ~LARGE_BIT) <= limit) continue;
                 while (used[next]) ++next; // there is room: live ≤ limit
@@ -518,8 +522,7 @@ public:
     {
         ForEach([](value_type& kv) { kv.~value_type(); });
         m_slots.reset();
-        m_mask = 0;
-        m_shift = 64;
+        m_n = 0;
         m_size = 0;
         for (Pool& pool : m_pools) {
             for (void* slab : pool.slabs) FreeSlab(slab);
@@ -563,13 +566,16 @@ private:
                                      : static_cast<char*>(m_pools[0].slabs[i / SMALL_PER_SLAB]) + (i % SMALL_PER_SLAB) * SMALL_NODE_BYTES;
         return reinterpret_cast<value_type*>(at);
     }
-    std::size_t Home(uint64_t h) const noexcept { return std::size_t(h >> m_shift); }
+    /// The slot where a probe for hash `h` (or a slot holding it) starts: the top 32 bits scaled to
+    /// the table's size, which need not be a power of two.
+    std::size_t Home(uint64_t h) const noexcept { return std::size_t(((h >> 32) * m_n) >> 32); }
+    std::size_t Next(std::size_t slot) const noexcept { return slot + 1 == m_n ? 0 : slot + 1; }
 
     std::size_t FindSlot(const OutPoint& key, uint64_t h) const noexcept
     {
         if (!m_slots) return NPOS;
         const uint64_t tag = h & HASH_MASK;
-        for (std::size_t slot = Home(h);; slot = (slot + 1) & m_mask) {
+        for (std::size_t slot = Home(h);; slot = Next(slot)) {
             const uint64_t s = m_slots[slot];
             if (s == 0) return NPOS;
             if ((s & HASH_MASK) == tag && Node(s)->first == key) return slot;
@@ -601,7 +607,7 @@ private:
         --m_size;
         // Backward shift: pull later entries of the probe run into the hole when their home allows.
         for (std::size_t j = hole;;) {
-            j = (j + 1) & m_mask;
+            j = Next(j);
             const uint64_t t = m_slots[j];
             if (t == 0) break;
             const std::size_t home = Home(t);
@@ -614,25 +620,25 @@ private:
         m_slots[hole] = 0;
     }
 
+    /// A table twice as large (64 slots to start), or only as large as the size hint needs.
     void Grow()
     {
-        const std::size_t n = m_slots ? (m_mask + 1) * 2 : 64;
+        std::size_t n = m_n ? m_n * 2 : 64;
+        const std::size_t hinted = m_size_hint / 4 * 5 + 64; // the hint's entries at load 0.8
+        if (hinted > m_n && hinted < n) n = hinted;
+        if (n >= (std::size_t(1) << 32)) throw std::bad_alloc();
         std::unique_ptr<uint64_t[], FreeDeleter> slots(NewSlots(n));
-        unsigned bits = 0;
-        while ((std::size_t(1) << bits) < n) ++bits;
-        const unsigned shift = 64 - bits;
-        if (m_slots) {
-            for (std::size_t i = 0; i <= m_mask; ++i) {
-                const uint64_t s = m_slots[i];
-                if (!s) continue;
-                std::size_t slot = std::size_t(s >> shift);
-                while (slots[slot] != 0) slot = (slot + 1) & (n - 1);
-                slots[slot] = s;
-            }
-        }
+        std::unique_ptr<uint64_t[], FreeDeleter> old = std::move(m_slots);
+        const std::size_t old_n = m_n;
         m_slots = std::move(slots);
-        m_mask = n - 1;
-        m_shift = shift;
+        m_n = n;
+        for (std::size_t i = 0; i < old_n; ++i) {
+            const uint64_t s = old[i];
+            if (!s) continue;
+            std::size_t slot = Home(s);
+            while (m_slots[slot] != 0) slot = Next(slot);
+            m_slots[slot] = s;
+        }
     }
 
     /// A node of the size `coin` needs, holding `key`, `coin` and `flags`; its number.
@@ -680,8 +686,8 @@ private:
     }
 
     std::unique_ptr<uint64_t[], FreeDeleter> m_slots;
-    std::size_t m_mask{0};
-    unsigned m_shift{64};
+    std::size_t m_n{0};         ///< slots (0 before the first insert)
+    std::size_t m_size_hint{0}; ///< SetSizeHint
     std::size_t m_size{0};
     SaltedOutPointHasher m_hasher;
     std::array<Pool, 2> m_pools; ///< small nodes, large nodes
