@@ -44,6 +44,10 @@ def test_peak_rss_stays_within_dbcache_plus_headroom(cli, tmp_path):
     assert r["flushes"] > 3
     assert 0 < r["flush_seconds"] < r["seconds"]  # the flushes along the way, a part of the connect loop
     assert r["coins_read_from_disk"] > 0
+    # What an entry cost when the cache first filled: a node of 72 or 88 bytes, a slot at load
+    # <= 0.8, a share of the flush's index (docs/chainstate.md, *What a coin costs*); Core ~140.
+    assert r["cache_full_entries"] > 0
+    assert 72 + 8 + 4 <= r["cache_full_bytes"] / r["cache_full_entries"] <= 110
     # Replay's own figure is the kernel's.
     assert r["peak_rss_bytes"] == kernel_peak
     assert kernel_peak <= dbcache * MiB + HEADROOM, f"peak RSS {kernel_peak / MiB:.0f} MiB with --dbcache {dbcache}"
