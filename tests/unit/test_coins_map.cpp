@@ -48,6 +48,21 @@ void ExpectSame(const CoinsMap& m, const std::map<OutPoint, uint32_t>& model)
     }
 }
 
+// A walk that erases every entry of odd height meets each entry once, and what stays is what the
+// model keeps.
+void EraseOddHeightsWhileWalking(CoinsMap& m, std::map<OutPoint, uint32_t>& model)
+{
+    for (auto it = m.begin(); it != m.end();) {
+        if (it->second.Height() % 2) {
+            model.erase(it->first);
+            it = m.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    ExpectSame(m, model);
+}
+
 TEST(CoinsMap, RandomOperationsMatchAModel)
 {
     std::mt19937_64 rng(21);
@@ -82,16 +97,7 @@ TEST(CoinsMap, RandomOperationsMatchAModel)
     }
     ExpectSame(m, model);
 
-    // A walk that erases every other height meets each entry, and what stays is what the model keeps.
-    for (auto it = m.begin(); it != m.end();) {
-        if (it->second.Height() % 2) {
-            model.erase(it->first);
-            it = m.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    ExpectSame(m, model);
+    EraseOddHeightsWhileWalking(m, model);
 
     const std::size_t before = m.MemoryUsage();
     EXPECT_GT(before, 0u);
@@ -177,15 +183,7 @@ TEST(CoinsMap, ASizeHintEndsTheTableNearItsLoadLimit)
     }
     EXPECT_LE(double(m.size()) / double(m.bucket_count()), 0.8);
     ExpectSame(m, model);
-    for (auto it = m.begin(); it != m.end();) {
-        if (it->second.Height() % 2) {
-            model.erase(it->first);
-            it = m.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    ExpectSame(m, model);
+    EraseOddHeightsWhileWalking(m, model);
 }
 
 // A map that held many entries of both node sizes and lost most of them here and there keeps its
