@@ -39,10 +39,13 @@ std::string CpuFlagsOfInterest()
     std::ifstream f("/proc/cpuinfo");
     std::string line;
     while (std::getline(f, line)) {
-        if (line.rfind("flags", 0) == 0) {
+        // x86 lists "flags", 64-bit ARM "Features": the instructions ibdkit's hashing and block
+        // checksums pick at run time (SHA-NI / AVX2 / AVX-512, SSE 4.2 and ARMv8 CRC32 for CRC-32C).
+        if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) {
+            const std::string words = line + " ";
             std::string out;
-            for (const char* flag : {"sha_ni", "avx2", "avx512f"}) {
-                if (line.find(std::string(" ") + flag) != std::string::npos) out += std::string(out.empty() ? "" : ", ") + flag;
+            for (const char* flag : {"sse4_2", "sha_ni", "avx2", "avx512f", "crc32", "sha2"}) {
+                if (words.find(std::string(" ") + flag + " ") != std::string::npos) out += std::string(out.empty() ? "" : ", ") + flag;
             }
             return out;
         }
