@@ -88,7 +88,7 @@ public:
     /// Whether the entry sits in a large node.
     bool IsLarge() const noexcept { return m_large; }
     /// Whether `coin` needs a large node.
-    static bool NeedsLarge(const Coin& coin) noexcept { return KindOf(coin) == RAW && coin.out.script_pubkey.size() > SMALL_SCRIPT; }
+    static bool NeedsLarge(const Coin& coin) noexcept { return NeedsLarge(coin, KindOf(coin)); }
 
     /// Core's chainstate value (as `Coin`'s Serialize). A spent entry is a programmer error.
     template <WriteStream S>
@@ -138,12 +138,13 @@ private:
         return n <= LARGE_SCRIPT ? RAW : HEAP;
     }
 
-    /// Sets the coin; the node must be large when NeedsLarge(coin). Throws std::bad_alloc (for a
-    /// heap script) leaving the entry spent.
-    void Set(const Coin& coin)
+    static bool NeedsLarge(const Coin& coin, Kind kind) noexcept { return kind == RAW && coin.out.script_pubkey.size() > SMALL_SCRIPT; }
+
+    /// Sets the coin, of kind KindOf(coin); the node must be large when NeedsLarge(coin). Throws
+    /// std::bad_alloc (for a heap script) leaving the entry spent.
+    void Set(const Coin& coin, Kind kind)
     {
         FreeHeap();
-        const Kind kind = KindOf(coin);
         if (kind == SPENT) {
             Clear();
             return;
@@ -425,8 +426,6 @@ public:
         ++m_size;
         return {iterator{this, slot, Node(idx)}, true};
     }
-    /// An entry for `key` that holds no coin (spent), unless an entry is there.
-    std::pair<iterator, bool> try_emplace(const OutPoint& key) { return try_emplace(key, Coin()); }
 
     /// Gives an entry another coin, keeping its flags. The entry may move to a node of the other
     /// size: use the iterator returned (`it` is no longer valid). Throws std::bad_alloc, leaving
@@ -434,8 +433,9 @@ public:
     iterator Assign(iterator it, const Coin& coin)
     {
         value_type* node = it.m_node;
-        if (CoinsCacheEntry::NeedsLarge(coin) == node->second.IsLarge()) {
-            node->second.Set(coin);
+        const CoinsCacheEntry::Kind kind = CoinsCacheEntry::KindOf(coin);
+        if (CoinsCacheEntry::NeedsLarge(coin, kind) == node->second.IsLarge()) {
+            node->second.Set(coin, kind);
             return it;
         }
         const std::size_t slot = SlotOf(it);
@@ -644,11 +644,12 @@ private:
     /// A node of the size `coin` needs, holding `key`, `coin` and `flags`; its number.
     uint32_t MakeNode(const OutPoint& key, const Coin& coin, uint8_t flags)
     {
-        const bool large = CoinsCacheEntry::NeedsLarge(coin);
+        const CoinsCacheEntry::Kind kind = CoinsCacheEntry::KindOf(coin);
+        const bool large = CoinsCacheEntry::NeedsLarge(coin, kind);
         const uint32_t idx = NewNode(large);
         value_type* node = ::new (static_cast<void*>(Node(idx))) value_type(key, large);
         try {
-            node->second.Set(coin);
+            node->second.Set(coin, kind);
         } catch (...) {
             DestroyNode(idx);
             throw;
