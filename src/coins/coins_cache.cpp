@@ -13,33 +13,11 @@
 
 namespace ibdkit {
 
-namespace {
-// Transparent huge pages where the kernel offers them for asked-for ranges (`madvise` mode, the
-// default on Debian): a coin's lookup touches a random slot and a random node, and with 4 KiB pages
-// nearly every one of them is also a TLB miss. Best effort: without THP the pages stay small.
-constexpr std::size_t HUGE_PAGE = std::size_t(2) << 20;
-
-void AdviseHuge([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) noexcept
-{
-#ifdef MADV_HUGEPAGE
-    ::madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-}
-} // namespace
-
 void* CoinsMap::NewSlab()
 {
-    static_assert(SLAB_BYTES == HUGE_PAGE);
-    // Twice the size, then the unaligned ends returned: a slab starts on a huge-page boundary.
-    void* raw = ::mmap(nullptr, SLAB_BYTES + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    const auto start = reinterpret_cast<std::uintptr_t>(raw);
-    const std::uintptr_t aligned = (start + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (aligned > start) ::munmap(raw, aligned - start);
-    if (const std::size_t tail = start + HUGE_PAGE - aligned; tail > 0) ::munmap(reinterpret_cast<void*>(aligned + SLAB_BYTES), tail);
-    void* slab = reinterpret_cast<void*>(aligned);
-    AdviseHuge(slab, SLAB_BYTES);
-    return slab;
+    void* p = ::mmap(nullptr, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
 }
 
 void CoinsMap::FreeSlab(void* slab) noexcept { ::munmap(slab, SLAB_BYTES); }
@@ -49,11 +27,18 @@ uint64_t* CoinsMap::NewSlots(std::size_t n)
     // Written to zero here rather than calloc'd: every page of a table is touched anyway (homes are
     // random), and a page first read as the kernel's shared zero page and then written costs a
     // second fault and a TLB flush on every core that ran the process.
+    // A table of whole huge pages asks for transparent huge pages (THP in `always` or `madvise`
+    // mode): every lookup touches a random slot, with 4 KiB pages nearly always a TLB miss too.
+    // Best effort: without THP the pages stay small. (Node slabs stay small: on the benchmark
+    // machine the kernel's zeroing of fresh 2 MiB pages cost more than the TLB saved there, and
+    // part-used slabs added 26 MiB of RSS; docs/benchmarks.md.)
     const std::size_t bytes = n * sizeof(uint64_t);
     void* p = nullptr;
-    if (bytes % HUGE_PAGE == 0) {
-        if (::posix_memalign(&p, HUGE_PAGE, bytes) != 0) throw std::bad_alloc();
-        AdviseHuge(p, bytes);
+    if (bytes % HUGE_PAGE_BYTES == 0) {
+        if (::posix_memalign(&p, HUGE_PAGE_BYTES, bytes) != 0) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+        ::madvise(p, bytes, MADV_HUGEPAGE);
+#endif
     } else if (!(p = std::malloc(bytes))) {
         throw std::bad_alloc();
     }

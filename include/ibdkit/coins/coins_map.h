@@ -345,8 +345,9 @@ public:
         swap(m_pools, o.m_pools);
     }
 
-    /// Nodes come in slabs of one huge page (2 MiB), slot tables of 2 MiB or more in whole ones.
-    static constexpr std::size_t SLAB_BYTES = std::size_t(2) << 20;
+    /// Nodes come in slabs of 1 MiB; a slot table of a huge page (2 MiB) or more in whole ones.
+    static constexpr std::size_t SLAB_BYTES = std::size_t(1) << 20;
+    static constexpr std::size_t HUGE_PAGE_BYTES = std::size_t(2) << 20;
 
     std::size_t size() const noexcept { return m_size; }
     bool empty() const noexcept { return m_size == 0; }
@@ -554,11 +555,11 @@ private:
         void operator()(uint64_t* p) const noexcept;
     };
 
-    /// A slab of SLAB_BYTES from the kernel (anonymous mmap, huge-page aligned); throws std::bad_alloc.
+    /// A slab of SLAB_BYTES from the kernel (anonymous mmap); throws std::bad_alloc.
     static void* NewSlab();
     static void FreeSlab(void* slab) noexcept;
     /// A zeroed slot table of `n` slots, its pages already written (huge-page aligned when `n` slots
-    /// are a multiple of SLAB_BYTES); throws std::bad_alloc.
+    /// fill whole huge pages); throws std::bad_alloc.
     static uint64_t* NewSlots(std::size_t n);
 
     value_type* Node(uint64_t slot_or_idx) const noexcept
@@ -630,7 +631,7 @@ private:
         const std::size_t hinted = m_size_hint / 4 * 5 + 64; // the hint's entries at load 0.8
         if (hinted > m_n && hinted < n) n = hinted;
         // A table of a huge page or more fills whole ones (NewSlots).
-        constexpr std::size_t HUGE_SLOTS = SLAB_BYTES / sizeof(uint64_t);
+        constexpr std::size_t HUGE_SLOTS = HUGE_PAGE_BYTES / sizeof(uint64_t);
         if (n >= HUGE_SLOTS) n = (n + HUGE_SLOTS - 1) / HUGE_SLOTS * HUGE_SLOTS;
         if (n >= (std::size_t(1) << 32)) throw std::bad_alloc();
         std::unique_ptr<uint64_t[], FreeDeleter> slots(NewSlots(n));
