@@ -32,16 +32,18 @@ TEST(Crc32c, KnownValues)
 TEST(Crc32c, InstructionAndTableAgreeAtEveryLengthAndAlignment)
 {
     std::mt19937 rng(7);
-    std::vector<unsigned char> buf(300);
+    // Every length up to two groups of three 256-byte stretches (the instruction's three chains) and
+    // beyond, then longer ones, so every mix of long groups, short groups (3 x 32) and tail is met.
+    std::vector<unsigned char> buf(5000);
     for (auto& b : buf) b = static_cast<unsigned char>(rng());
     for (std::size_t start = 0; start < 9; ++start) {
-        for (std::size_t n = 0; start + n <= 280; n += 1 + n / 16) {
+        for (std::size_t n = 0; start + n <= 4900; n += n < 1700 ? 1 : 37) {
             ASSERT_EQ(Crc32c(0, buf.data() + start, n), Crc32cPortable(0, buf.data() + start, n)) << start << "+" << n;
         }
     }
     // Continuing a CRC over a split input equals one pass over the whole.
     const uint32_t whole = Crc32c(0, buf.data(), buf.size());
-    for (std::size_t cut : {0, 1, 7, 8, 9, 150, 299, 300}) {
+    for (std::size_t cut : {0, 1, 7, 8, 9, 95, 96, 97, 150, 299, 300, 767, 768, 769, 4096, 4999, 5000}) {
         EXPECT_EQ(Crc32c(Crc32c(0, buf.data(), cut), buf.data() + cut, buf.size() - cut), whole);
         EXPECT_EQ(Crc32cPortable(Crc32cPortable(0, buf.data(), cut), buf.data() + cut, buf.size() - cut), whole);
     }
