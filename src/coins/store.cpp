@@ -461,10 +461,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
     im.options.info_log = im.logger.get();
     im.options.paranoid_checks = true;                 // as Core (LevelDB >= 1.16)
     im.options.max_file_size = std::max<std::size_t>(opt.max_file_size, 32 << 20);
-    // Every open table keeps one index entry per block in memory: 16 KiB blocks (Core: LevelDB's
-    // 4 KiB, 35 MiB of index on the 8 GB chain) cut that to a quarter and ran no slower there at
-    // --dbcache 450 (docs/chainstate.md); Core's LevelDB reads tables of any block size.
-    im.options.block_size = 16 << 10;
+    im.options.block_size = TABLE_BLOCK_BYTES;
     im.options.env = NoMmapEnv();
     // Core verifies every block it reads; PreadFile does (with the CPU's CRC instruction), so
     // LevelDB's own check would only repeat it. Compactions still check with paranoid_checks.

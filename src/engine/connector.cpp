@@ -88,7 +88,13 @@ void ReturnFreeHeap() noexcept
 }
 } // namespace
 
-std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept { return std::size_t(disk_bytes / 1000 * 25); }
+std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept
+{
+    // Per mille of the tables' bytes: the filters and what a replay adds (deletion markers, a
+    // compaction's tables open twice) 21, the index entries 4 at 16 KiB blocks, inversely to size.
+    constexpr uint64_t PER_MILLE = 21 + (uint64_t(64) << 10) / TABLE_BLOCK_BYTES;
+    return std::size_t(disk_bytes / 1000 * PER_MILLE);
+}
 
 BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
     : m_params(params), m_budget(budget_bytes), m_cache(db, budget_bytes)

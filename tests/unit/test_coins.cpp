@@ -394,13 +394,19 @@ TEST(CoinsStore, OptionsWriteUncompressedTablesWithTheirBloomFilters)
         const uint8_t* fb = bytes.data() + filter_off;
         const uint32_t offsets_at = ReadLE32(fb + filter_size - 5);
         const std::size_t filters = (filter_size - 5 - offsets_at) / 4;
+        std::size_t data_blocks = 0;
         for (std::size_t i = 0; i < filters; ++i) {
             const uint32_t begin = ReadLE32(fb + offsets_at + 4 * i);
             const uint32_t end = i + 1 < filters ? ReadLE32(fb + offsets_at + 4 * (i + 1)) : offsets_at;
             if (begin == end) continue; // no block started in this range
+            ++data_blocks;              // blocks are over 2 KiB: one starts in each non-empty range
             EXPECT_EQ(fb[end - 1], 3) << "probes: bits a key * ln 2, rounded down";
             filter_bits += 8 * (end - 1 - begin);
         }
+        // Data blocks fill the file up to the filter block; each closes once it holds
+        // TABLE_BLOCK_BYTES (the last may hold less), and one more entry cannot add 256 bytes.
+        EXPECT_LE((data_blocks - 1) * TABLE_BLOCK_BYTES, filter_off) << f.path();
+        EXPECT_GE(data_blocks * (TABLE_BLOCK_BYTES + 256), filter_off) << f.path();
     }
     EXPECT_GE(tables, 1);
     // 2000 coins and a few records more; a filter has at least 64 bits.

@@ -3,7 +3,7 @@
 //
 //  - Options as Core: no compression (Debian's LevelDB would default to Snappy, which Core's build
 //    cannot read), block cache = cache/2, write buffer = cache/4, max_file_size 32 MiB; but Bloom
-//    filters of BLOOM_BITS_PER_KEY (Core: 10) and 16 KiB table blocks (Core: 4 KiB), which
+//    filters of BLOOM_BITS_PER_KEY (Core: 10) and TABLE_BLOCK_BYTES table blocks (Core: 4 KiB), which
 //    Core reads alike (a filter records its own probe count).
 //  - Obfuscation: an 8-byte key stored unobfuscated under the key "\x0e\x00obfuscate_key" (the
 //    serialized std::string "\000obfuscate_key"), value `08` + 8 bytes. A new, empty database gets
@@ -67,6 +67,14 @@ private:
 /// (9% false positives, against 1% for Core's 10) halve that and, at --dbcache 100 on the 8 GB
 /// chain, leave the coins cache more room than the extra block reads cost (docs/chainstate.md).
 inline constexpr int BLOOM_BITS_PER_KEY = 5;
+
+/// Bytes of a table block in the tables ibdkit writes (LevelDB's block_size; Core: 4 KiB, and its
+/// LevelDB reads any size). A lookup reads, copies and checksums one whole block for one coin; every
+/// open table keeps one index entry per block in memory, outside any cache (~2.7 per mille of the
+/// tables' bytes at 16 KiB, ~11 at 4 KiB). Smaller blocks ran faster where the cache has room and
+/// slower at --dbcache 100 on the 8 GB chain, where the index takes the cache's room
+/// (docs/chainstate.md, *Table block size*).
+inline constexpr std::size_t TABLE_BLOCK_BYTES = 16 << 10;
 
 struct StoreOptions {
     std::size_t cache_bytes{8 << 20};        ///< block cache gets half, write buffer a quarter
