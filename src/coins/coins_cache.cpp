@@ -219,9 +219,18 @@ StoreStatus CoinsCache::Sync()
     return st;
 }
 
-void CoinsCache::ReturnFreeNodes()
+void CoinsCache::ReturnFreeNodes(const TaskRunner* runner)
 {
-    for (Shard& sh : m_shards) sh.map.Compact();
+    EachShard(runner, [&](std::size_t s) { m_shards[s].map.Compact(); });
+}
+
+void CoinsCache::EachShard(const TaskRunner* runner, const std::function<void(std::size_t)>& task)
+{
+    if (runner) {
+        (*runner)(SHARDS, task);
+    } else {
+        for (std::size_t s = 0; s < SHARDS; ++s) task(s);
+    }
 }
 
 std::size_t CoinsCache::GetCacheSize() const noexcept
@@ -254,40 +263,50 @@ std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
     return bytes + FlushIndexBytes(largest);
 }
 
-StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes)
+StoreStatus CoinsCache::FlushWarm(std::size_t keep_bytes, const TaskRunner* runner)
 {
     StoreStatus st = Write(/*erase=*/false); // drops spent entries
     if (!st.ok()) return st;
-    EvictOldest(keep_bytes);
-    ReturnFreeNodes();
+    EvictOldest(keep_bytes, runner);
+    ReturnFreeNodes(runner);
     return st;
 }
 
-void CoinsCache::EvictOldest(std::size_t keep_bytes)
+void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
 {
     const std::size_t usage = DynamicMemoryUsage();
     if (usage <= keep_bytes || GetCacheSize() == 0) return;
     // Heights into a fixed number of bins (memory that does not grow with the cache), bytes per
-    // bin, then keep whole bins from the youngest down while they fit.
-    uint32_t lo = UINT32_MAX, hi = 0;
-    for (const Shard& sh : m_shards) {
-        for (const auto& [op, e] : sh.map) {
-            lo = std::min(lo, e.Height());
-            hi = std::max(hi, e.Height());
+    // bin, then keep whole bins from the youngest down while they fit. Each pass over the entries
+    // is a task per shard (a flush of a full cache walks millions of them).
+    std::array<uint32_t, SHARDS> shard_lo, shard_hi;
+    EachShard(runner, [&](std::size_t s) {
+        uint32_t l = UINT32_MAX, h = 0;
+        for (const auto& [op, e] : m_shards[s].map) {
+            l = std::min(l, e.Height());
+            h = std::max(h, e.Height());
         }
-    }
+        shard_lo[s] = l;
+        shard_hi[s] = h;
+    });
+    const uint32_t lo = *std::min_element(shard_lo.begin(), shard_lo.end());
+    const uint32_t hi = *std::max_element(shard_hi.begin(), shard_hi.end());
     constexpr std::size_t BINS = 4096;
     const uint64_t span = uint64_t(hi) - lo + 1;
     auto bin = [&](uint32_t h) { return std::size_t((uint64_t(h - lo) * BINS) / span); };
-    // Per bin, the bytes of its entries; per shard and bin, their number (the flush's index is
-    // counted for the largest shard: FlushIndexBytes).
-    std::vector<std::size_t> bytes(BINS, 0), counts(SHARDS * BINS, 0);
-    std::size_t fixed = 0;
-    for (std::size_t s = 0; s < SHARDS; ++s) {
+    // Per shard and bin, the bytes of its entries and their number (the flush's index is counted
+    // for the largest shard: FlushIndexBytes).
+    std::vector<std::size_t> shard_bytes(SHARDS * BINS, 0), counts(SHARDS * BINS, 0);
+    EachShard(runner, [&](std::size_t s) {
         for (const auto& [op, e] : m_shards[s].map) {
-            bytes[bin(e.Height())] += CoinsMap::NodeBytesOf(e) + e.HeapUsage();
+            shard_bytes[s * BINS + bin(e.Height())] += CoinsMap::NodeBytesOf(e) + e.HeapUsage();
             ++counts[s * BINS + bin(e.Height())];
         }
+    });
+    std::vector<std::size_t> bytes(BINS, 0);
+    std::size_t fixed = 0;
+    for (std::size_t s = 0; s < SHARDS; ++s) {
+        for (std::size_t b = 0; b < BINS; ++b) bytes[b] += shard_bytes[s * BINS + b];
         fixed += m_shards[s].map.bucket_count() * sizeof(uint64_t);
     }
     std::array<std::size_t, SHARDS> kept_counts{};
@@ -300,7 +319,8 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
         kept += bytes[--cut];
         for (std::size_t s = 0; s < SHARDS; ++s) kept_counts[s] += counts[s * BINS + cut];
     }
-    for (Shard& sh : m_shards) {
+    EachShard(runner, [&](std::size_t s) {
+        Shard& sh = m_shards[s];
         for (auto it = sh.map.begin(); it != sh.map.end();) {
             if (it->second.flags == 0 && bin(it->second.Height()) < cut) {
                 sh.script_usage -= it->second.HeapUsage();
@@ -309,7 +329,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes)
                 ++it;
             }
         }
-    }
+    });
 }
 
 } // namespace ibdkit

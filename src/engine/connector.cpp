@@ -144,7 +144,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         }
         const auto t0 = std::chrono::steady_clock::now();
         if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
-        if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2); !st.ok()) throw StoreError(st);
+        if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2, m_runner); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
         FitBudget();
         m_counters.flush_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -2,6 +2,8 @@
 // UTXO statistics, corruption handling and read-only opening.
 #include "test_util.h"
 
+#include "common/task_pool.h"
+
 #include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_cache.h>
@@ -715,12 +717,16 @@ TEST(CoinsCache, AFullCacheHoldsACoinIn88Bytes)
     }
 }
 
-TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
+// With a runner (the engine's shard helpers) the eviction's passes run one task per shard; the
+// coins kept must be the same as on one thread.
+std::vector<OutPoint> FlushWarmAndListKept(const TaskRunner* runner)
 {
+    std::vector<OutPoint> kept;
     TempDir d;
     StoreStatus st;
     auto db = CoinsDB::Open(d.path, {}, &st);
-    ASSERT_TRUE(db);
+    EXPECT_TRUE(db);
+    if (!db) return kept;
     CoinsCache cache(*db, 64 << 20);
     std::mt19937_64 rng(11);
     std::vector<std::pair<OutPoint, Coin>> added;
@@ -735,11 +741,11 @@ TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
         }
     }
     // Spend a few: they must reach the database as erasures and leave the cache.
-    for (std::size_t i = 0; i < added.size(); i += 7) ASSERT_TRUE(cache.SpendCoin(added[i].first));
+    for (std::size_t i = 0; i < added.size(); i += 7) EXPECT_TRUE(cache.SpendCoin(added[i].first));
     const std::size_t full = cache.DynamicMemoryUsage();
     const std::size_t keep = full / 3;
     cache.SetBestBlock(TipOf(1));
-    ASSERT_TRUE(cache.FlushWarm(keep).ok());
+    EXPECT_TRUE(cache.FlushWarm(keep, runner).ok());
     EXPECT_LE(cache.DynamicMemoryUsage(), keep);
     EXPECT_GT(cache.DynamicMemoryUsage(), keep / 2); // it kept what fitted, not nothing
     EXPECT_EQ(cache.DirtyCount(), 0u);
@@ -749,11 +755,12 @@ TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
     for (std::size_t i = 0; i < added.size(); ++i) {
         const auto& [op, coin] = added[i];
         const bool spent = i % 7 == 0;
-        ASSERT_EQ(db->HaveCoin(op), !spent) << i;
+        EXPECT_EQ(db->HaveCoin(op), !spent) << i;
         if (spent) {
             EXPECT_FALSE(cache.HasEntry(op));
         } else if (cache.HasEntry(op)) {
             oldest_kept = std::min(oldest_kept, coin.height);
+            kept.push_back(op);
         } else {
             youngest_dropped = std::max(youngest_dropped, coin.height);
         }
@@ -765,6 +772,17 @@ TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
         if (i % 7 == 0) continue;
         EXPECT_EQ(cache.AccessCoin(added[i].first), added[i].second) << i;
     }
+    return kept;
+}
+
+TEST(CoinsCache, FlushWarmKeepsTheYoungestCoinsWithinTheLimit)
+{
+    const std::vector<OutPoint> one_thread = FlushWarmAndListKept(nullptr);
+    TaskPool pool(2);
+    const TaskRunner runner = [&pool](std::size_t n, const TaskPool::Task& task) { pool.Run(n, task); };
+    const std::vector<OutPoint> on_tasks = FlushWarmAndListKept(&runner);
+    EXPECT_FALSE(one_thread.empty());
+    EXPECT_EQ(one_thread, on_tasks);
 }
 
 // ---- interrupted flush: H marker and replay range ---------------------------------------------------

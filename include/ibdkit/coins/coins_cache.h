@@ -21,7 +21,8 @@
 //    contiguous range of the chainstate's keys. Calls on outpoints of different shards (FetchCoin,
 //    AddCoin, TryAddCoin, SpendCoinAt, HaveCoin, ...) may run on different threads at once — what
 //    ConnectBlock does with a TaskRunner; everything else (flushes, the counts) is for one thread
-//    while no shard call runs.
+//    while no shard call runs, except that FlushWarm given a TaskRunner spreads its eviction over
+//    it, one task per shard.
 //
 // Errors: a corrupt record met while fetching throws DecodeError (Errc::Corrupt or the decoder's
 // code); a LevelDB failure throws StoreError. Flush()/Sync() return a StoreStatus.
@@ -36,9 +37,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace ibdkit {
+
+/// Runs task(0), ..., task(n - 1), each once, on the calling thread and any helper threads, and
+/// returns when all have run; the first exception a task threw is rethrown then.
+using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
 
 class CoinsCache {
 public:
@@ -98,8 +104,9 @@ public:
     StoreStatus Sync();
     /// Writes all dirty entries (as Flush), then drops spent entries and the oldest unspent coins
     /// (lowest creation height) until DynamicMemoryUsage() ≤ keep_bytes. The coins kept are clean:
-    /// the database holds them, so a crash loses nothing (the flush protocol is unchanged).
-    StoreStatus FlushWarm(std::size_t keep_bytes);
+    /// the database holds them, so a crash loses nothing (the flush protocol is unchanged). With
+    /// `runner`, the eviction runs one task per shard on it; the entries kept are the same.
+    StoreStatus FlushWarm(std::size_t keep_bytes, const TaskRunner* runner = nullptr);
 
     std::size_t GetCacheSize() const noexcept;
     std::size_t DirtyCount() const noexcept;
@@ -130,10 +137,12 @@ private:
     /// Writes every shard's dirty entries (CoinsDB::BatchWrite) (the scripts' count drops to 0 after a full flush).
     StoreStatus Write(bool erase);
     /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
-    void EvictOldest(std::size_t keep_bytes);
+    void EvictOldest(std::size_t keep_bytes, const TaskRunner* runner);
     /// Packs every shard's nodes and returns the slabs it no longer needs (CoinsMap::Compact), so
     /// that the memory held stays what DynamicMemoryUsage() counts, up to a slab a node size.
-    void ReturnFreeNodes();
+    void ReturnFreeNodes(const TaskRunner* runner = nullptr);
+    /// task(s) for every shard s, on `runner` when given.
+    static void EachShard(const TaskRunner* runner, const std::function<void(std::size_t)>& task);
 
     CoinsDB& m_db;
     std::size_t m_budget;

@@ -53,10 +53,6 @@ struct ConnectStats {
     uint64_t outputs_added{0};
 };
 
-/// Runs task(0), ..., task(n - 1), each once, on the calling thread and any helper threads, and
-/// returns when all have run; the first exception a task threw is rethrown then.
-using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
-
 /// Applies `block` at ctx.height: checks the rules above and updates `view`. With `runner`, the
 /// cache's side (looking up, spending and adding coins) runs as one task per shard of `view`
 /// (coins/coins_cache.h), then the transactions' sigop costs as tasks over ranges of
