@@ -221,16 +221,7 @@ StoreStatus CoinsCache::Sync()
 
 void CoinsCache::ReturnFreeNodes(const TaskRunner* runner)
 {
-    EachShard(runner, [&](std::size_t s) { m_shards[s].map.Compact(); });
-}
-
-void CoinsCache::EachShard(const TaskRunner* runner, const std::function<void(std::size_t)>& task)
-{
-    if (runner) {
-        (*runner)(SHARDS, task);
-    } else {
-        for (std::size_t s = 0; s < SHARDS; ++s) task(s);
-    }
+    RunTasks(runner, SHARDS, [&](std::size_t s) { m_shards[s].map.Compact(); });
 }
 
 std::size_t CoinsCache::GetCacheSize() const noexcept
@@ -280,7 +271,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
     // bin, then keep whole bins from the youngest down while they fit. Each pass over the entries
     // is a task per shard (a flush of a full cache walks millions of them).
     std::array<uint32_t, SHARDS> shard_lo, shard_hi;
-    EachShard(runner, [&](std::size_t s) {
+    RunTasks(runner, SHARDS, [&](std::size_t s) {
         uint32_t l = UINT32_MAX, h = 0;
         for (const auto& [op, e] : m_shards[s].map) {
             l = std::min(l, e.Height());
@@ -297,7 +288,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
     // Per shard and bin, the bytes of its entries and their number (the flush's index is counted
     // for the largest shard: FlushIndexBytes).
     std::vector<std::size_t> shard_bytes(SHARDS * BINS, 0), counts(SHARDS * BINS, 0);
-    EachShard(runner, [&](std::size_t s) {
+    RunTasks(runner, SHARDS, [&](std::size_t s) {
         for (const auto& [op, e] : m_shards[s].map) {
             shard_bytes[s * BINS + bin(e.Height())] += CoinsMap::NodeBytesOf(e) + e.HeapUsage();
             ++counts[s * BINS + bin(e.Height())];
@@ -319,7 +310,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
         kept += bytes[--cut];
         for (std::size_t s = 0; s < SHARDS; ++s) kept_counts[s] += counts[s * BINS + cut];
     }
-    EachShard(runner, [&](std::size_t s) {
+    RunTasks(runner, SHARDS, [&](std::size_t s) {
         Shard& sh = m_shards[s];
         for (auto it = sh.map.begin(); it != sh.map.end();) {
             if (it->second.flags == 0 && bin(it->second.Height()) < cut) {

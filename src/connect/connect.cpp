@@ -323,11 +323,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
                 sigop_costs[t] = GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags);
             }
         };
-        if (runner) {
-            (*runner)(SIGOP_RANGES, count_sigops);
-        } else {
-            for (std::size_t r = 0; r < SIGOP_RANGES; ++r) count_sigops(r);
-        }
+        RunTasks(runner, SIGOP_RANGES, count_sigops);
 
         for (std::size_t t = 0; t < block.vtx.size(); ++t) {
             const Transaction& tx = block.vtx[t];

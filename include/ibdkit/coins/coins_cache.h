@@ -46,6 +46,16 @@ namespace ibdkit {
 /// returns when all have run; the first exception a task threw is rethrown then.
 using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
 
+/// task(0), ..., task(n - 1) on `runner`, or one after another on this thread when it is null.
+inline void RunTasks(const TaskRunner* runner, std::size_t n, const std::function<void(std::size_t)>& task)
+{
+    if (runner) {
+        (*runner)(n, task);
+    } else {
+        for (std::size_t i = 0; i < n; ++i) task(i);
+    }
+}
+
 class CoinsCache {
 public:
     /// Maps the cache is split into (a power of two, at most 256).
@@ -141,8 +151,6 @@ private:
     /// Packs every shard's nodes and returns the slabs it no longer needs (CoinsMap::Compact), so
     /// that the memory held stays what DynamicMemoryUsage() counts, up to a slab a node size.
     void ReturnFreeNodes(const TaskRunner* runner = nullptr);
-    /// task(s) for every shard s, on `runner` when given.
-    static void EachShard(const TaskRunner* runner, const std::function<void(std::size_t)>& task);
 
     CoinsDB& m_db;
     std::size_t m_budget;
