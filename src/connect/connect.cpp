@@ -31,9 +31,11 @@ enum class Bip30 {
 // BIP68: an input whose nSequence has this bit set has no relative lock.
 constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
 
-// One input of the block being connected: the coin it spends, moved out of the cache, if found.
+// One input of the block being connected: the coin it spends, moved out of the cache, if found,
+// and the input's share of its transaction's sigop cost (InputSigOpCost, from the coin's script).
 struct SpentInput {
     Coin coin;
+    int64_t sigop_cost{0};
     bool found{false};
 };
 
@@ -41,12 +43,10 @@ struct SpentInput {
 constexpr std::size_t MIN_SPREAD_WORK = 64;
 
 // Reused across calls on the connecting thread (no allocation per block or transaction): every
-// input of the block, where each transaction's inputs start among them, the outputs one
-// transaction spends, their sigop costs and their heights.
+// input of the block (never shrunk, so that each coin keeps its script's storage for the next
+// block's copy), where each transaction's inputs start among them, and their heights.
 thread_local std::vector<SpentInput> t_inputs;
 thread_local std::vector<std::size_t> t_first_input;
-thread_local std::vector<const TxOut*> t_spent;
-thread_local std::vector<int64_t> t_sigop_costs;
 thread_local std::vector<int> t_heights;
 
 // Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
@@ -120,7 +120,8 @@ void PlanShards(const Block& block, ShardPlan& plan)
 }
 
 // The cache's side of connecting a block for the outpoints of one shard (`ops`, its part of the
-// plan): each input's coin is looked up and, if unspent, spent and moved to `inputs`; each output
+// plan): each input's coin is looked up and, if unspent, spent and moved to `inputs` with the
+// input's sigop cost (counted here, while the coin's script is in the CPU's cache); each output
 // is added. In block order, so every outpoint sees the operations a sequential ConnectBlock would
 // apply to it, in the same order, whichever thread runs which shard. Nothing is checked here: the
 // caller checks afterwards, in Core's order, from `inputs`, and drops the cache if the block
@@ -135,7 +136,7 @@ void PlanShards(const Block& block, ShardPlan& plan)
 // (cleared first), for the caller to look up on disk should the block fail.
 void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
                 std::span<const std::size_t> first_input, std::span<const ShardOp> ops, Bip30 bip30,
-                std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
+                SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
                 std::atomic<std::size_t>& first_conflict)
 {
     // Memory hints first: the slots of every outpoint the shard will look up (the BIP30 check's
@@ -179,9 +180,14 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
             SpentInput& in = inputs[first_input[op.tx] + op.input];
-            auto it = view.FetchCoin(tx.vin()[op.input].prevout);
+            const TxIn& txin = tx.vin()[op.input];
+            auto it = view.FetchCoin(txin.prevout);
             in.found = it != view.MapEnd() && !it->second.IsSpent();
-            if (in.found) view.SpendCoinAt(it, &in.coin);
+            in.sigop_cost = 0;
+            if (in.found) {
+                view.SpendCoinAt(it, &in.coin);
+                in.sigop_cost = InputSigOpCost(txin, in.coin.out.script_pubkey.span(), sigop_flags);
+            }
             continue;
         }
         const bool coinbase = tx.IsCoinBase();
@@ -274,8 +280,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         first_input[t] = n_inputs;
         if (!block.vtx[t].IsCoinBase()) n_inputs += block.vtx[t].vin().size();
     }
-    all_inputs.clear();
-    all_inputs.resize(n_inputs);
+    if (all_inputs.size() < n_inputs) all_inputs.resize(n_inputs);
     // A small block is done here: waking a helper would cost more than its work.
     if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
@@ -284,8 +289,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     PlanShards(block, plan);
     auto& not_in_cache = t_not_in_cache;
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, not_in_cache[s], bip30_violation,
-                   first_conflict);
+        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, sigop_flags, not_in_cache[s],
+                   bip30_violation, first_conflict);
     };
     if (runner) {
         (*runner)(CoinsCache::SHARDS, apply);
@@ -302,29 +307,6 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     // disk waited (Bip30::OnFailure), a failed block is looked for an overwritten coin first, as
     // Core's check before all others would have.
     auto check_spends = [&]() -> bool {
-        // Every transaction's sigop cost from the outputs it spends (the P2SH and witness counts parse
-        // the spending scripts): independent per transaction, so spread over the runner's threads too,
-        // in ranges of transactions. A transaction with a missing input gets none; the checks below
-        // reject it before its cost is used.
-        auto& sigop_costs = t_sigop_costs;
-        sigop_costs.resize(block.vtx.size());
-        constexpr std::size_t SIGOP_RANGES = 8;
-        auto count_sigops = [&](std::size_t r) {
-            auto& spent = t_spent;
-            const std::size_t n = block.vtx.size();
-            for (std::size_t t = n * r / SIGOP_RANGES; t < n * (r + 1) / SIGOP_RANGES; ++t) {
-                const Transaction& tx = block.vtx[t];
-                spent.clear();
-                if (!tx.IsCoinBase()) {
-                    const SpentInput* in = all_inputs.data() + first_input[t];
-                    for (std::size_t i = 0; i < tx.vin().size() && in[i].found; ++i) spent.push_back(&in[i].coin.out);
-                    if (spent.size() < tx.vin().size()) continue;
-                }
-                sigop_costs[t] = GetTransactionSigOpCost(tx, legacy_sigops[t], spent, sigop_flags);
-            }
-        };
-        RunTasks(runner, SIGOP_RANGES, count_sigops);
-
         for (std::size_t t = 0; t < block.vtx.size(); ++t) {
             const Transaction& tx = block.vtx[t];
             const std::span<SpentInput> ins =
@@ -372,7 +354,10 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             if (first_conflict.load(std::memory_order_relaxed) == t) {
                 throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
             }
-            if (!AddSigOpCost(sigop_cost, sigop_costs[t], state)) return false;
+            // Core's GetTransactionSigOpCost: the legacy count × 4, then each input's share.
+            int64_t tx_sigop_cost = int64_t(legacy_sigops[t]) * WITNESS_SCALE_FACTOR;
+            for (const SpentInput& in : ins) tx_sigop_cost += in.sigop_cost;
+            if (!AddSigOpCost(sigop_cost, tx_sigop_cost, state)) return false;
             if (!tx.IsCoinBase()) {
                 // The undo data takes the spent coins in input order (Core's UpdateCoins).
                 if (undo) {

@@ -46,67 +46,49 @@ unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const Scri
     return 0;
 }
 
-// The sigop counts over the spent outputs, wherever they are held: `spent(i)` is the output
-// spent by tx.vin()[i].
-template <typename Spent>
-unsigned P2SHSigOpCountOf(const Transaction& tx, const Spent& spent) noexcept
+} // namespace
+
+int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept
 {
+    assert(flags.p2sh || !flags.witness); // as Core asserts
+    if (!flags.p2sh) return 0;
+    // Core's GetP2SHSigOpCount and CountWitnessSigOps for one input: a P2SH spend's scriptSig is
+    // walked once for both (push-only exactly when its last push can be taken), and any other
+    // output is told from a witness program by its first bytes, without a walk.
+    int version = 0;
+    std::span<const uint8_t> program;
+    if (IsPayToScriptHash(script_pubkey)) {
+        const auto redeem = LastPush(in.script_sig.span());
+        if (!redeem) return 0;
+        int64_t cost = int64_t(GetSigOpCount(*redeem, true)) * WITNESS_SCALE_FACTOR;
+        if (flags.witness && IsWitnessProgram(*redeem, version, program)) cost += WitnessSigOps(version, program, in.witness);
+        return cost;
+    }
+    if (flags.witness && IsWitnessProgram(script_pubkey, version, program)) return WitnessSigOps(version, program, in.witness);
+    return 0;
+}
+
+unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) noexcept
+{
+    if (tx.IsCoinBase()) return 0;
+    assert(spent.size() == tx.vin().size());
     unsigned n = 0;
     for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-        const auto script_pubkey = spent(i).script_pubkey.span();
-        if (!IsPayToScriptHash(script_pubkey)) continue;
+        if (!IsPayToScriptHash(spent[i].script_pubkey.span())) continue;
         // Core's CScript::GetSigOpCount(scriptSig): the redeem script (the last push), counted accurately.
         if (const auto redeem = LastPush(tx.vin()[i].script_sig.span())) n += GetSigOpCount(*redeem, true);
     }
     return n;
 }
 
-template <typename Spent>
-int64_t SigOpCostOf(const Transaction& tx, uint32_t legacy_sigops, const Spent& spent, SigOpFlags flags) noexcept
-{
-    assert(flags.p2sh || !flags.witness); // as Core asserts
-    int64_t cost = int64_t(legacy_sigops) * WITNESS_SCALE_FACTOR;
-    if (tx.IsCoinBase() || !flags.p2sh) return cost;
-    // Core's GetP2SHSigOpCount and CountWitnessSigOps input by input: a P2SH spend's scriptSig is
-    // walked once for both (push-only exactly when its last push can be taken), and any other
-    // output is told from a witness program by its first bytes, without a walk.
-    for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-        const TxIn& in = tx.vin()[i];
-        const auto script_pubkey = spent(i).script_pubkey.span();
-        int version = 0;
-        std::span<const uint8_t> program;
-        if (IsPayToScriptHash(script_pubkey)) {
-            const auto redeem = LastPush(in.script_sig.span());
-            if (!redeem) continue;
-            cost += int64_t(GetSigOpCount(*redeem, true)) * WITNESS_SCALE_FACTOR;
-            if (flags.witness && IsWitnessProgram(*redeem, version, program)) cost += WitnessSigOps(version, program, in.witness);
-        } else if (flags.witness && IsWitnessProgram(script_pubkey, version, program)) {
-            cost += WitnessSigOps(version, program, in.witness);
-        }
-    }
-    return cost;
-}
-
-} // namespace
-
-unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) noexcept
-{
-    if (tx.IsCoinBase()) return 0;
-    assert(spent.size() == tx.vin().size());
-    return P2SHSigOpCountOf(tx, [&](std::size_t i) -> const TxOut& { return spent[i]; });
-}
-
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept
 {
+    assert(flags.p2sh || !flags.witness); // as Core asserts
     assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
-    return SigOpCostOf(tx, GetLegacySigOpCount(tx), [&](std::size_t i) -> const TxOut& { return spent[i]; }, flags);
-}
-
-int64_t GetTransactionSigOpCost(const Transaction& tx, uint32_t legacy_sigops, std::span<const TxOut* const> spent,
-                                SigOpFlags flags) noexcept
-{
-    assert(tx.IsCoinBase() || spent.size() == tx.vin().size());
-    return SigOpCostOf(tx, legacy_sigops, [&](std::size_t i) -> const TxOut& { return *spent[i]; }, flags);
+    int64_t cost = int64_t(GetLegacySigOpCount(tx)) * WITNESS_SCALE_FACTOR;
+    if (tx.IsCoinBase()) return cost;
+    for (std::size_t i = 0; i < tx.vin().size(); ++i) cost += InputSigOpCost(tx.vin()[i], spent[i].script_pubkey.span(), flags);
+    return cost;
 }
 
 bool AddSigOpCost(int64_t& total, int64_t cost, BlockValidationState& state)

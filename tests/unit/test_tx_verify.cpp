@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/consensus/tx_verify.h>
 
 #include <gtest/gtest.h>
@@ -90,6 +91,31 @@ TEST(SigOpCost, WitnessSigOpsFromTheSpentOutput)
     const Transaction nested(Spend("16" "0014" + H20, {{0x30}, {0x02}}));
     const TxOut p2sh[] = {Out("a914" + H20 + "87")};
     EXPECT_EQ(GetTransactionSigOpCost(nested, p2sh, {}), 1);
+}
+
+TEST(SigOpCost, InputSharesAddUpToTheCost)
+{
+    // ConnectBlock's form: legacy × 4 plus each input's share (InputSigOpCost) is the whole cost,
+    // for P2SH multisig, P2SH-wrapped P2WPKH, P2WSH and P2PKH inputs in one transaction.
+    const std::string key(66, '2');
+    const std::string redeem = "52" "21" + key + "21" + key + "52" "ae";
+    MutableTransaction m = Spend("00" "47" + std::string(142, '3') + "4c" + "47" + redeem);
+    m.vout[0].script_pubkey = S("ac");
+    m.vin.resize(4);
+    m.vin[1].script_sig = S("16" "0014" + H20);
+    m.vin[1].witness.stack = {{0x30}, {0x02}};
+    m.vin[2].witness.stack = {{}, {0x53, 0xae}};
+    m.vin[3].script_sig = S("00");
+    for (std::size_t i = 1; i < m.vin.size(); ++i) m.vin[i].prevout.n = uint32_t(i);
+    const Transaction tx(m);
+    const TxOut spent[] = {Out("a914" + H20 + "87"), Out("a914" + H20 + "87"), Out("0020" + H32), Out("76a914" + H20 + "88ac")};
+    for (const SigOpFlags flags : {SigOpFlags{}, SigOpFlags{true, false}, SigOpFlags{false, false}}) {
+        int64_t sum = int64_t(GetLegacySigOpCount(tx)) * WITNESS_SCALE_FACTOR;
+        for (std::size_t i = 0; i < tx.vin().size(); ++i) sum += InputSigOpCost(tx.vin()[i], spent[i].script_pubkey.span(), flags);
+        EXPECT_EQ(sum, GetTransactionSigOpCost(tx, spent, flags)) << flags.p2sh << flags.witness;
+    }
+    EXPECT_EQ(GetTransactionSigOpCost(tx, spent, {}), 4 + 8 + 1 + 3);
+    EXPECT_EQ(InputSigOpCost(tx.vin()[1], spent[1].script_pubkey.span(), {}), 1);
 }
 
 TEST(SigOpCost, BlockLimitIsBadBlkSigops)

@@ -29,11 +29,13 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
 /// (P2WPKH 1; P2WSH the witness script's accurate count; also nested in P2SH). A coinbase counts
 /// legacy sigops only and `spent` is ignored; otherwise precondition spent.size() == vin().size().
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept;
-/// The same with the transaction's legacy sigop count already known (CheckedBlock::legacy_sigops)
-/// and the spent outputs where a coins view holds them (`*spent[i]`): ConnectBlock's form, which
-/// walks no script twice and copies no output.
-int64_t GetTransactionSigOpCost(const Transaction& tx, uint32_t legacy_sigops, std::span<const TxOut* const> spent,
-                                SigOpFlags flags) noexcept;
+
+/// One input's share of the sigop cost beyond the legacy count (a transaction's cost is its legacy
+/// sigops × 4 plus this summed over its inputs): the P2SH redeem script's sigops × 4 and the
+/// witness sigops, from `script_pubkey`, the output the input spends. ConnectBlock counts it where
+/// the shard task finds the coin, while its script is at hand, with the legacy count CheckBlock
+/// made (CheckedBlock::legacy_sigops).
+int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept;
 
 /// ConnectBlock's running limit: adds `cost` to `total`; false with "bad-blk-sigops"
 /// (BLOCK_CONSENSUS, "too many sigops") once the total exceeds MAX_BLOCK_SIGOPS_COST.
