@@ -229,7 +229,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         }
     }
     if (height >= params.bip34_height && !CheckCoinbaseHeight(block, height, state)) return false;
-    if (!CheckWitnessMalleation(block, height >= params.segwit_height, state)) return false;
+    if (!CheckWitnessMalleation(checked.witness_facts(), height >= params.segwit_height, state)) return false;
     if (!CheckBlockWeight(block, state)) return false;
 
     // --- ConnectBlock ---

@@ -8,6 +8,7 @@
 #include <ibdkit/primitives/script_ops.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace ibdkit {
@@ -85,7 +86,8 @@ std::optional<CheckedBlock> CheckBlock(Block&& block, BlockValidationState& stat
 {
     std::vector<uint32_t> legacy_sigops;
     if (!CheckBlockRules(block, state, params, opts, &legacy_sigops)) return std::nullopt;
-    return CheckedBlock(std::move(block), opts, std::move(legacy_sigops));
+    const WitnessFacts witness = WitnessFactsOf(block, true);
+    return CheckedBlock(std::move(block), opts, std::move(legacy_sigops), witness);
 }
 
 int GetWitnessCommitmentIndex(const Block& block) noexcept
@@ -103,37 +105,62 @@ int GetWitnessCommitmentIndex(const Block& block) noexcept
     return pos;
 }
 
-bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state)
+WitnessFacts WitnessFactsOf(const Block& block, bool read_commitment)
 {
+    WitnessFacts f;
+    for (const Transaction& tx : block.vtx) f.any_witness = f.any_witness || tx.HasWitness();
+    if (!read_commitment) {
+        f.commitment = WitnessFacts::Commitment::NotRead;
+        return f;
+    }
+    const int pos = GetWitnessCommitmentIndex(block);
+    if (pos == NO_WITNESS_COMMITMENT) return f;
+    const auto& stack = block.vtx[0].vin()[0].witness.stack;
+    if (stack.size() != 1 || stack[0].size() != 32) {
+        f.commitment = WitnessFacts::Commitment::BadNonceSize;
+        return f;
+    }
+    // The malleation flag of the witness tree is ignored: the txid tree already rules it out.
+    uint256 hash = BlockWitnessMerkleRoot(block);
+    Sha256d h;
+    h.Write(hash.span());
+    h.Write(std::span<const uint8_t>(stack[0]));
+    h.Finalize(hash.data());
+    const bool matches = std::memcmp(hash.data(), block.vtx[0].vout()[std::size_t(pos)].script_pubkey.data() + 6, 32) == 0;
+    f.commitment = matches ? WitnessFacts::Commitment::Matches : WitnessFacts::Commitment::Mismatch;
+    return f;
+}
+
+bool CheckWitnessMalleation(const WitnessFacts& facts, bool expect_witness_commitment, BlockValidationState& state)
+{
+    using C = WitnessFacts::Commitment;
     if (expect_witness_commitment) {
-        const int pos = GetWitnessCommitmentIndex(block);
-        if (pos != NO_WITNESS_COMMITMENT) {
-            const auto& stack = block.vtx[0].vin()[0].witness.stack;
-            if (stack.size() != 1 || stack[0].size() != 32) {
-                return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-nonce-size",
-                                     "CheckWitnessMalleation : invalid witness reserved value size");
-            }
-            // The malleation flag of the witness tree is ignored: the txid tree already rules it out.
-            uint256 hash = BlockWitnessMerkleRoot(block);
-            Sha256d h;
-            h.Write(hash.span());
-            h.Write(std::span<const uint8_t>(stack[0]));
-            h.Finalize(hash.data());
-            if (std::memcmp(hash.data(), block.vtx[0].vout()[std::size_t(pos)].script_pubkey.data() + 6, 32) != 0) {
-                return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-merkle-match",
-                                     "CheckWitnessMalleation : witness merkle commitment mismatch");
-            }
+        assert(facts.commitment != C::NotRead);
+        switch (facts.commitment) {
+        case C::BadNonceSize:
+            return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-nonce-size",
+                                 "CheckWitnessMalleation : invalid witness reserved value size");
+        case C::Mismatch:
+            return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "bad-witness-merkle-match",
+                                 "CheckWitnessMalleation : witness merkle commitment mismatch");
+        case C::Matches:
             return true;
+        case C::Absent:
+        case C::NotRead:
+            break;
         }
     }
     // Without a commitment, witness data would be free space for spam.
-    for (const Transaction& tx : block.vtx) {
-        if (tx.HasWitness()) {
-            return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "unexpected-witness",
-                                 "CheckWitnessMalleation : unexpected witness data found");
-        }
+    if (facts.any_witness) {
+        return state.Invalid(BlockValidationResult::BLOCK_MUTATED, "unexpected-witness",
+                             "CheckWitnessMalleation : unexpected witness data found");
     }
     return true;
+}
+
+bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state)
+{
+    return CheckWitnessMalleation(WitnessFactsOf(block, expect_witness_commitment), expect_witness_commitment, state);
 }
 
 bool CheckBlockWeight(const Block& block, BlockValidationState& state)

@@ -388,6 +388,19 @@ TEST(WitnessCommitment, MalleationRules)
     BlockValidationState c;
     EXPECT_FALSE(CheckWitnessMalleation(other, true, c));
     EXPECT_EQ(c.GetRejectReason(), "bad-witness-merkle-match");
+
+    // ConnectBlock's form: the facts CheckBlock read give the same verdicts, segwit active or not.
+    for (const Block* blk : {&seg, &legacy, &nonce, &size, &other}) {
+        for (const bool expect : {true, false}) {
+            BlockValidationState direct, checked_state, from_facts;
+            CheckWitnessMalleation(*blk, expect, direct);
+            auto checked = CheckBlock(Block(*blk), checked_state, Main(), NO_POW);
+            ASSERT_TRUE(checked) << checked_state.ToString();
+            CheckWitnessMalleation(checked->witness_facts(), expect, from_facts);
+            EXPECT_EQ(from_facts.GetRejectReason(), direct.GetRejectReason()) << blk->GetHash().ToHex() << expect;
+            EXPECT_EQ(from_facts.IsValid(), direct.IsValid());
+        }
+    }
 }
 
 TEST(Bip34, CoinbaseHeight)

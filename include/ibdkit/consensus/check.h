@@ -24,6 +24,24 @@ struct CheckBlockOptions {
     bool check_merkle_root{true}; ///< merkle root and the CVE-2012-2459 mutation rule
 };
 
+/// What CheckWitnessMalleation's verdict depends on, read from the block alone: whether the
+/// coinbase commits to the witness merkle root (and whether that commitment holds), and whether
+/// any transaction carries witness data. Only whether segwit is active comes from the chain.
+struct WitnessFacts {
+    enum class Commitment : uint8_t {
+        Absent,       ///< no commitment output
+        BadNonceSize, ///< the coinbase witness is not one 32-byte item
+        Mismatch,     ///< SHA256d(witness merkle root ‖ item) differs from the committed hash
+        Matches,
+        NotRead,      ///< not evaluated (WitnessFactsOf without the commitment)
+    };
+    Commitment commitment{Commitment::Absent};
+    bool any_witness{false};
+};
+
+/// The facts of `block`; the commitment (a witness merkle tree) only if `read_commitment`.
+WitnessFacts WitnessFactsOf(const Block& block, bool read_commitment);
+
 /// A block that passed CheckBlock (with the options it records). Immutable.
 class CheckedBlock {
 public:
@@ -34,18 +52,22 @@ public:
     /// Each transaction's legacy sigop count (Core's GetLegacySigOpCount), as CheckBlock counted
     /// them for its own limit: ConnectBlock's sigop cost starts from these.
     std::span<const uint32_t> legacy_sigops() const noexcept { return m_legacy_sigops; }
+    /// The block's witness facts, read by CheckBlock (on the thread that checked the block, so that
+    /// the connecting thread does not build the witness merkle tree).
+    const WitnessFacts& witness_facts() const noexcept { return m_witness; }
     /// Gives the block back (the proof is consumed).
     Block Release() && { return std::move(m_block); }
 
 private:
     friend std::optional<CheckedBlock> CheckBlock(Block&&, BlockValidationState&, const ConsensusParams&, CheckBlockOptions);
-    CheckedBlock(Block&& b, CheckBlockOptions o, std::vector<uint32_t>&& sigops)
-        : m_block(std::move(b)), m_opts(o), m_legacy_sigops(std::move(sigops))
+    CheckedBlock(Block&& b, CheckBlockOptions o, std::vector<uint32_t>&& sigops, WitnessFacts witness)
+        : m_block(std::move(b)), m_opts(o), m_legacy_sigops(std::move(sigops)), m_witness(witness)
     {
     }
     Block m_block;
     CheckBlockOptions m_opts;
     std::vector<uint32_t> m_legacy_sigops;
+    WitnessFacts m_witness;
 };
 
 /// Core's CheckBlock on a block it does not take: returns true if every context-free rule holds,
@@ -72,6 +94,9 @@ int GetWitnessCommitmentIndex(const Block& block) noexcept;
 /// (bad-witness-nonce-size) and SHA256d(witness merkle root ‖ item) must equal the committed hash
 /// (bad-witness-merkle-match); otherwise no transaction may carry witness data (unexpected-witness).
 bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state);
+/// The same from facts read before (CheckedBlock::witness_facts); NotRead with a commitment
+/// expected is a programmer error.
+bool CheckWitnessMalleation(const WitnessFacts& facts, bool expect_witness_commitment, BlockValidationState& state);
 
 /// BIP141 block weight limit (ContextualCheckBlock's bad-blk-weight).
 bool CheckBlockWeight(const Block& block, BlockValidationState& state);
