@@ -136,7 +136,7 @@ void PlanShards(const Block& block, ShardPlan& plan)
 // (cleared first), for the caller to look up on disk should the block fail.
 void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
                 std::span<const std::size_t> first_input, std::span<const ShardOp> ops, Bip30 bip30,
-                SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
+                std::span<const InputSigOps> input_sigops, SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
                 std::atomic<std::size_t>& first_conflict)
 {
     // Memory hints first: the slots of every outpoint the shard will look up (the BIP30 check's
@@ -179,14 +179,14 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
-            SpentInput& in = inputs[first_input[op.tx] + op.input];
-            const TxIn& txin = tx.vin()[op.input];
-            auto it = view.FetchCoin(txin.prevout);
+            const std::size_t k = first_input[op.tx] + op.input;
+            SpentInput& in = inputs[k];
+            auto it = view.FetchCoin(tx.vin()[op.input].prevout);
             in.found = it != view.MapEnd() && !it->second.IsSpent();
             in.sigop_cost = 0;
             if (in.found) {
                 view.SpendCoinAt(it, &in.coin);
-                in.sigop_cost = InputSigOpCost(txin, in.coin.out.script_pubkey.span(), sigop_flags);
+                in.sigop_cost = InputSigOpCost(input_sigops[k], in.coin.out.script_pubkey.span(), sigop_flags);
             }
             continue;
         }
@@ -281,6 +281,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         if (!block.vtx[t].IsCoinBase()) n_inputs += block.vtx[t].vin().size();
     }
     if (all_inputs.size() < n_inputs) all_inputs.resize(n_inputs);
+    assert(checked.input_sigops().size() == n_inputs && "CheckBlock read every input after the coinbase");
     // A small block is done here: waking a helper would cost more than its work.
     if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
@@ -289,7 +290,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     PlanShards(block, plan);
     auto& not_in_cache = t_not_in_cache;
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, sigop_flags, not_in_cache[s],
+        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, checked.input_sigops(), sigop_flags, not_in_cache[s],
                    bip30_violation, first_conflict);
     };
     if (runner) {

@@ -86,8 +86,15 @@ std::optional<CheckedBlock> CheckBlock(Block&& block, BlockValidationState& stat
 {
     std::vector<uint32_t> legacy_sigops;
     if (!CheckBlockRules(block, state, params, opts, &legacy_sigops)) return std::nullopt;
+    std::size_t inputs = 0;
+    for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
+    std::vector<InputSigOps> input_sigops;
+    input_sigops.reserve(inputs);
+    for (std::size_t t = 1; t < block.vtx.size(); ++t) {
+        for (const TxIn& in : block.vtx[t].vin()) input_sigops.push_back(InputSigOpsOf(in));
+    }
     const WitnessFacts witness = WitnessFactsOf(block, true);
-    return CheckedBlock(std::move(block), opts, std::move(legacy_sigops), witness);
+    return CheckedBlock(std::move(block), opts, std::move(legacy_sigops), std::move(input_sigops), witness);
 }
 
 int GetWitnessCommitmentIndex(const Block& block) noexcept

@@ -48,24 +48,41 @@ unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const Scri
 
 } // namespace
 
-int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept
+InputSigOps InputSigOpsOf(const TxIn& in) noexcept
+{
+    InputSigOps s;
+    // Core's GetP2SHSigOpCount reads the scriptSig's last push (push-only exactly when it can be
+    // taken) and CountWitnessSigOps a P2SH-wrapped program there, or a P2WSH witness script.
+    if (const auto redeem = LastPush(in.script_sig.span())) {
+        s.redeem = GetSigOpCount(*redeem, true);
+        int version = 0;
+        std::span<const uint8_t> program;
+        if (IsWitnessProgram(*redeem, version, program)) s.redeem_witness = WitnessSigOps(version, program, in.witness);
+    }
+    if (!in.witness.stack.empty()) {
+        const auto& script = in.witness.stack.back();
+        s.witness_script = GetSigOpCount(std::span<const uint8_t>(script.data(), script.size()), true);
+    }
+    return s;
+}
+
+int64_t InputSigOpCost(const InputSigOps& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept
 {
     assert(flags.p2sh || !flags.witness); // as Core asserts
     if (!flags.p2sh) return 0;
-    // Core's GetP2SHSigOpCount and CountWitnessSigOps for one input: a P2SH spend's scriptSig is
-    // walked once for both (push-only exactly when its last push can be taken), and any other
-    // output is told from a witness program by its first bytes, without a walk.
+    // A P2SH output or a witness program is told by its first bytes, without a walk.
+    if (IsPayToScriptHash(script_pubkey)) return int64_t(in.redeem) * WITNESS_SCALE_FACTOR + (flags.witness ? in.redeem_witness : 0);
     int version = 0;
     std::span<const uint8_t> program;
-    if (IsPayToScriptHash(script_pubkey)) {
-        const auto redeem = LastPush(in.script_sig.span());
-        if (!redeem) return 0;
-        int64_t cost = int64_t(GetSigOpCount(*redeem, true)) * WITNESS_SCALE_FACTOR;
-        if (flags.witness && IsWitnessProgram(*redeem, version, program)) cost += WitnessSigOps(version, program, in.witness);
-        return cost;
-    }
-    if (flags.witness && IsWitnessProgram(script_pubkey, version, program)) return WitnessSigOps(version, program, in.witness);
-    return 0;
+    if (!flags.witness || !IsWitnessProgram(script_pubkey, version, program) || version != 0) return 0;
+    // Core's WitnessSigOps for version 0: P2WPKH 1, P2WSH the witness script's count.
+    if (program.size() == 20) return 1;
+    return program.size() == 32 ? in.witness_script : 0;
+}
+
+int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept
+{
+    return InputSigOpCost(InputSigOpsOf(in), script_pubkey, flags);
 }
 
 unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) noexcept

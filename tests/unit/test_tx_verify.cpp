@@ -116,6 +116,20 @@ TEST(SigOpCost, InputSharesAddUpToTheCost)
     }
     EXPECT_EQ(GetTransactionSigOpCost(tx, spent, {}), 4 + 8 + 1 + 3);
     EXPECT_EQ(InputSigOpCost(tx.vin()[1], spent[1].script_pubkey.span(), {}), 1);
+
+    // The facts of an input do not depend on what it spends: the P2WSH input's witness script
+    // counts only under a P2WSH output, a non-push-only scriptSig gives a P2SH output nothing.
+    const InputSigOps wsh = InputSigOpsOf(tx.vin()[2]);
+    EXPECT_EQ(wsh.witness_script, 3u);
+    EXPECT_EQ(InputSigOpCost(wsh, Out("0020" + H32).script_pubkey.span(), {}), 3);
+    EXPECT_EQ(InputSigOpCost(wsh, Out("0014" + H20).script_pubkey.span(), {}), 1);
+    EXPECT_EQ(InputSigOpCost(wsh, Out("5120" + H32).script_pubkey.span(), {}), 0);
+    EXPECT_EQ(InputSigOpCost(wsh, Out("76a914" + H20 + "88ac").script_pubkey.span(), {}), 0);
+    const InputSigOps nonpush = InputSigOpsOf(Transaction(Spend("61" "01ae")).vin()[0]); // OP_NOP <ae>
+    EXPECT_EQ(InputSigOpCost(nonpush, Out("a914" + H20 + "87").script_pubkey.span(), {}), 0);
+    const InputSigOps p2sh_multisig = InputSigOpsOf(tx.vin()[0]);
+    EXPECT_EQ(InputSigOpCost(p2sh_multisig, Out("a914" + H20 + "87").script_pubkey.span(), {}), 8);
+    EXPECT_EQ(InputSigOpCost(p2sh_multisig, Out("a914" + H20 + "87").script_pubkey.span(), {false, false}), 0);
 }
 
 TEST(SigOpCost, BlockLimitIsBadBlkSigops)

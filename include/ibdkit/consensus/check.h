@@ -8,6 +8,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/tx_verify.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
@@ -52,6 +53,9 @@ public:
     /// Each transaction's legacy sigop count (Core's GetLegacySigOpCount), as CheckBlock counted
     /// them for its own limit: ConnectBlock's sigop cost starts from these.
     std::span<const uint32_t> legacy_sigops() const noexcept { return m_legacy_sigops; }
+    /// What each input's sigop cost needs from the block (InputSigOpsOf), for every input of the
+    /// transactions after the coinbase, in block order: ConnectBlock adds the spent outputs.
+    std::span<const InputSigOps> input_sigops() const noexcept { return m_input_sigops; }
     /// The block's witness facts, read by CheckBlock (on the thread that checked the block, so that
     /// the connecting thread does not build the witness merkle tree).
     const WitnessFacts& witness_facts() const noexcept { return m_witness; }
@@ -60,13 +64,16 @@ public:
 
 private:
     friend std::optional<CheckedBlock> CheckBlock(Block&&, BlockValidationState&, const ConsensusParams&, CheckBlockOptions);
-    CheckedBlock(Block&& b, CheckBlockOptions o, std::vector<uint32_t>&& sigops, WitnessFacts witness)
-        : m_block(std::move(b)), m_opts(o), m_legacy_sigops(std::move(sigops)), m_witness(witness)
+    CheckedBlock(Block&& b, CheckBlockOptions o, std::vector<uint32_t>&& sigops, std::vector<InputSigOps>&& input_sigops,
+                 WitnessFacts witness)
+        : m_block(std::move(b)), m_opts(o), m_legacy_sigops(std::move(sigops)), m_input_sigops(std::move(input_sigops)),
+          m_witness(witness)
     {
     }
     Block m_block;
     CheckBlockOptions m_opts;
     std::vector<uint32_t> m_legacy_sigops;
+    std::vector<InputSigOps> m_input_sigops;
     WitnessFacts m_witness;
 };
 

@@ -30,11 +30,23 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
 /// legacy sigops only and `spent` is ignored; otherwise precondition spent.size() == vin().size().
 int64_t GetTransactionSigOpCost(const Transaction& tx, std::span<const TxOut> spent, SigOpFlags flags) noexcept;
 
+/// What one input's sigop cost needs from the spending transaction alone, whatever it spends.
+/// CheckBlock reads it on the thread that decoded the block (CheckedBlock::input_sigops), so that
+/// connecting the block reads only the spent outputs' scripts, not the block's scriptSigs and
+/// witnesses again.
+struct InputSigOps {
+    uint32_t redeem{0};         ///< P2SH: the redeem script's (last push's) accurate count; 0 unless push-only
+    uint32_t redeem_witness{0}; ///< P2SH-wrapped witness program: its witness sigops
+    uint32_t witness_script{0}; ///< P2WSH: the witness script's (last item's) accurate count
+};
+InputSigOps InputSigOpsOf(const TxIn& in) noexcept;
+
 /// One input's share of the sigop cost beyond the legacy count (a transaction's cost is its legacy
 /// sigops × 4 plus this summed over its inputs): the P2SH redeem script's sigops × 4 and the
 /// witness sigops, from `script_pubkey`, the output the input spends. ConnectBlock counts it where
-/// the shard task finds the coin, while its script is at hand, with the legacy count CheckBlock
-/// made (CheckedBlock::legacy_sigops).
+/// the shard task finds the coin, with the counts CheckBlock made (CheckedBlock::legacy_sigops and
+/// input_sigops).
+int64_t InputSigOpCost(const InputSigOps& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept;
 int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept;
 
 /// ConnectBlock's running limit: adds `cost` to `total`; false with "bad-blk-sigops"
