@@ -136,8 +136,8 @@ void PlanShards(const Block& block, ShardPlan& plan)
 // (cleared first), for the caller to look up on disk should the block fail.
 void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
                 std::span<const std::size_t> first_input, std::span<const ShardOp> ops, Bip30 bip30,
-                std::span<const InputSigOps> input_sigops, SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache, std::atomic<bool>& bip30_violation,
-                std::atomic<std::size_t>& first_conflict)
+                std::span<const InputSigOps> input_sigops, SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache,
+                std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
 {
     // Memory hints first: the slots of every outpoint the shard will look up (the BIP30 check's
     // too), then the nodes of the coins the inputs spend, so that their cache misses overlap (a
@@ -290,8 +290,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     PlanShards(block, plan);
     auto& not_in_cache = t_not_in_cache;
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, checked.input_sigops(), sigop_flags, not_in_cache[s],
-                   bip30_violation, first_conflict);
+        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, checked.input_sigops(), sigop_flags,
+                   not_in_cache[s], bip30_violation, first_conflict);
     };
     if (runner) {
         (*runner)(CoinsCache::SHARDS, apply);
