@@ -33,17 +33,13 @@ std::optional<std::span<const uint8_t>> LastPush(std::span<const uint8_t> script
     return data;
 }
 
-/// Core's WitnessSigOps.
-unsigned WitnessSigOps(int version, std::span<const uint8_t> program, const ScriptWitness& witness) noexcept
+/// Core's WitnessSigOps, given the witness script's accurate count (its last item's; 0 for an
+/// empty witness): P2WPKH 1, P2WSH that count, anything else 0.
+uint32_t WitnessSigOps(int version, std::span<const uint8_t> program, uint32_t witness_script) noexcept
 {
-    if (version == 0) {
-        if (program.size() == 20) return 1;
-        if (program.size() == 32 && !witness.stack.empty()) {
-            const auto& script = witness.stack.back();
-            return GetSigOpCount(std::span<const uint8_t>(script.data(), script.size()), true);
-        }
-    }
-    return 0;
+    if (version != 0) return 0;
+    if (program.size() == 20) return 1;
+    return program.size() == 32 ? witness_script : 0;
 }
 
 } // namespace
@@ -53,15 +49,15 @@ InputSigOps InputSigOpsOf(const TxIn& in) noexcept
     InputSigOps s;
     // Core's GetP2SHSigOpCount reads the scriptSig's last push (push-only exactly when it can be
     // taken) and CountWitnessSigOps a P2SH-wrapped program there, or a P2WSH witness script.
+    if (!in.witness.stack.empty()) {
+        const auto& script = in.witness.stack.back();
+        s.witness_script = GetSigOpCount(std::span<const uint8_t>(script.data(), script.size()), true);
+    }
     if (const auto redeem = LastPush(in.script_sig.span())) {
         s.redeem = GetSigOpCount(*redeem, true);
         int version = 0;
         std::span<const uint8_t> program;
-        if (IsWitnessProgram(*redeem, version, program)) s.redeem_witness = WitnessSigOps(version, program, in.witness);
-    }
-    if (!in.witness.stack.empty()) {
-        const auto& script = in.witness.stack.back();
-        s.witness_script = GetSigOpCount(std::span<const uint8_t>(script.data(), script.size()), true);
+        if (IsWitnessProgram(*redeem, version, program)) s.redeem_witness = WitnessSigOps(version, program, s.witness_script);
     }
     return s;
 }
@@ -74,10 +70,8 @@ int64_t InputSigOpCost(const InputSigOps& in, std::span<const uint8_t> script_pu
     if (IsPayToScriptHash(script_pubkey)) return int64_t(in.redeem) * WITNESS_SCALE_FACTOR + (flags.witness ? in.redeem_witness : 0);
     int version = 0;
     std::span<const uint8_t> program;
-    if (!flags.witness || !IsWitnessProgram(script_pubkey, version, program) || version != 0) return 0;
-    // Core's WitnessSigOps for version 0: P2WPKH 1, P2WSH the witness script's count.
-    if (program.size() == 20) return 1;
-    return program.size() == 32 ? in.witness_script : 0;
+    if (!flags.witness || !IsWitnessProgram(script_pubkey, version, program)) return 0;
+    return WitnessSigOps(version, program, in.witness_script);
 }
 
 int64_t InputSigOpCost(const TxIn& in, std::span<const uint8_t> script_pubkey, SigOpFlags flags) noexcept
@@ -91,9 +85,7 @@ unsigned GetP2SHSigOpCount(const Transaction& tx, std::span<const TxOut> spent) 
     assert(spent.size() == tx.vin().size());
     unsigned n = 0;
     for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-        if (!IsPayToScriptHash(spent[i].script_pubkey.span())) continue;
-        // Core's CScript::GetSigOpCount(scriptSig): the redeem script (the last push), counted accurately.
-        if (const auto redeem = LastPush(tx.vin()[i].script_sig.span())) n += GetSigOpCount(*redeem, true);
+        if (IsPayToScriptHash(spent[i].script_pubkey.span())) n += InputSigOpsOf(tx.vin()[i]).redeem;
     }
     return n;
 }

@@ -130,6 +130,10 @@ TEST(SigOpCost, InputSharesAddUpToTheCost)
     const InputSigOps p2sh_multisig = InputSigOpsOf(tx.vin()[0]);
     EXPECT_EQ(InputSigOpCost(p2sh_multisig, Out("a914" + H20 + "87").script_pubkey.span(), {}), 8);
     EXPECT_EQ(InputSigOpCost(p2sh_multisig, Out("a914" + H20 + "87").script_pubkey.span(), {false, false}), 0);
+    // P2SH-wrapped P2WSH: the witness script's count, under the P2SH output only with witness on.
+    const InputSigOps nested_wsh = InputSigOpsOf(Transaction(Spend("22" "0020" + H32, {{}, {0x53, 0xae}})).vin()[0]);
+    EXPECT_EQ(InputSigOpCost(nested_wsh, Out("a914" + H20 + "87").script_pubkey.span(), {}), 3);
+    EXPECT_EQ(InputSigOpCost(nested_wsh, Out("a914" + H20 + "87").script_pubkey.span(), {true, false}), 0);
 }
 
 TEST(SigOpCost, BlockLimitIsBadBlkSigops)
