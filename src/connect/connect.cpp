@@ -44,9 +44,8 @@ constexpr std::size_t MIN_SPREAD_WORK = 64;
 
 // Reused across calls on the connecting thread (no allocation per block or transaction): every
 // input of the block (never shrunk, so that each coin keeps its script's storage for the next
-// block's copy), where each transaction's inputs start among them, and their heights.
+// block's copy), and their heights.
 thread_local std::vector<SpentInput> t_inputs;
-thread_local std::vector<std::size_t> t_first_input;
 thread_local std::vector<int> t_heights;
 
 // Core's GetBlockScriptFlags as far as sigop counting reads it: P2SH and witness on, except for
@@ -91,33 +90,11 @@ void AddCoins(CoinsCache& view, const Transaction& tx, int height)
     }
 }
 
-// The cache's work of one block, split by shard in one pass over the block: for each shard, in
-// block order, the inputs whose prevout it holds (tx, input index) and the transactions whose
-// outputs it holds (tx, OUTPUTS: every output of a transaction shares its txid's shard). Each
-// shard's task then walks only its own list, instead of every task walking the whole block.
-struct ShardOp {
-    static constexpr uint32_t OUTPUTS = ~uint32_t(0);
-    uint32_t tx;
-    uint32_t input; ///< OUTPUTS: add the transaction's outputs
-};
-using ShardPlan = std::array<std::vector<ShardOp>, CoinsCache::SHARDS>;
-thread_local ShardPlan t_plan;
+using ShardOp = ConnectPlan::Op;
 // Per shard, the outputs of the block whose BIP30 lookup on disk waits for a failure (Bip30::OnFailure).
 thread_local std::array<std::vector<OutPoint>, CoinsCache::SHARDS> t_not_in_cache;
-
-void PlanShards(const Block& block, ShardPlan& plan)
-{
-    for (auto& ops : plan) ops.clear();
-    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
-        const Transaction& tx = block.vtx[t];
-        if (!tx.IsCoinBase()) {
-            for (std::size_t i = 0; i < tx.vin().size(); ++i) {
-                plan[CoinsCache::ShardOf(tx.vin()[i].prevout)].push_back({uint32_t(t), uint32_t(i)});
-            }
-        }
-        if (!tx.vout().empty()) plan[CoinsCache::ShardOf(OutPoint{tx.GetHash(), 0})].push_back({uint32_t(t), ShardOp::OUTPUTS});
-    }
-}
+// The plan of a block ConnectBlock was given none for.
+thread_local ConnectPlan t_plan;
 
 // The cache's side of connecting a block for the outpoints of one shard (`ops`, its part of the
 // plan): each input's coin is looked up and, if unspent, spent and moved to `inputs` with the
@@ -205,6 +182,39 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
 
 } // namespace
 
+void ConnectPlan::Assign(const Block& block)
+{
+    // Two passes: each shard's count, then every step into its shard's place (a counting sort, so
+    // each shard's steps stay in block order).
+    std::array<std::size_t, CoinsCache::SHARDS> count{};
+    m_first_input.resize(block.vtx.size() + 1);
+    std::size_t inputs = 0;
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        m_first_input[t] = inputs;
+        if (!tx.IsCoinBase()) {
+            for (const TxIn& in : tx.vin()) ++count[CoinsCache::ShardOf(in.prevout)];
+            inputs += tx.vin().size();
+        }
+        if (!tx.vout().empty()) ++count[CoinsCache::ShardOf(OutPoint{tx.GetHash(), 0})];
+    }
+    m_first_input.back() = inputs;
+    std::array<std::size_t, CoinsCache::SHARDS> next{};
+    m_shard_begin[0] = 0;
+    for (std::size_t s = 0; s < CoinsCache::SHARDS; ++s) {
+        next[s] = m_shard_begin[s];
+        m_shard_begin[s + 1] = m_shard_begin[s] + count[s];
+    }
+    m_ops.resize(m_shard_begin[CoinsCache::SHARDS]);
+    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        if (!tx.IsCoinBase()) {
+            for (std::size_t i = 0; i < tx.vin().size(); ++i) m_ops[next[CoinsCache::ShardOf(tx.vin()[i].prevout)]++] = {uint32_t(t), uint32_t(i)};
+        }
+        if (!tx.vout().empty()) m_ops[next[CoinsCache::ShardOf(OutPoint{tx.GetHash(), 0})]++] = {uint32_t(t), Op::OUTPUTS};
+    }
+}
+
 bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
 {
     static const BlockHash h91842 = *BlockHash::FromHex("00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec");
@@ -213,7 +223,8 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
 }
 
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo, const TaskRunner* runner)
+                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo, const TaskRunner* runner,
+                  const ConnectPlan* plan)
 {
     const Block& block = checked.block();
     const int height = ctx.height;
@@ -272,25 +283,23 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     // The cache's side first, spread over the runner's threads by shard, and the sigop costs;
     // then the checks, in Core's order, from the coins each input found. A block that fails
     // leaves the cache with part (or all) of its changes, as Core's does: the caller drops it.
-    auto& all_inputs = t_inputs;
-    auto& first_input = t_first_input;
-    first_input.resize(block.vtx.size());
-    std::size_t n_inputs = 0;
-    for (std::size_t t = 0; t < block.vtx.size(); ++t) {
-        first_input[t] = n_inputs;
-        if (!block.vtx[t].IsCoinBase()) n_inputs += block.vtx[t].vin().size();
+    if (!plan) {
+        t_plan.Assign(block);
+        plan = &t_plan;
     }
+    assert(plan->Transactions() == block.vtx.size() && "ConnectPlan: planned for another block");
+    auto& all_inputs = t_inputs;
+    const auto first_input = plan->FirstInput();
+    const std::size_t n_inputs = plan->Inputs();
     if (all_inputs.size() < n_inputs) all_inputs.resize(n_inputs);
     assert(checked.input_sigops().size() == n_inputs && "CheckBlock read every input after the coinbase");
     // A small block is done here: waking a helper would cost more than its work.
     if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
-    ShardPlan& plan = t_plan;
-    PlanShards(block, plan);
     auto& not_in_cache = t_not_in_cache;
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan[s], bip30, checked.input_sigops(), sigop_flags,
+        ApplyShard(block, height, view, all_inputs, first_input, plan->Shard(s), bip30, checked.input_sigops(), sigop_flags,
                    not_in_cache[s], bip30_violation, first_conflict);
     };
     if (runner) {

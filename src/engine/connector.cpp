@@ -117,11 +117,12 @@ std::optional<std::string> BlockConnector::Connect(Block&& block, const ConnectC
     return Connect(*checked, ctx, size);
 }
 
-std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size)
+std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size,
+                                                   const ConnectPlan* plan)
 {
     BlockValidationState state;
     ConnectStats cs;
-    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr, m_runner) ||
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr, m_runner, plan) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }

@@ -4,8 +4,14 @@
 //   source thread          worker threads (N-1)              calling thread
 //   Produce(): raw bytes → DecodeBlock, txids/wtxids,     → blocks in chain order: ConnectBlock,
 //   in a DataStream<P>     CheckBlock → ReadyBlock           flush within the budget, progress
-//                          prevout reads from the         ←  the missing prevouts of the next
-//                          chainstate (prefetch)              decoded blocks
+//   (decodes 1 in N-1      prevout reads from the         ←  the missing prevouts of the next
+//   itself)                chainstate (prefetch)              decoded blocks
+//
+// The source thread decodes one block in every N - 1 itself, straight after reading it, while its
+// bytes are still in that core's cache; with two threads, every block. Bytes read on one core and
+// decoded on another cost more: parsing and sigop counting took 46% more CPU samples than on one
+// thread, 13% more when decoded where they were read (docs/benchmarks.md). The workers take the
+// other blocks, and the prefetch reads first.
 //
 // Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
@@ -15,8 +21,9 @@
 // With one thread the source's emit decodes, checks and connects in place.
 //
 // Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),
-// the connecting thread looks at the next few decoded blocks, finds the prevouts its cache does not
-// hold, and workers read them from the database while it connects; the coins are added to the
+// the thread that decodes a block lists its prevouts that the block itself does not create; the
+// connecting thread looks at the next few decoded blocks, keeps those its cache does not hold, and
+// workers read them from the database while it connects; the coins are added to the
 // cache just before their block is connected. Only the connecting thread flushes, so a read is
 // used only if no flush happened between asking for it and using it (the flush count is the
 // epoch); otherwise it is dropped and ConnectBlock reads the coin itself.
@@ -129,15 +136,42 @@ struct ReadyBlock {
     std::size_t size{0};
     BlockHeader header;                  ///< set when the block decoded
     std::optional<CheckedBlock> block;   ///< set when the block decoded and passed CheckBlock
+    /// Made by the pipeline thread that decoded the block (else empty: ConnectBlock plans it)...
+    ConnectPlan plan;
+    /// ...and so are the prevouts that no transaction of the block creates, prefetch's candidates,
+    /// once the engine prefetches (Pipeline::StartPrefetch).
+    std::vector<OutPoint> outside_prevouts;
+    bool outside_listed{false};
     std::string reject_reason;           ///< CheckBlock's reason when it did not pass
     bool header_invalid{false};          ///< CheckBlock failed on the header itself (high-hash)
     std::optional<Error> decode_error;   ///< the bytes do not decode
 };
 
+/// Fills rb.plan and, with `list_outside`, rb.outside_prevouts for a block that passed CheckBlock.
+inline void PlanAhead(ReadyBlock& rb, bool list_outside)
+{
+    const Block& block = rb.block->block();
+    rb.plan.Assign(block);
+    if (!list_outside) return;
+    rb.outside_listed = true;
+    thread_local std::unordered_set<Txid, Uint256Hasher> own;
+    own.clear();
+    for (const auto& tx : block.vtx) own.insert(tx.GetHash());
+    rb.outside_prevouts.reserve(rb.plan.Inputs());
+    for (const auto& tx : block.vtx) {
+        if (tx.IsCoinBase()) continue;
+        for (const auto& in : tx.vin()) {
+            if (!own.contains(in.prevout.hash)) rb.outside_prevouts.push_back(in.prevout);
+        }
+    }
+}
+
 /// Decodes (computing every txid and wtxid) and checks a raw block; its buffer is freed here, as a
-/// node frees a message once it has decoded it.
+/// node frees a message once it has decoded it. With `plan_ahead`, a block that passed is planned
+/// too (PlanAhead), on this thread.
 template <typename Policy>
-ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params)
+ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params, bool plan_ahead = false,
+                          bool list_outside = false)
 {
     ReadyBlock rb;
     rb.height = raw.height;
@@ -158,12 +192,15 @@ ReadyBlock DecodeAndCheck(RawBlock<Policy>&& raw, const ConsensusParams& params)
     if (!rb.block) {
         rb.reject_reason = state.GetRejectReason();
         rb.header_invalid = state.GetResult() == BlockValidationResult::BLOCK_INVALID_HEADER;
+    } else if (plan_ahead) {
+        PlanAhead(rb, list_outside);
     }
     return rb;
 }
 
 /// The threads behind the engine when it has more than one: a producer running the source and
-/// `workers` decoding and checking. Pop() hands blocks out in the order the source emitted them.
+/// `workers` decoding and checking, the producer one block in `workers` (above). Pop() hands
+/// blocks out in the order the source emitted them.
 template <typename Policy>
 class Pipeline {
 public:
@@ -181,7 +218,7 @@ public:
 
     /// `db`: where prefetch reads coins (may be null: no prefetch).
     Pipeline(const ConsensusParams& params, unsigned workers, const CoinsDB* db)
-        : m_params(params), m_db(db), m_max_count(8 + 8 * std::size_t(workers))
+        : m_params(params), m_db(db), m_max_count(8 + 8 * std::size_t(workers)), m_decoders(std::max(1u, workers))
     {
         m_workers.reserve(workers);
         for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
@@ -253,6 +290,10 @@ public:
         m_work.notify_one();
     }
 
+    /// From now on the decoding threads list each block's outside prevouts
+    /// (ReadyBlock::outside_prevouts) for Prefetch.
+    void StartPrefetch() noexcept { m_prefetching.store(true, std::memory_order_relaxed); }
+
     /// The coins read ahead for block `seq` (just popped), if the workers finished them.
     std::optional<Prefetched> TakePrefetched(uint64_t seq)
     {
@@ -307,9 +348,25 @@ private:
         if (!fits()) m_space.wait(lock, [&] { return m_stop || (LowWater() && fits()); });
         if (m_stop) return false;
         m_bytes_in_flight += size;
-        m_input.emplace_back(m_next_push++, std::move(raw));
+        const uint64_t seq = m_next_push++;
+        if (seq % m_decoders == 0) { // this thread's share (all of them with one worker)
+            lock.unlock();
+            Decode(seq, std::move(raw));
+            return true;
+        }
+        m_input.emplace_back(seq, std::move(raw));
         m_work.notify_one();
         return true;
+    }
+
+    /// Decodes and checks block `seq` and puts it with the decoded ones (m_mutex not held).
+    void Decode(uint64_t seq, RawBlock<Policy>&& raw)
+    {
+        ReadyBlock rb = DecodeAndCheck(std::move(raw), m_params, /*plan_ahead=*/true, m_prefetching.load(std::memory_order_relaxed));
+        rb.seq = seq;
+        std::lock_guard lock(m_mutex);
+        m_ready.emplace(seq, std::move(rb));
+        if (seq == m_next_pop) m_ready_cv.notify_all();
     }
 
     struct PrefetchJob {
@@ -354,11 +411,8 @@ private:
             auto [seq, raw] = std::move(m_input.front());
             m_input.pop_front();
             lock.unlock();
-            ReadyBlock rb = DecodeAndCheck(std::move(raw), m_params);
-            rb.seq = seq;
+            Decode(seq, std::move(raw));
             lock.lock();
-            m_ready.emplace(seq, std::move(rb));
-            if (seq == m_next_pop) m_ready_cv.notify_all();
         }
         lock.unlock();
         m_cleansed += CleansedBytes() - cleansed;
@@ -367,6 +421,7 @@ private:
     const ConsensusParams& m_params;
     const CoinsDB* m_db;
     const std::size_t m_max_count;
+    const unsigned m_decoders; ///< the producer decodes block numbers that are multiples of this
     std::mutex m_mutex;
     std::condition_variable m_space, m_work, m_ready_cv;
     std::deque<std::pair<uint64_t, RawBlock<Policy>>> m_input;
@@ -378,6 +433,7 @@ private:
     /// that its block was handed out.
     std::atomic<uint64_t> m_next_pop{0};
     std::size_t m_bytes_in_flight{0};
+    std::atomic<bool> m_prefetching{false};
     bool m_stop{false}, m_producer_done{false};
     std::optional<Error> m_producer_error;
     std::atomic<uint64_t> m_cleansed{0};
@@ -631,7 +687,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                 reason = rb.reject_reason;
             } else {
                 rb.ctx.prev = prev;
-                reason = conn.Connect(*rb.block, rb.ctx, rb.size);
+                reason = conn.Connect(*rb.block, rb.ctx, rb.size, rb.plan.Transactions() ? &rb.plan : nullptr);
             }
             if (reason) {
                 // The cache may hold part of the block: it is dropped by not flushing. Good blocks
@@ -662,11 +718,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                 const TaskRunner runner = [&helpers](std::size_t n, const TaskPool::Task& task) { helpers.Run(n, task); };
                 conn.SetTaskRunner(&runner);
                 Pipeline<Policy> pipe(params.consensus, threads - 1, &db);
-                pipe.Start([&](const typename BlockSource<Policy>::Emit& emit) { return src.Produce(next, last, emit); });
                 // Coins are on disk once the chainstate was resumed or the cache flushed.
                 bool prefetch = !best->IsNull();
+                if (prefetch) pipe.StartPrefetch();
+                pipe.Start([&](const typename BlockSource<Policy>::Emit& emit) { return src.Produce(next, last, emit); });
                 uint64_t scanned = 0; // next emission number to look at for prefetch
-                std::unordered_set<Txid, Uint256Hasher> own;
                 while (auto rb = pipe.Pop()) {
                     if (prefetch) {
                         if (auto pf = pipe.TakePrefetched(rb->seq); pf && pf->epoch == conn.counters().flushes) {
@@ -674,21 +730,19 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                         }
                         for (const ReadyBlock* ahead : pipe.Peek(std::max(scanned, rb->seq + 1), PREFETCH_BLOCKS)) {
                             scanned = ahead->seq + 1;
-                            if (!ahead->block) continue;
+                            if (!ahead->outside_listed) continue; // decoded before prefetch started
                             std::vector<OutPoint> missing;
-                            own.clear();
-                            for (const auto& tx : ahead->block->block().vtx) own.insert(tx.GetHash());
-                            for (const auto& tx : ahead->block->block().vtx) {
-                                if (tx.IsCoinBase()) continue;
-                                for (const auto& in : tx.vin()) {
-                                    if (!own.contains(in.prevout.hash) && !conn.cache().HasEntry(in.prevout)) missing.push_back(in.prevout);
-                                }
+                            for (const OutPoint& prevout : ahead->outside_prevouts) {
+                                if (!conn.cache().HasEntry(prevout)) missing.push_back(prevout);
                             }
                             pipe.Prefetch(ahead->seq, conn.counters().flushes, std::move(missing));
                         }
                     }
                     if (!connect(*rb)) break;
-                    prefetch = prefetch || conn.counters().flushes > 0;
+                    if (!prefetch && conn.counters().flushes > 0) {
+                        prefetch = true;
+                        pipe.StartPrefetch();
+                    }
                 }
                 produce_error = pipe.Stop();
                 conn.SetTaskRunner(nullptr);

@@ -15,6 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 namespace ibdkit {
 namespace {
 
@@ -153,7 +156,13 @@ public:
         ctx.height = m_height;
         ctx.prev = HeaderAncestry{0, m_headers};
         ctx.bip34_ancestor = bip34_ancestor;
-        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, nullptr, nullptr, m_pool ? &m_runner : nullptr)) return "";
+        // With helpers, the block is planned beforehand, as the engine's pipeline does.
+        std::optional<ConnectPlan> plan;
+        if (m_pool) plan.emplace(checked->block());
+        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, nullptr, nullptr, m_pool ? &m_runner : nullptr,
+                         plan ? &*plan : nullptr)) {
+            return "";
+        }
         EXPECT_TRUE(state.IsInvalid());
         EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
         return state.GetRejectReason();
@@ -184,7 +193,7 @@ private:
 };
 
 // Every rule, connected on the calling thread alone and with the cache's side spread over helper
-// threads one shard at a time: the same verdicts and reasons.
+// threads one shard at a time (from a ConnectPlan made beforehand): the same verdicts and reasons.
 class ConnectBlockTest : public ::testing::TestWithParam<bool> {
 protected:
     void SetUp() override { g_with_tasks = GetParam(); }
@@ -194,6 +203,72 @@ INSTANTIATE_TEST_SUITE_P(ConnectBlock, ConnectBlockTest, ::testing::Values(false
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Tasks" : "OneThread"; });
 
 constexpr int H = 500;
+
+// The plan lists every input after the coinbase and every transaction with outputs exactly once,
+// under the shard of the outpoint it touches, in block order within each shard.
+TEST(ConnectPlan, GroupsTheBlockByShardInBlockOrder)
+{
+    Block b;
+    b.vtx.push_back(Coinbase(7, 50));
+    for (uint8_t t = 0; t < 40; ++t) {
+        MutableTransaction tx;
+        for (uint8_t i = 0; i < t % 4 + 1; ++i) { // prevout hashes spread over all shards
+            Txid prev;
+            prev.AsUint256().data()[0] = uint8_t(t * 37 + i * 101);
+            tx.vin.push_back(TxIn{OutPoint{prev, i}, TxIn::SEQUENCE_FINAL, Script(), {}});
+        }
+        if (t % 5 != 4) tx.vout.push_back(TxOut{1, OpTrue()});
+        b.vtx.emplace_back(std::move(tx));
+    }
+    const ConnectPlan plan(b);
+    ASSERT_EQ(plan.Transactions(), b.vtx.size());
+    std::size_t inputs = 0;
+    for (std::size_t t = 0; t < b.vtx.size(); ++t) {
+        EXPECT_EQ(plan.FirstInput()[t], inputs) << t;
+        if (t > 0) inputs += b.vtx[t].vin().size();
+    }
+    EXPECT_EQ(plan.Inputs(), inputs);
+    std::map<std::pair<uint32_t, uint32_t>, int> seen;
+    std::size_t shards_used = 0;
+    for (std::size_t s = 0; s < CoinsCache::SHARDS; ++s) {
+        shards_used += !plan.Shard(s).empty();
+        // A transaction's inputs come before its outputs (Core spends, then adds).
+        auto order = [](const ConnectPlan::Op& op) { return std::make_pair(op.tx, uint64_t(op.input) + 1); };
+        std::pair<uint32_t, uint64_t> last{0, 0};
+        for (const ConnectPlan::Op& op : plan.Shard(s)) {
+            const Transaction& tx = b.vtx[op.tx];
+            const OutPoint touched = op.input == ConnectPlan::Op::OUTPUTS ? OutPoint{tx.GetHash(), 0} : tx.vin()[op.input].prevout;
+            EXPECT_EQ(CoinsCache::ShardOf(touched), s);
+            EXPECT_GT(order(op), last) << "block order within shard " << s;
+            last = order(op);
+            ++seen[{op.tx, op.input}];
+        }
+    }
+    EXPECT_GT(shards_used, 1u);
+    std::size_t expected = 0;
+    for (std::size_t t = 0; t < b.vtx.size(); ++t) {
+        const Transaction& tx = b.vtx[t];
+        if (!tx.IsCoinBase()) {
+            for (uint32_t i = 0; i < tx.vin().size(); ++i) EXPECT_EQ((seen[{uint32_t(t), i}]), 1);
+            expected += tx.vin().size();
+        }
+        if (!tx.vout().empty()) {
+            EXPECT_EQ((seen[{uint32_t(t), ConnectPlan::Op::OUTPUTS}]), 1);
+            ++expected;
+        }
+    }
+    EXPECT_EQ(seen.size(), expected);
+    // Reused for another block: nothing of the first is left.
+    Block one;
+    one.vtx.push_back(Coinbase(8, 50));
+    ConnectPlan again(b);
+    again.Assign(one);
+    EXPECT_EQ(again.Transactions(), 1u);
+    EXPECT_EQ(again.Inputs(), 0u);
+    std::size_t ops = 0;
+    for (std::size_t s = 0; s < CoinsCache::SHARDS; ++s) ops += again.Shard(s).size();
+    EXPECT_EQ(ops, 1u);
+}
 
 TEST_P(ConnectBlockTest, ValidSpendConnects)
 {

@@ -29,10 +29,13 @@
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
+#include <vector>
 
 namespace ibdkit {
 
@@ -53,17 +56,56 @@ struct ConnectStats {
     uint64_t outputs_added{0};
 };
 
+/// The part of connecting a block that depends on the block alone: its inputs (after the
+/// coinbase) and its transactions' outputs grouped by the shard of the cache they touch
+/// (CoinsCache::ShardOf), each group in block order, and where each transaction's inputs start
+/// among the block's. ConnectBlock makes one itself when given none; the engine makes it on the
+/// worker that decoded and checked the block, while the block is still in that core's cache.
+class ConnectPlan {
+public:
+    /// One step of a shard's work: input `input` of transaction `tx`, or (OUTPUTS) all of its
+    /// outputs, which share its txid's shard.
+    struct Op {
+        static constexpr uint32_t OUTPUTS = ~uint32_t(0);
+        uint32_t tx;
+        uint32_t input;
+    };
+
+    ConnectPlan() = default;
+    explicit ConnectPlan(const Block& block) { Assign(block); }
+    /// Plans `block`, reusing this plan's storage.
+    void Assign(const Block& block);
+
+    /// Shard `s`'s steps, in block order.
+    std::span<const Op> Shard(std::size_t s) const noexcept
+    {
+        return std::span<const Op>(m_ops).subspan(m_shard_begin[s], m_shard_begin[s + 1] - m_shard_begin[s]);
+    }
+    /// Per transaction, the index of its first input among the block's inputs after the coinbase
+    /// (CheckedBlock::input_sigops() order); the last entry is their count.
+    std::span<const std::size_t> FirstInput() const noexcept { return m_first_input; }
+    std::size_t Inputs() const noexcept { return m_first_input.empty() ? 0 : m_first_input.back(); }
+    /// Transactions of the block planned (0 for a default-constructed plan).
+    std::size_t Transactions() const noexcept { return m_first_input.empty() ? 0 : m_first_input.size() - 1; }
+
+private:
+    std::vector<Op> m_ops;
+    std::array<std::size_t, CoinsCache::SHARDS + 1> m_shard_begin{};
+    std::vector<std::size_t> m_first_input;
+};
+
 /// Applies `block` at ctx.height: checks the rules above and updates `view`. With `runner`, the
-/// cache's side (looking up, spending and adding coins) runs as one task per shard of `view`
-/// (coins/coins_cache.h), then the transactions' sigop costs as tasks over ranges of
-/// transactions; the checks and the result are the same as without. Returns false with Core's
-/// reason in `state` if a rule fails; `view` may then hold part of the block's changes and must be
-/// discarded (not flushed) by the caller. With `undo`, fills it
-/// with the block's undo data (the coins spent, per non-coinbase transaction in input order, as
-/// Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are unspecified.
+/// cache's side (looking up, spending and adding coins, and each input's sigop cost) runs as one
+/// task per shard of `view` (coins/coins_cache.h); the checks and the result are the same as
+/// without. `plan`, if given, is ConnectPlan(checked.block()); without it ConnectBlock plans the
+/// block itself. Returns false with Core's reason in `state` if a rule fails; `view` may then hold
+/// part of the block's changes and must be discarded (not flushed) by the caller. With `undo`,
+/// fills it with the block's undo data (the coins spent, per non-coinbase transaction in input
+/// order, as Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are
+/// unspecified.
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
                   BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr,
-                  const TaskRunner* runner = nullptr);
+                  const TaskRunner* runner = nullptr, const ConnectPlan* plan = nullptr);
 
 /// Re-applies a block that was already connected once, without checks and idempotently (spending
 /// a missing coin and overwriting an existing one are fine): recovery after a flush interrupted

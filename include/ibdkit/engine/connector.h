@@ -90,8 +90,9 @@ public:
     /// is flushed if over budget; returns nullopt. On a consensus failure returns Core's reject
     /// reason: the cache then holds part of the block and must not be flushed. `size` is the
     /// block's serialized size (for the byte counter). Throws StoreError/DecodeError on a database
-    /// failure, as CoinsCache does.
-    std::optional<std::string> Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size);
+    /// failure, as CoinsCache does. `plan`: the block's ConnectPlan, if made already.
+    std::optional<std::string> Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size,
+                                       const ConnectPlan* plan = nullptr);
     /// CheckBlock, then Connect.
     std::optional<std::string> Connect(Block&& block, const ConnectContext& ctx, std::size_t size);
 
