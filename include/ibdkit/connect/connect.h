@@ -60,7 +60,7 @@ struct ConnectStats {
 /// coinbase) and its transactions' outputs grouped by the shard of the cache they touch
 /// (CoinsCache::ShardOf), each group in block order, and where each transaction's inputs start
 /// among the block's. ConnectBlock makes one itself when given none; the engine makes it on the
-/// worker that decoded and checked the block, while the block is still in that core's cache.
+/// thread that decoded and checked the block, while the block is still in that core's cache.
 class ConnectPlan {
 public:
     /// One step of a shard's work: input `input` of transaction `tx`, or (OUTPUTS) all of its
