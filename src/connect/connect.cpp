@@ -187,6 +187,7 @@ void ConnectPlan::Assign(const Block& block)
     // Two passes: each shard's count, then every step into its shard's place (a counting sort, so
     // each shard's steps stay in block order).
     std::array<std::size_t, CoinsCache::SHARDS> count{};
+    m_vtx = block.vtx.data();
     m_first_input.resize(block.vtx.size() + 1);
     std::size_t inputs = 0;
     for (std::size_t t = 0; t < block.vtx.size(); ++t) {
@@ -287,7 +288,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         t_plan.Assign(block);
         plan = &t_plan;
     }
-    assert(plan->Transactions() == block.vtx.size() && "ConnectPlan: planned for another block");
+    if (!plan->IsPlanOf(block)) throw std::invalid_argument("ConnectBlock: the ConnectPlan given was made for another block");
     auto& all_inputs = t_inputs;
     const auto first_input = plan->FirstInput();
     const std::size_t n_inputs = plan->Inputs();

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 namespace ibdkit {
 namespace {
@@ -268,6 +269,34 @@ TEST(ConnectPlan, GroupsTheBlockByShardInBlockOrder)
     std::size_t ops = 0;
     for (std::size_t s = 0; s < CoinsCache::SHARDS; ++s) ops += again.Shard(s).size();
     EXPECT_EQ(ops, 1u);
+    EXPECT_TRUE(again.IsPlanOf(one));
+    EXPECT_FALSE(again.IsPlanOf(b));
+    Block moved = std::move(one); // the transactions stay where they are
+    EXPECT_TRUE(again.IsPlanOf(moved));
+}
+
+// A plan made for another block is refused, not followed out of the block's bounds.
+TEST(ConnectPlan, ConnectBlockRefusesAPlanOfAnotherBlock)
+{
+    Fixture f(ChainType::REGTEST, H);
+    Block b;
+    b.version = 4;
+    b.bits = 0x207fffff;
+    b.time = T0 + uint32_t(H) * SPACING;
+    b.vtx.push_back(Coinbase(H, GetBlockSubsidy(H, f.params())));
+    b.hash_merkle_root = BlockMerkleRoot(b);
+    BlockValidationState state;
+    auto checked = CheckBlock(Block(b), state, f.params(), CheckBlockOptions{.check_pow = false});
+    ASSERT_TRUE(checked) << state.GetRejectReason();
+    const ConnectPlan other(b); // the copy's transactions, not the checked block's
+    ConnectContext ctx;
+    ctx.height = H;
+    std::vector<HeaderInfo> headers(H, HeaderInfo{T0, 0x207fffff});
+    ctx.prev = HeaderAncestry{0, headers};
+    EXPECT_THROW(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, nullptr, nullptr, nullptr, &other),
+                 std::invalid_argument);
+    const ConnectPlan own(checked->block());
+    EXPECT_TRUE(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, nullptr, nullptr, nullptr, &own)) << state.GetRejectReason();
 }
 
 TEST_P(ConnectBlockTest, ValidSpendConnects)

@@ -87,8 +87,14 @@ public:
     std::size_t Inputs() const noexcept { return m_first_input.empty() ? 0 : m_first_input.back(); }
     /// Transactions of the block planned (0 for a default-constructed plan).
     std::size_t Transactions() const noexcept { return m_first_input.empty() ? 0 : m_first_input.size() - 1; }
+    /// Whether this is the plan of `block` (the same transactions, wherever the Block was moved).
+    bool IsPlanOf(const Block& block) const noexcept
+    {
+        return m_vtx == block.vtx.data() && Transactions() == block.vtx.size();
+    }
 
 private:
+    const Transaction* m_vtx{nullptr}; ///< the planned block's transactions (moving a Block keeps them)
     std::vector<Op> m_ops;
     std::array<std::size_t, CoinsCache::SHARDS + 1> m_shard_begin{};
     std::vector<std::size_t> m_first_input;
@@ -97,8 +103,8 @@ private:
 /// Applies `block` at ctx.height: checks the rules above and updates `view`. With `runner`, the
 /// cache's side (looking up, spending and adding coins, and each input's sigop cost) runs as one
 /// task per shard of `view` (coins/coins_cache.h); the checks and the result are the same as
-/// without. `plan`, if given, is ConnectPlan(checked.block()); without it ConnectBlock plans the
-/// block itself. Returns false with Core's reason in `state` if a rule fails; `view` may then hold
+/// without. `plan`, if given, must be ConnectPlan(checked.block()) (std::invalid_argument
+/// otherwise); without it ConnectBlock plans the block itself. Returns false with Core's reason in `state` if a rule fails; `view` may then hold
 /// part of the block's changes and must be discarded (not flushed) by the caller. With `undo`,
 /// fills it with the block's undo data (the coins spent, per non-coinbase transaction in input
 /// order, as Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are
