@@ -1,17 +1,24 @@
 // src/engine/run.h — the engine's run loop over a block source, and the pipeline that spreads
 // decoding and checking over threads (private to the engine; the public view is engine/engine.h).
 //
-//   source thread          worker threads (N-1)              calling thread
+//   source thread          worker threads (N-1)              calling thread + helpers (N-2)
 //   Produce(): raw bytes → DecodeBlock, txids/wtxids,     → blocks in chain order: ConnectBlock,
-//   in a DataStream<P>     CheckBlock → ReadyBlock           flush within the budget, progress
-//   (decodes 1 in N-1      prevout reads from the         ←  the missing prevouts of the next
-//   itself)                chainstate (prefetch)              decoded blocks
+//   in a DataStream<P>     CheckBlock → ReadyBlock           its cache work one task per shard;
+//   (decodes 1 in N-1      prevout reads from the         ←  flush within the budget, progress;
+//   itself; helps with     chainstate (prefetch)              the missing prevouts of the next
+//   the shard tasks)                                          decoded blocks
 //
 // The source thread decodes one block in every N - 1 itself, straight after reading it, while its
 // bytes are still in that core's cache; with two threads, every block. Bytes read on one core and
 // decoded on another cost more: parsing and sigop counting took 46% more CPU samples than on one
 // thread, 13% more when decoded where they were read (docs/benchmarks.md). The workers take the
 // other blocks, and the prefetch reads first.
+//
+// The source thread is also a helper of the connecting thread's shard tasks (TaskPool::Help):
+// after each block it decodes, and instead of sleeping while the pipeline is full. The pool has
+// N - 2 threads of its own beside it, so with two threads only the source and the connecting
+// thread compete for the two cores: a third thread there preempted the connecting thread, whose
+// work every block waits for, and the source lost its core to it (docs/benchmarks.md).
 //
 // Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
@@ -216,16 +223,29 @@ public:
     /// while the connector connects this one however large blocks are (4 MB each at most).
     static constexpr std::size_t MIN_BLOCKS_IN_FLIGHT = 2;
 
-    /// `db`: where prefetch reads coins (may be null: no prefetch).
-    Pipeline(const ConsensusParams& params, unsigned workers, const CoinsDB* db)
-        : m_params(params), m_db(db), m_max_count(8 + 8 * std::size_t(workers)), m_decoders(std::max(1u, workers))
+    /// `db`: where prefetch reads coins (may be null: no prefetch). `tasks` (may be null): the
+    /// connecting thread's task sets, which the source thread helps with between blocks and while
+    /// it waits for room (set before Start; it must outlive the pipeline).
+    Pipeline(const ConsensusParams& params, unsigned workers, const CoinsDB* db, TaskPool* tasks = nullptr)
+        : m_params(params), m_db(db), m_tasks(tasks), m_max_count(8 + 8 * std::size_t(workers)), m_decoders(std::max(1u, workers))
     {
+        if (m_tasks) {
+            m_tasks->OnPost([this] {
+                if (!m_producer_idle.load()) return;
+                { std::lock_guard lock(m_mutex); } // the producer is waiting now, or will see the set
+                m_space.notify_all();
+            });
+        }
         m_workers.reserve(workers);
         for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
     }
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
-    ~Pipeline() { (void)Stop(); }
+    ~Pipeline()
+    {
+        (void)Stop();
+        if (m_tasks) m_tasks->OnPost({});
+    }
 
     /// Runs `produce(emit)` on a thread of its own.
     void Start(Produce produce)
@@ -261,7 +281,9 @@ public:
         m_ready.erase(it);
         ++m_next_pop;
         m_bytes_in_flight -= rb.size;
-        if (LowWater()) m_space.notify_all();
+        const bool space = LowWater();
+        lock.unlock();
+        if (space) m_space.notify_all();
         return rb;
     }
 
@@ -285,8 +307,10 @@ public:
     void Prefetch(uint64_t seq, uint64_t epoch, std::vector<OutPoint> outpoints)
     {
         if (!m_db || outpoints.empty()) return;
-        std::lock_guard lock(m_mutex);
-        m_prefetch_jobs.push_back({seq, epoch, std::move(outpoints)});
+        {
+            std::lock_guard lock(m_mutex);
+            m_prefetch_jobs.push_back({seq, epoch, std::move(outpoints)});
+        }
         m_work.notify_one();
     }
 
@@ -345,16 +369,27 @@ private:
             const std::size_t blocks = m_next_push - m_next_pop;
             return blocks < MIN_BLOCKS_IN_FLIGHT || (m_bytes_in_flight + size <= MAX_BYTES_IN_FLIGHT && blocks < m_max_count);
         };
-        if (!fits()) m_space.wait(lock, [&] { return m_stop || (LowWater() && fits()); });
+        // Full: help the connecting thread with its task sets until there is room.
+        while (!fits()) {
+            m_producer_idle.store(true);
+            m_space.wait(lock, [&] { return m_stop || (LowWater() && fits()) || (m_tasks && m_tasks->Pending()); });
+            m_producer_idle.store(false);
+            if (m_stop || (LowWater() && fits())) break;
+            lock.unlock();
+            m_tasks->Help();
+            lock.lock();
+        }
         if (m_stop) return false;
         m_bytes_in_flight += size;
         const uint64_t seq = m_next_push++;
         if (seq % m_decoders == 0) { // this thread's share (all of them with one worker)
             lock.unlock();
             Decode(seq, std::move(raw));
+            if (m_tasks && m_tasks->Pending()) m_tasks->Help();
             return true;
         }
         m_input.emplace_back(seq, std::move(raw));
+        lock.unlock();
         m_work.notify_one();
         return true;
     }
@@ -364,9 +399,13 @@ private:
     {
         ReadyBlock rb = DecodeAndCheck(std::move(raw), m_params, /*plan_ahead=*/true, m_prefetching.load(std::memory_order_relaxed));
         rb.seq = seq;
-        std::lock_guard lock(m_mutex);
-        m_ready.emplace(seq, std::move(rb));
-        if (seq == m_next_pop) m_ready_cv.notify_all();
+        bool next;
+        {
+            std::lock_guard lock(m_mutex);
+            m_ready.emplace(seq, std::move(rb));
+            next = seq == m_next_pop;
+        }
+        if (next) m_ready_cv.notify_all();
     }
 
     struct PrefetchJob {
@@ -420,6 +459,9 @@ private:
 
     const ConsensusParams& m_params;
     const CoinsDB* m_db;
+    TaskPool* const m_tasks;
+    /// The producer is about to wait, or waits, for room (seen by the task pool's OnPost).
+    std::atomic<bool> m_producer_idle{false};
     const std::size_t m_max_count;
     const unsigned m_decoders; ///< the producer decodes block numbers that are multiples of this
     std::mutex m_mutex;
@@ -714,10 +756,10 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
             } else {
                 // The cache work of each block (ConnectBlock's lookups, spends and adds) is spread
                 // over this thread and threads - 1 helpers, one task per shard of the cache.
-                TaskPool helpers(threads - 1);
+                TaskPool helpers(threads - 2);
                 const TaskRunner runner = [&helpers](std::size_t n, const TaskPool::Task& task) { helpers.Run(n, task); };
                 conn.SetTaskRunner(&runner);
-                Pipeline<Policy> pipe(params.consensus, threads - 1, &db);
+                Pipeline<Policy> pipe(params.consensus, threads - 1, &db, &helpers);
                 // Coins are on disk once the chainstate was resumed or the cache flushed.
                 bool prefetch = !best->IsNull();
                 if (prefetch) pipe.StartPrefetch();

@@ -1,6 +1,6 @@
-// TaskPool (src/common/task_pool.h): every task runs exactly once per Run, on the caller and the
-// helpers; the first exception reaches the caller and the pool stays usable; the helpers' cleansed
-// bytes are counted.
+// TaskPool (src/common/task_pool.h): every task runs exactly once per Run, on the caller, the
+// helpers and threads helping from outside (Help, OnPost); the first exception reaches the caller
+// and the pool stays usable; the helpers' cleansed bytes are counted.
 #include "common/task_pool.h"
 
 #include <ibdkit/memory/cleanse.h>
@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -52,6 +53,76 @@ TEST(TaskPool, HelpersTakeTasksTheCallerDidNotClaim)
         }
     });
     EXPECT_EQ(threads.size(), 2u);
+}
+
+TEST(TaskPool, AThreadOfItsOwnHelpsBetweenItsWork)
+{
+    // No helper threads: task 0 waits until task 1 ran elsewhere, so the set ends only if the
+    // outside thread, woken by OnPost, claims task 1 through Help().
+    TaskPool pool(0);
+    EXPECT_FALSE(pool.Help()); // no set yet
+    EXPECT_FALSE(pool.Pending());
+    std::mutex mu;
+    std::condition_variable cv;
+    bool posted = false, stop = false;
+    pool.OnPost([&] {
+        {
+            std::lock_guard lk(mu);
+            posted = true;
+        }
+        cv.notify_all();
+    });
+    std::atomic<int> helped_sets{0};
+    std::thread outside([&] {
+        std::unique_lock lk(mu);
+        while (true) {
+            cv.wait(lk, [&] { return stop || posted; });
+            if (stop) return;
+            posted = false;
+            lk.unlock();
+            if (pool.Help()) ++helped_sets;
+            lk.lock();
+        }
+    });
+    std::atomic<bool> other_ran{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> ran_outside{false};
+    pool.Run(2, [&](std::size_t i) {
+        if (std::this_thread::get_id() != caller) ran_outside = true;
+        if (i == 0) {
+            while (!other_ran.load()) std::this_thread::yield();
+        } else {
+            other_ran = true;
+        }
+    });
+    EXPECT_TRUE(ran_outside.load());
+    EXPECT_FALSE(pool.Pending()); // every task claimed
+    {
+        std::lock_guard lk(mu);
+        stop = true;
+    }
+    cv.notify_all();
+    outside.join();
+    EXPECT_GE(helped_sets.load(), 1);
+}
+
+TEST(TaskPool, AHelperOfAnEndedSetClaimsNothingOfTheNext)
+{
+    // A thread calling Help() in a loop meets sets as they start and end; each task of each set
+    // must still run exactly once (a claim carries its set's number), with helpers running too.
+    TaskPool pool(1);
+    std::atomic<bool> stop{false};
+    std::thread outside([&] {
+        while (!stop.load()) pool.Help();
+    });
+    for (int round = 0; round < 3000; ++round) {
+        std::array<std::atomic<int>, 5> runs{};
+        pool.Run(runs.size(), [&](std::size_t i) { runs[i].fetch_add(1); });
+        for (const auto& r : runs) ASSERT_EQ(r.load(), 1) << "round " << round;
+        EXPECT_FALSE(pool.Pending());
+    }
+    stop = true;
+    outside.join();
 }
 
 TEST(TaskPool, RethrowsTheFirstExceptionAndStaysUsable)
