@@ -755,7 +755,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
                 });
             } else {
                 // The cache work of each block (ConnectBlock's lookups, spends and adds) is spread
-                // over this thread and threads - 1 helpers, one task per shard of the cache.
+                // over this thread, the source thread (between its blocks) and threads - 2 helpers,
+                // one task per shard of the cache.
                 TaskPool helpers(threads - 2);
                 const TaskRunner runner = [&helpers](std::size_t n, const TaskPool::Task& task) { helpers.Run(n, task); };
                 conn.SetTaskRunner(&runner);
