@@ -134,11 +134,12 @@ bool CoinsCache::TryAddCoin(const OutPoint& outpoint, Coin&& coin, bool possible
     if (coin.IsSpent()) return false;
     if (IsUnspendable(coin.out.script_pubkey)) return true;
     Shard& sh = ShardFor(outpoint);
-    auto it = sh.map.find(outpoint);
-    if (it == sh.map.end()) {
-        // No entry: the parent's state is unknown, so FRESH only where no overwrite is possible.
-        const uint8_t flags = CoinsCacheEntry::DIRTY | (possible_overwrite ? 0 : CoinsCacheEntry::FRESH);
-        sh.script_usage += sh.map.try_emplace(outpoint, coin, flags).first->second.HeapUsage();
+    // One probe: an entry is made only where there was none (then the parent's state is unknown,
+    // so FRESH only where no overwrite is possible); an entry already there is left as it was.
+    const uint8_t flags = CoinsCacheEntry::DIRTY | (possible_overwrite ? 0 : CoinsCacheEntry::FRESH);
+    auto [it, inserted] = sh.map.try_emplace(outpoint, coin, flags);
+    if (inserted) {
+        sh.script_usage += it->second.HeapUsage();
         return true;
     }
     bool fresh = false;
