@@ -66,7 +66,7 @@ public:
         // Notified outside the lock: a helper woken while the caller holds it would only block on it.
         if (!m_threads.empty()) m_posted.notify_all();
         if (m_on_post) m_on_post();
-        Drain(set, task, n);
+        Drain(set, task, n, /*count_cleansed=*/false);
         if (m_done.load(std::memory_order_acquire) != n) {
             std::unique_lock lk(m_mu);
             m_finished.wait(lk, [&] { return m_done.load(std::memory_order_acquire) == n; });
@@ -94,7 +94,7 @@ public:
             n = m_n;
             set = m_set;
         }
-        Drain(set, *task, n);
+        Drain(set, *task, n, /*count_cleansed=*/false);
         return true;
     }
     /// Whether a set has tasks nobody claimed yet. Sequentially consistent: a thread that announces
@@ -111,19 +111,23 @@ public:
 private:
     // Claims and runs tasks of set `set` until none is left. A claim is one compare-and-swap of the
     // set's number and its next task, so no thread takes a lock per task, and a thread holding a
-    // stale set (it woke after that set ended) claims nothing.
-    void Drain(uint32_t set, const Task& task, std::size_t n)
+    // stale set (it woke after that set ended) claims nothing. A helper thread (`count_cleansed`)
+    // adds the bytes its task's frees cleansed to Cleansed() before the task counts as done, so
+    // that they are there once Run returns.
+    void Drain(uint32_t set, const Task& task, std::size_t n, bool count_cleansed)
     {
         uint64_t claim = m_claim.load(std::memory_order_acquire);
         while (uint32_t(claim >> 32) == set && (claim & UINT32_MAX) < n) {
             if (!m_claim.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
             if ((claim & UINT32_MAX) + 1 == n) m_pending.store(false); // the last task is claimed
+            const uint64_t cleansed = count_cleansed ? CleansedBytes() : 0;
             try {
                 task(std::size_t(claim & UINT32_MAX));
             } catch (...) {
                 std::lock_guard lk(m_mu);
                 if (!m_error) m_error = std::current_exception();
             }
+            if (count_cleansed) m_cleansed.fetch_add(CleansedBytes() - cleansed, std::memory_order_relaxed);
             if (m_done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
                 { std::lock_guard lk(m_mu); } // the caller is now waiting, or will see m_done first
                 m_finished.notify_one();
@@ -135,7 +139,6 @@ private:
     // A helper thread: sleeps until a set is posted, claims its tasks, and again.
     void Serve()
     {
-        uint64_t counted = CleansedBytes();
         uint32_t seen = 0;
         std::unique_lock lk(m_mu);
         while (true) {
@@ -145,10 +148,7 @@ private:
             const Task* task = m_task;
             const std::size_t n = m_n;
             lk.unlock();
-            Drain(seen, *task, n);
-            const uint64_t now = CleansedBytes();
-            m_cleansed.fetch_add(now - counted, std::memory_order_relaxed);
-            counted = now;
+            Drain(seen, *task, n, /*count_cleansed=*/true);
             lk.lock();
         }
     }

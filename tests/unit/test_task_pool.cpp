@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -108,21 +110,44 @@ TEST(TaskPool, AThreadOfItsOwnHelpsBetweenItsWork)
 
 TEST(TaskPool, AHelperOfAnEndedSetClaimsNothingOfTheNext)
 {
-    // A thread calling Help() in a loop meets sets as they start and end; each task of each set
-    // must still run exactly once (a claim carries its set's number), with helpers running too.
-    TaskPool pool(1);
+    // More threads than cores, helping in a loop, meet sets as they start and end: a thread
+    // preempted between reading a set and claiming from it wakes up during a later set. Each task
+    // of each set must still run exactly once, from its own set (a claim carries its set's number).
+    TaskPool pool(3);
     std::atomic<bool> stop{false};
-    std::thread outside([&] {
-        while (!stop.load()) pool.Help();
+    std::vector<std::thread> outside;
+    for (int t = 0; t < 2; ++t) {
+        outside.emplace_back([&] {
+            while (!stop.load()) pool.Help();
+        });
+    }
+    // A claim from the wrong set can also leave Run waiting for ever: fail loudly instead.
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 1200 && !finished.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!finished.load()) {
+            std::fprintf(stderr, "TaskPool.AHelperOfAnEndedSetClaimsNothingOfTheNext: Run did not return in 60 s\n");
+            std::abort();
+        }
     });
-    for (int round = 0; round < 3000; ++round) {
-        std::array<std::atomic<int>, 5> runs{};
-        pool.Run(runs.size(), [&](std::size_t i) { runs[i].fetch_add(1); });
-        for (const auto& r : runs) ASSERT_EQ(r.load(), 1) << "round " << round;
+    // Sets of 1 to 6 tasks: a claim from the wrong set would also run an index beyond its set.
+    bool once = true;
+    for (int round = 0; round < 20000 && once; ++round) {
+        std::array<std::atomic<int>, 8> runs{};
+        const std::size_t n = 1 + std::size_t(round % 6);
+        pool.Run(n, [&runs](std::size_t i) {
+            volatile int spin = 0;
+            for (int k = 0; k < 50; ++k) spin = spin + k;
+            if (i < runs.size()) runs[i].fetch_add(1);
+        });
+        for (std::size_t i = 0; i < runs.size(); ++i) once = once && runs[i].load() == (i < n ? 1 : 0);
+        EXPECT_TRUE(once) << "round " << round;
         EXPECT_FALSE(pool.Pending());
     }
+    finished = true;
     stop = true;
-    outside.join();
+    watchdog.join();
+    for (auto& t : outside) t.join(); // before any failure returns: a joinable thread would terminate
 }
 
 TEST(TaskPool, RethrowsTheFirstExceptionAndStaysUsable)
