@@ -104,8 +104,10 @@ private:
 /// cache's side (looking up, spending and adding coins, and each input's sigop cost) runs as one
 /// task per shard of `view` (coins/coins_cache.h); the checks and the result are the same as
 /// without. `plan`, if given, must be ConnectPlan(checked.block()) (std::invalid_argument
-/// otherwise); without it ConnectBlock plans the block itself. Returns false with Core's reason in `state` if a rule fails; `view` may then hold
-/// part of the block's changes and must be discarded (not flushed) by the caller. With `undo`,
+/// otherwise: it is checked by the planned transactions' address and count, a guard against a
+/// mix-up, not against a block freed and another built in its place); without it ConnectBlock
+/// plans the block itself. Returns false with Core's reason in `state` if a rule fails; `view` may
+/// then hold part of the block's changes and must be discarded (not flushed) by the caller. With `undo`,
 /// fills it with the block's undo data (the coins spent, per non-coinbase transaction in input
 /// order, as Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are
 /// unspecified.
