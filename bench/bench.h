@@ -131,7 +131,7 @@ std::string FormatTables(const std::vector<Result>& results, bool markdown);
 bool WriteReport(const std::string& dir, const std::vector<Result>& results, const Options& opts,
                  const std::vector<std::string>& skipped, std::string* error);
 
-/// Path of a file under ../shared/data, or nullopt if it is not present.
-std::optional<std::string> SharedDataFile(const std::string& relative);
+/// Path of a file under tests/data (or $IBDKIT_TEST_DATA), or nullopt if it is not present.
+std::optional<std::string> TestDataFile(const std::string& relative);
 
 } // namespace ibdkit::bench

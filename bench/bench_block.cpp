@@ -29,9 +29,9 @@ using Bytes = std::vector<uint8_t>;
 
 std::shared_ptr<Bytes> LoadBlock(const std::string& rel, std::string* skip)
 {
-    auto path = SharedDataFile(rel);
+    auto path = TestDataFile(rel);
     if (!path) {
-        *skip = "../shared/data/" + rel + " not present";
+        *skip = "tests/data/" + rel + " not present";
         return nullptr;
     }
     std::ifstream f(*path, std::ios::binary);
@@ -50,7 +50,7 @@ std::string Group(const char* base, int height)
 }
 double BlockSize(int height)
 {
-    auto p = SharedDataFile(Rel(height));
+    auto p = TestDataFile(Rel(height));
     return p ? double(std::filesystem::file_size(*p)) : 1.0;
 }
 

@@ -11,9 +11,9 @@ namespace {
 
 std::shared_ptr<std::vector<uint8_t>> LoadMessage(std::string* why)
 {
-    auto path = SharedDataFile("mainnet/blocks/block_413567.raw");
+    auto path = TestDataFile("mainnet/blocks/block_413567.raw");
     if (!path) {
-        *why = "../shared/data/mainnet/blocks/block_413567.raw not found";
+        *why = "tests/data/mainnet/blocks/block_413567.raw not found";
         return nullptr;
     }
     std::ifstream f(*path, std::ios::binary);

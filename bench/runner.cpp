@@ -24,12 +24,12 @@ std::vector<Case>& Registry()
     return cases;
 }
 
-std::optional<std::string> SharedDataFile(const std::string& relative)
+std::optional<std::string> TestDataFile(const std::string& relative)
 {
     std::vector<std::filesystem::path> roots;
-    if (const char* env = std::getenv("IBDKIT_SHARED_DATA")) roots.emplace_back(env);
-    roots.emplace_back(std::filesystem::path(IBDKIT_SOURCE_DIR) / ".." / "shared" / "data");
-    roots.emplace_back("../shared/data");
+    if (const char* env = std::getenv("IBDKIT_TEST_DATA")) roots.emplace_back(env);
+    roots.emplace_back(std::filesystem::path(IBDKIT_SOURCE_DIR) / "tests" / "data");
+    roots.emplace_back("tests/data");
     for (const auto& r : roots) {
         auto p = r / relative;
         std::error_code ec;

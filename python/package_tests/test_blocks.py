@@ -138,16 +138,12 @@ def test_read_blocks_errors(ibdkit, tmp_path):
 
 
 def test_read_mainnet_block_files(ibdkit):
-    """Mainnet heights 0-599 in Core's framing (../shared/data): chain order, Core's hashes, checks pass."""
+    """Mainnet heights 0-599 in Core's framing (tests/data): chain order, Core's hashes, checks pass."""
     import os
     import pathlib
-    d = pathlib.Path(os.environ.get("IBDKIT_SHARED_DATA", pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"))
+    d = pathlib.Path(os.environ.get("IBDKIT_TEST_DATA", pathlib.Path(__file__).resolve().parents[2] / "tests" / "data"))
     d = d / "mainnet" / "blk_0-599"
-    if not d.exists():
-        msg = f"{d} is missing (the shared test data)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    assert d.exists(), f"{d} is missing (the repository's test data, tests/data/README.md)"
     blocks = list(ibdkit.read_blocks(d))
     assert reader_len(ibdkit, d) == len(blocks) == 600
     assert blocks[0].hash == "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f"

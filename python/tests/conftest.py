@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = pathlib.Path(os.environ.get("IBDKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DATA = pathlib.Path(os.environ.get("IBDKIT_TEST_DATA", ROOT / "tests" / "data"))
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +20,10 @@ def cli():
 
 @pytest.fixture(scope="session")
 def shared():
-    if not SHARED.exists():
-        pytest.skip("../shared/data is not present")
-    return SHARED
+    """The repository's real chain data (tests/data; origins and licences in its README)."""
+    if not (DATA / "mainnet").exists():
+        pytest.fail(f"{DATA} is incomplete: the repository carries it (tests/data/README.md)")
+    return DATA
 
 
 PBK_INSTALL = "py-bitcoinkernel (scripts/pydeps.sh installs it into build/venv: pip install py-bitcoinkernel==0.1.0a5)"

@@ -7,11 +7,10 @@ import pathlib
 import random
 import shutil
 
-import pytest
 
-from conftest import run_cli
+from conftest import import_pbk, run_cli
 
-pbk = pytest.importorskip("pbk")
+pbk = import_pbk()
 
 from test_coins_differential import expected_stats  # noqa: E402
 

@@ -137,7 +137,7 @@ std::optional<Counted> CountAllocations(const Case& c, int iters, std::size_t ca
 
 std::size_t TxCount413567()
 {
-    auto path = test::SharedData("mainnet/blocks/block_413567.raw");
+    auto path = test::TestData("mainnet/blocks/block_413567.raw");
     if (!path) return 0;
     auto raw = test::ReadFile(*path);
     auto block = DecodeBlock(raw);
@@ -172,7 +172,7 @@ TEST(BenchSmoke, EveryBenchmarkRunsOnce)
     for (const char* name : {"DataStreamAlloc/plain", "DataStreamAlloc/hardened", "DataStreamSerializeScript/plain"}) {
         EXPECT_TRUE(ran.count(name)) << name;
     }
-    if (test::SharedData("mainnet/blocks/block_413567.raw")) {
+    if (test::TestData("mainnet/blocks/block_413567.raw")) {
         for (const char* name : {"DeserializeBlockTest/plain", "DeserializeAndCheckBlockTest/hardened",
                                  "ProcessMessageBlock/zero-after-free", "BlockViewWalk"}) {
             EXPECT_TRUE(ran.count(name)) << name;
@@ -243,7 +243,7 @@ TEST(BenchProof, BlockBenchmarksDecodeEveryTransaction)
 {
     SKIP_WITHOUT_ALLOCATION_COUNTING();
     const std::size_t txs = TxCount413567();
-    if (!txs) GTEST_SKIP() << "../shared/data/mainnet/blocks/block_413567.raw not present";
+    if (!txs) FAIL() << "tests/data/mainnet/blocks/block_413567.raw is missing";
     for (const std::string group : {"DeserializeBlockTest", "DeserializeAndCheckBlockTest", "ProcessMessageBlock"}) {
         for (const char* p : POLICIES) {
             const Case* c = Find(group + "/" + p);
@@ -265,7 +265,7 @@ TEST(BenchProof, BlockBenchmarksDecodeEveryTransaction)
 TEST(BenchProof, ViewWalkAndCleanseAllocateNothing)
 {
     SKIP_WITHOUT_ALLOCATION_COUNTING();
-    if (!TxCount413567()) GTEST_SKIP() << "block 413,567 not present";
+    if (!TxCount413567()) FAIL() << "tests/data/mainnet/blocks/block_413567.raw is missing";
     for (const char* name : {"BlockViewWalk", "Cleanse8K/explicit_bzero", "Cleanse8K/core-memset-barrier"}) {
         const Case* c = Find(name);
         ASSERT_NE(c, nullptr) << name;
@@ -301,7 +301,7 @@ TEST(BenchCore, CoreRunsSideBySideWhenAvailable)
     std::string why;
     auto lib = FindKernelLib("", &why);
     if (!lib) IBDKIT_MISSING_PREREQUISITE(why, "py-bitcoinkernel (scripts/pydeps.sh puts it in build/venv) or set IBDKIT_KERNEL_LIB");
-    if (!TxCount413567()) GTEST_SKIP() << "block 413,567 not present";
+    if (!TxCount413567()) FAIL() << "tests/data/mainnet/blocks/block_413567.raw is missing";
     if (!Find("DeserializeBlockTest/core-kernel")) GTEST_SKIP() << "no Core variant registered";
     Options o;
     o.smoke = true;

@@ -93,8 +93,8 @@ using TempDir = ibdkit::test::TempDir;
 
 TEST(BlockFile, MainnetZeroTo599InOrder)
 {
-    auto dir = ibdkit::test::SharedData("mainnet/blk_0-599");
-    if (!dir) GTEST_SKIP() << "shared data absent";
+    auto dir = ibdkit::test::TestData("mainnet/blk_0-599");
+    if (!dir) FAIL() << "tests/data is incomplete";
     auto before0 = ibdkit::test::ReadFile(*dir / "blk00000.dat");
     auto s = Scan(*dir, MAINNET_MAGIC, MAINNET_GENESIS);
     EXPECT_EQ(s.stats.records, 600u);
@@ -107,12 +107,12 @@ TEST(BlockFile, MainnetZeroTo599InOrder)
 
 TEST(BlockFile, RegtestWithoutGenesisRecordAndSignet)
 {
-    if (auto f = ibdkit::test::SharedData("regtest/core_kernel_blocks_1-206.blk")) {
+    if (auto f = ibdkit::test::TestData("regtest/core_kernel_blocks_1-206.blk")) {
         auto s = Scan(*f, REGTEST_MAGIC, REGTEST_GENESIS);
         EXPECT_EQ(s.order.blocks.size(), 206u) << "heights 1..206 chain onto the (absent) regtest genesis";
         EXPECT_EQ(s.order.orphans, 0u);
     }
-    if (auto f = ibdkit::test::SharedData("signet/blk00000.dat")) {
+    if (auto f = ibdkit::test::TestData("signet/blk00000.dat")) {
         auto s = Scan(*f, SIGNET_MAGIC, "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6");
         EXPECT_EQ(s.order.blocks.size(), 71u);
     }
@@ -120,8 +120,8 @@ TEST(BlockFile, RegtestWithoutGenesisRecordAndSignet)
 
 TEST(BlockFile, XorShuffledPaddedTruncatedGarbageAllGiveTheSameChain)
 {
-    auto f = ibdkit::test::SharedData("mainnet/blk_0-599/blk00000.dat");
-    if (!f) GTEST_SKIP() << "shared data absent";
+    auto f = ibdkit::test::TestData("mainnet/blk_0-599/blk00000.dat");
+    if (!f) FAIL() << "tests/data is incomplete";
     auto recs = Records(*f, MAINNET_MAGIC);
     ASSERT_EQ(recs.size(), 300u);
     const auto plain = Scan(*f, MAINNET_MAGIC, MAINNET_GENESIS);
@@ -171,8 +171,8 @@ TEST(BlockFile, XorShuffledPaddedTruncatedGarbageAllGiveTheSameChain)
 
 TEST(BlockFile, OrphansAndStaleForks)
 {
-    auto f = ibdkit::test::SharedData("mainnet/blk_0-599/blk00000.dat");
-    if (!f) GTEST_SKIP() << "shared data absent";
+    auto f = ibdkit::test::TestData("mainnet/blk_0-599/blk00000.dat");
+    if (!f) FAIL() << "tests/data is incomplete";
     auto recs = Records(*f, MAINNET_MAGIC);
     // Keep 0..99, drop 100 (so 101..149 become orphans), and add a stale fork block: block 50 with a
     // different nonce (same parent, same work, seen later: loses the tie).

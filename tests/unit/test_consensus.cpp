@@ -26,7 +26,7 @@ constexpr CheckBlockOptions NO_POW{false, true};
 /// A regtest block with a coinbase and at least one spending transaction.
 Block SpendingBlock()
 {
-    for (const auto& rb : test::AllSharedBlocks()) {
+    for (const auto& rb : test::AllTestBlocks()) {
         if (rb.chain != ChainType::REGTEST) continue;
         auto b = DecodeBlock(rb.bytes);
         if (b && b->vtx.size() >= 2) return std::move(*b);
@@ -337,9 +337,9 @@ TEST(CheckedBlock, OnlyCheckBlockMakesOneAndFailureKeepsTheBlock)
 
 TEST(WitnessCommitment, MalleationRules)
 {
-    auto p = test::SharedData("mainnet/blocks/block_481829.raw");
-    auto q = test::SharedData("mainnet/blocks/block_413567.raw");
-    if (!p || !q) GTEST_SKIP() << "data absent";
+    auto p = test::TestData("mainnet/blocks/block_481829.raw");
+    auto q = test::TestData("mainnet/blocks/block_413567.raw");
+    if (!p || !q) FAIL() << "tests/data is incomplete";
     Block seg = *DecodeBlock(test::ReadFile(*p));
     Block legacy = *DecodeBlock(test::ReadFile(*q));
     BlockValidationState st;
@@ -367,8 +367,8 @@ TEST(WitnessCommitment, MalleationRules)
 
     // A witness item changed in another transaction changes its wtxid: mismatch. (481,829 has
     // witness data only in its coinbase; 866,342 has plenty.)
-    auto r = test::SharedData("mainnet/blocks/block_866342.raw");
-    if (!r) GTEST_SKIP() << "data absent";
+    auto r = test::TestData("mainnet/blocks/block_866342.raw");
+    if (!r) FAIL() << "tests/data is incomplete";
     Block other = *DecodeBlock(test::ReadFile(*r));
     BlockValidationState before;
     EXPECT_TRUE(CheckWitnessMalleation(other, true, before));
@@ -405,8 +405,8 @@ TEST(WitnessCommitment, MalleationRules)
 
 TEST(Bip34, CoinbaseHeight)
 {
-    auto q = test::SharedData("mainnet/blocks/block_413567.raw");
-    if (!q) GTEST_SKIP() << "data absent";
+    auto q = test::TestData("mainnet/blocks/block_413567.raw");
+    if (!q) FAIL() << "tests/data is incomplete";
     Block b = *DecodeBlock(test::ReadFile(*q));
     BlockValidationState st;
     EXPECT_TRUE(CheckCoinbaseHeight(b, 413567, st));

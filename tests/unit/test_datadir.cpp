@@ -26,13 +26,10 @@ namespace {
 
 using TempDir = ibdkit::test::TempDir;
 
-/// The shared data directory, or a failure under CI=true / a skip otherwise.
-#define REQUIRE_SHARED(var, rel)                                                                  \
-    auto var = ibdkit::test::SharedData(rel);                                                      \
-    if (!var) {                                                                                    \
-        if (std::getenv("CI")) FAIL() << "missing ../shared/data/" << rel << " (see its README)";  \
-        GTEST_SKIP() << "shared data absent: " << rel;                                             \
-    }
+/// A directory under tests/data, or a failure (the repository carries it).
+#define REQUIRE_DATA(var, rel)                                                                  \
+    auto var = ibdkit::test::TestData(rel);                                                     \
+    if (!var) FAIL() << "tests/data/" << rel << " is missing (see tests/data/README.md)"
 
 // The v25 index logs hold fewer blocks than their blk files (Core writes the index lazily): testnet3
 // heights 0..120 of the file's 0..121, signet 0..2 of 0..70.
@@ -133,7 +130,7 @@ TEST(Datadir, RealV25IndexesPointAtTheirBlocks)
 {
     for (const auto& real : REAL) {
         SCOPED_TRACE(real.rel);
-        REQUIRE_SHARED(dir, real.rel);
+        REQUIRE_DATA(dir, real.rel);
         const auto before = Snapshot(*dir);
         auto index = ReadBlockIndex(*dir / "index");
         ASSERT_TRUE(index.ok()) << index.error().message;
@@ -190,7 +187,7 @@ TEST(Datadir, RealV25IndexesPointAtTheirBlocks)
 
 TEST(Datadir, BestChainIsMostWorkWithDataAndNoFailure)
 {
-    REQUIRE_SHARED(dir, "testnet3/core_v25_0-121");
+    REQUIRE_DATA(dir, "testnet3/core_v25_0-121");
     auto index = ReadBlockIndex(*dir / "index");
     ASSERT_TRUE(index.ok());
     const auto genesis = GetChainParams(ChainType::TESTNET).consensus.hash_genesis_block;
@@ -244,8 +241,8 @@ TEST(Datadir, BestChainIsMostWorkWithDataAndNoFailure)
 
 TEST(Datadir, LayoutPicksTheNetworkOrAsks)
 {
-    REQUIRE_SHARED(t3, "testnet3/core_v25_0-121");
-    REQUIRE_SHARED(sig, "signet/core_v25_0-70");
+    REQUIRE_DATA(t3, "testnet3/core_v25_0-121");
+    REQUIRE_DATA(sig, "signet/core_v25_0-70");
     TempDir d;
     MakeDatadir(d.path, *t3, "testnet3");
     auto one = ResolveDatadir(d.path, std::nullopt);
@@ -283,7 +280,7 @@ TEST(Datadir, LayoutPicksTheNetworkOrAsks)
 
 TEST(Datadir, ReadOnlyAndRefusedWhileLocked)
 {
-    REQUIRE_SHARED(t3, "testnet3/core_v25_0-121");
+    REQUIRE_DATA(t3, "testnet3/core_v25_0-121");
     TempDir d;
     const auto blocks = MakeDatadir(d.path, *t3, "testnet3");
     const auto before = Snapshot(d.path);
@@ -310,7 +307,7 @@ TEST(Datadir, ReadOnlyAndRefusedWhileLocked)
 
 TEST(Datadir, ReplayReadsEachBlockOnce)
 {
-    REQUIRE_SHARED(t3, "testnet3/core_v25_0-121");
+    REQUIRE_DATA(t3, "testnet3/core_v25_0-121");
     TempDir d;
     MakeDatadir(d.path, *t3, "testnet3");
     const auto before = Snapshot(d.path);

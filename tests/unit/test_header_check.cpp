@@ -227,17 +227,17 @@ TEST(HeaderCheck, ChainWorkPerHeader)
     EXPECT_EQ(GetBlockProof(0x1d00ffff) + GetBlockProof(0x1d00ffff), arith_uint256(0x200020002ULL));
 }
 
-// Every real header under ../shared/data (mainnet 0-599, signet, regtest), linked from its
+// Every real header under tests/data (mainnet 0-599, signet, regtest), linked from its
 // genesis block, passes on top of its real ancestors; the same header with other bits does not.
 TEST(HeaderCheck, RealChainsPass)
 {
     std::map<ChainType, std::map<BlockHash, BlockHeader>> by_prev;
-    for (const auto& b : test::AllSharedBlocks()) {
+    for (const auto& b : test::AllTestBlocks()) {
         if (b.bytes.size() < 80) continue;
         const BlockHeader h = HeaderFromBytes(std::span<const uint8_t, 80>(b.bytes.data(), 80));
         by_prev[b.chain][h.hash_prev_block] = h;
     }
-    if (by_prev.empty()) GTEST_SKIP() << "../shared/data not present";
+    if (by_prev.empty()) FAIL() << "tests/data is incomplete";
     int checked = 0;
     for (const auto& [chain, children] : by_prev) {
         const ChainParams& cp = GetChainParams(chain);

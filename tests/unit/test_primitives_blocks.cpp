@@ -1,4 +1,4 @@
-// Every real block under ../shared/data: round trips, ids, merkle roots, owned vs view.
+// Every real block under tests/data: round trips, ids, merkle roots, owned vs view.
 #include "test_primitives_data.h"
 
 #include <ibdkit/chain/params.h>
@@ -15,12 +15,12 @@
 namespace ibdkit {
 namespace {
 
-using test::AllSharedBlocks;
+using test::AllTestBlocks;
 
 TEST(SharedBlocks, RoundTripIdsMerkleAndViewAgree)
 {
-    const auto& blocks = AllSharedBlocks();
-    if (blocks.empty()) GTEST_SKIP() << "../shared/data not present";
+    const auto& blocks = AllTestBlocks();
+    if (blocks.empty()) FAIL() << "tests/data is incomplete";
     std::size_t witness_blocks = 0, txs = 0;
     std::map<std::string, BlockHash> last_hash; // per file: blocks link to their predecessor
     for (const auto& rb : blocks) {
@@ -122,8 +122,8 @@ TEST(SharedBlocks, RoundTripIdsMerkleAndViewAgree)
 // transaction uses it any more (run under ASan in CI, where a dangling script would be caught).
 TEST(SharedBlocks, DecodedTransactionsOwnTheirBytes)
 {
-    const auto& blocks = AllSharedBlocks();
-    if (blocks.size() < 3) GTEST_SKIP() << "../shared/data not present";
+    const auto& blocks = AllTestBlocks();
+    if (blocks.size() < 3) FAIL() << "tests/data is incomplete";
     const std::vector<uint8_t> original = blocks[2].bytes; // 866,342: witnesses too
     std::vector<uint8_t> input = original;
     auto block = DecodeBlock(input);
@@ -168,8 +168,8 @@ TEST(SharedBlocks, KnownHashes)
     const std::pair<const char*, std::size_t> counts[] = {
         {"mainnet/blocks/block_413567.raw", 1557}, {"mainnet/blocks/block_481829.raw", 2020}, {"mainnet/blocks/block_866342.raw", 4864}};
     for (std::size_t i = 0; i < 3; ++i) {
-        auto p = test::SharedData(known[i].first);
-        if (!p) GTEST_SKIP() << "data absent";
+        auto p = test::TestData(known[i].first);
+        if (!p) FAIL() << "tests/data is incomplete";
         const auto bytes = test::ReadFile(*p);
         auto b = DecodeBlock(bytes);
         ASSERT_TRUE(b);
@@ -177,7 +177,7 @@ TEST(SharedBlocks, KnownHashes)
         EXPECT_EQ(b->vtx.size(), counts[i].second);
     }
     // The first block of the mainnet block file is the genesis block.
-    if (auto p = test::SharedData("mainnet/blk_0-599/blk00000.dat")) {
+    if (auto p = test::TestData("mainnet/blk_0-599/blk00000.dat")) {
         auto recs = test::ReadBlockFile(test::ReadFile(*p));
         ASSERT_FALSE(recs.empty());
         auto g = DecodeBlock(recs[0]);
@@ -203,9 +203,9 @@ std::vector<int64_t> SpentValues(const std::string& json)
 
 TEST(SharedBlocks, Block866342FeesBalance)
 {
-    auto pb = test::SharedData("mainnet/blocks/block_866342.raw");
-    auto pj = test::SharedData("mainnet/blocks/block_866342.spent_utxos.json");
-    if (!pb || !pj) GTEST_SKIP() << "data absent";
+    auto pb = test::TestData("mainnet/blocks/block_866342.raw");
+    auto pj = test::TestData("mainnet/blocks/block_866342.spent_utxos.json");
+    if (!pb || !pj) FAIL() << "tests/data is incomplete";
     auto block = DecodeBlock(test::ReadFile(*pb));
     ASSERT_TRUE(block);
     const auto raw = test::ReadFile(*pj);
@@ -226,8 +226,8 @@ TEST(SharedBlocks, Block866342FeesBalance)
 
 TEST(SharedBlocks, MalformedBlocksAgree)
 {
-    const auto& blocks = AllSharedBlocks();
-    if (blocks.empty()) GTEST_SKIP() << "../shared/data not present";
+    const auto& blocks = AllTestBlocks();
+    if (blocks.empty()) FAIL() << "tests/data is incomplete";
     const uint64_t seed = test::TestSeed();
     SCOPED_TRACE("IBDKIT_TEST_SEED=" + std::to_string(seed));
     std::mt19937_64 rng(seed);

@@ -1,4 +1,4 @@
-// Real blocks from ../shared/data for the primitives and consensus tests.
+// Real blocks from tests/data for the primitives and consensus tests.
 #pragma once
 
 #include "test_util.h"
@@ -33,14 +33,14 @@ inline std::vector<std::vector<uint8_t>> ReadBlockFile(const std::vector<uint8_t
     return out;
 }
 
-/// Every block under ../shared/data (empty if the data is absent).
-inline const std::vector<RawBlock>& AllSharedBlocks()
+/// Every block under tests/data.
+inline const std::vector<RawBlock>& AllTestBlocks()
 {
     static const std::vector<RawBlock> blocks = [] {
         std::vector<RawBlock> v;
         for (const char* name : {"mainnet/blocks/block_413567.raw", "mainnet/blocks/block_481829.raw",
                                  "mainnet/blocks/block_866342.raw"}) {
-            if (auto p = SharedData(name)) v.push_back({name, ChainType::MAIN, ReadFile(*p)});
+            if (auto p = TestData(name)) v.push_back({name, ChainType::MAIN, ReadFile(*p)});
         }
         const std::pair<const char*, ChainType> files[] = {
             {"mainnet/blk_0-599/blk00000.dat", ChainType::MAIN},
@@ -49,7 +49,7 @@ inline const std::vector<RawBlock>& AllSharedBlocks()
             {"regtest/core_kernel_blocks_1-206.blk", ChainType::REGTEST},
         };
         for (const auto& [name, chain] : files) {
-            auto p = SharedData(name);
+            auto p = TestData(name);
             if (!p) continue;
             auto recs = ReadBlockFile(ReadFile(*p));
             for (std::size_t i = 0; i < recs.size(); ++i) {

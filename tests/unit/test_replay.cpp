@@ -24,7 +24,7 @@ namespace {
 
 using TempDir = ibdkit::test::TempDir;
 
-std::optional<fs::path> MainnetDir() { return ibdkit::test::SharedData("mainnet/blk_0-599"); }
+std::optional<fs::path> MainnetDir() { return ibdkit::test::TestData("mainnet/blk_0-599"); }
 
 using ibdkit::test::HashOf;
 using ibdkit::test::MustReplay;
@@ -34,7 +34,7 @@ using ibdkit::test::MustReplay;
 TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
 {
     auto dir = MainnetDir();
-    if (!dir) GTEST_SKIP() << "shared data absent";
+    if (!dir) FAIL() << "tests/data is incomplete";
     ReplayOptions o;
     o.blocks_dir = *dir;
     const auto plain = MustReplay(o);
@@ -86,7 +86,7 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
 TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
 {
     auto dir_blocks = MainnetDir();
-    if (!dir_blocks) GTEST_SKIP() << "shared data absent";
+    if (!dir_blocks) FAIL() << "tests/data is incomplete";
     ReplayOptions ref;
     ref.blocks_dir = *dir_blocks;
     const std::string expected = HashOf(MustReplay(ref));

@@ -284,8 +284,8 @@ TEST(Undo, WriterRefusesCoreAndForeignDirectories)
 
 TEST(Undo, ReadsCoresMainnetRevFile)
 {
-    auto dir = test::SharedData("mainnet/blk_0-599");
-    if (!dir) GTEST_SKIP() << "shared data absent";
+    auto dir = test::TestData("mainnet/blk_0-599");
+    if (!dir) FAIL() << "tests/data is incomplete";
     auto chain = LocateFromBlocksDir(*dir, ChainType::MAIN);
     ASSERT_TRUE(chain.ok()) << chain.error().message;
     ASSERT_GE(chain->order.hashes.size(), 41u);
@@ -380,9 +380,9 @@ std::map<OutPoint, Coin> Snapshot(CoinsCache& view, const std::vector<OutPoint>&
 
 TEST(Undo, ConnectBlockUndoIsTheBlocksSpentCoinsInCoresOrder)
 {
-    auto pb = test::SharedData("mainnet/blocks/block_866342.raw");
-    auto pj = test::SharedData("mainnet/blocks/block_866342.spent_utxos.json");
-    if (!pb || !pj) GTEST_SKIP() << "shared data absent";
+    auto pb = test::TestData("mainnet/blocks/block_866342.raw");
+    auto pj = test::TestData("mainnet/blocks/block_866342.spent_utxos.json");
+    if (!pb || !pj) FAIL() << "tests/data is incomplete";
     auto block = DecodeBlock(test::ReadFile(*pb));
     ASSERT_TRUE(block.ok());
     const auto raw = test::ReadFile(*pj);

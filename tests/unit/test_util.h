@@ -61,10 +61,10 @@ public:
     std::filesystem::path path;
 };
 
-/// Path under ../shared/data, or nullopt when the data is not present.
-inline std::optional<std::filesystem::path> SharedData(const std::string& rel)
+/// Path under tests/data (the repository's own copy of real chain data), or nullopt if absent.
+inline std::optional<std::filesystem::path> TestData(const std::string& rel)
 {
-    std::filesystem::path p = std::filesystem::path(IBDKIT_SHARED_DATA) / rel;
+    std::filesystem::path p = std::filesystem::path(IBDKIT_TEST_DATA) / rel;
     if (std::filesystem::exists(p)) return p;
     return std::nullopt;
 }

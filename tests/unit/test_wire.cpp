@@ -139,8 +139,8 @@ TEST(Wire, LyingLengthDoesNotAllocateAhead)
 
 TEST(Wire, ProcessMessageBlockEndToEnd)
 {
-    auto path = ibdkit::test::SharedData("mainnet/blocks/block_413567.raw");
-    if (!path) GTEST_SKIP() << "shared data absent";
+    auto path = ibdkit::test::TestData("mainnet/blocks/block_413567.raw");
+    if (!path) FAIL() << "tests/data is incomplete";
     const auto block = ibdkit::test::ReadFile(*path);
     const auto& params = GetChainParams(ChainType::MAIN);
     auto msg = Msg("block", block, params.message_start);
