@@ -1,0 +1,45 @@
+// ibdkit/script/verify.h — verifying inputs' scripts: one input for tools, a block's flags for the
+// engine.
+//
+// VerifyInput is the whole of Core's per-input script check (CScriptCheck): the input's scriptSig
+// and witness against the output it spends, under a block's flags, with Core's verdict and reject
+// reason. The engine calls it for every input of a block whose scripts it checks; tools call it
+// with spent outputs they got elsewhere (a UTXO set, Core's rev files, a JSON file).
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/transaction.h>
+#include <ibdkit/script/interpreter.h>
+#include <ibdkit/script/script_error.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace ibdkit {
+
+/// The verdict on one input: OK, or the first rule it broke.
+struct InputVerdict {
+    ScriptError error{ScriptError::OK};
+
+    bool ok() const noexcept { return error == ScriptError::OK; }
+    /// Core's reject reason for a block with this input: "block-script-verify-flag-failed (<Core's
+    /// ScriptErrorString>)"; empty when ok().
+    std::string BlockRejectReason() const;
+};
+
+/// Verifies input `input` of `tx` against `spent_outputs` (one per input of `tx`, in input order;
+/// BIP341 signs all of them) under `flags`. `txdata` is the transaction's precomputed hashes
+/// (PrecomputedTxData::Init with the same spent outputs); without it they are computed here, once
+/// per call. Throws std::invalid_argument if `input` is out of range or spent_outputs.size() differs
+/// from the input count.
+InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const TxOut> spent_outputs, ScriptFlags flags,
+                         const PrecomputedTxData* txdata = nullptr);
+
+/// The script flags Core connects the block at `height` with hash `hash` under (Core's
+/// GetBlockScriptFlags): P2SH, WITNESS and TAPROOT everywhere but the networks' exception blocks,
+/// then DERSIG, CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY and NULLDUMMY from their activation heights.
+ScriptFlags GetBlockScriptFlags(const ConsensusParams& params, int height, const BlockHash& hash);
+
+} // namespace ibdkit

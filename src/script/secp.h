@@ -1,0 +1,26 @@
+// src/script/secp.h — the signature primitives the interpreter needs (private: wraps libsecp256k1).
+//
+// Each function answers as Core's CPubKey / XOnlyPubKey does, so the interpreter's verdicts are
+// Core's; libsecp256k1 never appears outside src/script/ (and src/gen/, which signs).
+#pragma once
+
+#include <ibdkit/primitives/hash.h>
+
+#include <cstdint>
+#include <span>
+
+namespace ibdkit::script_detail {
+
+/// Core's CPubKey::Verify: `pubkey` in any encoding libsecp256k1 parses (33 or 65 bytes, hybrid
+/// included, as Core), `der` a signature without its hash-type byte parsed leniently (Core's
+/// ecdsa_signature_parse_der_lax), normalized to low S, then verified over `hash`.
+bool VerifyEcdsa(std::span<const uint8_t> pubkey, std::span<const uint8_t> der, const uint256& hash);
+
+/// BIP340 verification of a 64-byte signature by a 32-byte x-only key over `hash`.
+bool VerifySchnorr(std::span<const uint8_t> xonly_pubkey, std::span<const uint8_t> sig64, const uint256& hash);
+
+/// BIP341's commitment check (Core's XOnlyPubKey::CheckTapTweak): `output_key` with `parity` is
+/// `internal_key` + tweak·G.
+bool CheckTapTweak(std::span<const uint8_t> internal_key, const uint256& tweak, std::span<const uint8_t> output_key, bool parity);
+
+} // namespace ibdkit::script_detail
