@@ -3,8 +3,7 @@
 # As root: apt-get installs what is missing. Otherwise: prints the exact apt line and fails.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libleveldb-dev libsnappy-dev libsecp256k1-dev libsqlite3-dev libcli11-dev
-      nlohmann-json3-dev clang-14 libclang-rt-14-dev python3 python3-venv python3-dev)
-[ "${1:-}" = "--with-tools" ] && pkgs+=(valgrind)
+      nlohmann-json3-dev clang-14 libclang-rt-14-dev python3 python3-venv python3-dev valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -329,7 +329,7 @@ TEST(BenchCallgrind, InstructionCountsShowTheCostOfCoresAllocator)
 #endif
     const char* cli = IBDKIT_CLI_PATH;
     if (::access(cli, X_OK) != 0) GTEST_SKIP() << "CLI not built: " << cli;
-    if (std::system("valgrind --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "valgrind not installed";
+    if (std::system("valgrind --version >/dev/null 2>&1") != 0) IBDKIT_MISSING_PREREQUISITE("valgrind is not installed", "valgrind (apt-get install valgrind; scripts/deps.sh does)");
     const std::string json = ::testing::TempDir() + "ibdkit_callgrind.json";
     const std::string cmd = std::string(cli) +
                             " bench --callgrind --callgrind-iters 3 --filter '^DataStreamAlloc/(plain|zero-after-free)$'"

@@ -128,10 +128,10 @@ uint64_t OpenAndRecover(const fs::path& dir, std::unique_ptr<CoinsDB>& db, const
     return to;
 }
 
-TEST(CoinsCrashChild, Main)
+// The crash test's child process: opens and recovers the store, then flushes generations until it
+// is killed.
+void RunCrashChild(const char* dir)
 {
-    const char* dir = std::getenv("IBDKIT_COINS_CRASH_CHILD");
-    if (!dir) GTEST_SKIP() << "only runs as the crash test's child process";
     // A targeted kill: after the N-th intermediate batch of a flush (H written, B not yet), or in
     // the first flush's bulk load before its switch, tell the parent through the inherited pipe
     // and wait there to be killed.
@@ -156,6 +156,19 @@ TEST(CoinsCrashChild, Main)
     }
     std::_Exit(0);
 }
+
+class CrashChild : public testing::Test {
+    void TestBody() override { RunCrashChild(std::getenv("IBDKIT_COINS_CRASH_CHILD")); }
+};
+
+// Registered only inside the child process (its environment names the store), so the suite never
+// lists, runs or skips it otherwise.
+[[maybe_unused]] const bool g_crash_child_registered = [] {
+    if (!std::getenv("IBDKIT_COINS_CRASH_CHILD")) return false;
+    testing::RegisterTest("CoinsCrashChild", "Main", nullptr, nullptr, __FILE__, __LINE__,
+                          []() -> testing::Test* { return new CrashChild; });
+    return true;
+}();
 
 using Model = std::map<OutPoint, Coin>;
 
