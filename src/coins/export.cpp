@@ -60,7 +60,7 @@ double Fraction(const Txid& t) { return (t.data()[0] * 256.0 + t.data()[1]) / 65
 
 /// Page-cache hygiene for exports of many GB: pages already written back (or already parsed) are
 /// dropped, so the kernel recycles warm pages instead of taking fresh ones for every 4 KiB; on a
-/// VM that halves the kernel's share of a dump (docs/benchmarks.md). It also makes the re-read
+/// VM that halves the kernel's share of a dump (CHANGELOG.md, 2026-11-22). It also makes the re-read
 /// check read the device, not the copy in memory. `fd` may be a pipe or tmpfs: errors are ignored.
 void DropCachedRange(int fd, uint64_t from, uint64_t to)
 {

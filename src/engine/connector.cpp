@@ -77,7 +77,7 @@ namespace {
 /// default threshold rises after each large free and keeps them in the heap); malloc_trim returns
 /// the free pages inside the heap, which decoded blocks and LevelDB's tables, freed on threads other
 /// than the ones that allocated them, leave scattered. ~50 MiB each at --dbcache 450 on the 8 GB
-/// chain (docs/benchmarks.md); a trim takes a few milliseconds.
+/// chain (CHANGELOG.md, 2026-11-22); a trim takes a few milliseconds.
 void ReturnFreeHeap() noexcept
 {
 #ifdef __GLIBC__

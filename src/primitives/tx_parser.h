@@ -1,6 +1,6 @@
 // The one transaction parser behind DecodeTransaction, DecodeBlock, TxView and BlockView.
 //
-// ParseTx walks Core's transaction encoding (formats.md §2) over a byte range with bounds checks,
+// ParseTx walks Core's transaction encoding (docs/formats.md §2) over a byte range with bounds checks,
 // throws DecodeError with the same codes Core's stream reads would give (EndOfData,
 // NonCanonicalCompactSize, SizeTooLarge, SuperfluousWitness, UnknownOptionalData), and reports
 // the pieces to a Sink. The view front end uses a sink that does nothing; the owning front end
@@ -127,7 +127,7 @@ inline void ParseOutputs(ByteCursor& c, uint64_t n, Sink& sink)
     }
 }
 
-/// Core's UnserializeTransaction, step by step (formats.md §2).
+/// Core's UnserializeTransaction, step by step (docs/formats.md §2).
 template <typename Sink>
 inline TxLayout ParseTx(ByteCursor& c, bool allow_witness, Sink& sink)
 {

@@ -1,7 +1,7 @@
 // ibdkit/blockfile/undo_file.h — undo records in Bitcoin Core's rev files (revNNNNN.dat): reading
 // them from a Core data directory, and writing them for blocks ibdkit connects.
 //
-// Record (../shared/docs/formats.md §6, Core's BlockManager::WriteBlockUndo): network magic[4] |
+// Record (docs/formats.md §6, Core's BlockManager::WriteBlockUndo): network magic[4] |
 // size LE32 | undo bytes (coins/undo.h) | checksum[32], checksum = SHA256d(previous block hash ‖ undo
 // bytes). A block's undo position (Core's nUndoPos) is the offset of its undo bytes, just after the
 // 8-byte header. Core's files may be XORed with the blocks directory's xor.dat key (blockfile.h).

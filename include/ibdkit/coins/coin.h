@@ -2,7 +2,7 @@
 // transaction that created it, serialized exactly as Bitcoin Core's chainstate (coins.h).
 //
 // Value format (before obfuscation): VARINT(height·2 + coinbase) | VARINT(CompressAmount(value)) |
-// compressed script (coins/compressor.h; ../shared/docs/formats.md §5).
+// compressed script (coins/compressor.h; docs/formats.md §5).
 #pragma once
 
 #include <ibdkit/coins/compressor.h>

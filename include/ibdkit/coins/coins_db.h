@@ -37,7 +37,8 @@ inline constexpr uint8_t DB_COIN = 'C';
 inline constexpr uint8_t DB_BEST_BLOCK = 'B';
 inline constexpr uint8_t DB_HEAD_BLOCKS = 'H';
 
-/// Core's default -dbbatchsize (32 MiB).
+/// A flush's batch size unless the caller sets one (Core's -dbbatchsize defaults to 16 MiB; the
+/// engine passes --dbcache/64, 4 to 8 MiB: SplitDbCache).
 inline constexpr std::size_t DEFAULT_DB_BATCH_SIZE = 32 << 20;
 
 /// Bytes per dirty entry that BatchWrite holds while it puts the entries in key order (its sort

@@ -1,7 +1,7 @@
 // ibdkit/coins/compressor.h — Core's amount and script compression for the chainstate and undo
 // formats (compressor.h/.cpp in Bitcoin Core).
 //
-// Formats: ../shared/docs/formats.md §5 and docs/chainstate.md.
+// Formats: docs/formats.md §5 and docs/chainstate.md.
 //
 //  - CompressAmount / DecompressAmount: the decimal-exponent packing of satoshi amounts.
 //  - Script compression: the first VARINT doubles as a type tag.

@@ -5,8 +5,8 @@
 // hash (32, internal order) | coin count u64 LE; then coins grouped per txid in the chainstate's key
 // order: txid (32) | CompactSize(coins in the group) | per coin CompactSize(vout) | Coin (the
 // chainstate value format, coins/coin.h, unobfuscated). Within a txid the order is the key order
-// of VARINT(vout), which is not numeric order past vout 127 (VARINT(16383) = fe 7f sorts after
-// VARINT(65535) = 82 fe 7f).
+// of VARINT(vout), which is not numeric order once vouts reach 16,512 (three VARINT bytes:
+// VARINT(16383) = fe 7f sorts after VARINT(65535) = 82 fe 7f).
 //
 // The reader is strict: besides Core's checks (network, a group count above the coins left,
 // truncation, trailing bytes, out-of-range amounts, heights above the base when known) it refuses

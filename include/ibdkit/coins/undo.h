@@ -1,7 +1,7 @@
 // ibdkit/coins/undo.h — a block's undo data: the coins its transactions spent, in Bitcoin Core's
 // undo format (undo.h: TxInUndoFormatter, CTxUndo, CBlockUndo), so that a block can be disconnected.
 //
-// Format (../shared/docs/formats.md §6, docs/undo.md): CompactSize count of non-coinbase
+// Format (docs/formats.md §6, docs/undo.md): CompactSize count of non-coinbase
 // transactions; per transaction a CompactSize count of spent coins, in input order; per coin
 // VARINT(height·2 + coinbase), then — when height > 0 — a VARINT written as a single 00 (a legacy
 // transaction version, any value accepted on read), then the compressed output (coins/compressor.h).

@@ -5,7 +5,7 @@
 // its first 384 bytes, little-endian, are a 3072-bit number. The set's hash is the product of its
 // elements' numbers modulo the prime 2^3072 − 1103717 (removals multiply a denominator). Finalize
 // divides, writes the 384 bytes little-endian and hashes them with SHA256; Core prints the 32 bytes
-// reversed. Format facts: ../shared/docs/formats.md §10; design notes: docs/chainstate.md.
+// reversed. Format facts: docs/formats.md §10; design notes: docs/chainstate.md.
 #pragma once
 
 #include <array>

@@ -1,7 +1,7 @@
 // ibdkit/encoding/serialize.h — Bitcoin's serialization: integers, CompactSize, VARINT,
 // containers, and one definition per type for both directions.
 //
-// Formats: docs/formats.md (and ../shared/docs/formats.md §1).
+// Formats: docs/formats.md §1.
 //
 // A stream is anything with `write(std::span<const std::byte>)` (a WriteStream) or
 // `read(std::span<std::byte>)` (a ReadStream); reads past the end throw DecodeError(EndOfData).

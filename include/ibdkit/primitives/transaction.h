@@ -1,6 +1,6 @@
 // ibdkit/primitives/transaction.h — outpoints, inputs, outputs, transactions (with segwit).
 //
-// Wire format: docs/formats.md §2 and ../shared/docs/formats.md §2.
+// Wire format: docs/formats.md §2.
 //
 // Two transaction types, as in Core:
 //  - MutableTransaction: plain fields, for building and editing; no cached ids.
