@@ -80,6 +80,7 @@ ChainParams MakeMain()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1231006505, 2083236893, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
+    c.default_assume_valid = HashFromHex("00000000000000000000611fd22f2df7c8fbd0688745c3a6c3bb5109cc2a12cb"); // 912683
     return p;
 }
 
@@ -103,6 +104,7 @@ ChainParams MakeTestnet()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1296688602, 414098458, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000016dd270dd94fac1d7632");
+    c.default_assume_valid = HashFromHex("0000000000000065c6c38258e201971a3fdfcc2ceee0dd6e85a6c022d45dee34"); // 4550000
     return p;
 }
 
@@ -127,6 +129,7 @@ ChainParams MakeTestnet4()
                                    1714777860, 393743547, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("00000000000000000000000000000000000000000000034a4690fe592dc49c7c");
+    c.default_assume_valid = HashFromHex("000000000000000180a58e7fa3b0db84b5ea76377524894f53660d93ac839d9b"); // 91000
     return p;
 }
 
@@ -152,6 +155,7 @@ ChainParams MakeSignet()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1598918400, 52613770, 0x1e0377ae, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000000000000067d328e681a");
+    c.default_assume_valid = HashFromHex("000000128586e26813922680309f04e1de713c7542fee86ed908f56368aefe2e"); // 267665
     return p;
 }
 

@@ -47,6 +47,10 @@ struct ConsensusParams {
     /// Core's nMinimumChainWork: a header chain with less total work (GetBlockProof summed from the
     /// genesis) is not downloaded. Zero on regtest.
     uint256 minimum_chain_work;
+    /// Core's defaultAssumeValid: a block whose history was verified elsewhere, below which a
+    /// block's scripts may be skipped (consensus/assumevalid.h has Core's conditions). Null on
+    /// regtest: every script is verified.
+    BlockHash default_assume_valid;
 
     int64_t DifficultyAdjustmentInterval() const noexcept { return pow_target_timespan / pow_target_spacing; }
 };
