@@ -356,7 +356,14 @@ public:
     /// CONST_SCRIPTCODE.
     bool DeleteSignature(View sig, ScriptFlags flags, ScriptError* error)
     {
-        uint8_t pattern[MAX_SCRIPT_ELEMENT_SIZE + 5];
+        // Signatures from a script are at most 520 bytes; a caller's initial stack may hold more.
+        uint8_t small[MAX_SCRIPT_ELEMENT_SIZE + 5];
+        Bytes large;
+        uint8_t* pattern = small;
+        if (sig.size() > MAX_SCRIPT_ELEMENT_SIZE) {
+            large.resize(sig.size() + 5);
+            pattern = large.data();
+        }
         const std::size_t n = WritePush(pattern, sig);
         const View p(pattern, n);
         if (FindAndDelete(m_view, p, nullptr) == 0) return true;

@@ -130,6 +130,23 @@ TEST(ScriptInterpreter, FindAndDeleteRemovesTheSignaturePushInBaseScriptsOnly)
     EXPECT_EQ(checker.codes.back(), script2);
 }
 
+TEST(ScriptInterpreter, OversizedElementsOnACallersStackAreHandled)
+{
+    // EvalScript's own pushes are at most 520 bytes, a caller's stack is not: CHECKSIG and
+    // CHECKMULTISIG must still work (found by tests/fuzz/script_eval.cpp).
+    RecordingChecker checker(false);
+    const Bytes sig(1066, 0x30);
+    for (const char* script : {"CHECKSIG", "0 SWAP 1 0x21 0x02aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 CHECKMULTISIG"}) {
+        ScriptStack stack{sig};
+        if (std::string(script) == "CHECKSIG") stack.push_back(Bytes(33, 0x02));
+        ScriptError err;
+        EXPECT_TRUE(EvalScript(stack, ParseScriptAsm(script), SCRIPT_VERIFY_NONE, checker, SigVersion::BASE, &err))
+            << ScriptErrorName(err);
+        ASSERT_FALSE(stack.empty());
+        EXPECT_TRUE(stack.back().empty()); // false: the checker refused
+    }
+}
+
 TEST(ScriptInterpreter, SignatureEncodingEdges)
 {
     ScriptError err;
