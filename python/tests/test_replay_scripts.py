@@ -131,7 +131,7 @@ def test_every_script_of_cores_regtest_chain_verifies(cli, shared, regtest):
     assert len({g["hash_serialized_3"] for g in runs.values()}) == 1
 
 
-def test_a_flipped_signature_is_rejected_as_core_rejects_it(cli, tmp_path, regtest):
+def test_a_flipped_signature_is_rejected_as_core_rejects_it(cli, shared, tmp_path, regtest):
     blocks = flip_signature(regtest)
     blk = write_blk(tmp_path / "bad" / "blk00000.dat", blocks)
     height, reasons = core_verdict(tmp_path / "core", blk)
@@ -141,6 +141,12 @@ def test_a_flipped_signature_is_rejected_as_core_rejects_it(cli, tmp_path, regte
         got = replay(cli, blk.parent, "--assumevalid", "0", "--threads", threads)
         assert (got["reject_height"], got["reject_reason"]) == (BROKEN_HEIGHT, EVAL_FALSE), got
         assert got["height"] == BROKEN_HEIGHT - 1
+    # Nothing of the rejected block reached the chainstate: it is the chain's up to the block below.
+    got = replay(cli, blk.parent, "--assumevalid", "0", "--chainstate", tmp_path / "cs", "--dbcache", "0")
+    assert got["reject_height"] == BROKEN_HEIGHT
+    on_disk = json.loads(run_cli(cli, "utxo", "stats", "--chainstate", tmp_path / "cs", "--json").stdout)
+    below = replay(cli, shared / "regtest" / "core_kernel_blocks_1-206.blk", "--stop-height", str(BROKEN_HEIGHT - 1))
+    assert on_disk["hash_serialized_3"] == below["hash_serialized_3"]
     # Default (regtest: none), and an assumevalid block too close to the tip: verified, rejected.
     assert replay(cli, blk.parent)["reject_reason"] == EVAL_FALSE
     tip = sha256d(blocks[-1][:80])[::-1].hex()
