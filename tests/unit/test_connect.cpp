@@ -532,7 +532,7 @@ namespace ibdkit {
 namespace {
 
 const std::string EVAL_FALSE = "block-script-verify-flag-failed (Script evaluated without error but finished with a false/empty top stack element)";
-const std::string OP_RETURN_HIT = "block-script-verify-flag-failed (OP_RETURN was encountered)";
+const std::string OP_VERIFY_FAILED = "block-script-verify-flag-failed (Script failed an OP_VERIFY operation)";
 
 TEST_P(ConnectBlockTest, ScriptsRunOnlyWhenAsked)
 {
@@ -564,13 +564,13 @@ TEST_P(ConnectBlockTest, TheFirstFailingInputInBlockOrderGivesTheReason)
         for (int i = 0; i < N; ++i) {
             const OutPoint a = Prevout(uint8_t(i), 0), b = Prevout(uint8_t(i), 1);
             Script spk = OpTrue();
-            if (i == first_bad) spk = S({0x6a});                    // OP_RETURN
+            if (i == first_bad) spk = S({0x00, 0x69});              // OP_0 OP_VERIFY
             if (i == std::min(first_bad + 20, N - 1) && i != first_bad) spk = S({0x00}); // later: EVAL_FALSE
             f.AddCoin(a, 10'000, 10);
             f.AddCoin(b, 10'000, 10, false, std::move(spk));
             txs.push_back(Spend({{a}, {b}}, 9'000));
         }
-        EXPECT_EQ(f.Connect(std::move(txs)), OP_RETURN_HIT) << first_bad;
+        EXPECT_EQ(f.Connect(std::move(txs)), OP_VERIFY_FAILED) << first_bad;
     }
     Fixture g(ChainType::REGTEST, H);
     g.check_scripts = true;
