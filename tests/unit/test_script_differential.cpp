@@ -6,6 +6,8 @@
 //
 // The library is found at $IBDKIT_KERNEL_LIB or in the Python venv that `make build` sets up
 // (build/venv/.../pbk/_libs/libbitcoinkernel.so). The test fails if it is absent.
+#include <ibdkit/crypto/ripemd160.h>
+#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/script/interpreter.h>
 
@@ -333,6 +335,160 @@ TEST_F(ScriptDifferential, MutatedScriptsAgreeWithCore)
         disagreements += Compare(s, some, comparisons);
     }
     std::cout << "differential (mutated): " << comparisons << " verdicts compared, " << disagreements << " disagreements\n";
+    EXPECT_EQ(disagreements, 0);
+}
+
+} // namespace
+} // namespace ibdkit
+
+namespace ibdkit {
+namespace {
+
+/// Random scripts from the opcodes that matter, numbers and short pushes, so that some of them
+/// run deep (IF nesting, stack juggling, arithmetic, signature checks on junk, lock times).
+class ScriptGen {
+public:
+    explicit ScriptGen(uint64_t seed) : m_rng(seed) {}
+    std::mt19937_64& rng() { return m_rng; }
+
+    Bytes Element()
+    {
+        switch (m_rng() % 6) {
+        case 0: return {};
+        case 1: return {uint8_t(m_rng() % 4)};
+        case 2: return {uint8_t(m_rng())};
+        case 3: return Bytes(32, uint8_t(m_rng()));
+        case 4: return Bytes(33, 0x02);
+        default: {
+            Bytes b(m_rng() % 6);
+            for (auto& x : b) x = uint8_t(m_rng());
+            return b;
+        }
+        }
+    }
+
+    Bytes Script(bool push_only)
+    {
+        static const uint8_t ops[] = {
+            0x61, 0x63, 0x64, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d, 0x6e, 0x6f, 0x70, 0x71, 0x72, 0x73, 0x74, 0x75,
+            0x76, 0x77, 0x78, 0x79, 0x7a, 0x7b, 0x7c, 0x7d, 0x82, 0x87, 0x88, 0x8b, 0x8c, 0x8f, 0x90, 0x91, 0x92, 0x93,
+            0x94, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f, 0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+            0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb9, 0xba, 0x50, 0x62, 0x65, 0x7e, 0x89, 0xbb, 0xff};
+        Bytes s;
+        const int n = int(m_rng() % 24);
+        for (int i = 0; i < n; ++i) {
+            const unsigned pick = unsigned(m_rng() % 10);
+            if (pick < 3) {
+                s.push_back(uint8_t(0x4f + m_rng() % 18)); // OP_1NEGATE .. OP_16 (and OP_RESERVED)
+                if (s.back() == 0x50 && push_only) s.back() = 0x00;
+            } else if (pick < 5 || push_only) {
+                const Bytes e = Element();
+                if (e.size() < 76 && m_rng() % 8 == 0) {
+                    s.push_back(0x4c); // a non-minimal PUSHDATA1
+                    s.push_back(uint8_t(e.size()));
+                    s.insert(s.end(), e.begin(), e.end());
+                } else {
+                    test::AppendPush(s, e);
+                }
+            } else {
+                s.push_back(ops[m_rng() % std::size(ops)]);
+            }
+        }
+        return s;
+    }
+
+private:
+    std::mt19937_64 m_rng;
+};
+
+/// A spend of one output whose script comes from `gen`, in one of the output types.
+Spend RandomSpend(ScriptGen& gen)
+{
+    auto& rng = gen.rng();
+    Bytes script_sig, spk;
+    ScriptWitness witness;
+    const unsigned kind = unsigned(rng() % 5);
+    const Bytes inner = gen.Script(false);
+    auto random_stack = [&] {
+        std::vector<Bytes> st(rng() % 5);
+        for (auto& e : st) e = gen.Element();
+        return st;
+    };
+    switch (kind) {
+    case 0: // bare
+        script_sig = gen.Script(rng() % 4 != 0);
+        spk = inner;
+        break;
+    case 1: { // P2SH
+        for (const Bytes& e : random_stack()) test::AppendPush(script_sig, e);
+        test::AppendPush(script_sig, inner);
+        uint8_t h[20];
+        Hash160(inner, h);
+        spk = {0xa9, 0x14};
+        spk.insert(spk.end(), h, h + 20);
+        spk.push_back(0x87);
+        break;
+    }
+    case 2:
+    case 3: { // P2WSH, native or inside P2SH
+        witness.stack = random_stack();
+        witness.stack.push_back(inner);
+        uint8_t h[32];
+        Sha256().Write(inner).Finalize(h);
+        Bytes program{0x00, 0x20};
+        program.insert(program.end(), h, h + 32);
+        if (kind == 2) {
+            spk = program;
+        } else {
+            test::AppendPush(script_sig, program);
+            uint8_t h160[20];
+            Hash160(program, h160);
+            spk = {0xa9, 0x14};
+            spk.insert(spk.end(), h160, h160 + 20);
+            spk.push_back(0x87);
+        }
+        break;
+    }
+    default: { // tapscript leaf (sometimes an unknown leaf version, sometimes an annex)
+        const uint8_t version = rng() % 8 == 0 ? 0xc2 : 0xc0;
+        const auto tr = test::BuildOneLeafTaproot(inner, version);
+        witness.stack = random_stack();
+        witness.stack.push_back(inner);
+        witness.stack.push_back(tr.control_block);
+        if (rng() % 6 == 0) witness.stack.push_back(Bytes{0x50, uint8_t(rng())});
+        spk = {0x51, 0x20};
+        spk.insert(spk.end(), tr.output_key.begin(), tr.output_key.end());
+        break;
+    }
+    }
+    const Transaction credit = test::BuildCreditingTransaction(spk, Amount(rng() % 100000));
+    MutableTransaction mtx = test::BuildSpendingTransaction(script_sig, witness, credit).ToMutable();
+    // Lock-time fields that CLTV and CSV can be satisfied by now and then.
+    mtx.version = uint32_t(rng() % 3);
+    mtx.lock_time = uint32_t(rng() % 4 == 0 ? 500000000 + rng() % 1000 : rng() % 20);
+    mtx.vin[0].sequence = uint32_t(rng() % 3 == 0 ? 0xffffffff : rng() % 3 == 0 ? (1u << 22) | (rng() % 20) : rng() % 20);
+    return Spend{Transaction(mtx), {credit.vout()[0]}, "random " + test::ToHex(script_sig) + " | " + test::ToHex(spk)};
+}
+
+TEST_F(ScriptDifferential, GeneratedScriptsAgreeWithCore)
+{
+    const uint64_t seed = test::TestSeed() ^ 0x5eed;
+    std::cout << "seed " << test::TestSeed() << " (IBDKIT_TEST_SEED)\n";
+    ScriptGen gen(seed);
+    const auto combos = FlagCombinations();
+    const int rounds = std::getenv("IBDKIT_LONG_TESTS") ? 50000 : 4000;
+    int comparisons = 0, disagreements = 0, passes = 0;
+    for (int r = 0; r < rounds && disagreements < 5; ++r) {
+        const Spend s = RandomSpend(gen);
+        std::vector<ScriptFlags> some;
+        for (int k = 0; k < 3; ++k) some.push_back(combos[gen.rng()() % combos.size()]);
+        some.push_back(SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_WITNESS | SCRIPT_VERIFY_TAPROOT | SCRIPT_VERIFY_DERSIG |
+                       SCRIPT_VERIFY_NULLDUMMY | SCRIPT_VERIFY_CHECKLOCKTIMEVERIFY | SCRIPT_VERIFY_CHECKSEQUENCEVERIFY);
+        disagreements += Compare(s, some, comparisons);
+        passes += OursVerify(s, 0, some.back());
+    }
+    std::cout << "differential (generated): " << comparisons << " verdicts compared, " << passes << " of " << rounds
+              << " spends valid under all consensus flags, " << disagreements << " disagreements\n";
     EXPECT_EQ(disagreements, 0);
 }
 
