@@ -2,11 +2,16 @@
 // the vector files write scripts) and the crediting/spending pair of Core's script_tests.cpp.
 #pragma once
 
+#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
 
 #include "test_util.h"
 
+#include <secp256k1.h>
+#include <secp256k1_extrakeys.h>
+
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <map>
@@ -162,6 +167,69 @@ inline Transaction BuildSpendingTransaction(const std::vector<uint8_t>& script_s
     tx.vout.resize(1);
     tx.vout[0].value = credit.vout()[0].value;
     return Transaction(tx);
+}
+
+inline void Check(bool ok)
+{
+    if (!ok) throw std::runtime_error("libsecp256k1 call failed");
+}
+
+inline std::array<uint8_t, 32> TaggedHash(const std::string& tag, const std::vector<uint8_t>& msg)
+{
+    uint8_t t[32];
+    Sha256().Write(reinterpret_cast<const uint8_t*>(tag.data()), tag.size()).Finalize(t);
+    std::array<uint8_t, 32> out;
+    Sha256().Write(t, 32).Write(t, 32).Write(msg).Finalize(out.data());
+    return out;
+}
+
+/// Core's TaprootBuilder for one leaf at depth 0 under key0 (private key 1): the output key and
+/// the leaf's control block.
+struct OneLeafTaproot {
+    std::vector<uint8_t> output_key;
+    std::vector<uint8_t> control_block;
+};
+
+inline OneLeafTaproot BuildOneLeafTaproot(const std::vector<uint8_t>& leaf_script, uint8_t leaf_version = 0xc0)
+{
+    secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
+    uint8_t seckey[32] = {};
+    seckey[31] = 1;
+    secp256k1_keypair keypair;
+    Check(secp256k1_keypair_create(ctx, &keypair, seckey));
+    secp256k1_xonly_pubkey internal;
+    Check(secp256k1_keypair_xonly_pub(ctx, &internal, nullptr, &keypair));
+    uint8_t internal32[32];
+    secp256k1_xonly_pubkey_serialize(ctx, internal32, &internal);
+
+    std::vector<uint8_t> leaf{leaf_version};
+    // TapLeaf: version || compact_size(len) || script.
+    Check(leaf_script.size() <= 0xffff);
+    if (leaf_script.size() < 253) {
+        leaf.push_back(uint8_t(leaf_script.size()));
+    } else {
+        leaf.push_back(253);
+        leaf.push_back(uint8_t(leaf_script.size()));
+        leaf.push_back(uint8_t(leaf_script.size() >> 8));
+    }
+    leaf.insert(leaf.end(), leaf_script.begin(), leaf_script.end());
+    const auto leaf_hash = TaggedHash("TapLeaf", leaf);
+    std::vector<uint8_t> tweak_msg(internal32, internal32 + 32);
+    tweak_msg.insert(tweak_msg.end(), leaf_hash.begin(), leaf_hash.end());
+    const auto tweak = TaggedHash("TapTweak", tweak_msg);
+
+    secp256k1_pubkey tweaked;
+    Check(secp256k1_xonly_pubkey_tweak_add(ctx, &tweaked, &internal, tweak.data()));
+    secp256k1_xonly_pubkey output;
+    int parity = 0;
+    Check(secp256k1_xonly_pubkey_from_pubkey(ctx, &output, &parity, &tweaked));
+    OneLeafTaproot r;
+    r.output_key.resize(32);
+    secp256k1_xonly_pubkey_serialize(ctx, r.output_key.data(), &output);
+    r.control_block.push_back(uint8_t(leaf_version | parity));
+    r.control_block.insert(r.control_block.end(), internal32, internal32 + 32);
+    secp256k1_context_destroy(ctx);
+    return r;
 }
 
 } // namespace ibdkit::test

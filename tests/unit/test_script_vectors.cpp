@@ -10,8 +10,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <secp256k1.h>
-#include <secp256k1_extrakeys.h>
 
 #include <cmath>
 #include <fstream>
@@ -33,58 +31,6 @@ json LoadVectors(const std::string& name)
     std::ifstream f(path);
     if (!f) throw std::runtime_error("cannot open " + path);
     return json::parse(f);
-}
-
-std::array<uint8_t, 32> TaggedHash(const std::string& tag, const std::vector<uint8_t>& msg)
-{
-    uint8_t t[32];
-    Sha256().Write(reinterpret_cast<const uint8_t*>(tag.data()), tag.size()).Finalize(t);
-    std::array<uint8_t, 32> out;
-    Sha256().Write(t, 32).Write(t, 32).Write(msg).Finalize(out.data());
-    return out;
-}
-
-/// Core's TaprootBuilder for one leaf at depth 0 under key0 (private key 1): the output key and
-/// the leaf's control block.
-struct OneLeafTaproot {
-    std::vector<uint8_t> output_key;
-    std::vector<uint8_t> control_block;
-};
-
-OneLeafTaproot BuildOneLeafTaproot(const std::vector<uint8_t>& leaf_script)
-{
-    secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
-    uint8_t seckey[32] = {};
-    seckey[31] = 1;
-    secp256k1_keypair keypair;
-    EXPECT_TRUE(secp256k1_keypair_create(ctx, &keypair, seckey));
-    secp256k1_xonly_pubkey internal;
-    EXPECT_TRUE(secp256k1_keypair_xonly_pub(ctx, &internal, nullptr, &keypair));
-    uint8_t internal32[32];
-    secp256k1_xonly_pubkey_serialize(ctx, internal32, &internal);
-
-    std::vector<uint8_t> leaf{0xc0};
-    // TapLeaf: version || compact_size(len) || script (scripts here are short).
-    EXPECT_LT(leaf_script.size(), 253u);
-    leaf.push_back(uint8_t(leaf_script.size()));
-    leaf.insert(leaf.end(), leaf_script.begin(), leaf_script.end());
-    const auto leaf_hash = TaggedHash("TapLeaf", leaf);
-    std::vector<uint8_t> tweak_msg(internal32, internal32 + 32);
-    tweak_msg.insert(tweak_msg.end(), leaf_hash.begin(), leaf_hash.end());
-    const auto tweak = TaggedHash("TapTweak", tweak_msg);
-
-    secp256k1_pubkey tweaked;
-    EXPECT_TRUE(secp256k1_xonly_pubkey_tweak_add(ctx, &tweaked, &internal, tweak.data()));
-    secp256k1_xonly_pubkey output;
-    int parity = 0;
-    EXPECT_TRUE(secp256k1_xonly_pubkey_from_pubkey(ctx, &output, &parity, &tweaked));
-    OneLeafTaproot r;
-    r.output_key.resize(32);
-    secp256k1_xonly_pubkey_serialize(ctx, r.output_key.data(), &output);
-    r.control_block.push_back(uint8_t(0xc0 | parity));
-    r.control_block.insert(r.control_block.end(), internal32, internal32 + 32);
-    secp256k1_context_destroy(ctx);
-    return r;
 }
 
 bool RunCase(const std::vector<uint8_t>& script_sig, const std::vector<uint8_t>& script_pubkey, const ScriptWitness& witness,
@@ -120,7 +66,7 @@ TEST(ScriptVectors, ScriptTestsJsonEveryCase)
                     tapscript = ParseScriptAsm(elem.substr(8));
                     witness.stack.push_back(tapscript);
                 } else if (elem == "#CONTROLBLOCK#") {
-                    witness.stack.push_back(BuildOneLeafTaproot(tapscript).control_block);
+                    witness.stack.push_back(test::BuildOneLeafTaproot(tapscript).control_block);
                     has_control_block = true;
                 } else {
                     witness.stack.push_back(ParseHex(elem));
@@ -140,7 +86,7 @@ TEST(ScriptVectors, ScriptTestsJsonEveryCase)
         if (spk_text == "0x51 0x20 #TAPROOTOUTPUT#") {
             ASSERT_TRUE(has_control_block);
             script_pubkey = {0x51, 0x20};
-            const auto out = BuildOneLeafTaproot(tapscript).output_key;
+            const auto out = test::BuildOneLeafTaproot(tapscript).output_key;
             script_pubkey.insert(script_pubkey.end(), out.begin(), out.end());
         } else {
             script_pubkey = ParseScriptAsm(spk_text);
