@@ -67,8 +67,8 @@ TEST(ScriptVerify, BlockScriptFlags)
     EXPECT_EQ(GetBlockScriptFlags(main, 419328, some_hash) & SCRIPT_VERIFY_CHECKSEQUENCEVERIFY, SCRIPT_VERIFY_CHECKSEQUENCEVERIFY);
     EXPECT_EQ(GetBlockScriptFlags(main, 481823, some_hash) & SCRIPT_VERIFY_NULLDUMMY, 0u);
     EXPECT_EQ(GetBlockScriptFlags(main, 866342, some_hash), ALL_BLOCK_FLAGS);
-    // Core's two mainnet exceptions: BIP16's block (170,060) runs without P2SH, witness and
-    // taproot; the taproot exception (692,261) without taproot only.
+    // Core's two mainnet exceptions: BIP16's block (from before BIP66) runs without P2SH, witness
+    // and taproot; the taproot exception (after segwit, before taproot) without taproot only.
     const BlockHash bip16 = *BlockHash::FromHex("00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22");
     EXPECT_EQ(GetBlockScriptFlags(main, 170060, bip16), SCRIPT_VERIFY_NONE);
     const BlockHash taproot = *BlockHash::FromHex("0000000000000000000f14c35b2d841e986ab5441de8c585d5ffe55ea1e395ad");
