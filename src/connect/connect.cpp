@@ -1,5 +1,7 @@
 #include <ibdkit/connect/connect.h>
 
+#include "coins/coins_cache_access.h"
+
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/tx_verify.h>
@@ -169,9 +171,9 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
-            view.PrefetchSlot(tx.vin()[op.input].prevout);
+            CoinsCacheAccess::PrefetchSlot(view, tx.vin()[op.input].prevout);
         } else {
-            for (uint32_t o = 0; o < tx.vout().size(); ++o) view.PrefetchSlot(OutPoint{tx.GetHash(), o});
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) CoinsCacheAccess::PrefetchSlot(view, OutPoint{tx.GetHash(), o});
         }
     }
     not_in_cache.clear();
@@ -198,18 +200,18 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
         }
     }
     for (const ShardOp& op : ops) {
-        if (op.input != ShardOp::OUTPUTS) view.PrefetchNode(block.vtx[op.tx].vin()[op.input].prevout);
+        if (op.input != ShardOp::OUTPUTS) CoinsCacheAccess::PrefetchNode(view, block.vtx[op.tx].vin()[op.input].prevout);
     }
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
             const std::size_t k = first_input[op.tx] + op.input;
             SpentInput& in = inputs[k];
-            auto it = view.FetchCoin(tx.vin()[op.input].prevout);
-            in.found = it != view.MapEnd() && !it->second.IsSpent();
+            auto it = CoinsCacheAccess::FetchCoin(view, tx.vin()[op.input].prevout);
+            in.found = it != CoinsCacheAccess::End() && !it->second.IsSpent();
             in.sigop_cost = 0;
             if (in.found) {
-                view.SpendCoinAt(it, &in.coin);
+                CoinsCacheAccess::SpendCoinAt(view, it, &in.coin);
                 in.sigop_cost = InputSigOpCost(input_sigops[k], in.coin.out.script_pubkey.span(), sigop_flags);
             }
             continue;
