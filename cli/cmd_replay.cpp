@@ -29,11 +29,11 @@ extern "C" void OnSignal(int)
 const CommandRegistrar replay_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("replay",
         "Replay block files through the IBD pipeline: read, decode, check, connect, flush.\n"
-        "Scripts are NOT verified (assumevalid-style): every other consensus rule that needs no script\n"
-        "execution is, with Core's reject reasons. Trust the result only for chains whose scripts you\n"
-        "already trust (as an assumevalid node trusts blocks below its assumevalid hash).");
+        "Every consensus rule is checked with Core's reject reasons; scripts too, except in blocks that\n"
+        "Core's assumevalid rule skips (--assumevalid: below the network's assumevalid block, buried\n"
+        "under two weeks of work; --assumevalid 0 verifies every script).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"};
+        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, assumevalid;
         std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
@@ -61,6 +61,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
+    AddAssumeValidOption(cmd, a->assumevalid);
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     cmd->add_flag("--no-stats", a->no_stats,
@@ -86,6 +87,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.threads = a->threads;
         o.statistics = !a->no_stats;
         o.db_batch_bytes = a->dbbatchsize;
+        o.assumevalid = ParseAssumeValid(a->assumevalid);
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);

@@ -63,6 +63,7 @@ void PrintHuman(const SyncResult& r)
                 r.start_height, r.seconds, r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0,
                 r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0);
     if (r.recovered_blocks) std::printf("recovered          %llu blocks rolled forward after an interrupted flush\n", (unsigned long long)r.recovered_blocks);
+    PrintScripts(r);
     if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
     PrintTip(r);
@@ -72,10 +73,10 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("sync",
         "Initial block download from one P2P peer: handshake, headers-first (getblocks when the peer ignores\n"
         "getheaders), blocks in a bounded getdata window, each checked, connected and flushed as `ibdkit replay`\n"
-        "does (scripts NOT verified: trust the peer's chain as an assumevalid node does). Ctrl-C flushes;\n"
+        "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
     struct Args {
-        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"};
+        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"}, assumevalid;
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
@@ -104,6 +105,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
+    AddAssumeValidOption(cmd, a->assumevalid);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     cmd->add_flag("--no-stats", a->no_stats,
                   "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
@@ -132,6 +134,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.threads = a->threads;
         o.statistics = !a->no_stats;
         o.force_getblocks = a->getblocks;
+        o.assumevalid = ParseAssumeValid(a->assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->quiet);

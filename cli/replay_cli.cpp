@@ -53,6 +53,9 @@ void PutRunFields(nlohmann::json& j, const EngineResult& c)
     j["undo_records"] = c.undo_records;
     j["undo_bytes"] = c.undo_bytes;
     j["peak_rss_bytes"] = c.peak_rss_bytes;
+    j["script_checked_inputs"] = c.script_checked_inputs;
+    j["script_checks_from_height"] = c.script_checks_from_height ? nlohmann::json(*c.script_checks_from_height) : nlohmann::json(nullptr);
+    j["script_check_reason"] = c.script_checks_from_height ? nlohmann::json(c.script_check_reason) : nlohmann::json(nullptr);
     nlohmann::json deciles = nlohmann::json::array();
     for (const auto& t : c.throughput_by_decile) {
         deciles.push_back({{"height_from", t.height_from}, {"height_to", t.height_to},
@@ -97,9 +100,37 @@ void PrintHuman(const ReplayResult& r)
     }
     std::printf("memory             peak RSS %.0f MiB; %llu coins read back from the chainstate\n",
                 double(r.peak_rss_bytes) / double(1 << 20), (unsigned long long)r.coins_read_from_disk);
+    PrintScripts(r);
     if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
     PrintTip(r);
+}
+
+void AddAssumeValidOption(CLI::App* cmd, std::string& value)
+{
+    cmd->add_option("--assumevalid", value,
+                    "Skip the scripts of blocks below this block hash where Bitcoin Core would (it is in the\n"
+                    "chain, two weeks of work deep, the chain has the network's minimum work); 0 = verify every\n"
+                    "script. Default: Core's for the network (none on regtest: every script verified)");
+}
+
+std::optional<BlockHash> ParseAssumeValid(const std::string& value)
+{
+    if (value.empty()) return std::nullopt;
+    if (value == "0") return BlockHash{};
+    auto h = BlockHash::FromHex(value);
+    if (!h) throw CLI::ValidationError("--assumevalid", "expected a block hash (64 hex digits) or 0, got '" + value + "'");
+    return *h;
+}
+
+void PrintScripts(const EngineResult& r)
+{
+    if (r.script_checks_from_height) {
+        std::printf("scripts            %llu inputs verified, from height %d (%s)\n", (unsigned long long)r.script_checked_inputs,
+                    *r.script_checks_from_height, r.script_check_reason.c_str());
+    } else if (r.blocks) {
+        std::printf("scripts            not verified: every block connected is below the assumevalid block (--assumevalid 0 verifies)\n");
+    }
 }
 
 void PrintTip(const EngineResult& r)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,15 @@ void PrintTip(const EngineResult& r);
 /// transactions_connected, bytes, seconds, total_seconds, blocks_per_s, mb_per_s, flushes,
 /// recovered_blocks, interrupted, threads, bytes_cleansed.
 void PutRunFields(nlohmann::json& j, const EngineResult& r);
+/// Adds `--assumevalid HASH|0` to a block-connecting command, into `value`.
+void AddAssumeValidOption(CLI::App* cmd, std::string& value);
+/// EngineOptions::assumevalid from the option's text: nullopt when not given (the network's
+/// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
+std::optional<BlockHash> ParseAssumeValid(const std::string& value);
+/// The line about scripts (for PrintHuman): how many inputs were verified from which height and
+/// why, or that the assumevalid rule skipped them.
+void PrintScripts(const EngineResult& r);
+
 /// The result as JSON: gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r);
 /// The result for people.

@@ -300,6 +300,9 @@ nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
     d["coins_read_from_disk"] = r.coins_read_from_disk;
     d["coins_prefetched"] = r.coins_prefetched;
     d["peak_rss_bytes"] = r.peak_rss_bytes;
+    d["script_checked_inputs"] = r.script_checked_inputs;
+    d["script_checks_from_height"] = r.script_checks_from_height ? nb::object(nb::int_(*r.script_checks_from_height)) : nb::none();
+    d["script_check_reason"] = r.script_checks_from_height ? nb::object(nb::str(r.script_check_reason.c_str())) : nb::none();
     nb::list deciles;
     for (const auto& t : r.throughput_by_decile) {
         nb::dict slice;
@@ -313,6 +316,17 @@ nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
     d["reject_reason"] = r.reject_reason;
     d["reject_height"] = r.reject_reason ? nb::object(nb::int_(r.reject_height)) : nb::none();
     return d;
+}
+
+/// EngineOptions::assumevalid from Python: None, the network's default; "0", verify every script;
+/// a block hash in hex.
+std::optional<BlockHash> ParseAssumeValid(const std::optional<std::string>& value)
+{
+    if (!value) return std::nullopt;
+    if (*value == "0") return BlockHash{};
+    auto h = BlockHash::FromHex(*value);
+    if (!h) throw PyError{"InvalidArgument", "assumevalid must be a block hash (64 hex digits) or \"0\", got '" + *value + "'"};
+    return *h;
 }
 
 /// The engine's progress as a dict (replay's and sync's callbacks).
@@ -373,10 +387,11 @@ private:
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
                  std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
-                 unsigned threads, bool statistics, nb::object progress)
+                 unsigned threads, bool statistics, std::optional<std::string> assumevalid, nb::object progress)
 {
     ReplayOptions o;
     o.statistics = statistics;
+    o.assumevalid = ParseAssumeValid(assumevalid);
     const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     bool datadir = fs::is_directory(dir / "blocks" / "index");
@@ -415,10 +430,12 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
-               std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics, nb::object progress)
+               std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
+               std::optional<std::string> assumevalid, nb::object progress)
 {
     SyncOptions o;
     o.statistics = statistics;
+    o.assumevalid = ParseAssumeValid(assumevalid);
     o.threads = threads;
     o.chain = ParseNetwork(network);
     auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);
@@ -757,9 +774,10 @@ NB_MODULE(_ibdkit, m)
         .def_prop_ro("scan", &BlockReader::Stats, "What the scan of the files found (records, orphans, ...).");
 
     m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
-          "via_p2p"_a, "threads"_a, "statistics"_a, "progress"_a.none());
+          "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
     m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
-          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "progress"_a.none());
+          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
+          "progress"_a.none());
 
     nb::class_<PyCoin>(m, "Coin", "An unspent output as stored in the chainstate.")
         .def_ro("txid", &PyCoin::txid)

@@ -106,7 +106,7 @@ class _Bar:
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
            via_p2p: bool = False, threads: int = 0, statistics: bool = True,
-           progress: Progress = True) -> Dict[str, Any]:
+           assumevalid: Optional[Union[str, int]] = None, progress: Progress = True) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
@@ -115,11 +115,14 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
     block as a P2P message first. threads: as ``--threads`` (0: every core; 1: all on one thread).
     statistics: False skips the final walk over the UTXO set (``--no-stats``): the dict then has
-    height and bestblock but no txouts/hash_serialized_3. progress: True for a tqdm bar (when installed), a callable
+    height and bestblock but no txouts/hash_serialized_3. assumevalid: as ``--assumevalid`` (None:
+    the network's default, none on regtest; 0 or "0": verify every script; a block hash: skip the
+    scripts below it where Core would). progress: True for a tqdm bar (when installed), a callable
     receiving a dict about 4 times a second, or False.
 
     Returns the statistics as a dict (the CLI's ``--json`` fields: height, bestblock, txouts,
-    hash_serialized_3, total_amount, blocks_connected, seconds, flushes, reject_reason, ...).
+    hash_serialized_3, total_amount, blocks_connected, seconds, flushes, reject_reason,
+    script_checked_inputs, script_checks_from_height, ...).
     A block failing its checks is not an exception: ``reject_reason``/``reject_height`` say which.
     Ctrl-C stops cleanly (the chainstate is flushed) and then raises KeyboardInterrupt.
     """
@@ -127,7 +130,8 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     try:
         return _ibdkit._replay(os.path.expanduser(os.fspath(blocks)), network,
                                None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                               stop_height, via_p2p, threads, statistics, bar if bar.active else None)
+                               stop_height, via_p2p, threads, statistics,
+                               None if assumevalid is None else str(assumevalid), bar if bar.active else None)
     finally:
         bar.close()
 
@@ -135,7 +139,8 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
 def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLike] = None,
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
-         threads: int = 0, statistics: bool = True, progress: Progress = True) -> Dict[str, Any]:
+         threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
+         progress: Progress = True) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -147,7 +152,8 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     try:
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
                              policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
-                             threads, statistics, bar if bar.active else None)
+                             threads, statistics, None if assumevalid is None else str(assumevalid),
+                             bar if bar.active else None)
     finally:
         bar.close()
 

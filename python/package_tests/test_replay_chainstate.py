@@ -32,6 +32,22 @@ def test_replay_without_statistics(ibdkit, chain, cli_replay, tmp_path):
     assert ibdkit.Chainstate(tmp_path / "cs").stats()["hash_serialized_3"] == cli_replay[1]["hash_serialized_3"]
 
 
+def test_replay_assumevalid(ibdkit, chain, cli_replay, tmp_path):
+    # Regtest has no assumevalid block: every script is verified by default, as with 0.
+    want = cli_replay[1]
+    for assumevalid in (None, 0, "0"):
+        got = ibdkit.replay(chain, assumevalid=assumevalid, progress=False)
+        assert got["script_checks_from_height"] == 1 and got["script_check_reason"] == "assumevalid=0 (always verify)"
+        assert got["script_checked_inputs"] == want["script_checked_inputs"] > 0
+        assert got["hash_serialized_3"] == want["hash_serialized_3"]
+    # A hash of no block here: "not in headers", verified too.
+    got = ibdkit.replay(chain, assumevalid="11" * 32, progress=False)
+    assert got["script_check_reason"] == "assumevalid hash not in headers"
+    with pytest.raises(ibdkit.Error) as e:
+        ibdkit.replay(chain, assumevalid="nope", progress=False)
+    assert e.value.kind == "InvalidArgument" and "assumevalid" in e.value.message
+
+
 def test_replay_bad_options(ibdkit, chain, tmp_path):
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.replay(chain, policy="nope", progress=False)

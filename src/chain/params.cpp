@@ -3,6 +3,7 @@
 
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/script/interpreter.h>
 
 #include <algorithm>
 #include <cctype>
@@ -70,6 +71,10 @@ ChainParams MakeMain()
     auto& c = p.consensus;
     c.subsidy_halving_interval = 210000;
     c.bip16_exceptions = {HashFromHex("00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22")};
+    c.script_flag_exceptions = {
+        {HashFromHex("00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22"), SCRIPT_VERIFY_NONE},
+        {HashFromHex("0000000000000000000f14c35b2d841e986ab5441de8c585d5ffe55ea1e395ad"), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_WITNESS},
+    };
     c.bip34_height = 227931;
     c.bip34_hash = HashFromHex("000000000000024b89b42a942fe0d9fea3bb44ab7bd1b19115dd6a759c0808b8");
     c.bip65_height = 388381;
@@ -80,6 +85,7 @@ ChainParams MakeMain()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1231006505, 2083236893, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
+    c.default_assume_valid = HashFromHex("00000000000000000000611fd22f2df7c8fbd0688745c3a6c3bb5109cc2a12cb"); // 912683
     return p;
 }
 
@@ -92,6 +98,7 @@ ChainParams MakeTestnet()
     p.default_port = 18333;
     auto& c = p.consensus;
     c.bip16_exceptions = {HashFromHex("00000000dd30457c001f4095d208cc1296b0eed002427aa599874af7a432b105")};
+    c.script_flag_exceptions = {{HashFromHex("00000000dd30457c001f4095d208cc1296b0eed002427aa599874af7a432b105"), SCRIPT_VERIFY_NONE}};
     c.bip34_height = 21111;
     c.bip34_hash = HashFromHex("0000000023b3a96d3484e5abb3755c413e7d41500f8e2a5c3f0dd01299cd8ef8");
     c.bip65_height = 581885;
@@ -103,6 +110,7 @@ ChainParams MakeTestnet()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1296688602, 414098458, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000016dd270dd94fac1d7632");
+    c.default_assume_valid = HashFromHex("0000000000000065c6c38258e201971a3fdfcc2ceee0dd6e85a6c022d45dee34"); // 4550000
     return p;
 }
 
@@ -127,6 +135,7 @@ ChainParams MakeTestnet4()
                                    1714777860, 393743547, 0x1d00ffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("00000000000000000000000000000000000000000000034a4690fe592dc49c7c");
+    c.default_assume_valid = HashFromHex("000000000000000180a58e7fa3b0db84b5ea76377524894f53660d93ac839d9b"); // 91000
     return p;
 }
 
@@ -152,6 +161,7 @@ ChainParams MakeSignet()
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1598918400, 52613770, 0x1e0377ae, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000000000000067d328e681a");
+    c.default_assume_valid = HashFromHex("000000128586e26813922680309f04e1de713c7542fee86ed908f56368aefe2e"); // 267665
     return p;
 }
 

@@ -1,4 +1,4 @@
-#include <ibdkit/coins/coins_cache.h>
+#include "coins/coins_cache_access.h"
 
 #include <sys/mman.h>
 
@@ -48,11 +48,16 @@ uint64_t* CoinsMap::NewSlots(std::size_t n)
 
 void CoinsMap::FreeDeleter::operator()(uint64_t* p) const noexcept { std::free(p); }
 
-CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes) : m_db(db), m_budget(budget_bytes)
+CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes)
+    : m_db(db), m_budget(budget_bytes), m_shards(std::make_unique<std::array<Shard, SHARDS>>())
 {
     static_assert(SHARDS >= 1 && SHARDS <= 256 && (SHARDS & (SHARDS - 1)) == 0);
     SetBudget(budget_bytes);
 }
+
+CoinsCache::~CoinsCache() = default;
+
+bool CoinsCache::HasEntry(const OutPoint& outpoint) const { return ShardFor(outpoint).map.contains(outpoint); }
 
 void CoinsCache::SetBudget(std::size_t bytes) noexcept
 {
@@ -60,17 +65,17 @@ void CoinsCache::SetBudget(std::size_t bytes) noexcept
     // The least an entry costs when the cache is full: a small node, a slot at load 0.8, its share
     // of the flush's index. A shard may hold a little more than its share: 3% over.
     constexpr std::size_t LEAST = CoinsMap::SMALL_NODE_BYTES + sizeof(uint64_t) * 5 / 4 + FLUSH_INDEXES * BATCH_WRITE_INDEX_BYTES / SHARDS;
-    for (Shard& sh : m_shards) sh.map.SetSizeHint(bytes / LEAST / SHARDS * 103 / 100);
+    for (Shard& sh : *m_shards) sh.map.SetSizeHint(bytes / LEAST / SHARDS * 103 / 100);
 }
 
-CoinsMap::iterator CoinsCache::FetchCoin(const OutPoint& outpoint)
+CoinsMap::iterator CoinsCacheAccess::FetchCoin(CoinsCache& cache, const OutPoint& outpoint)
 {
-    Shard& sh = ShardFor(outpoint);
+    CoinsCache::Shard& sh = cache.ShardFor(outpoint);
     auto it = sh.map.find(outpoint);
     if (it != sh.map.end()) return it;
-    auto r = m_db.GetCoin(outpoint);
+    auto r = cache.m_db.GetCoin(outpoint);
     if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
-    if (!*r) return MapEnd();
+    if (!*r) return End();
     auto ret = sh.map.try_emplace(outpoint, **r).first;
     sh.script_usage += ret->second.HeapUsage();
     ++sh.coins_read;
@@ -91,27 +96,27 @@ bool CoinsCache::AddFetched(const OutPoint& outpoint, Coin&& coin)
 uint64_t CoinsCache::CoinsReadFromDisk() const noexcept
 {
     uint64_t n = 0;
-    for (const Shard& sh : m_shards) n += sh.coins_read;
+    for (const Shard& sh : *m_shards) n += sh.coins_read;
     return n;
 }
 
 Coin CoinsCache::AccessCoin(const OutPoint& outpoint)
 {
-    auto it = FetchCoin(outpoint);
-    return it == MapEnd() ? Coin() : it->second.GetCoin();
+    auto it = CoinsCacheAccess::FetchCoin(*this, outpoint);
+    return it == CoinsCacheAccess::End() ? Coin() : it->second.GetCoin();
 }
 
 std::optional<Coin> CoinsCache::GetCoin(const OutPoint& outpoint)
 {
-    auto it = FetchCoin(outpoint);
-    if (it == MapEnd() || it->second.IsSpent()) return std::nullopt;
+    auto it = CoinsCacheAccess::FetchCoin(*this, outpoint);
+    if (it == CoinsCacheAccess::End() || it->second.IsSpent()) return std::nullopt;
     return it->second.GetCoin();
 }
 
 bool CoinsCache::HaveCoin(const OutPoint& outpoint)
 {
-    auto it = FetchCoin(outpoint);
-    return it != MapEnd() && !it->second.IsSpent();
+    auto it = CoinsCacheAccess::FetchCoin(*this, outpoint);
+    return it != CoinsCacheAccess::End() && !it->second.IsSpent();
 }
 
 bool CoinsCache::HaveCoinInCache(const OutPoint& outpoint) const
@@ -158,15 +163,15 @@ bool CoinsCache::TryAddCoin(const OutPoint& outpoint, Coin&& coin, bool possible
 
 bool CoinsCache::SpendCoin(const OutPoint& outpoint, Coin* moveout)
 {
-    auto it = FetchCoin(outpoint);
-    if (it == MapEnd() || it->second.IsSpent()) return false;
-    SpendCoinAt(it, moveout);
+    auto it = CoinsCacheAccess::FetchCoin(*this, outpoint);
+    if (it == CoinsCacheAccess::End() || it->second.IsSpent()) return false;
+    CoinsCacheAccess::SpendCoinAt(*this, it, moveout);
     return true;
 }
 
-void CoinsCache::SpendCoinAt(CoinsMap::iterator it, Coin* moveout)
+void CoinsCacheAccess::SpendCoinAt(CoinsCache& cache, CoinsMap::iterator it, Coin* moveout)
 {
-    Shard& sh = ShardFor(it->first);
+    CoinsCache::Shard& sh = cache.ShardFor(it->first);
     sh.script_usage -= it->second.HeapUsage();
     if (moveout) it->second.CopyTo(*moveout);
     if (it->second.IsFresh()) {
@@ -200,13 +205,13 @@ BlockHash CoinsCache::GetBestBlock()
 StoreStatus CoinsCache::Write(bool erase)
 {
     std::array<CoinsMap*, SHARDS> maps{};
-    for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &m_shards[i].map;
+    for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &(*m_shards)[i].map;
     StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase, CoinsDB::MapKeys::Ranges);
     if (!st.ok()) return st;
     // A full flush left the maps empty (their memory returned). Otherwise only spent entries went,
     // and a spent entry's script was already uncounted when it was spent: nothing to recount.
     if (erase) {
-        for (Shard& sh : m_shards) sh.script_usage = 0;
+        for (Shard& sh : *m_shards) sh.script_usage = 0;
     }
     return st;
 }
@@ -222,20 +227,20 @@ StoreStatus CoinsCache::Sync()
 
 void CoinsCache::ReturnFreeNodes(const TaskRunner* runner)
 {
-    RunTasks(runner, SHARDS, [&](std::size_t s) { m_shards[s].map.Compact(); });
+    RunTasks(runner, SHARDS, [&](std::size_t s) { (*m_shards)[s].map.Compact(); });
 }
 
 std::size_t CoinsCache::GetCacheSize() const noexcept
 {
     std::size_t n = 0;
-    for (const Shard& sh : m_shards) n += sh.map.size();
+    for (const Shard& sh : *m_shards) n += sh.map.size();
     return n;
 }
 
 std::size_t CoinsCache::DirtyCount() const noexcept
 {
     std::size_t n = 0;
-    for (const Shard& sh : m_shards) {
+    for (const Shard& sh : *m_shards) {
         for (const auto& [op, e] : sh.map) n += e.IsDirty();
     }
     return n;
@@ -248,7 +253,7 @@ std::size_t CoinsCache::DynamicMemoryUsage() const noexcept
     // do not fit inline, and what a flush will need to order the entries: it sorts one shard at a
     // time on each of its (at most FLUSH_INDEXES) sorting threads.
     std::size_t bytes = 0, largest = 0;
-    for (const Shard& sh : m_shards) {
+    for (const Shard& sh : *m_shards) {
         bytes += sh.map.NodeBytes() + sh.map.bucket_count() * sizeof(uint64_t) + sh.script_usage;
         largest = std::max(largest, sh.map.size());
     }
@@ -274,7 +279,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
     std::array<uint32_t, SHARDS> shard_lo, shard_hi;
     RunTasks(runner, SHARDS, [&](std::size_t s) {
         uint32_t l = UINT32_MAX, h = 0;
-        for (const auto& [op, e] : m_shards[s].map) {
+        for (const auto& [op, e] : (*m_shards)[s].map) {
             l = std::min(l, e.Height());
             h = std::max(h, e.Height());
         }
@@ -290,7 +295,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
     // for the largest shard: FlushIndexBytes).
     std::vector<std::size_t> shard_bytes(SHARDS * BINS, 0), counts(SHARDS * BINS, 0);
     RunTasks(runner, SHARDS, [&](std::size_t s) {
-        for (const auto& [op, e] : m_shards[s].map) {
+        for (const auto& [op, e] : (*m_shards)[s].map) {
             shard_bytes[s * BINS + bin(e.Height())] += CoinsMap::NodeBytesOf(e) + e.HeapUsage();
             ++counts[s * BINS + bin(e.Height())];
         }
@@ -299,7 +304,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
     std::size_t fixed = 0;
     for (std::size_t s = 0; s < SHARDS; ++s) {
         for (std::size_t b = 0; b < BINS; ++b) bytes[b] += shard_bytes[s * BINS + b];
-        fixed += m_shards[s].map.bucket_count() * sizeof(uint64_t);
+        fixed += (*m_shards)[s].map.bucket_count() * sizeof(uint64_t);
     }
     std::array<std::size_t, SHARDS> kept_counts{};
     std::size_t kept = fixed;
@@ -312,7 +317,7 @@ void CoinsCache::EvictOldest(std::size_t keep_bytes, const TaskRunner* runner)
         for (std::size_t s = 0; s < SHARDS; ++s) kept_counts[s] += counts[s * BINS + cut];
     }
     RunTasks(runner, SHARDS, [&](std::size_t s) {
-        Shard& sh = m_shards[s];
+        Shard& sh = (*m_shards)[s];
         for (auto it = sh.map.begin(); it != sh.map.end();) {
             if (it->second.flags == 0 && bin(it->second.Height()) < cut) {
                 sh.script_usage -= it->second.HeapUsage();

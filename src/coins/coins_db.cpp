@@ -3,6 +3,7 @@
 #include <ibdkit/memory/cleanse.h>
 #include <ibdkit/stream/streams.h>
 
+#include "coins/coins_map.h"
 #include "common/handoff.h"
 
 #include <algorithm>

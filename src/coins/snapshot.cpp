@@ -1,7 +1,7 @@
 // assumeutxo snapshots (include/ibdkit/coins/snapshot.h).
 #include <ibdkit/coins/snapshot.h>
 
-#include <ibdkit/coins/coins_map.h>
+#include "coins/coins_map.h"
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>

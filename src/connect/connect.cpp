@@ -1,8 +1,12 @@
 #include <ibdkit/connect/connect.h>
 
+#include "coins/coins_cache_access.h"
+
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/tx_verify.h>
+#include <ibdkit/script/interpreter.h>
+#include <ibdkit/script/verify.h>
 
 #include <algorithm>
 #include <array>
@@ -90,6 +94,51 @@ void AddCoins(CoinsCache& view, const Transaction& tx, int height)
     }
 }
 
+// Inputs per script task: a few hundred microseconds of signature checks, so that a block's
+// inputs spread over every thread and the last task to finish is short.
+constexpr std::size_t SCRIPT_CHUNK = 8;
+// Each transaction's precomputed hashes and spent outputs, for the block whose scripts are checked
+// (reused across blocks on the connecting thread).
+thread_local std::vector<PrecomputedTxData> t_txdata;
+
+// Verifies the scripts of every input of `block` after its coinbase, in chunks of SCRIPT_CHUNK
+// inputs over `runner`'s threads (here alone without it), each input against its transaction's
+// `txdata` (spent outputs and hashes). Returns the error of the first failing input in block
+// order, OK if none fails: a chunk stops at its first failure, and at any input past the first
+// failure found so far, so the lowest failing input is always the one its chunk recorded.
+ScriptError VerifyBlockScripts(const Block& block, std::span<const std::size_t> first_input, std::span<const PrecomputedTxData> txdata,
+                               ScriptFlags flags, const TaskRunner* runner)
+{
+    const std::size_t n_inputs = first_input.back();
+    if (n_inputs == 0) return ScriptError::OK;
+    const std::size_t chunks = (n_inputs + SCRIPT_CHUNK - 1) / SCRIPT_CHUNK;
+    std::atomic<std::size_t> first_failure{SIZE_MAX};
+    std::vector<ScriptError> chunk_error(chunks, ScriptError::OK);
+    auto task = [&](std::size_t c) {
+        const std::size_t begin = c * SCRIPT_CHUNK, end = std::min(n_inputs, begin + SCRIPT_CHUNK);
+        // The transaction holding input `begin`: the last whose first input is at or before it
+        // (the coinbase counts no inputs, so it shares its first input with the next).
+        std::size_t t = std::size_t(std::upper_bound(first_input.begin(), first_input.end() - 1, begin) - first_input.begin()) - 1;
+        for (std::size_t k = begin; k < end; ++k) {
+            while (k >= first_input[t + 1]) ++t;
+            if (k > first_failure.load(std::memory_order_relaxed)) return;
+            const Transaction& tx = block.vtx[t];
+            const PrecomputedTxData& data = txdata[t];
+            const InputVerdict v = VerifyInput(tx, uint32_t(k - first_input[t]), data.spent_outputs, flags, &data);
+            if (!v.ok()) {
+                chunk_error[c] = v.error;
+                std::size_t cur = first_failure.load(std::memory_order_relaxed);
+                while (k < cur && !first_failure.compare_exchange_weak(cur, k, std::memory_order_relaxed)) {
+                }
+                return;
+            }
+        }
+    };
+    RunTasks(chunks > 1 ? runner : nullptr, chunks, task);
+    const std::size_t failed = first_failure.load(std::memory_order_relaxed);
+    return failed == SIZE_MAX ? ScriptError::OK : chunk_error[failed / SCRIPT_CHUNK];
+}
+
 using ShardOp = ConnectPlan::Op;
 // Per shard, the outputs of the block whose BIP30 lookup on disk waits for a failure (Bip30::OnFailure).
 thread_local std::array<std::vector<OutPoint>, CoinsCache::SHARDS> t_not_in_cache;
@@ -122,9 +171,9 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
-            view.PrefetchSlot(tx.vin()[op.input].prevout);
+            CoinsCacheAccess::PrefetchSlot(view, tx.vin()[op.input].prevout);
         } else {
-            for (uint32_t o = 0; o < tx.vout().size(); ++o) view.PrefetchSlot(OutPoint{tx.GetHash(), o});
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) CoinsCacheAccess::PrefetchSlot(view, OutPoint{tx.GetHash(), o});
         }
     }
     not_in_cache.clear();
@@ -151,18 +200,18 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
         }
     }
     for (const ShardOp& op : ops) {
-        if (op.input != ShardOp::OUTPUTS) view.PrefetchNode(block.vtx[op.tx].vin()[op.input].prevout);
+        if (op.input != ShardOp::OUTPUTS) CoinsCacheAccess::PrefetchNode(view, block.vtx[op.tx].vin()[op.input].prevout);
     }
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
             const std::size_t k = first_input[op.tx] + op.input;
             SpentInput& in = inputs[k];
-            auto it = view.FetchCoin(tx.vin()[op.input].prevout);
-            in.found = it != view.MapEnd() && !it->second.IsSpent();
+            auto it = CoinsCacheAccess::FetchCoin(view, tx.vin()[op.input].prevout);
+            in.found = it != CoinsCacheAccess::End() && !it->second.IsSpent();
             in.sigop_cost = 0;
             if (in.found) {
-                view.SpendCoinAt(it, &in.coin);
+                CoinsCacheAccess::SpendCoinAt(view, it, &in.coin);
                 in.sigop_cost = InputSigOpCost(input_sigops[k], in.coin.out.script_pubkey.span(), sigop_flags);
             }
             continue;
@@ -294,6 +343,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     const std::size_t n_inputs = plan->Inputs();
     if (all_inputs.size() < n_inputs) all_inputs.resize(n_inputs);
     assert(checked.input_sigops().size() == n_inputs && "CheckBlock read every input after the coinbase");
+    // Its scripts are spread whatever the block's size: one input's signature check outweighs a
+    // helper's wake-up.
+    const TaskRunner* script_runner = runner;
     // A small block is done here: waking a helper would cost more than its work.
     if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
@@ -313,6 +365,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     if (bip30_violation.load(std::memory_order_relaxed)) {
         return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
     }
+
+    auto& txdata = t_txdata;
+    if (ctx.check_scripts && txdata.size() < block.vtx.size()) txdata.resize(block.vtx.size());
 
     // The checks, in Core's order, from what the cache's side found; then, where BIP30's lookups on
     // disk waited (Bip30::OnFailure), a failed block is looked for an overwritten coin first, as
@@ -369,6 +424,14 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             int64_t tx_sigop_cost = int64_t(legacy_sigops[t]) * WITNESS_SCALE_FACTOR;
             for (const SpentInput& in : ins) tx_sigop_cost += in.sigop_cost;
             if (!AddSigOpCost(sigop_cost, tx_sigop_cost, state)) return false;
+            if (!tx.IsCoinBase() && ctx.check_scripts) {
+                // The outputs this transaction spends, for its scripts (checked after the block's
+                // other rules, below) and BIP341's hashes; before the undo data takes the coins.
+                std::vector<TxOut> spent;
+                spent.reserve(ins.size());
+                for (const SpentInput& in : ins) spent.push_back(in.coin.out);
+                txdata[t].Init(tx, std::move(spent));
+            }
             if (!tx.IsCoinBase()) {
                 // The undo data takes the spent coins in input order (Core's UpdateCoins).
                 if (undo) {
@@ -385,6 +448,14 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
                                  "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
                                      " vs limit=" + std::to_string(reward) + ")");
+        }
+        // Scripts last, as Core's script check queue completes after the coinbase claim.
+        if (ctx.check_scripts) {
+            const ScriptError error = VerifyBlockScripts(block, first_input, std::span<const PrecomputedTxData>(txdata).first(block.vtx.size()),
+                                                         GetBlockScriptFlags(params, height, hash), script_runner);
+            if (error != ScriptError::OK) {
+                return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, InputVerdict{error}.BlockRejectReason());
+            }
         }
         return true;
     };
@@ -409,6 +480,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         stats->fees += fees;
         stats->inputs += inputs;
         stats->outputs_added += added;
+        if (ctx.check_scripts) stats->script_checked_inputs += inputs;
     }
     return true;
 }

@@ -122,6 +122,10 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
 {
     BlockValidationState state;
     ConnectStats cs;
+    if (ctx.check_scripts && !m_counters.script_checks_from_height) {
+        m_counters.script_checks_from_height = ctx.height;
+        m_counters.script_check_reason = std::string(ctx.script_check_reason);
+    }
     if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr, m_runner, plan) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
@@ -136,6 +140,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
     m_counters.txs += block->vtx.size();
     m_counters.inputs += cs.inputs;
     m_counters.outputs += cs.outputs_added;
+    m_counters.script_checked_inputs += cs.script_checked_inputs;
     m_counters.bytes += size;
     if (m_cache.NeedsFlush()) {
         if (m_on_flush) m_on_flush();

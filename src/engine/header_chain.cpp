@@ -14,6 +14,7 @@ HeaderChain::HeaderChain(const ChainParams& params) : m_params(params)
     m_headers.push_back(params.genesis.header());
     m_hashes.push_back(params.consensus.hash_genesis_block);
     m_ancestry.push_back(HeaderInfo{params.genesis.time, params.genesis.bits});
+    m_work.push_back(GetBlockProof(params.genesis.bits));
     m_height_of.emplace(m_hashes.back(), 0);
 }
 
@@ -54,6 +55,7 @@ std::optional<std::string> HeaderChain::Append(const BlockHeader& header)
     m_headers.push_back(header);
     m_hashes.push_back(hash);
     m_ancestry.push_back(HeaderInfo{header.time, header.bits});
+    m_work.push_back(m_work.back() + GetBlockProof(header.bits));
     m_height_of.emplace(hash, Height());
     return std::nullopt;
 }
@@ -65,6 +67,7 @@ void HeaderChain::Truncate(int height)
         m_headers.pop_back();
         m_hashes.pop_back();
         m_ancestry.pop_back();
+        m_work.pop_back();
     }
 }
 

@@ -1,5 +1,7 @@
 #include <ibdkit/engine/sync.h>
 
+#include <ibdkit/consensus/assumevalid.h>
+
 #include "run.h"
 
 #include <ibdkit/coins/coins_db.h>
@@ -34,8 +36,11 @@ public:
     PeerSource(const SyncOptions& o, const ChainParams& params, HeaderChain& chain, std::filesystem::path headers_file,
                SyncResult& res, Socket socket)
         : m_o(o), m_params(params), m_chain(chain), m_headers_file(std::move(headers_file)), m_res(res),
-          m_peer(std::move(socket), params, o.interrupt)
+          m_peer(std::move(socket), params, o.interrupt), m_av_params(params.consensus),
+          m_assumevalid(ResolveAssumeValid(o.assumevalid, params.consensus))
     {
+        // The assumevalid rule compares the best header's work with the minimum this run uses.
+        if (o.minimum_chain_work) m_av_params.minimum_chain_work = *o.minimum_chain_work;
         PublishHeights();
     }
 
@@ -282,8 +287,7 @@ private:
     void CheckMinimumChainWork()
     {
         const arith_uint256 minimum = UintToArith256(m_o.minimum_chain_work.value_or(m_params.consensus.minimum_chain_work));
-        arith_uint256 work;
-        for (int h = 0; h <= m_chain.Height(); ++h) work += GetBlockProof(m_chain.Header(h).bits);
+        const arith_uint256& work = m_chain.ChainWork().back();
         if (work < minimum) {
             Fail({NetErrc::Misbehaving, "the peer's best header chain (height " + std::to_string(m_chain.Height()) + ", work " +
                                             ArithToUint256(work).ToHex() + ") has less work than the network's minimum chain work " +
@@ -587,6 +591,10 @@ private:
         raw.ctx.height = height;
         const int bip34 = m_params.consensus.bip34_height;
         if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) raw.ctx.bip34_ancestor = m_chain.Hash(bip34);
+        if (auto why = ScriptCheckReason(height)) {
+            raw.ctx.check_scripts = true;
+            raw.ctx.script_check_reason = *why;
+        }
         raw.bytes = std::move(bytes);
         raw.message = true;
         if (!(*m_emit)(std::move(raw))) {
@@ -597,6 +605,19 @@ private:
         // The engine may have made us wait (a full pipeline, a flush): that is not the peer stalling.
         m_last_progress = NetClock::now();
         return std::nullopt;
+    }
+
+    // Core's assumevalid rule for the block at `height` of the header chain, whose tip is the
+    // best header (in getblocks mode the headers are the blocks': each block is then the best
+    // header, too recent to skip).
+    std::optional<std::string_view> ScriptCheckReason(int height) const
+    {
+        const HeaderChainView best{0, m_chain.Hashes(), m_chain.ChainWork()};
+        AssumeValidChain av{m_assumevalid, std::nullopt};
+        if (!av.hash.IsNull()) {
+            if (auto h = m_chain.HeightOf(av.hash)) av.chain = HeaderChainView{0, best.hashes.first(std::size_t(*h) + 1), {}};
+        }
+        return ibdkit::ScriptCheckReason(av, best, height, m_chain.Hash(height), m_av_params);
     }
 
     void ReportHeaders()
@@ -616,6 +637,8 @@ private:
     std::filesystem::path m_headers_file;
     SyncResult& m_res;
     Peer<Policy> m_peer;
+    ConsensusParams m_av_params;  ///< the network's, with this run's minimum chain work
+    BlockHash m_assumevalid;
 
     uint32_t m_block_type{MSG_WITNESS_BLOCK};
     std::optional<typename engine::BlockSource<Policy>::StaleBranch> m_reorg;

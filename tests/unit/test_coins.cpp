@@ -2,6 +2,7 @@
 // UTXO statistics, corruption handling and read-only opening.
 #include "test_util.h"
 
+#include "coins/coins_map.h"
 #include "common/task_pool.h"
 
 #include <ibdkit/coins/address.h>

@@ -1,8 +1,9 @@
-// CoinsMap (coins/coins_map.h): the open-addressing table against a std::map model — inserts
+// CoinsMap (src/coins/coins_map.h): the open-addressing table against a std::map model — inserts
 // through growth, erase by key and by iterators found before other inserts and erases moved
 // slots, walks that erase as they go, clear; ForEach and the prefetch hints; entries of every
 // script kind in nodes of both sizes, read back and serialized as Core's coins.
-#include <ibdkit/coins/coins_map.h>
+#include "coins/coins_map.h"
+
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/span.h>
 #include <ibdkit/stream/streams.h>

@@ -157,11 +157,14 @@ public:
         ctx.height = m_height;
         ctx.prev = HeaderAncestry{0, m_headers};
         ctx.bip34_ancestor = bip34_ancestor;
+        ctx.check_scripts = check_scripts;
         // With helpers, the block is planned beforehand, as the engine's pipeline does.
         std::optional<ConnectPlan> plan;
         if (m_pool) plan.emplace(checked->block());
-        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, nullptr, nullptr, m_pool ? &m_runner : nullptr,
+        ConnectStats stats;
+        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, &stats, nullptr, m_pool ? &m_runner : nullptr,
                          plan ? &*plan : nullptr)) {
+            script_checked_inputs += stats.script_checked_inputs;
             return "";
         }
         EXPECT_TRUE(state.IsInvalid());
@@ -180,6 +183,8 @@ public:
 
     CoinsCache& cache() { return *m_cache; }
     int height() const { return m_height; }
+    bool check_scripts{false};             ///< ConnectContext::check_scripts for the next blocks
+    uint64_t script_checked_inputs{0};     ///< summed over the blocks connected
     const ConsensusParams& params() const { return m_params; }
 
 private:
@@ -518,6 +523,73 @@ TEST_P(ConnectBlockTest, Bip68TimeLocks)
         f.AddCoin(Prevout(1), 1000, H - age);
         EXPECT_EQ(f.Connect({Spend({{Prevout(1), TYPE_FLAG | 2}}, 1)}), age == 1 ? "bad-txns-nonfinal" : "") << age;
     }
+}
+
+} // namespace
+} // namespace ibdkit
+
+namespace ibdkit {
+namespace {
+
+const std::string EVAL_FALSE = "block-script-verify-flag-failed (Script evaluated without error but finished with a false/empty top stack element)";
+const std::string OP_VERIFY_FAILED = "block-script-verify-flag-failed (Script failed an OP_VERIFY operation)";
+
+TEST_P(ConnectBlockTest, ScriptsRunOnlyWhenAsked)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, 10, false, S({0x00})); // OP_0: nothing spends it
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 9'000)}), ""); // assumevalid skipped the scripts
+    EXPECT_EQ(f.script_checked_inputs, 0u);
+    Fixture g(ChainType::REGTEST, H);
+    g.check_scripts = true;
+    g.AddCoin(Prevout(1), 10'000, 10, false, S({0x00}));
+    EXPECT_EQ(g.Connect({Spend({{Prevout(1)}}, 9'000)}), EVAL_FALSE);
+    Fixture ok(ChainType::REGTEST, H);
+    ok.check_scripts = true;
+    ok.AddCoin(Prevout(1), 10'000, 10);
+    ok.AddCoin(Prevout(2), 10'000, 10);
+    EXPECT_EQ(ok.Connect({Spend({{Prevout(1)}, {Prevout(2)}}, 9'000)}), "");
+    EXPECT_EQ(ok.script_checked_inputs, 2u);
+}
+
+// Many chunks of inputs over the pool: of two failing inputs, the first in block order gives the
+// reason, whichever chunk a thread finishes first.
+TEST_P(ConnectBlockTest, TheFirstFailingInputInBlockOrderGivesTheReason)
+{
+    constexpr int N = 100;
+    for (int first_bad : {3, 37, 99}) {
+        Fixture f(ChainType::REGTEST, H);
+        f.check_scripts = true;
+        std::vector<Transaction> txs;
+        for (int i = 0; i < N; ++i) {
+            const OutPoint a = Prevout(uint8_t(i), 0), b = Prevout(uint8_t(i), 1);
+            Script spk = OpTrue();
+            if (i == first_bad) spk = S({0x00, 0x69});              // OP_0 OP_VERIFY
+            if (i == std::min(first_bad + 20, N - 1) && i != first_bad) spk = S({0x00}); // later: EVAL_FALSE
+            f.AddCoin(a, 10'000, 10);
+            f.AddCoin(b, 10'000, 10, false, std::move(spk));
+            txs.push_back(Spend({{a}, {b}}, 9'000));
+        }
+        EXPECT_EQ(f.Connect(std::move(txs)), OP_VERIFY_FAILED) << first_bad;
+    }
+    Fixture g(ChainType::REGTEST, H);
+    g.check_scripts = true;
+    std::vector<Transaction> txs;
+    for (int i = 0; i < N; ++i) {
+        g.AddCoin(Prevout(uint8_t(i)), 10'000, 10);
+        txs.push_back(Spend({{Prevout(uint8_t(i))}}, 9'000));
+    }
+    EXPECT_EQ(g.Connect(std::move(txs)), "");
+    EXPECT_EQ(g.script_checked_inputs, uint64_t(N));
+}
+
+// Core completes its script checks after the block's other rules (the coinbase claim included).
+TEST_P(ConnectBlockTest, ScriptsAreCheckedAfterTheOtherRules)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.check_scripts = true;
+    f.AddCoin(Prevout(1), 10'000, 10, false, S({0x00}));
+    EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 9'000)}, GetBlockSubsidy(H, f.params()) + 1001), "bad-cb-amount");
 }
 
 } // namespace

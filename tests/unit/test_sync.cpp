@@ -429,6 +429,33 @@ TEST(Sync, RefusesAHeaderChainBelowTheMinimumChainWork)
     EXPECT_TRUE(GetChainParams(ChainType::REGTEST).consensus.minimum_chain_work.IsNull());
 }
 
+// The assumevalid rule over the header chain: regtest has no default, so every script runs; an
+// assumevalid block less than two weeks of work below the best header skips none either.
+TEST(Sync, VerifiesScriptsWhereCoreWould)
+{
+    ReplayOptions ro;
+    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.assumevalid = BlockHash{};
+    auto replayed = Replay(ro);
+    ASSERT_TRUE(replayed.ok()) << replayed.error().message;
+    ASSERT_GT(replayed->script_checked_inputs, 0u);
+    FakeNode node(Mode::Honest);
+    auto r = Sync(Options(node));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ExpectReplayed(*r);
+    EXPECT_EQ(r->script_checks_from_height, 1);
+    EXPECT_EQ(r->script_check_reason, "assumevalid=0 (always verify)");
+    EXPECT_EQ(r->script_checked_inputs, replayed->script_checked_inputs);
+    FakeNode again(Mode::Honest);
+    auto o = Options(again);
+    o.assumevalid = TheChain().hashes[100];
+    auto r2 = Sync(o);
+    ASSERT_TRUE(r2.ok()) << r2.error().message;
+    ExpectReplayed(*r2);
+    EXPECT_EQ(r2->script_check_reason, "block too recent relative to best header");
+    EXPECT_EQ(r2->script_checked_inputs, replayed->script_checked_inputs);
+}
+
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)
 {
     FakeNode node(Mode::NoHeaders);

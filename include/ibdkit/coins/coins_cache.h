@@ -1,7 +1,7 @@
 // ibdkit/coins/coins_cache.h — the UTXO cache over the chainstate database, with Bitcoin Core's
 // semantics (CCoinsViewCache, coins.cpp) and a memory budget (Core's -dbcache).
 //
-//  - Entries carry FRESH/DIRTY flags (coins/coins_map.h). AddCoin marks DIRTY (and FRESH when the
+//  - Entries carry FRESH/DIRTY flags (a map private to the cache, src/coins/coins_map.h). AddCoin marks DIRTY (and FRESH when the
 //    parent cannot hold an unspent coin there); SpendCoin drops a FRESH entry and otherwise keeps
 //    a spent DIRTY entry so the erase reaches the database; reads fetch through to the database
 //    and cache the result.
@@ -18,8 +18,8 @@
 //    from disk the coins they spend minutes after they were created.
 //
 //  - Shards: the entries live in SHARDS maps, by the first byte of the txid, so each map holds a
-//    contiguous range of the chainstate's keys. Calls on outpoints of different shards (FetchCoin,
-//    AddCoin, TryAddCoin, SpendCoinAt, HaveCoin, ...) may run on different threads at once — what
+//    contiguous range of the chainstate's keys. Calls on outpoints of different shards (AddCoin,
+//    TryAddCoin, HaveCoin, ConnectBlock's FetchCoin and SpendCoinAt, ...) may run on different threads at once — what
 //    ConnectBlock does with a TaskRunner; everything else (flushes, the counts) is for one thread
 //    while no shard call runs, except that FlushWarm given a TaskRunner spreads its eviction over
 //    it, one task per shard.
@@ -30,7 +30,6 @@
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/coins_map.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 
@@ -65,6 +64,7 @@ public:
 
     /// `db` must outlive the cache. `budget_bytes` is the dbcache budget for NeedsFlush().
     CoinsCache(CoinsDB& db, std::size_t budget_bytes);
+    ~CoinsCache();
 
     /// The coin at outpoint, fetched from the database if not cached; a spent (null) coin if none.
     /// A copy (Core returns a reference): the cache holds coins in a compact form of its own.
@@ -73,12 +73,6 @@ public:
     std::optional<Coin> GetCoin(const OutPoint& outpoint);
     bool HaveCoin(const OutPoint& outpoint);
     bool HaveCoinInCache(const OutPoint& outpoint) const;
-    /// Memory hints for a coming lookup of `outpoint` (CoinsMap::PrefetchSlot, then PrefetchNode
-    /// a little later): ConnectBlock issues them for a whole block before its lookups, so that
-    /// the cache misses of many coins overlap instead of following one another.
-    void PrefetchSlot(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchSlot(outpoint); }
-    void PrefetchNode(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchNode(outpoint); }
-
     /// Core's AddCoin. Unspendable scripts (OP_RETURN, > MAX_SCRIPT_SIZE) are not added. Without
     /// possible_overwrite, adding over an unspent coin is a logic error (std::logic_error).
     void AddCoin(const OutPoint& outpoint, Coin&& coin, bool possible_overwrite);
@@ -88,15 +82,10 @@ public:
     /// Core's SpendCoin. Returns false if there is no unspent coin at outpoint. The spent coin is
     /// moved to *moveout when given.
     bool SpendCoin(const OutPoint& outpoint, Coin* moveout = nullptr);
-    /// SpendCoin for an entry already found with FetchCoin (no second lookup). Precondition: `it`
-    /// holds an unspent coin and was not erased since (inserts do not invalidate it).
-    void SpendCoinAt(CoinsMap::iterator it, Coin* moveout = nullptr);
-    /// The end iterator FetchCoin returns for a missing coin (equal to every shard's end).
-    static CoinsMap::iterator MapEnd() noexcept { return {}; }
     /// Drops a non-dirty entry from the cache (no effect on the database).
     void Uncache(const OutPoint& outpoint);
     /// Whether the cache holds an entry for `outpoint` (spent or not); never reads the database.
-    bool HasEntry(const OutPoint& outpoint) const { return ShardFor(outpoint).map.contains(outpoint); }
+    bool HasEntry(const OutPoint& outpoint) const;
     /// Adds a coin read from the database ahead of time (a prefetch), clean, unless the cache
     /// already holds an entry for it (the cache's entry is newer). The caller guarantees that no
     /// flush happened between the read and this call. Returns whether it was added.
@@ -131,19 +120,13 @@ public:
 
     CoinsDB& db() noexcept { return m_db; }
 
-    /// The entry for `outpoint`, fetched from the database into the cache on a miss; MapEnd() if
-    /// the coin exists in neither. For callers that check and then spend with one lookup.
-    CoinsMap::iterator FetchCoin(const OutPoint& outpoint);
-
 private:
-    /// One map and what is counted of it, on a cache line of its own (shards run on different threads).
-    struct alignas(64) Shard {
-        CoinsMap map;
-        std::size_t script_usage{0}; ///< heap bytes of the coins' scripts
-        uint64_t coins_read{0};
-    };
-    Shard& ShardFor(const OutPoint& outpoint) noexcept { return m_shards[ShardOf(outpoint)]; }
-    const Shard& ShardFor(const OutPoint& outpoint) const noexcept { return m_shards[ShardOf(outpoint)]; }
+    /// The map calls in terms of the map's own iterators (src/coins/coins_cache_access.h).
+    friend class CoinsCacheAccess;
+    /// One map and what is counted of it (src/coins/coins_cache_access.h).
+    struct Shard;
+    Shard& ShardFor(const OutPoint& outpoint) noexcept;
+    const Shard& ShardFor(const OutPoint& outpoint) const noexcept;
     /// Writes every shard's dirty entries (CoinsDB::BatchWrite) (the scripts' count drops to 0 after a full flush).
     StoreStatus Write(bool erase);
     /// Drops clean entries, oldest first, until DynamicMemoryUsage() ≤ keep_bytes.
@@ -154,7 +137,8 @@ private:
 
     CoinsDB& m_db;
     std::size_t m_budget;
-    std::array<Shard, SHARDS> m_shards;
+    /// The shards, apart: the map is private to src/coins/, so the public header cannot hold it.
+    std::unique_ptr<std::array<Shard, SHARDS>> m_shards;
     BlockHash m_best_block;
 };
 

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <ibdkit/coins/coin.h>
-#include <ibdkit/coins/coins_map.h>
 #include <ibdkit/coins/store.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
@@ -32,6 +31,9 @@
 #include <vector>
 
 namespace ibdkit {
+
+/// The UTXO cache's map (private to src/coins/, coins_map.h): BatchWrite takes the cache's maps.
+class CoinsMap;
 
 inline constexpr uint8_t DB_COIN = 'C';
 inline constexpr uint8_t DB_BEST_BLOCK = 'B';

@@ -1,11 +1,10 @@
-// ibdkit/connect/connect.h — connecting a checked block to the UTXO set, without scripts.
+// ibdkit/connect/connect.h — connecting a checked block to the UTXO set, scripts included.
 //
 // Its own area: the IBD engine (engine/) calls it; it knows nothing of block sources, threads or
 // flushing. ConnectBlock accepts only a CheckedBlock (consensus/check.h), so a block that skipped
 // CheckBlock cannot be connected by accident.
 //
-// The rules of Core's ContextualCheckBlock + ConnectBlock that need no script execution, with
-// Core's reject reasons: BIP34 coinbase height (bad-cb-height), transaction finality
+// The rules of Core's ContextualCheckBlock + ConnectBlock, with Core's reject reasons: BIP34 coinbase height (bad-cb-height), transaction finality
 // (bad-txns-nonfinal), block weight (bad-blk-weight), the witness commitment
 // (bad-witness-nonce-size, bad-witness-merkle-match, unexpected-witness), BIP30 with Core's two
 // historical exceptions (bad-txns-BIP30), inputs that exist and are unspent
@@ -13,12 +12,17 @@
 // and fee ranges (bad-txns-inputvalues-outofrange, bad-txns-in-belowout, bad-txns-fee-outofrange,
 // bad-txns-accumulated-fee-outofrange), BIP68 relative lock-times once CSV is active
 // (bad-txns-nonfinal), the sigop-cost limit with P2SH and witness sigops counted from the spent
-// outputs under Core's script-flag rules (bad-blk-sigops), and the coinbase claim (bad-cb-amount).
-// The header's contextual rules (consensus/header_check.h) are the engine's, before this.
+// outputs under Core's script-flag rules (bad-blk-sigops), the coinbase claim (bad-cb-amount),
+// and, when ConnectContext::check_scripts is set, every input's scripts and signatures
+// (block-script-verify-flag-failed (<Core's ScriptErrorString>)). The header's contextual rules
+// (consensus/header_check.h) are the engine's, before this.
 //
-// NOT checked (assumevalid-style; README "Trust"): script and signature validity, and signet block
-// solutions. A chain replayed by ibdkit is therefore trusted for its scripts exactly as an
-// assumevalid node trusts the blocks below its assumevalid hash.
+// Scripts are verified after every other rule of the block, as Core's parallel script checks are
+// (CCheckQueue, completed after the coinbase claim): a block that breaks another rule too is
+// rejected for that rule. Of several failing inputs, the first in block order gives the reason,
+// whatever the threads. Where check_scripts is off (the engine's assumevalid rule), a chain is
+// trusted for its scripts exactly as Core trusts the blocks below its assumevalid hash. Signet
+// block solutions are not checked.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -35,6 +39,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace ibdkit {
@@ -48,12 +53,19 @@ struct ConnectContext {
     HeaderAncestry prev;
     /// Hash of this chain's block at params.bip34_height, when height > bip34_height (BIP30 rule).
     std::optional<BlockHash> bip34_ancestor;
+    /// Verify every input's scripts (Core's fScriptChecks) under GetBlockScriptFlags of this block
+    /// (script/verify.h). The engine sets it from the assumevalid rule (consensus/assumevalid.h);
+    /// off, no per-input work is done for scripts at all.
+    bool check_scripts{false};
+    /// Why (Core's script_check_reason, for reports): static text, empty when not checked.
+    std::string_view script_check_reason;
 };
 
 struct ConnectStats {
     Amount fees{0};
     uint64_t inputs{0};
     uint64_t outputs_added{0};
+    uint64_t script_checked_inputs{0}; ///< inputs whose scripts were verified (ctx.check_scripts)
 };
 
 /// The part of connecting a block that depends on the block alone: its inputs (after the

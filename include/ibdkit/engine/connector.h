@@ -74,6 +74,12 @@ struct ConnectorCounters {
     /// The cache when it first filled (0 if it never did): its entries and the bytes it counted
     /// for them (CoinsCache::DynamicMemoryUsage) — what a coin costs on this chain.
     uint64_t cache_full_entries{0}, cache_full_bytes{0};
+    /// Inputs whose scripts were verified (blocks connected with ConnectContext::check_scripts).
+    uint64_t script_checked_inputs{0};
+    /// The first height this run asked to connect with its scripts checked (nullopt: none), and
+    /// Core's reason for checking them there (consensus/assumevalid.h).
+    std::optional<int> script_checks_from_height;
+    std::string script_check_reason;
 };
 
 class BlockConnector {

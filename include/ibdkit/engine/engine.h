@@ -70,6 +70,10 @@ struct EngineOptions {
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
     /// records are made durable before every chainstate flush. Never a Core blocks directory.
     std::filesystem::path undo_dir;
+    /// Core's -assumevalid: nullopt, the network's default (ConsensusParams::default_assume_valid;
+    /// none on regtest); a null hash, verify every block's scripts; otherwise the hash of a block
+    /// below which scripts are skipped where Core's conditions hold (consensus/assumevalid.h).
+    std::optional<BlockHash> assumevalid;
 };
 
 /// Throughput over one slice of a run's connected bytes (replay --json: throughput_by_decile).

@@ -5,6 +5,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
+#include <ibdkit/consensus/pow.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
@@ -40,6 +41,8 @@ public:
     const BlockHash& Tip() const noexcept { return m_hashes.back(); }
     std::optional<int> HeightOf(const BlockHash& hash) const;
     std::span<const BlockHash> Hashes() const noexcept { return m_hashes; }
+    /// Chain work by height: GetBlockProof summed from the genesis (Core's nChainWork).
+    std::span<const arith_uint256> ChainWork() const noexcept { return m_work; }
 
     /// Appends a header that must extend the tip and pass CheckHeaderOn; returns why not otherwise.
     std::optional<std::string> Append(const BlockHeader& header);
@@ -65,6 +68,7 @@ private:
     std::vector<BlockHeader> m_headers;
     std::vector<BlockHash> m_hashes;
     std::vector<HeaderInfo> m_ancestry; ///< time and bits by height
+    std::vector<arith_uint256> m_work;  ///< chain work by height
     std::unordered_map<BlockHash, int, Uint256Hasher> m_height_of;
 };
 

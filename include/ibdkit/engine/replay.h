@@ -5,8 +5,8 @@
 // from disk once each, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
 // received through MessageReceiver<Policy>, as Core's IBD receives them), then handed to the engine
 // (engine/engine.h): decoded, checked with CheckBlock (proof of work included), connected with
-// ConnectBlock (UTXO rules without scripts — see connect/connect.h for what that means for trust)
-// and flushed to a chainstate in Core's LevelDB format whenever the cache exceeds its budget. A run
+// ConnectBlock (every rule; scripts where Core's assumevalid rule does not skip them:
+// consensus/assumevalid.h) and flushed to a chainstate in Core's LevelDB format whenever the cache exceeds its budget. A run
 // that stops (interrupt, --stop-height) flushes cleanly; the next run on the same chainstate resumes
 // after its best block, and a chainstate left mid-flush by a crash is recovered by rolling the
 // interrupted blocks forward.

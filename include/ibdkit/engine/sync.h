@@ -18,8 +18,8 @@
 // 3. Blocks: getdata (MSG_WITNESS_BLOCK when the peer has NODE_WITNESS) in a window of at most
 //    `window` blocks in flight; each `block` message goes through MessageReceiver<Policy> into a
 //    DataStream<Policy> and goes to the engine (engine/engine.h), which decodes, checks (CheckBlock,
-//    PoW included), connects (UTXO rules without scripts) and flushes within the dbcache budget,
-//    exactly as for `ibdkit replay`.
+//    PoW included), connects (every rule; scripts where assumevalid does not skip them) and
+//    flushes within the dbcache budget, exactly as for `ibdkit replay`.
 // 4. Stop: when the peer has nothing more, on Ctrl-C (interrupt flag), or on a peer failure
 //    (stall beyond `timeout`, framing violation, a block that is not what was asked, a header
 //    chain that does not link). The cache is flushed in every case except a consensus-invalid

@@ -142,7 +142,7 @@ public:
 private:
     friend struct detail::TxBuilder;
     // Storage, 40 bytes and 4-byte aligned, so that a TxOut is 48 bytes and a cache node 104
-    // (coins/coins_map.h): m_buf holds the bytes inline, or a heap pointer (bytes 0-7) and the
+    // (src/coins/coins_map.h): m_buf holds the bytes inline, or a heap pointer (bytes 0-7) and the
     // heap capacity (bytes 8-11); m_word holds the mode (top two bits) and the size.
     static constexpr uint32_t INLINE = 0, HEAP = 1u << 30, BORROWED = 2u << 30, MODE_MASK = 3u << 30;
     static constexpr std::size_t MAX_BYTES = (std::size_t(1) << 30) - 1;

@@ -1,4 +1,4 @@
-// ibdkit/coins/coins_map.h — the cache's map of outpoints to entries with Core's FRESH/DIRTY flags
+// src/coins/coins_map.h — the cache's map of outpoints to entries with Core's FRESH/DIRTY flags
 // (coins.h: CCoinsCacheEntry, CCoinsMap).
 //
 // Core keeps its cache in a std::unordered_map: a lookup walks a bucket's chain of nodes, comparing

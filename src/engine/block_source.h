@@ -1,0 +1,84 @@
+// src/engine/block_source.h — what feeds the engine: a block source delivering raw blocks in height
+// order (private to the engine; Replay and Sync are its sources, docs/engine.md).
+#pragma once
+
+#include <ibdkit/connect/connect.h>
+#include <ibdkit/consensus/header_check.h>
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/stream/streams.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibdkit::engine {
+
+using Clock = std::chrono::steady_clock;
+
+inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
+
+/// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
+/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes in the policy's
+/// buffer (as a node holds a received message).
+template <typename Policy>
+struct RawBlock {
+    int height{0};
+    BlockHash hash;
+    ConnectContext ctx;
+    DataStream<Policy> bytes;
+    /// A P2P `block` message: bytes after the block are ignored, as Core's handler does (a block
+    /// file's record must be exactly one block).
+    bool message{false};
+};
+
+/// Feeds the engine blocks in height order. The engine calls one method at a time; Produce may run
+/// on a thread of its own, and nothing else is called while it runs except TipHeight().
+template <typename Policy>
+class BlockSource {
+public:
+    /// Takes the next block; returns false when the engine wants no more (stop producing).
+    using Emit = std::function<bool(RawBlock<Policy>&&)>;
+
+    virtual ~BlockSource() = default;
+    /// Called first, with the chainstate's best block (null for a new chainstate): a peer makes
+    /// its handshake and syncs headers here. An environment failure is an error; a failure of the
+    /// source itself (a misbehaving peer) is recorded by the source and Failed() says so.
+    virtual std::optional<Error> Prepare(const BlockHash& best) = 0;
+    /// The source failed; the run ends (with a clean flush) and the source's result says why.
+    virtual bool Failed() const = 0;
+    /// Height of `hash` on the source's chain (the genesis block is height 0).
+    virtual std::optional<int> HeightOf(const BlockHash& hash) const = 0;
+    /// Time and bits of the header at `height` on the source's chain, for every height up to the
+    /// chainstate's best block: the ancestry the engine checks the next headers against (called
+    /// after Prepare and recovery, before Produce).
+    virtual HeaderInfo HeaderAt(int height) const = 0;
+    /// The highest height the run is expected to reach, as far as the source knows now (progress
+    /// only; a peer may deliver beyond it). Safe to call while Produce runs.
+    virtual int TipHeight() const = 0;
+    /// Delivers heights [from, to] in order through `emit` until emit returns false, the source
+    /// has nothing more, or it fails (recorded as for Prepare). Returns an environment error.
+    virtual std::optional<Error> Produce(int from, int to, const Emit& emit) = 0;
+    /// A delivered block's bytes did not decode: an environment error (block files) or, recorded
+    /// as a source failure, nullopt (a peer sent garbage).
+    virtual std::optional<Error> Undecodable(int height, const Error& e) = 0;
+    /// The error text for a chainstate whose best block is not on the source's chain.
+    virtual std::string NotOurChain(const BlockHash& best) const = 0;
+    /// The error text for a chainstate left mid-flush between blocks the source does not have.
+    virtual std::string NotOurRecovery() const = 0;
+
+    /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
+    /// fork, tip first, to be disconnected with their undo data before the new branch is connected.
+    struct StaleBranch {
+        std::vector<BlockHash> hashes; ///< tip first
+        int tip_height{0};             ///< height of hashes.front(); the fork is tip_height - hashes.size()
+    };
+    virtual std::optional<StaleBranch> Reorganisation() const { return std::nullopt; }
+    /// Delivers the stale branch's blocks, tip first, through `emit` (heights and hashes set) until
+    /// emit returns false or the source fails (recorded as for Produce).
+    virtual std::optional<Error> ProduceStale(const StaleBranch&, const Emit&) { return EnvError("this source has no stale blocks"); }
+};
+
+} // namespace ibdkit::engine
