@@ -3,6 +3,7 @@
 
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/script/interpreter.h>
 
 #include <algorithm>
 #include <cctype>
@@ -70,6 +71,10 @@ ChainParams MakeMain()
     auto& c = p.consensus;
     c.subsidy_halving_interval = 210000;
     c.bip16_exceptions = {HashFromHex("00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22")};
+    c.script_flag_exceptions = {
+        {HashFromHex("00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22"), SCRIPT_VERIFY_NONE},
+        {HashFromHex("0000000000000000000f14c35b2d841e986ab5441de8c585d5ffe55ea1e395ad"), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_WITNESS},
+    };
     c.bip34_height = 227931;
     c.bip34_hash = HashFromHex("000000000000024b89b42a942fe0d9fea3bb44ab7bd1b19115dd6a759c0808b8");
     c.bip65_height = 388381;
@@ -92,6 +97,7 @@ ChainParams MakeTestnet()
     p.default_port = 18333;
     auto& c = p.consensus;
     c.bip16_exceptions = {HashFromHex("00000000dd30457c001f4095d208cc1296b0eed002427aa599874af7a432b105")};
+    c.script_flag_exceptions = {{HashFromHex("00000000dd30457c001f4095d208cc1296b0eed002427aa599874af7a432b105"), SCRIPT_VERIFY_NONE}};
     c.bip34_height = 21111;
     c.bip34_hash = HashFromHex("0000000023b3a96d3484e5abb3755c413e7d41500f8e2a5c3f0dd01299cd8ef8");
     c.bip65_height = 581885;

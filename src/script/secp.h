@@ -11,6 +11,10 @@
 
 namespace ibdkit::script_detail {
 
+/// Core's CPubKey size rule (IsValid after Set): non-empty, and 33 bytes for a 02/03 header or 65
+/// for 04/06/07. Every other key is invalid whatever its bytes.
+bool PubKeySizeMatchesHeader(std::span<const uint8_t> pubkey) noexcept;
+
 /// Core's CPubKey::Verify: `pubkey` in any encoding libsecp256k1 parses (33 or 65 bytes, hybrid
 /// included, as Core), `der` a signature without its hash-type byte parsed leniently (Core's
 /// ecdsa_signature_parse_der_lax), normalized to low S, then verified over `hash`.

@@ -40,6 +40,17 @@ struct ConsensusParams {
     /// historical block each on mainnet and testnet3). Every other block is connected with both on
     /// (mainnet's taproot exception keeps them), which is what sigop counting reads.
     std::vector<BlockHash> bip16_exceptions;
+    /// Core's script_flag_exceptions in full, for script verification (GetBlockScriptFlags,
+    /// script/verify.h): a listed block is connected under `flags` (a ScriptFlags value of
+    /// script/interpreter.h) instead of P2SH|WITNESS|TAPROOT, before the height-activated flags
+    /// are added. Mainnet: the BIP16 exception (no flags) and the taproot exception
+    /// (P2SH|WITNESS: a block from before taproot's activation whose witness v1 spend breaks its
+    /// rules); testnet3: its BIP16 exception. bip16_exceptions lists the blocks where P2SH is off.
+    struct ScriptFlagException {
+        BlockHash hash;
+        uint32_t flags;
+    };
+    std::vector<ScriptFlagException> script_flag_exceptions;
     bool enforce_bip94{false};
     /// Signet: blocks carry a solution to `signet_challenge`.
     bool signet_blocks{false};

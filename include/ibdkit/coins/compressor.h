@@ -13,6 +13,7 @@
 //                    OP_RETURN and the bytes are skipped, as Core does)
 #pragma once
 
+#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
@@ -26,8 +27,6 @@
 
 namespace ibdkit {
 
-/// Core's MAX_SCRIPT_SIZE (script/script.h).
-inline constexpr unsigned MAX_SCRIPT_SIZE = 10'000;
 /// Number of special script types (0..5) in the compressed format.
 inline constexpr unsigned SPECIAL_SCRIPTS = 6;
 

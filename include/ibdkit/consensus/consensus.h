@@ -19,8 +19,12 @@ inline constexpr int WITNESS_SCALE_FACTOR = 4;
 inline constexpr std::size_t MIN_TRANSACTION_WEIGHT = WITNESS_SCALE_FACTOR * 60;
 /// 10 is the lower bound for the size of a serialized transaction.
 inline constexpr std::size_t MIN_SERIALIZABLE_TRANSACTION_WEIGHT = WITNESS_SCALE_FACTOR * 10;
-/// Public keys in a bare multisig counted by the legacy (inaccurate) sigop count.
-inline constexpr unsigned int MAX_PUBKEYS_PER_MULTISIG = 20;
+/// Public keys a CHECKMULTISIG may take; also what the legacy (inaccurate) sigop count charges for
+/// one (Core's script/script.h, an int there too).
+inline constexpr int MAX_PUBKEYS_PER_MULTISIG = 20;
+/// The largest script the interpreter runs, and the size above which an output is unspendable
+/// (Core's script/script.h).
+inline constexpr std::size_t MAX_SCRIPT_SIZE = 10'000;
 /// Minimum size of a witness commitment output script (OP_RETURN, push 36, 4-byte tag, 32-byte hash).
 inline constexpr std::size_t MINIMUM_WITNESS_COMMITMENT = 38;
 inline constexpr int NO_WITNESS_COMMITMENT = -1;

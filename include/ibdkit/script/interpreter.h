@@ -12,6 +12,7 @@
 // (PrecomputedTxData) and shared by all of a transaction's inputs.
 #pragma once
 
+#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/script/script_error.h>
@@ -69,8 +70,8 @@ enum class SigVersion {
 
 inline constexpr std::size_t MAX_SCRIPT_ELEMENT_SIZE = 520;
 inline constexpr int MAX_OPS_PER_SCRIPT = 201;
-inline constexpr int MAX_PUBKEYS_PER_MULTISIG = 20;
-inline constexpr std::size_t MAX_SCRIPT_SIZE = 10000;
+// MAX_PUBKEYS_PER_MULTISIG and MAX_SCRIPT_SIZE: consensus/consensus.h (shared with sigop counting
+// and the coins compressor).
 inline constexpr std::size_t MAX_STACK_SIZE = 1000;
 inline constexpr uint32_t LOCKTIME_THRESHOLD = 500000000;
 inline constexpr int64_t VALIDATION_WEIGHT_PER_SIGOP_PASSED = 50;

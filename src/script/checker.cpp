@@ -1,0 +1,64 @@
+// src/script/checker.cpp — TransactionSignatureChecker's signature checks (Core's
+// GenericTransactionSignatureChecker with MissingDataBehavior::FAIL).
+//
+// The lock-time checks (CheckLockTime, CheckSequence) and the base SignatureChecker's refusals
+// live with the interpreter (src/script/interpreter.cpp).
+#include <ibdkit/script/interpreter.h>
+#include <ibdkit/script/sighash.h>
+
+#include "script/secp.h"
+
+#include <cassert>
+
+namespace ibdkit {
+
+bool TransactionSignatureChecker::CheckEcdsaSignature(std::span<const uint8_t> sig, std::span<const uint8_t> pubkey,
+                                                      std::span<const uint8_t> script_code, SigVersion sigversion) const
+{
+    // The hash type is the signature's last byte, read as Core reads it: an unsigned byte widened
+    // to the int32 that the legacy and BIP143 messages end with.
+    if (sig.empty()) return false;
+    const int32_t hash_type = sig.back();
+    const std::span<const uint8_t> der = sig.first(sig.size() - 1);
+    // A key of a size its header byte does not announce is refused before any hashing, as CPubKey
+    // refuses it.
+    if (!script_detail::PubKeySizeMatchesHeader(pubkey)) return false;
+    // BIP143 signs the amount; a checker made without one (negative) cannot check such a signature.
+    if (sigversion == SigVersion::WITNESS_V0 && m_amount < 0) return false;
+    const uint256 sighash = SignatureHash(script_code, m_tx, m_input, hash_type, m_amount, sigversion, m_txdata);
+    return script_detail::VerifyEcdsa(pubkey, der, sighash);
+}
+
+bool TransactionSignatureChecker::CheckSchnorrSignature(std::span<const uint8_t> sig, std::span<const uint8_t> pubkey,
+                                                        SigVersion sigversion, ScriptExecutionData& execdata,
+                                                        ScriptError* error) const
+{
+    assert(sigversion == SigVersion::TAPROOT || sigversion == SigVersion::TAPSCRIPT);
+    assert(pubkey.size() == 32); // the interpreter only hands 32-byte keys here
+    auto fail = [error](ScriptError e) {
+        if (error) *error = e;
+        return false;
+    };
+    // An empty signature in tapscript never gets here (it is a clean "false" there); everywhere
+    // else every size but 64 and 65 is an error.
+    if (sig.size() != 64 && sig.size() != 65) return fail(ScriptError::SCHNORR_SIG_SIZE);
+    uint8_t hash_type = SIGHASH_DEFAULT;
+    if (sig.size() == 65) {
+        hash_type = sig.back();
+        sig = sig.first(64);
+        // DEFAULT must be implicit (64 bytes): an explicit 0x00 would give one signature two
+        // encodings.
+        if (hash_type == SIGHASH_DEFAULT) return fail(ScriptError::SCHNORR_SIG_HASHTYPE);
+    }
+    // BIP341 signs every spent output: without them (no txdata) there is no message to check,
+    // and Core answers false without naming an error.
+    if (m_txdata == nullptr) return false;
+    uint256 sighash;
+    if (!SignatureHashSchnorr(sighash, execdata, m_tx, m_input, hash_type, sigversion, *m_txdata)) {
+        return fail(ScriptError::SCHNORR_SIG_HASHTYPE);
+    }
+    if (!script_detail::VerifySchnorr(pubkey, sig, sighash)) return fail(ScriptError::SCHNORR_SIG);
+    return true;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,74 @@
+// src/script/verify.cpp — one input's script check (Core's CScriptCheck) and the flags a block's
+// scripts run under (Core's GetBlockScriptFlags).
+#include <ibdkit/script/verify.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ibdkit {
+
+std::string InputVerdict::BlockRejectReason() const
+{
+    if (ok()) return {};
+    return "block-script-verify-flag-failed (" + std::string(ScriptErrorString(error)) + ")";
+}
+
+InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const TxOut> spent_outputs, ScriptFlags flags,
+                         const PrecomputedTxData* txdata)
+{
+    const auto vin = tx.vin();
+    if (input >= vin.size()) {
+        throw std::invalid_argument("VerifyInput: input " + std::to_string(input) + " of a transaction with " +
+                                    std::to_string(vin.size()) + " inputs");
+    }
+    if (spent_outputs.size() != vin.size()) {
+        throw std::invalid_argument("VerifyInput: " + std::to_string(spent_outputs.size()) + " spent outputs for " +
+                                    std::to_string(vin.size()) + " inputs");
+    }
+    if (txdata != nullptr && txdata->spent_outputs_ready && txdata->spent_outputs.size() != vin.size()) {
+        throw std::invalid_argument("VerifyInput: txdata was made for another transaction");
+    }
+    // Without the caller's hashes they are computed here, as Core's CheckInputScripts does for a
+    // transaction whose txdata has no spent outputs yet.
+    PrecomputedTxData local;
+    if (txdata == nullptr) {
+        local.Init(tx, std::vector<TxOut>(spent_outputs.begin(), spent_outputs.end()));
+        txdata = &local;
+    }
+
+    const TxIn& in = vin[input];
+    const TxOut& spent = spent_outputs[input];
+    const TransactionSignatureChecker checker(tx, input, spent.value, txdata);
+    InputVerdict verdict;
+    verdict.error = ScriptError::UNKNOWN_ERROR;
+    const bool ok = VerifyScript(in.script_sig.span(), spent.script_pubkey.span(), &in.witness, flags, checker, &verdict.error);
+    if (ok) {
+        verdict.error = ScriptError::OK;
+    } else if (verdict.error == ScriptError::OK) {
+        // A failure must never read as a pass (Core's CScriptCheck starts from UNKNOWN_ERROR).
+        verdict.error = ScriptError::UNKNOWN_ERROR;
+    }
+    return verdict;
+}
+
+ScriptFlags GetBlockScriptFlags(const ConsensusParams& params, int height, const BlockHash& hash)
+{
+    // P2SH, WITNESS and TAPROOT apply to every block, retroactively: only the listed blocks broke
+    // one of them before it was enforced, and those run under the flags listed with them.
+    ScriptFlags flags = SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_WITNESS | SCRIPT_VERIFY_TAPROOT;
+    for (const auto& exception : params.script_flag_exceptions) {
+        if (exception.hash == hash) {
+            flags = exception.flags;
+            break;
+        }
+    }
+    // The buried deployments, from their activation heights.
+    if (height >= params.bip66_height) flags |= SCRIPT_VERIFY_DERSIG;
+    if (height >= params.bip65_height) flags |= SCRIPT_VERIFY_CHECKLOCKTIMEVERIFY;
+    if (height >= params.csv_height) flags |= SCRIPT_VERIFY_CHECKSEQUENCEVERIFY;
+    if (height >= params.segwit_height) flags |= SCRIPT_VERIFY_NULLDUMMY; // BIP147 came with segwit
+    return flags;
+}
+
+} // namespace ibdkit
