@@ -12,6 +12,7 @@
 #include <secp256k1_extrakeys.h>
 #include <secp256k1_schnorrsig.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -115,8 +116,8 @@ Signer::Signer(uint64_t seed, std::size_t count) : m_impl(std::make_unique<Impl>
         id.leaf_script.assign(1, 32);
         id.leaf_script.insert(id.leaf_script.end(), pool.xonly[i].begin(), pool.xonly[i].end());
         id.leaf_script.push_back(OP_CHECKSIG_);
-        std::vector<uint8_t> leaf_msg{TAPROOT_LEAF_TAPSCRIPT, uint8_t(id.leaf_script.size())};
-        leaf_msg.insert(leaf_msg.end(), id.leaf_script.begin(), id.leaf_script.end());
+        std::array<uint8_t, 2 + 34> leaf_msg{TAPROOT_LEAF_TAPSCRIPT, 34};
+        std::copy(id.leaf_script.begin(), id.leaf_script.end(), leaf_msg.begin() + 2);
         id.leaf_hash = TaggedHash("TapLeaf", leaf_msg);
         id.script_path = MakeTaprootScriptOutput(seed ^ 0x5167'6e65'6453'7065ULL, (i + 1) % count, id.leaf_script);
     }
@@ -232,6 +233,7 @@ void Signer::SignInputs(MutableTransaction& mtx, std::span<const TxOut> spent, s
     if (spent.size() != mtx.vin.size() || how.size() != mtx.vin.size()) {
         throw std::invalid_argument("gen-chain: SignInputs needs one spent output and one plan per input");
     }
+    if (std::none_of(how.begin(), how.end(), [](const auto& h) { return h.has_value(); })) return;
     // Signature hashes read no scriptSig or witness of the input they sign (legacy hashes blank
     // every scriptSig), so one immutable copy of the placed transaction serves every input.
     const Transaction tx(mtx);
