@@ -29,6 +29,7 @@ struct GenOpts {
     std::optional<int64_t> start_time;
     std::optional<double> target_mb;
     bool xor_files{false};
+    bool signed_spends{false};
     bool no_genesis{false};
     bool no_progress{false};
     bool json{false};
@@ -48,6 +49,7 @@ nlohmann::json StatsJson(const ChainWriteResult& r, const GenOpts& o, const Chai
         {"start_time", g.start_time},
         {"target_bytes", g.target_bytes},
         {"xor", o.xor_files},
+        {"signed", g.signed_spends},
         {"genesis_included", !o.no_genesis},
         {"txs", s.txs},
         {"inputs", s.inputs},
@@ -62,6 +64,9 @@ nlohmann::json StatsJson(const ChainWriteResult& r, const GenOpts& o, const Chai
         {"witness_blocks", s.witness_blocks},
         {"tx_shapes", {{"fanout", s.fanouts}, {"consolidation", s.consolidations}, {"ordinary", s.ordinary}}},
         {"spent", {{"p2sh", s.spent_p2sh}, {"p2wsh", s.spent_p2wsh}, {"p2tr_script", s.spent_p2tr}, {"coinbase", s.spent_coinbase}}},
+        {"signed_inputs",
+         {{"total", s.signed_inputs}, {"p2pkh", s.spent_signed_p2pkh}, {"p2wpkh", s.spent_signed_p2wpkh},
+          {"p2tr_key", s.spent_signed_p2tr_key}, {"multisig", s.spent_signed_multisig}, {"tapscript", s.spent_signed_tapscript}}},
         {"outputs_by_type",
          {{"p2pkh", s.out_p2pkh}, {"p2sh", s.out_p2sh}, {"p2wpkh", s.out_p2wpkh}, {"p2wsh", s.out_p2wsh}, {"p2tr", s.out_p2tr},
           {"p2pk", s.out_p2pk}, {"multisig", s.out_multisig}, {"op_return", s.out_op_return}}},
@@ -78,8 +83,8 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand(
         "gen-chain",
         "Generate a deterministic regtest chain as Bitcoin Core blk files (DIR/blocks/blkNNNNN.dat). Spent outputs are "
-        "anyone-can-spend scripts (P2SH/P2WSH/P2TR-script of OP_TRUE), so Bitcoin Core accepts the chain with full "
-        "validation; all other outputs stay unspent. Same options give byte-identical files.");
+        "anyone-can-spend scripts (P2SH/P2WSH/P2TR-script of OP_TRUE), or with --signed the types mainnet spends with "
+        "real signatures; Bitcoin Core accepts either chain with full validation; all other outputs stay unspent. Same options give byte-identical files.");
     auto o = std::make_shared<GenOpts>();
     cmd->add_option("--out", o->out, "Output directory (blk files go to OUT/blocks; existing blk*.dat/xor.dat there are replaced)")
         ->required();
@@ -100,6 +105,9 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
                     "Approximate total block bytes in MB (default: the preset's, or 72 kB per block with --blocks; mainnet "
                     "profile: 1 MB per block)")
         ->check(CLI::PositiveNumber);
+    cmd->add_flag("--signed", o->signed_spends,
+                  "Spend with real signatures in mainnet's shares (P2PKH, P2WPKH, P2TR key path, 2-of-3 multisig in P2SH and "
+                  "P2WSH, tapscript), so full validation checks a signature for every input");
     cmd->add_flag("--xor", o->xor_files, "Obfuscate like Core >= 28: write blocks/xor.dat and XOR the blk files with it");
     cmd->add_flag("--no-genesis", o->no_genesis, "Do not write the genesis block as the first record");
     cmd->add_flag("--no-progress", o->no_progress, "No progress on stderr");
@@ -119,6 +127,7 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         }
         if (o->target_mb) g.target_bytes = uint64_t(*o->target_mb * 1e6);
         g.seed = o->seed;
+        g.signed_spends = o->signed_spends;
         g.start_time = o->start_time ? *o->start_time : DefaultStartTime(g.blocks, int64_t(std::time(nullptr)));
         ChainWriteOptions w;
         w.xor_files = o->xor_files;

@@ -99,6 +99,26 @@ def test_core_accepts_mainnet_profile_chain(cli, tmp_path):
     del chainman
 
 
+@pytest.mark.parametrize("profile", ["default", "mainnet"])
+def test_core_accepts_signed_chain(cli, tmp_path, profile):
+    # --signed: every input carries real signatures (P2PKH, P2WPKH, P2TR key path, multisig in
+    # P2SH and P2WSH, tapscript); on regtest Core's assumevalid is unset, so its engine verifies
+    # every one of them, and ends on our tip.
+    s = gen(cli, tmp_path / "chain", "--profile", profile, "--blocks", "400", "--target-mb", "10",
+            "--seed", "5", "--start-time", str(START), "--signed")
+    assert s["signed"] is True
+    signed = s["signed_inputs"]
+    assert signed["total"] == s["inputs"] > 1000
+    if profile == "default":
+        for kind in ("p2pkh", "p2wpkh", "p2tr_key", "multisig", "tapscript"):
+            assert signed[kind] > 0, kind
+    chainman = core_chainman(tmp_path / "core")
+    files = sorted((tmp_path / "chain" / "blocks").glob("blk*.dat"))
+    assert chainman.import_blocks(files) == 0
+    assert tip_of(chainman) == (400, s["tip_hash"])
+    del chainman
+
+
 def test_mainnet_profile_same_arguments_same_bytes(cli, tmp_path):
     args = ("--profile", "mainnet", "--blocks", "250", "--target-mb", "5", "--seed", "2", "--start-time", str(START))
     a = gen(cli, tmp_path / "a", *args)

@@ -1,6 +1,7 @@
 #include <ibdkit/gen/chain_gen.h>
 
 #include "gen/keys.h"
+#include "gen/signer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/chain/params.h>
@@ -97,6 +98,13 @@ enum class OutKind : uint8_t {
     P2SH_TRUE,  // HASH160 <hash160(OP_TRUE)> EQUAL; scriptSig = push(OP_TRUE)
     P2WSH_TRUE, // 0 <sha256(ws)>, ws = <8 bytes> OP_DROP OP_TRUE; witness = [ws]
     P2TR_TRUE,  // 1 <Q>, Q tweaked with one leaf `<8 bytes> OP_DROP OP_TRUE`; witness = [leaf, control]
+    // Spent with real signatures (signed chains: gen/signer.h).
+    P2PKH_SIG,
+    P2WPKH_SIG,
+    P2TR_KEY_SIG,
+    P2SH_MULTISIG_SIG,
+    P2WSH_MULTISIG_SIG,
+    TAPSCRIPT_SIG,
     // Created, never spent.
     P2PKH,
     P2WPKH,
@@ -109,7 +117,12 @@ enum class OutKind : uint8_t {
     OP_RETURN_DATA,
 };
 
-constexpr bool IsSpendable(OutKind k) noexcept { return k <= OutKind::P2TR_TRUE; }
+constexpr bool IsSpendable(OutKind k) noexcept { return k <= OutKind::TAPSCRIPT_SIG; }
+constexpr bool IsSigned(OutKind k) noexcept { return k >= OutKind::P2PKH_SIG && k <= OutKind::TAPSCRIPT_SIG; }
+gen_detail::SignedKind SignedKindOf(OutKind k) noexcept
+{
+    return gen_detail::SignedKind(uint8_t(k) - uint8_t(OutKind::P2PKH_SIG));
+}
 
 // hash160(0x51): the P2SH program of a redeem script that is just OP_TRUE.
 constexpr uint8_t P2SH_TRUE_HASH[20] = {0xda, 0x17, 0x45, 0xe9, 0xb5, 0x49, 0xbd, 0x0b, 0xfa, 0x1a,
@@ -162,6 +175,9 @@ struct PlannedOut {
 // Weight bounds used to plan a transaction before it exists (exact weights are taken afterwards).
 constexpr uint64_t W_TX_OVERHEAD = 4 * (4 + 4 + 3 + 3) + 2;            // version, locktime, counts; marker+flag
 constexpr uint64_t W_IN_MAX = 4 * (32 + 4 + 1 + 2 + 4) + (1 + 1 + 11 + 1 + 33); // P2SH scriptSig or P2TR witness
+// Signed chains: a 2-of-3 P2SH multisig input (two 73-byte signatures and the 105-byte redeem script
+// in its scriptSig) is the largest.
+constexpr uint64_t W_IN_MAX_SIGNED = 4 * (32 + 4 + 4 + 3 + 1 + 2 * 74 + 2 + 105);
 constexpr uint64_t W_COINBASE_RESERVE = 4 * 260 + 40;                  // coinbase with 3 outputs + commitment + witness
 constexpr uint64_t W_HEADER = 4 * (80 + 5);
 constexpr uint64_t WEIGHT_CAP = MAX_BLOCK_WEIGHT - 4000;               // the fullest blocks we make
@@ -222,6 +238,11 @@ struct ChainGenerator::Impl {
     Rng rng;
     gen_detail::KeyPool keys;
     std::vector<gen_detail::TaprootScriptOutput> taproot;
+    std::unique_ptr<gen_detail::Signer> signer; // signed chains only
+    uint64_t w_in_max{W_IN_MAX};                // weight bound of one input
+    // The transaction being built: what each input spends, and how it is signed (signed chains).
+    std::vector<TxOut> tx_spent;
+    std::vector<std::optional<gen_detail::SignedSpend>> tx_signing;
 
     std::vector<PoolCoin> pool;                     // mature coins the generator may spend
     std::deque<std::pair<int, PoolCoin>> immature;  // coinbase outputs by creation height
@@ -252,6 +273,10 @@ struct ChainGenerator::Impl {
         for (std::size_t i = 0; i < TAPROOT_VARIANTS; ++i) {
             const auto leaf = TrueScript(o.seed * 0x100000001B3ULL + i);
             taproot.push_back(gen_detail::MakeTaprootScriptOutput(o.seed, i, leaf));
+        }
+        if (o.signed_spends) {
+            signer = std::make_unique<gen_detail::Signer>(o.seed, TAPROOT_VARIANTS);
+            w_in_max = W_IN_MAX_SIGNED;
         }
         if (o.profile == ChainProfile::Mainnet) due.resize(std::size_t(o.blocks) + 2);
         prev = params.genesis.GetHash();
@@ -374,6 +399,14 @@ struct ChainGenerator::Impl {
             std::memcpy(buf + n, taproot[po.variant].output_key.data(), 32);
             n += 32;
             break;
+        case OutKind::P2PKH_SIG:
+        case OutKind::P2WPKH_SIG:
+        case OutKind::P2TR_KEY_SIG:
+        case OutKind::P2SH_MULTISIG_SIG:
+        case OutKind::P2WSH_MULTISIG_SIG:
+        case OutKind::TAPSCRIPT_SIG:
+            po.variant = tag ? uint8_t(*tag % TAPROOT_VARIANTS) : uint8_t(rng.Below(TAPROOT_VARIANTS));
+            return signer->ScriptPubKey(SignedKindOf(kind), po.variant);
         case OutKind::P2PKH:
             buf[n++] = OP_DUP;
             buf[n++] = OP_HASH160;
@@ -455,6 +488,7 @@ struct ChainGenerator::Impl {
     {
         switch (k) {
         case OutKind::P2PKH:
+        case OutKind::P2PKH_SIG:
         case OutKind::P2PK_COMPRESSED:
         case OutKind::P2PK_UNCOMPRESSED:
             return 1 * WITNESS_SCALE_FACTOR;
@@ -467,6 +501,7 @@ struct ChainGenerator::Impl {
 
     OutKind PickSpendableKind()
     {
+        if (signer) return PickSignedKind(Era::TAPROOT);
         const uint64_t r = rng.Below(100);
         if (r < 40) return OutKind::P2WSH_TRUE;
         if (r < 75) return OutKind::P2SH_TRUE;
@@ -499,6 +534,32 @@ struct ChainGenerator::Impl {
         ++stats.spent_by_age[bucket];
         TxIn in;
         in.prevout = c.outpoint;
+        if (signer) {
+            // The spent output's script again (BIP341 signs every input's). Where MakeScript derives
+            // a variant from the tag (taproot, signed kinds), the coin's variant stands in for it.
+            PlannedOut po{c.kind, c.variant, c.tag};
+            const uint64_t tag = c.kind == OutKind::P2TR_TRUE || IsSigned(c.kind) ? c.variant : c.tag;
+            tx_spent.push_back(TxOut{c.value, MakeScript(c.kind, po, &tag)});
+            tx_signing.emplace_back();
+        }
+        if (IsSigned(c.kind)) {
+            const gen_detail::SignedSpend spend{SignedKindOf(c.kind), c.variant};
+            signer->Place(in, spend);
+            tx_signing.back() = spend;
+            ++stats.signed_inputs;
+            switch (c.kind) {
+            case OutKind::P2PKH_SIG: ++stats.spent_signed_p2pkh; break;
+            case OutKind::P2WPKH_SIG: ++stats.spent_signed_p2wpkh; break;
+            case OutKind::P2TR_KEY_SIG: ++stats.spent_signed_p2tr_key; break;
+            case OutKind::TAPSCRIPT_SIG: ++stats.spent_signed_tapscript; break;
+            default: ++stats.spent_signed_multisig; break;
+            }
+            // The redeem or witness script's three keys (P2SH: legacy count × 4; P2WSH: 1 each).
+            if (c.kind == OutKind::P2SH_MULTISIG_SIG) block_sigops += 3 * WITNESS_SCALE_FACTOR;
+            if (c.kind == OutKind::P2WSH_MULTISIG_SIG) block_sigops += 3;
+            if (c.coinbase) ++stats.spent_coinbase;
+            return in;
+        }
         switch (c.kind) {
         case OutKind::P2SH_TRUE: {
             const uint8_t ss[2] = {0x01, OP_1}; // push the redeem script OP_TRUE
@@ -569,7 +630,7 @@ struct ChainGenerator::Impl {
         const uint64_t r = rng.Below(1000);
         if (pool.size() < 16 || r < 200) shape = Shape::FANOUT;
         else if (r < 360) shape = Shape::CONSOLIDATION;
-        if (budget < W_TX_OVERHEAD + 4 * W_IN_MAX + 600) shape = Shape::ORDINARY;
+        if (budget < W_TX_OVERHEAD + 4 * w_in_max + 600) shape = Shape::ORDINARY;
 
         std::vector<PoolCoin> spent;
         uint64_t bound = W_TX_OVERHEAD;
@@ -588,7 +649,7 @@ struct ChainGenerator::Impl {
                 shape = Shape::CONSOLIDATION;
             } else {
                 spent.push_back(TakeCoin(idx));
-                bound += W_IN_MAX;
+                bound += w_in_max;
                 const Amount v = spent[0].value;
                 const int want = int(rng.Range(10, rng.Chance(120) ? 500 : 150));
                 // Leave room for the outputs' weight (largest script: 1-of-3 multisig, 114 bytes).
@@ -640,7 +701,7 @@ struct ChainGenerator::Impl {
             }
         }
         if (shape == Shape::CONSOLIDATION) {
-            const uint64_t room = budget > bound + 4 * 60 ? (budget - bound - 4 * 60) / W_IN_MAX : 0;
+            const uint64_t room = budget > bound + 4 * 60 ? (budget - bound - 4 * 60) / w_in_max : 0;
             const int want = int(rng.Range(10, rng.Chance(100) ? 400 : 150));
             const std::size_t k = std::min<std::size_t>({std::size_t(want), std::size_t(room), pool.size()});
             if (k < 2) {
@@ -651,7 +712,7 @@ struct ChainGenerator::Impl {
                     spent.push_back(TakeCoin(rng.Below(pool.size())));
                     v += spent.back().value;
                 }
-                bound += k * W_IN_MAX;
+                bound += k * w_in_max;
                 fee = Fee(bound + 4 * 43, v);
                 add_out(PickSpendableKind(), v - fee);
                 ++stats.consolidations;
@@ -664,7 +725,7 @@ struct ChainGenerator::Impl {
                 spent.push_back(TakeCoin(rng.Below(pool.size())));
                 v += spent.back().value;
             }
-            bound += k * W_IN_MAX;
+            bound += k * w_in_max;
             fee = Fee(bound + 4 * 2 * 40, v);
             const Amount avail = v - fee;
             if (avail >= 2) {
@@ -739,6 +800,7 @@ struct ChainGenerator::Impl {
     /// ones (key hashes → P2WSH in the witness eras, P2SH before; taproot → P2TR script path).
     OutKind KeylessKind(Era e)
     {
+        if (signer) return PickSignedKind(e);
         const uint64_t r = rng.Below(100);
         switch (e) {
         case Era::LEGACY: return OutKind::P2SH_TRUE;
@@ -746,6 +808,28 @@ struct ChainGenerator::Impl {
         case Era::TAPROOT: return r < 14 ? OutKind::P2SH_TRUE : r < 70 ? OutKind::P2WSH_TRUE : OutKind::P2TR_TRUE;
         }
         return OutKind::P2SH_TRUE;
+    }
+
+    /// Type of an output that will be spent with a signature: the shares in which mainnet's inputs
+    /// spend each type in the era (block 866,342 for the taproot era; docs/generator.md).
+    OutKind PickSignedKind(Era e)
+    {
+        const uint64_t r = rng.Below(1000);
+        OutKind k = OutKind::P2WPKH_SIG;
+        switch (e) {
+        case Era::LEGACY: k = r < 790 ? OutKind::P2PKH_SIG : OutKind::P2SH_MULTISIG_SIG; break;
+        case Era::SEGWIT:
+            k = r < 400 ? OutKind::P2PKH_SIG : r < 750 ? OutKind::P2WPKH_SIG : r < 950 ? OutKind::P2SH_MULTISIG_SIG
+                                                                                   : OutKind::P2WSH_MULTISIG_SIG;
+            break;
+        case Era::TAPROOT:
+            k = r < 114 ? OutKind::P2PKH_SIG : r < 663 ? OutKind::P2WPKH_SIG : r < 931 ? OutKind::P2TR_KEY_SIG
+                : r < 961 ? OutKind::TAPSCRIPT_SIG : r < 991 ? OutKind::P2SH_MULTISIG_SIG : OutKind::P2WSH_MULTISIG_SIG;
+            break;
+        }
+        if (block_sigops + SigopCost(k) > SIGOPS_CAP) k = OutKind::P2WPKH_SIG;
+        block_sigops += SigopCost(k);
+        return k;
     }
 
     /// Type of an output never spent: mainnet's output types by era (per mille).
@@ -860,7 +944,7 @@ struct ChainGenerator::Impl {
     bool BuildMainnetTx(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee)
     {
         constexpr uint64_t W_OUT_MAX = 4 * (9 + 105); // 1-of-3 bare multisig
-        if (budget < W_TX_OVERHEAD + W_IN_MAX + W_OUT_MAX + 4 * 60) return false;
+        if (budget < W_TX_OVERHEAD + w_in_max + W_OUT_MAX + 4 * 60) return false;
         if (backlog.empty()) PullEarly(height, 1);
         if (backlog.empty()) return false;
         const Era era = EraAt(height);
@@ -878,8 +962,8 @@ struct ChainGenerator::Impl {
             n_out = int(rng.LogUniform(20, 250));
         }
         const uint64_t fixed = W_TX_OVERHEAD + 4 * 60;
-        n_out = int(std::min<uint64_t>(uint64_t(n_out), std::max<uint64_t>(1, (budget - fixed - W_IN_MAX) / W_OUT_MAX)));
-        n_in = int(std::min<uint64_t>(uint64_t(n_in), (budget - fixed - uint64_t(n_out) * W_OUT_MAX) / W_IN_MAX));
+        n_out = int(std::min<uint64_t>(uint64_t(n_out), std::max<uint64_t>(1, (budget - fixed - w_in_max) / W_OUT_MAX)));
+        n_in = int(std::min<uint64_t>(uint64_t(n_in), (budget - fixed - uint64_t(n_out) * W_OUT_MAX) / w_in_max));
         if (backlog.size() < std::size_t(n_in)) PullEarly(height, std::size_t(n_in));
         n_in = std::min(n_in, int(backlog.size()));
 
@@ -921,7 +1005,7 @@ struct ChainGenerator::Impl {
                 ++n_spend;
             }
         }
-        const uint64_t bound = W_TX_OVERHEAD + uint64_t(n_in) * W_IN_MAX + uint64_t(n_out) * 4 * 43;
+        const uint64_t bound = W_TX_OVERHEAD + uint64_t(n_in) * w_in_max + uint64_t(n_out) * 4 * 43;
         fee = Fee(bound, v);
         const Amount avail = v - fee;
         std::vector<Amount>& values = out_values;
@@ -997,9 +1081,12 @@ struct ChainGenerator::Impl {
         if (mainnet) BeginMainnetBlock(h);
         while (target > 0 && weight + 1200 < target && (mainnet || !pool.empty())) {
             Amount fee = 0;
+            tx_spent.clear();
+            tx_signing.clear();
             if (!(mainnet ? BuildMainnetTx(h, target - weight, mtx, planned, fee) : BuildTx(h, target - weight, mtx, planned, fee))) {
                 break;
             }
+            if (signer) signer->SignInputs(mtx, tx_spent, tx_signing);
             Transaction tx(std::move(mtx));
             weight += GetTransactionWeight(tx);
             fees += fee;
@@ -1128,9 +1215,15 @@ struct ChainGenerator::Impl {
         case OutKind::P2WSH_TRUE:
         case OutKind::P2WSH_OTHER: ++stats.out_p2wsh; break;
         case OutKind::P2TR_TRUE:
-        case OutKind::P2TR_KEY: ++stats.out_p2tr; break;
-        case OutKind::P2PKH: ++stats.out_p2pkh; break;
-        case OutKind::P2WPKH: ++stats.out_p2wpkh; break;
+        case OutKind::P2TR_KEY:
+        case OutKind::P2TR_KEY_SIG:
+        case OutKind::TAPSCRIPT_SIG: ++stats.out_p2tr; break;
+        case OutKind::P2PKH:
+        case OutKind::P2PKH_SIG: ++stats.out_p2pkh; break;
+        case OutKind::P2WPKH:
+        case OutKind::P2WPKH_SIG: ++stats.out_p2wpkh; break;
+        case OutKind::P2SH_MULTISIG_SIG: ++stats.out_p2sh; break;
+        case OutKind::P2WSH_MULTISIG_SIG: ++stats.out_p2wsh; break;
         case OutKind::P2PK_COMPRESSED:
         case OutKind::P2PK_UNCOMPRESSED: ++stats.out_p2pk; break;
         case OutKind::MULTISIG: ++stats.out_multisig; break;

@@ -27,9 +27,10 @@ void Require(bool ok, const char* what)
     if (!ok) throw std::logic_error(std::string("gen-chain: secp256k1 failed: ") + what);
 }
 
-// A valid secret key for (seed, index): SHA256 of a tag and the numbers, retried on the
-// (astronomically unlikely) out-of-range result.
-std::array<uint8_t, 32> SecretKey(uint64_t seed, std::size_t index)
+} // namespace
+
+// SHA256 of a tag and the numbers, retried on the (astronomically unlikely) out-of-range result.
+std::array<uint8_t, 32> SecretKeyOf(uint64_t seed, std::size_t index)
 {
     for (uint32_t counter = 0;; ++counter) {
         uint8_t buf[8 + 8 + 4];
@@ -43,8 +44,6 @@ std::array<uint8_t, 32> SecretKey(uint64_t seed, std::size_t index)
         if (secp256k1_ec_seckey_verify(Ctx(), sk.data())) return sk;
     }
 }
-
-} // namespace
 
 uint256 TaggedHash(std::string_view tag, std::span<const uint8_t> data)
 {
@@ -62,7 +61,7 @@ KeyPool MakeKeyPool(uint64_t seed, std::size_t count)
     pool.uncompressed.resize(count);
     pool.xonly.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
-        const auto sk = SecretKey(seed, i);
+        const auto sk = SecretKeyOf(seed, i);
         secp256k1_pubkey pk;
         Require(secp256k1_ec_pubkey_create(Ctx(), &pk, sk.data()) == 1, "ec_pubkey_create");
         std::size_t len = 33;
@@ -83,7 +82,7 @@ TaprootScriptOutput MakeTaprootScriptOutput(uint64_t seed, std::size_t index, st
     TaprootScriptOutput out;
     out.leaf_script.assign(leaf_script.begin(), leaf_script.end());
 
-    const auto sk = SecretKey(seed ^ 0x7461707274726565ULL /* "taprtree" */, index);
+    const auto sk = SecretKeyOf(seed ^ 0x7461707274726565ULL /* "taprtree" */, index);
     secp256k1_keypair kp;
     Require(secp256k1_keypair_create(Ctx(), &kp, sk.data()) == 1, "keypair_create");
     secp256k1_xonly_pubkey internal;

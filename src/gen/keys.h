@@ -1,8 +1,8 @@
 // src/gen/keys.h — keys and taproot outputs for the chain generator (private: wraps secp256k1).
 //
-// The generator never signs: outputs it spends are anyone-can-spend scripts. Keys serve two
-// purposes: realistic public keys in outputs nobody spends (P2PK, bare multisig), and taproot
-// outputs whose script path (a leaf that pushes true) can be spent without a key.
+// Keys serve three purposes: realistic public keys in outputs nobody spends (P2PK, bare multisig),
+// taproot outputs whose script path (a leaf that pushes true) can be spent without a key, and the
+// signing identities of a signed chain (gen/signer.h).
 #pragma once
 
 #include <ibdkit/primitives/hash.h>
@@ -25,7 +25,10 @@ struct KeyPool {
     std::vector<std::array<uint8_t, 32>> xonly;
 };
 
-/// `count` key pairs whose secret keys are SHA256(seed-derived bytes); deterministic.
+/// The secret key of pool key `index` for `seed` (a valid scalar; deterministic).
+std::array<uint8_t, 32> SecretKeyOf(uint64_t seed, std::size_t index);
+
+/// `count` key pairs whose secret keys are SecretKeyOf(seed, 0 .. count - 1).
 KeyPool MakeKeyPool(uint64_t seed, std::size_t count);
 
 /// A taproot output with one script leaf (leaf version 0xc0) over an internal key.

@@ -4,11 +4,12 @@
 // The chain starts at the regtest genesis block. Blocks 1..100 hold only a coinbase (coinbase
 // outputs mature after COINBASE_MATURITY blocks); later blocks grow towards the weight limit and
 // carry fan-out, consolidation and ordinary transactions paying P2PKH, P2SH, P2WPKH, P2WSH, P2TR,
-// bare multisig, P2PK and OP_RETURN outputs. The outputs the generator spends are spendable
-// without keys — P2SH of OP_TRUE, P2WSH of `<8 bytes> OP_DROP OP_TRUE`, and taproot outputs spent
-// by the script path through a leaf of the same shape — so script validation succeeds without
-// signatures; every other output is left unspent and grows the UTXO set. Same options → the same
-// bytes, on any machine.
+// bare multisig, P2PK and OP_RETURN outputs. By default the outputs the generator spends are
+// spendable without keys — P2SH of OP_TRUE, P2WSH of `<8 bytes> OP_DROP OP_TRUE`, and taproot
+// outputs spent by the script path through a leaf of the same shape — so script validation succeeds
+// without signatures; with `signed_spends` they are the types mainnet spends, with real signatures.
+// Every other output is left unspent and grows the UTXO set. Same options → the same bytes, on any
+// machine.
 //
 // Two profiles: `Default` (the benchmark chain above: random spends from a pool of spendable coins)
 // and `Mainnet`, whose shapes follow published mainnet statistics (docs/generator.md): inputs and
@@ -56,6 +57,10 @@ struct ChainGenOptions {
     /// capped by what `blocks` blocks of at most MAX_BLOCK_WEIGHT can hold.
     uint64_t target_bytes{180'000'000};
     ChainProfile profile{ChainProfile::Default};
+    /// Spend outputs that need real signatures (P2PKH, P2WPKH, P2TR key path, 2-of-3 multisig in
+    /// P2SH and P2WSH, a tapscript `<key> OP_CHECKSIG` leaf) in mainnet's shares instead of the
+    /// keyless ones, so that a full validator checks a signature for every input as on mainnet.
+    bool signed_spends{false};
 };
 
 /// Default options sizes: the benchmark chain and a tiny one for tests.
@@ -88,6 +93,10 @@ struct ChainGenStats {
     uint64_t fanouts{0}, consolidations{0}, ordinary{0};
     /// Inputs spent by kind: P2SH(OP_TRUE), P2WSH, P2TR script path, and of those, coinbase outputs.
     uint64_t spent_p2sh{0}, spent_p2wsh{0}, spent_p2tr{0}, spent_coinbase{0};
+    /// Inputs carrying real signatures (signed_spends), and of those the P2PKH, P2WPKH, P2TR key
+    /// path, multisig (P2SH and P2WSH) and tapscript spends.
+    uint64_t signed_inputs{0}, spent_signed_p2pkh{0}, spent_signed_p2wpkh{0}, spent_signed_p2tr_key{0},
+        spent_signed_multisig{0}, spent_signed_tapscript{0};
     /// Outputs created by script type.
     uint64_t out_p2pkh{0}, out_p2sh{0}, out_p2wpkh{0}, out_p2wsh{0}, out_p2tr{0}, out_p2pk{0}, out_multisig{0},
         out_op_return{0};
