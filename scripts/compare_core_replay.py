@@ -14,9 +14,13 @@ What is timed, on both sides, is one job: rebuild the chainstate from block file
   ibdkit's final walk over the set to its side); timed: the whole process (scan, connect, flush).
 Both must reach the same height and tip.
 
-Not like for like: on regtest Core's assumevalid is unset, so Core verifies every script and
-signature, while `ibdkit replay` verifies none (README, *Trust*). The ratio is Core with full script
-verification against ibdkit without scripts; quote it only with that said.
+Scripts: on regtest Core's assumevalid is unset, so Core verifies every script and signature. With
+--full-validation ibdkit does too (`--assumevalid 0`), and the comparison is like for like: both
+verify every input, and that is checked on both sides (Core's log says "Enabling script
+verification at block #1 ... assumevalid=0 (always verify)"; ibdkit's JSON has
+`script_checks_from_height` at its first connected block). Without it ibdkit replays as it does by default on
+regtest's null assumevalid — that is, it verifies scripts too; pass --ibdkit-assumevalid HASH for the
+old scripts-skipped-on-one-side comparison, which is not like for like and must be quoted as such.
 
 Usage: scripts/compare_core_replay.py BLOCKS_DIR [--ibdkit PATH] [--rounds N] [--policy NAME]
                                       [--threads N] [--core-threads N] [--dbcache MIB] [--chain regtest]
@@ -52,8 +56,12 @@ def core_import_once(pbk, blocks_dir, datadir, chain):
     return height
 
 
-def core_reindex_chainstate(pbk, datadir, chain, threads):
-    """One timed -reindex-chainstate: wipe the chainstate, re-connect from Core's own block files."""
+def core_reindex_chainstate(pbk, datadir, chain, threads, log):
+    """One timed -reindex-chainstate: wipe the chainstate, re-connect from Core's own block files.
+    `log` collects the kernel's validation log lines of the round."""
+    pbk.enable_log_category(pbk.LogCategory.VALIDATION)
+    pbk.set_log_level_category(pbk.LogCategory.VALIDATION, pbk.LogLevel.INFO)
+    conn = pbk.LoggingConnection(log.append)
     t0 = time.perf_counter()
     ctx = pbk.make_context(chain_type(pbk, chain))
     opts = pbk.ChainstateManagerOptions(ctx, str(datadir.absolute()), str((datadir / "blocks").absolute()))
@@ -66,17 +74,36 @@ def core_reindex_chainstate(pbk, datadir, chain, threads):
     tip = bytes(active._get_by_height(height).block_hash)[::-1].hex()
     del active
     del cm  # flushes the chainstate: part of the job
-    return time.perf_counter() - t0, height, tip
+    elapsed = time.perf_counter() - t0
+    del conn
+    return elapsed, height, tip
 
 
-def ibdkit_replay(exe, blocks_dir, policy, threads, dbcache, with_stats):
+def core_script_mode(log):
+    """What Core's log says about script verification: the first 'Enabling/Disabling script
+    verification' line, or None."""
+    for line in log:
+        text = str(line)
+        if "script verification at block" in text:
+            return text.strip()
+    return None
+
+
+def ibdkit_replay(exe, blocks_dir, policy, threads, dbcache, with_stats, assumevalid):
     t0 = time.perf_counter()
     r = subprocess.run([exe, "replay", "-q", "--json", "--blocks-dir", str(blocks_dir), "--policy", policy,
-                        "--threads", str(threads), "--dbcache", str(dbcache)] + ([] if with_stats else ["--no-stats"]),
+                        "--threads", str(threads), "--dbcache", str(dbcache)] + ([] if with_stats else ["--no-stats"])
+                       + ([] if assumevalid is None else ["--assumevalid", assumevalid]),
                        capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     j = json.loads(r.stdout)
     return wall, j["height"], j["bestblock"], j
+
+
+def verified_all(j):
+    """ibdkit checked scripts from its first connected block on."""
+    first = j.get("script_checks_from_height")
+    return first is not None and first <= max(1, j.get("start_height", 1))
 
 
 def main():
@@ -94,6 +121,9 @@ def main():
                     help="time ibdkit's final statistics walk too (work Core's reindex does not do)")
     ap.add_argument("--datadir", help="keep Core's datadir here and reuse it if already imported")
     ap.add_argument("--import-only", action="store_true", help="import into --datadir, time nothing")
+    ap.add_argument("--full-validation", action="store_true",
+                    help="ibdkit --assumevalid 0: both sides verify every script (like for like)")
+    ap.add_argument("--ibdkit-assumevalid", help="ibdkit --assumevalid HASH (scripts skipped on ibdkit's side only)")
     a = ap.parse_args()
     import pbk
 
@@ -108,12 +138,22 @@ def main():
             print(f"core imported the files once (height {imported}); rounds alternate core / ibdkit", flush=True)
         if a.import_only:
             return
+        assumevalid = "0" if a.full_validation else a.ibdkit_assumevalid
         core_t, ours_t = [], []
         for i in range(a.rounds):
-            ct, ch, ctip = core_reindex_chainstate(pbk, datadir, a.chain, a.core_threads)
-            ot, oh, otip, j = ibdkit_replay(a.ibdkit, datadir / "blocks", a.policy, a.threads, a.dbcache, a.with_stats)
+            log = []
+            ct, ch, ctip = core_reindex_chainstate(pbk, datadir, a.chain, a.core_threads, log)
+            core_mode = core_script_mode(log)
+            ot, oh, otip, j = ibdkit_replay(a.ibdkit, datadir / "blocks", a.policy, a.threads, a.dbcache, a.with_stats,
+                                            assumevalid)
             if (ch, ctip) != (oh, otip):
                 sys.exit(f"tips differ: core {ch} {ctip} vs ibdkit {oh} {otip}")
+            if i == 0:
+                print(f"core's log: {core_mode or 'no script-verification line'}", flush=True)
+                print(f"ibdkit: {j.get('script_checked_inputs', 0)} inputs script-checked, "
+                      f"from height {j.get('script_checks_from_height')}", flush=True)
+            if a.full_validation and (core_mode is None or "Enabling" not in core_mode or not verified_all(j)):
+                sys.exit("--full-validation: one side did not verify every script (see the two lines above)")
             core_t.append(ct)
             ours_t.append(ot)
             print(f"round {i + 1}: core reindex-chainstate {ct:.2f} s, ibdkit replay {ot:.2f} s "
@@ -125,7 +165,7 @@ def main():
           f"ratio {statistics.median(ratios):.2f}x [{ratios[0]:.2f}-{ratios[-1]:.2f}] "
           f"({mb:.0f} MB, {j['blocks_connected']} blocks, --dbcache {a.dbcache}, core threads {a.core_threads}, "
           f"ibdkit {'with' if a.with_stats else 'without'} its statistics walk; "
-          f"core verified scripts, ibdkit did not: not like for like)")
+          f"{'both verified every script: like for like' if verified_all(j) else 'core verified scripts, ibdkit skipped some: not like for like'})")
 
 
 if __name__ == "__main__":
