@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <secp256k1.h>
 
+#include <algorithm>
 #include <fstream>
+#include <random>
 #include <string>
 
 namespace ibdkit {
@@ -362,6 +365,59 @@ TEST(ScriptSecp, LaxDerParser)
     hybrid[0] ^= 1; // the wrong parity for the hybrid header
     EXPECT_FALSE(script_detail::VerifyEcdsa(hybrid, strict, hash));
     EXPECT_FALSE(script_detail::PubKeySizeMatchesHeader({}));
+}
+
+// Where libsecp256k1's strict DER parser reads a signature, the lax parser must read the same R and
+// S (it accepts a superset). Except where the strict parser zeroes a value it cannot take: one not
+// below the group order (the lax parser refuses it) or a negative one (the lax parser reads its
+// bytes as unsigned, as Core has since the first signatures).
+TEST(ScriptSecp, LaxParserAgreesWithStrictDerOnMutations)
+{
+    const uint64_t seed = test::TestSeed();
+    SCOPED_TRACE("IBDKIT_TEST_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
+    const std::vector<std::vector<uint8_t>> seeds = {
+        test::ParseHex("304402204e45e16932b8af514961a1d3a1a25fdf3f4f7732e9d624c6c61548ab5fb8cd410220181522ec8eca07de486"
+                       "0a4acdd12909d831cc56cbbac4622082221a8768d1d09"),
+        test::ParseHex("3045022100fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd03641400220010203"),
+        test::ParseHex("3006020101020101"),
+        test::ParseHex("300602010002010f"),
+    };
+    std::size_t strict_ok = 0, lax_only = 0;
+    for (int round = 0; round < 20000; ++round) {
+        std::vector<uint8_t> der = seeds[rng() % seeds.size()];
+        const int edits = int(rng() % 4);
+        for (int e = 0; e < edits; ++e) {
+            const std::size_t at = der.empty() ? 0 : rng() % der.size();
+            switch (rng() % 5) {
+            case 0: if (!der.empty()) der[at] ^= uint8_t(1u << (rng() % 8)); break;
+            case 1: der.insert(der.begin() + long(at), uint8_t(rng() % 3 == 0 ? 0 : rng())); break;
+            case 2: if (!der.empty()) der.erase(der.begin() + long(at)); break;
+            case 3: if (der.size() > 5) der[std::min<std::size_t>(der.size() - 1, 1 + (rng() % 2) * 2)] = uint8_t(rng() % 0x90); break;
+            default: der.resize(rng() % (der.size() + 2)); break;
+            }
+        }
+        const auto lax = script_detail::ParseDerLaxCompact(der);
+        secp256k1_ecdsa_signature sig;
+        if (!secp256k1_ecdsa_signature_parse_der(ctx, &sig, der.data(), der.size())) {
+            lax_only += lax.has_value();
+            continue;
+        }
+        ++strict_ok;
+        std::array<uint8_t, 64> strict;
+        secp256k1_ecdsa_signature_serialize_compact(ctx, strict.data(), &sig);
+        const bool zeroed = std::all_of(strict.begin(), strict.begin() + 32, [](uint8_t b) { return b == 0; }) ||
+                            std::all_of(strict.begin() + 32, strict.end(), [](uint8_t b) { return b == 0; });
+        if (!zeroed) {
+            ASSERT_TRUE(lax.has_value()) << test::ToHex(der);
+            EXPECT_EQ(*lax, strict) << test::ToHex(der);
+        }
+    }
+    secp256k1_context_destroy(ctx);
+    // Both kinds occurred: encodings both parsers read, and lax-only ones.
+    EXPECT_GT(strict_ok, 1000u);
+    EXPECT_GT(lax_only, 100u);
 }
 
 } // namespace
