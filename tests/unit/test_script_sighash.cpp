@@ -147,6 +147,49 @@ TEST(ScriptSighash, Bip143NativeP2wpkhExample)
     EXPECT_EQ(txdata.hash_outputs.ToInternalHex(), "863ef3e1a92afbfdb97f31ad0fc7683ee943e9abcf2501590ff8f6551f47e5e5");
 }
 
+// Which hash sets Init computes, decided as Core decides: by the witness-bearing inputs and the
+// outputs they spend.
+TEST(ScriptSighash, PrecomputeDecidesFromWitnessInputsAndSpentOutputs)
+{
+    const Script p2wpkh(test::ParseHex("00141d0f172a0ecb48aee1be1f2687d2963ae33f71a1"));
+    const Script p2tr(test::ParseHex("5120" + std::string(64, 'a')));
+    const Script p2pkh(test::ParseHex("76a9141d0f172a0ecb48aee1be1f2687d2963ae33f71a188ac"));
+    auto make = [](std::vector<bool> witness) {
+        MutableTransaction m;
+        m.vin.resize(witness.size());
+        for (std::size_t i = 0; i < witness.size(); ++i) {
+            m.vin[i].prevout.n = uint32_t(i);
+            if (witness[i]) m.vin[i].witness.stack = {{0x01}};
+        }
+        m.vout.resize(1);
+        m.vout[0].value = 1;
+        return Transaction(m);
+    };
+    auto outs = [](std::vector<Script> scripts) {
+        std::vector<TxOut> v;
+        for (auto& sc : scripts) v.push_back(TxOut{1000, sc});
+        return v;
+    };
+    struct Want {
+        bool bip143, bip341;
+    };
+    auto check = [](const Transaction& tx, std::vector<TxOut> spent, bool force, Want want, const char* what) {
+        PrecomputedTxData d;
+        d.Init(tx, std::move(spent), force);
+        EXPECT_EQ(d.bip143_segwit_ready, want.bip143) << what;
+        EXPECT_EQ(d.bip341_taproot_ready, want.bip341) << what;
+    };
+    check(make({false, false}), outs({p2pkh, p2tr}), false, {false, false}, "no witness: nothing");
+    check(make({true, false}), outs({p2wpkh, p2pkh}), false, {true, false}, "segwit v0 spend");
+    check(make({true, false}), outs({p2tr, p2pkh}), false, {false, true}, "taproot spend");
+    check(make({true, true}), outs({p2tr, p2wpkh}), false, {true, true}, "both kinds");
+    check(make({false, true}), outs({p2wpkh, p2tr}), false, {false, true}, "a witness decides, not the output");
+    // Spent outputs unknown: a witness input is taken for v0; BIP341 cannot be computed.
+    check(make({true}), {}, false, {true, false}, "taproot without spent outputs");
+    check(make({false}), outs({p2pkh}), true, {true, true}, "force");
+    check(make({false}), {}, true, {true, false}, "force without spent outputs");
+}
+
 struct Bip341Tx {
     Transaction tx;
     std::vector<TxOut> utxos;
