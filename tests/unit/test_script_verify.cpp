@@ -96,7 +96,7 @@ TEST(ScriptVerify, EveryInputOfBlock866342)
     const auto& d = LoadBlock866342();
     const ScriptFlags flags = GetBlockScriptFlags(GetChainParams(ChainType::MAIN).consensus, 866342, d.block.GetHash());
     EXPECT_EQ(flags, ALL_BLOCK_FLAGS);
-    std::size_t next = 0, checked = 0, taproot = 0, failed = 0;
+    std::size_t next = 0, checked = 0, taproot = 0, script_path = 0, failed = 0;
     for (std::size_t t = 1; t < d.block.vtx.size(); ++t) {
         const Transaction& tx = d.block.vtx[t];
         const std::span<const TxOut> spent(d.spent.data() + next, tx.vin().size());
@@ -113,12 +113,20 @@ TEST(ScriptVerify, EveryInputOfBlock866342)
             if (checked % 97 == 0) {
                 EXPECT_TRUE(VerifyInput(tx, i, spent, flags).ok());
             }
-            taproot += IsTaprootOutput(spent[i]);
+            if (IsTaprootOutput(spent[i])) {
+                ++taproot;
+                const auto& stack = tx.vin()[i].witness.stack;
+                const bool annex = stack.size() >= 2 && !stack.back().empty() && stack.back()[0] == ANNEX_TAG;
+                script_path += (stack.size() - (annex ? 1 : 0)) >= 2;
+            }
             ++checked;
         }
     }
     EXPECT_EQ(checked, 7972u);
     EXPECT_EQ(taproot, 2373u);
+    // Tapscript spends among them (BIP342's message: tapleaf hash, key version, code separator).
+    EXPECT_GT(script_path, 0u);
+    std::printf("block 866342: %zu inputs, %zu taproot, %zu of them script path\n", checked, taproot, script_path);
     EXPECT_EQ(failed, 0u);
 }
 
