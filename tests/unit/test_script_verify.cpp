@@ -1,6 +1,7 @@
 // VerifyInput and GetBlockScriptFlags on real data: every input of mainnet block 866,342, the
 // BIP341 vectors' signed key-path spends, the first bitcoin transaction; mutants fail with Core's
-// reasons; `ibdkit block verify-scripts` on the same block.
+// reasons, and random mutants get Core's engine's verdict; `ibdkit block verify-scripts` on the
+// same block.
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/script/sighash.h>
