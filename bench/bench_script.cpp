@@ -1,14 +1,19 @@
 // Script verification of a whole real block: every non-coinbase input of mainnet block 866,342
 // (7,972 inputs, 2,373 of them taproot) through VerifyInput under the block's flags, with each
 // transaction's PrecomputedTxData made once, as the engine would. One thread, no signature cache.
+// When libbitcoinkernel.so loads, Bitcoin Core's engine does the same through its C API
+// (btck_precomputed_transaction_data_create once per transaction, btck_script_pubkey_verify per
+// input; transactions and outputs made untimed, as ours are decoded untimed).
 //
-// Group: VerifyScripts_866342, per input.
+// Group: VerifyScripts_866342, per input; variants "ibdkit" and "core-kernel".
 #include "bench.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/script/verify.h>
+
+#include <dlfcn.h>
 
 #include <fstream>
 #include <iterator>
@@ -65,8 +70,91 @@ std::shared_ptr<BlockAndSpent> Load(std::string* skip)
     return std::make_shared<BlockAndSpent>(BlockAndSpent{std::move(*block), ReadSpent(text)});
 }
 
+// The parts of libbitcoinkernel's C API that verify a script, loaded with dlopen.
+struct KernelScriptApi {
+    void* (*tx_create)(const void*, std::size_t){nullptr};
+    void* (*spk_create)(const void*, std::size_t){nullptr};
+    void* (*out_create)(const void*, int64_t){nullptr};
+    void* (*txdata_create)(const void*, const void**, std::size_t){nullptr};
+    void (*txdata_destroy)(void*){nullptr};
+    int (*verify)(const void*, int64_t, const void*, const void*, uint32_t, uint32_t, uint8_t*){nullptr};
+};
+
+const KernelScriptApi* LoadKernelScriptApi(std::string* why)
+{
+    static const KernelScriptApi* api = []() -> const KernelScriptApi* {
+        auto lib = FindKernelLib("", nullptr);
+        if (!lib) return nullptr;
+        void* h = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) return nullptr;
+        auto* k = new KernelScriptApi;
+        k->tx_create = reinterpret_cast<decltype(k->tx_create)>(dlsym(h, "btck_transaction_create"));
+        k->spk_create = reinterpret_cast<decltype(k->spk_create)>(dlsym(h, "btck_script_pubkey_create"));
+        k->out_create = reinterpret_cast<decltype(k->out_create)>(dlsym(h, "btck_transaction_output_create"));
+        k->txdata_create = reinterpret_cast<decltype(k->txdata_create)>(dlsym(h, "btck_precomputed_transaction_data_create"));
+        k->txdata_destroy = reinterpret_cast<decltype(k->txdata_destroy)>(dlsym(h, "btck_precomputed_transaction_data_destroy"));
+        k->verify = reinterpret_cast<decltype(k->verify)>(dlsym(h, "btck_script_pubkey_verify"));
+        if (!k->tx_create || !k->spk_create || !k->out_create || !k->txdata_create || !k->txdata_destroy || !k->verify) return nullptr;
+        return k;
+    }();
+    if (!api && why) *why = "libbitcoinkernel.so with the script API not loadable (set IBDKIT_KERNEL_LIB)";
+    return api;
+}
+
+// Core's objects for the block, made once (kept for the process: the bench runs it to the end).
+struct KernelBlock {
+    struct Tx {
+        void* tx;
+        std::vector<void*> scripts;
+        std::vector<const void*> outputs;
+        std::vector<int64_t> amounts;
+    };
+    std::vector<Tx> txs;
+};
+
+const Registrar verify_scripts_core{Case{
+    "VerifyScripts_866342", "core-kernel", "input", 7972,
+    [](std::string* skip) -> Op {
+        const KernelScriptApi* k = LoadKernelScriptApi(skip);
+        if (!k) return {};
+        auto d = Load(skip);
+        if (!d) return {};
+        const ScriptFlags flags = GetBlockScriptFlags(GetChainParams(ChainType::MAIN).consensus, 866342, d->block.GetHash());
+        auto kb = std::make_shared<KernelBlock>();
+        std::size_t next = 0;
+        for (std::size_t t = 1; t < d->block.vtx.size(); ++t) {
+            const Transaction& tx = d->block.vtx[t];
+            const std::vector<uint8_t> raw = EncodeTransaction(tx);
+            KernelBlock::Tx ktx{k->tx_create(raw.data(), raw.size()), {}, {}, {}};
+            if (!ktx.tx) throw std::runtime_error("btck_transaction_create failed");
+            for (std::size_t i = 0; i < tx.vin().size(); ++i) {
+                const TxOut& out = d->spent[next + i];
+                void* spk = k->spk_create(out.script_pubkey.data(), out.script_pubkey.size());
+                ktx.scripts.push_back(spk);
+                ktx.outputs.push_back(k->out_create(spk, out.value));
+                ktx.amounts.push_back(out.value);
+            }
+            next += tx.vin().size();
+            kb->txs.push_back(std::move(ktx));
+        }
+        return [k, kb, flags] {
+            std::size_t failed = 0;
+            for (const KernelBlock::Tx& t : kb->txs) {
+                void* txdata = k->txdata_create(t.tx, const_cast<const void**>(t.outputs.data()), t.outputs.size());
+                for (uint32_t i = 0; i < t.scripts.size(); ++i) {
+                    uint8_t status = 0;
+                    failed += k->verify(t.scripts[i], t.amounts[i], t.tx, txdata, i, flags, &status) != 1;
+                }
+                k->txdata_destroy(txdata);
+            }
+            if (failed != 0) throw std::runtime_error("VerifyScripts_866342/core-kernel: an input failed");
+            DoNotOptimize(failed);
+        };
+    },
+    /*smoke_ok=*/false}};
+
 const Registrar verify_scripts{Case{
-    "VerifyScripts_866342", "", "input", 7972,
+    "VerifyScripts_866342", "ibdkit", "input", 7972,
     [](std::string* skip) -> Op {
         auto d = Load(skip);
         if (!d) return {};

@@ -120,6 +120,15 @@ std::optional<secp256k1_ecdsa_signature> ParseDerLax(std::span<const uint8_t> de
 
 } // namespace
 
+std::optional<std::array<uint8_t, 64>> ParseDerLaxCompact(std::span<const uint8_t> der)
+{
+    auto sig = ParseDerLax(der);
+    if (!sig) return std::nullopt;
+    std::array<uint8_t, 64> out;
+    secp256k1_ecdsa_signature_serialize_compact(VerifyContext(), out.data(), &*sig);
+    return out;
+}
+
 bool PubKeySizeMatchesHeader(std::span<const uint8_t> pubkey) noexcept
 {
     return !pubkey.empty() && PubKeyLengthForHeader(pubkey[0]) == pubkey.size();

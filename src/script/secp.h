@@ -6,7 +6,9 @@
 
 #include <ibdkit/primitives/hash.h>
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace ibdkit::script_detail {
@@ -19,6 +21,11 @@ bool PubKeySizeMatchesHeader(std::span<const uint8_t> pubkey) noexcept;
 /// included, as Core), `der` a signature without its hash-type byte parsed leniently (Core's
 /// ecdsa_signature_parse_der_lax), normalized to low S, then verified over `hash`.
 bool VerifyEcdsa(std::span<const uint8_t> pubkey, std::span<const uint8_t> der, const uint256& hash);
+
+/// The lax DER parser alone, for tests and fuzzing: R and S as 64 big-endian bytes, or nullopt
+/// where VerifyEcdsa refuses the encoding (including the values Core's parser turns into the
+/// all-zero signature: an integer of more than 32 significant bytes, or one not below the order).
+std::optional<std::array<uint8_t, 64>> ParseDerLaxCompact(std::span<const uint8_t> der);
 
 /// BIP340 verification of a 64-byte signature by a 32-byte x-only key over `hash`.
 bool VerifySchnorr(std::span<const uint8_t> xonly_pubkey, std::span<const uint8_t> sig64, const uint256& hash);

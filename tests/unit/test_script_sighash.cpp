@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <secp256k1.h>
 
+#include <algorithm>
 #include <fstream>
+#include <random>
 #include <string>
 
 namespace ibdkit {
@@ -142,6 +145,49 @@ TEST(ScriptSighash, Bip143NativeP2wpkhExample)
     EXPECT_EQ(txdata.hash_prevouts.ToInternalHex(), "96b827c8483d4e9b96712b6713a7b68d6e8003a781feba36c31143470b4efd37");
     EXPECT_EQ(txdata.hash_sequence.ToInternalHex(), "52b0a642eea2fb7ae638c36f6252b6750293dbe574a806984b8e4d8548339a3b");
     EXPECT_EQ(txdata.hash_outputs.ToInternalHex(), "863ef3e1a92afbfdb97f31ad0fc7683ee943e9abcf2501590ff8f6551f47e5e5");
+}
+
+// Which hash sets Init computes, decided as Core decides: by the witness-bearing inputs and the
+// outputs they spend.
+TEST(ScriptSighash, PrecomputeDecidesFromWitnessInputsAndSpentOutputs)
+{
+    const Script p2wpkh(test::ParseHex("00141d0f172a0ecb48aee1be1f2687d2963ae33f71a1"));
+    const Script p2tr(test::ParseHex("5120" + std::string(64, 'a')));
+    const Script p2pkh(test::ParseHex("76a9141d0f172a0ecb48aee1be1f2687d2963ae33f71a188ac"));
+    auto make = [](std::vector<bool> witness) {
+        MutableTransaction m;
+        m.vin.resize(witness.size());
+        for (std::size_t i = 0; i < witness.size(); ++i) {
+            m.vin[i].prevout.n = uint32_t(i);
+            if (witness[i]) m.vin[i].witness.stack = {{0x01}};
+        }
+        m.vout.resize(1);
+        m.vout[0].value = 1;
+        return Transaction(m);
+    };
+    auto outs = [](std::vector<Script> scripts) {
+        std::vector<TxOut> v;
+        for (auto& sc : scripts) v.push_back(TxOut{1000, sc});
+        return v;
+    };
+    struct Want {
+        bool bip143, bip341;
+    };
+    auto check = [](const Transaction& tx, std::vector<TxOut> spent, bool force, Want want, const char* what) {
+        PrecomputedTxData d;
+        d.Init(tx, std::move(spent), force);
+        EXPECT_EQ(d.bip143_segwit_ready, want.bip143) << what;
+        EXPECT_EQ(d.bip341_taproot_ready, want.bip341) << what;
+    };
+    check(make({false, false}), outs({p2pkh, p2tr}), false, {false, false}, "no witness: nothing");
+    check(make({true, false}), outs({p2wpkh, p2pkh}), false, {true, false}, "segwit v0 spend");
+    check(make({true, false}), outs({p2tr, p2pkh}), false, {false, true}, "taproot spend");
+    check(make({true, true}), outs({p2tr, p2wpkh}), false, {true, true}, "both kinds");
+    check(make({false, true}), outs({p2wpkh, p2tr}), false, {false, true}, "a witness decides, not the output");
+    // Spent outputs unknown: a witness input is taken for v0; BIP341 cannot be computed.
+    check(make({true}), {}, false, {true, false}, "taproot without spent outputs");
+    check(make({false}), outs({p2pkh}), true, {true, true}, "force");
+    check(make({false}), {}, true, {true, false}, "force without spent outputs");
 }
 
 struct Bip341Tx {
@@ -362,6 +408,59 @@ TEST(ScriptSecp, LaxDerParser)
     hybrid[0] ^= 1; // the wrong parity for the hybrid header
     EXPECT_FALSE(script_detail::VerifyEcdsa(hybrid, strict, hash));
     EXPECT_FALSE(script_detail::PubKeySizeMatchesHeader({}));
+}
+
+// Where libsecp256k1's strict DER parser reads a signature, the lax parser must read the same R and
+// S (it accepts a superset). Except where the strict parser zeroes a value it cannot take: one not
+// below the group order (the lax parser refuses it) or a negative one (the lax parser reads its
+// bytes as unsigned, as Core has since the first signatures).
+TEST(ScriptSecp, LaxParserAgreesWithStrictDerOnMutations)
+{
+    const uint64_t seed = test::TestSeed();
+    SCOPED_TRACE("IBDKIT_TEST_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
+    const std::vector<std::vector<uint8_t>> seeds = {
+        test::ParseHex("304402204e45e16932b8af514961a1d3a1a25fdf3f4f7732e9d624c6c61548ab5fb8cd410220181522ec8eca07de486"
+                       "0a4acdd12909d831cc56cbbac4622082221a8768d1d09"),
+        test::ParseHex("3045022100fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd03641400220010203"),
+        test::ParseHex("3006020101020101"),
+        test::ParseHex("300602010002010f"),
+    };
+    std::size_t strict_ok = 0, lax_only = 0;
+    for (int round = 0; round < 20000; ++round) {
+        std::vector<uint8_t> der = seeds[rng() % seeds.size()];
+        const int edits = int(rng() % 4);
+        for (int e = 0; e < edits; ++e) {
+            const std::size_t at = der.empty() ? 0 : rng() % der.size();
+            switch (rng() % 5) {
+            case 0: if (!der.empty()) der[at] ^= uint8_t(1u << (rng() % 8)); break;
+            case 1: der.insert(der.begin() + long(at), uint8_t(rng() % 3 == 0 ? 0 : rng())); break;
+            case 2: if (!der.empty()) der.erase(der.begin() + long(at)); break;
+            case 3: if (der.size() > 5) der[std::min<std::size_t>(der.size() - 1, 1 + (rng() % 2) * 2)] = uint8_t(rng() % 0x90); break;
+            default: der.resize(rng() % (der.size() + 2)); break;
+            }
+        }
+        const auto lax = script_detail::ParseDerLaxCompact(der);
+        secp256k1_ecdsa_signature sig;
+        if (!secp256k1_ecdsa_signature_parse_der(ctx, &sig, der.data(), der.size())) {
+            lax_only += lax.has_value();
+            continue;
+        }
+        ++strict_ok;
+        std::array<uint8_t, 64> strict;
+        secp256k1_ecdsa_signature_serialize_compact(ctx, strict.data(), &sig);
+        const bool zeroed = std::all_of(strict.begin(), strict.begin() + 32, [](uint8_t b) { return b == 0; }) ||
+                            std::all_of(strict.begin() + 32, strict.end(), [](uint8_t b) { return b == 0; });
+        if (!zeroed) {
+            ASSERT_TRUE(lax.has_value()) << test::ToHex(der);
+            EXPECT_EQ(*lax, strict) << test::ToHex(der);
+        }
+    }
+    secp256k1_context_destroy(ctx);
+    // Both kinds occurred: encodings both parsers read, and lax-only ones.
+    EXPECT_GT(strict_ok, 1000u);
+    EXPECT_GT(lax_only, 100u);
 }
 
 } // namespace

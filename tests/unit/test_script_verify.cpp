@@ -1,22 +1,26 @@
 // VerifyInput and GetBlockScriptFlags on real data: every input of mainnet block 866,342, the
 // BIP341 vectors' signed key-path spends, the first bitcoin transaction; mutants fail with Core's
-// reasons; `ibdkit block verify-scripts` on the same block.
+// reasons, and random mutants get Core's engine's verdict; `ibdkit block verify-scripts` on the
+// same block.
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/script/sighash.h>
 #include <ibdkit/script/verify.h>
 
+#include "bench.h" // FindKernelLib
 #include "test_primitives_data.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -96,7 +100,7 @@ TEST(ScriptVerify, EveryInputOfBlock866342)
     const auto& d = LoadBlock866342();
     const ScriptFlags flags = GetBlockScriptFlags(GetChainParams(ChainType::MAIN).consensus, 866342, d.block.GetHash());
     EXPECT_EQ(flags, ALL_BLOCK_FLAGS);
-    std::size_t next = 0, checked = 0, taproot = 0, failed = 0;
+    std::size_t next = 0, checked = 0, taproot = 0, script_path = 0, failed = 0;
     for (std::size_t t = 1; t < d.block.vtx.size(); ++t) {
         const Transaction& tx = d.block.vtx[t];
         const std::span<const TxOut> spent(d.spent.data() + next, tx.vin().size());
@@ -113,12 +117,20 @@ TEST(ScriptVerify, EveryInputOfBlock866342)
             if (checked % 97 == 0) {
                 EXPECT_TRUE(VerifyInput(tx, i, spent, flags).ok());
             }
-            taproot += IsTaprootOutput(spent[i]);
+            if (IsTaprootOutput(spent[i])) {
+                ++taproot;
+                const auto& stack = tx.vin()[i].witness.stack;
+                const bool annex = stack.size() >= 2 && !stack.back().empty() && stack.back()[0] == ANNEX_TAG;
+                script_path += (stack.size() - (annex ? 1 : 0)) >= 2;
+            }
             ++checked;
         }
     }
     EXPECT_EQ(checked, 7972u);
     EXPECT_EQ(taproot, 2373u);
+    // Tapscript spends among them (BIP342's message: tapleaf hash, key version, code separator).
+    EXPECT_GT(script_path, 0u);
+    std::printf("block 866342: %zu inputs, %zu taproot, %zu of them script path\n", checked, taproot, script_path);
     EXPECT_EQ(failed, 0u);
 }
 
@@ -181,6 +193,120 @@ TEST(ScriptVerify, MutantsOfBlock866342FailWithCoresReasons)
         }
     }
     EXPECT_TRUE(did_schnorr && did_ecdsa && did_amount);
+}
+
+/// Core's verdict on one input through libbitcoinkernel's C API (py-bitcoinkernel's library, dlopen).
+class CoreVerifier {
+public:
+    static const CoreVerifier* Load(std::string* why)
+    {
+        static const CoreVerifier* v = [why]() -> const CoreVerifier* {
+            auto lib = bench::FindKernelLib("", why);
+            if (!lib) return nullptr;
+            void* h = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (!h) return nullptr;
+            auto* c = new CoreVerifier;
+            c->tx_create = reinterpret_cast<decltype(c->tx_create)>(dlsym(h, "btck_transaction_create"));
+            c->tx_destroy = reinterpret_cast<decltype(c->tx_destroy)>(dlsym(h, "btck_transaction_destroy"));
+            c->spk_create = reinterpret_cast<decltype(c->spk_create)>(dlsym(h, "btck_script_pubkey_create"));
+            c->spk_destroy = reinterpret_cast<decltype(c->spk_destroy)>(dlsym(h, "btck_script_pubkey_destroy"));
+            c->out_create = reinterpret_cast<decltype(c->out_create)>(dlsym(h, "btck_transaction_output_create"));
+            c->out_destroy = reinterpret_cast<decltype(c->out_destroy)>(dlsym(h, "btck_transaction_output_destroy"));
+            c->txdata_create = reinterpret_cast<decltype(c->txdata_create)>(dlsym(h, "btck_precomputed_transaction_data_create"));
+            c->txdata_destroy = reinterpret_cast<decltype(c->txdata_destroy)>(dlsym(h, "btck_precomputed_transaction_data_destroy"));
+            c->verify = reinterpret_cast<decltype(c->verify)>(dlsym(h, "btck_script_pubkey_verify"));
+            if (!c->tx_create || !c->tx_destroy || !c->spk_create || !c->spk_destroy || !c->out_create || !c->out_destroy ||
+                !c->txdata_create || !c->txdata_destroy || !c->verify) {
+                return nullptr;
+            }
+            return c;
+        }();
+        return v;
+    }
+
+    /// 1 valid, 0 invalid, -1 the API refused the call.
+    int Verify(const Transaction& tx, uint32_t input, std::span<const TxOut> spent, ScriptFlags flags) const
+    {
+        const std::vector<uint8_t> raw = EncodeTransaction(tx);
+        void* ktx = tx_create(raw.data(), raw.size());
+        if (!ktx) return -1;
+        std::vector<void*> scripts;
+        std::vector<const void*> outs;
+        for (const TxOut& o : spent) {
+            scripts.push_back(spk_create(o.script_pubkey.data(), o.script_pubkey.size()));
+            outs.push_back(out_create(scripts.back(), o.value));
+        }
+        void* txdata = txdata_create(ktx, outs.data(), outs.size());
+        uint8_t status = 0;
+        const int r = verify(scripts[input], spent[input].value, ktx, txdata, input, flags, &status);
+        txdata_destroy(txdata);
+        for (const void* o : outs) out_destroy(const_cast<void*>(o));
+        for (void* sc : scripts) spk_destroy(sc);
+        tx_destroy(ktx);
+        return status == 0 ? r : -1;
+    }
+
+private:
+    void* (*tx_create)(const void*, std::size_t){nullptr};
+    void (*tx_destroy)(void*){nullptr};
+    void* (*spk_create)(const void*, std::size_t){nullptr};
+    void (*spk_destroy)(void*){nullptr};
+    void* (*out_create)(const void*, int64_t){nullptr};
+    void (*out_destroy)(void*){nullptr};
+    void* (*txdata_create)(const void*, const void**, std::size_t){nullptr};
+    void (*txdata_destroy)(void*){nullptr};
+    int (*verify)(const void*, int64_t, const void*, const void*, uint32_t, uint32_t, uint8_t*){nullptr};
+};
+
+// Random one-byte changes to the witnesses and scriptSigs of block 866,342's inputs (and random
+// changes of the spent amount): ibdkit's verdict is Core's, input by input.
+TEST(ScriptVerify, MutantsOfBlock866342AgreeWithCoresEngine)
+{
+    std::string why;
+    const CoreVerifier* core = CoreVerifier::Load(&why);
+    if (!core) IBDKIT_MISSING_PREREQUISITE(why, "py-bitcoinkernel (scripts/pydeps.sh puts it in build/venv) or set IBDKIT_KERNEL_LIB");
+    const auto& d = LoadBlock866342();
+    const uint64_t seed = test::TestSeed();
+    SCOPED_TRACE("IBDKIT_TEST_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    // Where each transaction's spent outputs start.
+    std::vector<std::size_t> first_spent(d.block.vtx.size(), 0);
+    for (std::size_t t = 1, next = 0; t < d.block.vtx.size(); ++t) {
+        first_spent[t] = next;
+        next += d.block.vtx[t].vin().size();
+    }
+    const int rounds = std::getenv("IBDKIT_LONG_TESTS") ? 5000 : 500;
+    int compared = 0, failing = 0;
+    for (int round = 0; round < rounds; ++round) {
+        const std::size_t t = 1 + rng() % (d.block.vtx.size() - 1);
+        const Transaction& tx = d.block.vtx[t];
+        const uint32_t i = uint32_t(rng() % tx.vin().size());
+        std::vector<TxOut> spent(d.spent.begin() + long(first_spent[t]), d.spent.begin() + long(first_spent[t] + tx.vin().size()));
+        MutableTransaction m = tx.ToMutable();
+        auto& stack = m.vin[i].witness.stack;
+        const unsigned kind = unsigned(rng() % 4);
+        if (kind == 0 && !stack.empty()) {
+            auto& item = stack[rng() % stack.size()];
+            if (!item.empty()) item[rng() % item.size()] ^= uint8_t(1u << (rng() % 8));
+        } else if (kind == 1 && !m.vin[i].script_sig.empty()) {
+            m.vin[i].script_sig.data()[rng() % m.vin[i].script_sig.size()] ^= uint8_t(1u << (rng() % 8));
+        } else if (kind == 2) {
+            spent[i].value += int64_t(rng() % 3) - 1;
+        } else if (!stack.empty()) {
+            stack.pop_back();
+        }
+        const Transaction mutant(m);
+        const int theirs = core->Verify(mutant, i, spent, ALL_BLOCK_FLAGS);
+        if (theirs < 0) continue;
+        const InputVerdict ours = VerifyInput(mutant, i, spent, ALL_BLOCK_FLAGS);
+        EXPECT_EQ(ours.ok(), theirs == 1) << "tx " << tx.GetHash().ToHex() << " input " << i << " kind " << kind << ": "
+                                         << ours.BlockRejectReason();
+        ++compared;
+        failing += !ours.ok();
+    }
+    EXPECT_GT(compared, rounds * 9 / 10);
+    EXPECT_GT(failing, compared / 4);
+    std::printf("%d mutants compared with Core's engine, %d fail on both sides\n", compared, failing);
 }
 
 TEST(ScriptVerify, ArgumentsOutOfRangeThrow)
