@@ -2,14 +2,14 @@
 // getblock (verbosity 2) JSON out.
 #include "commands.h"
 
-#include <ibdkit/coins/stats.h>
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <nlohmann/json.hpp>
 

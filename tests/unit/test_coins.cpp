@@ -5,16 +5,16 @@
 #include "coins/coins_map.h"
 #include "common/task_pool.h"
 
-#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/compressor.h>
-#include <ibdkit/coins/stats.h>
-#include <ibdkit/kv/store.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/stream/streams.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <gtest/gtest.h>
 
