@@ -2,7 +2,7 @@
 #include <ibdkit/blockfile/locate.h>
 
 #include <ibdkit/blockfile/block_index.h>
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/encoding/endian.h>
 
 #include <fcntl.h>

@@ -1,11 +1,13 @@
-// assumeutxo snapshots (include/ibdkit/coins/snapshot.h).
-#include <ibdkit/coins/snapshot.h>
+// assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
+#include <ibdkit/utxo/snapshot.h>
 
-#include "coins/coins_map.h"
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
+
+// Loading writes the coins through the cache's map, as a flush does (CoinsDB::BatchWrite).
+#include "coins/coins_map.h"
 
 #include <cerrno>
 #include <cstring>

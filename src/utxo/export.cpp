@@ -1,6 +1,6 @@
-// UTXO set exports (include/ibdkit/coins/export.h): CSV, JSON lines, SQLite, each re-read and
+// UTXO set exports (include/ibdkit/utxo/export.h): CSV, JSON lines, SQLite, each re-read and
 // checked against the chainstate walk that produced it.
-#include <ibdkit/coins/export.h>
+#include <ibdkit/utxo/export.h>
 
 #include <ibdkit/primitives/script_ops.h>
 
