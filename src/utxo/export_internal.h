@@ -4,6 +4,7 @@
 
 #include <ibdkit/utxo/export.h>
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include "common/buffered_writer.h"
@@ -87,41 +88,12 @@ private:
 /// statistics builder and hands the coin to the writer. Stops when the writer has stopped.
 Result<uint64_t> WalkInto(const CoinsDB& db, CoinPipe& pipe, UtxoStatsBuilder& builder, const ExportProgress& progress);
 
-/// Hex digit values (lower case only, as written); -1 for anything else.
-constexpr std::array<int8_t, 256> HEX_VALUE = [] {
-    std::array<int8_t, 256> t{};
-    for (auto& v : t) v = -1;
-    for (int i = 0; i < 10; ++i) t[std::size_t('0' + i)] = int8_t(i);
-    for (int i = 0; i < 6; ++i) t[std::size_t('a' + i)] = int8_t(10 + i);
-    return t;
-}();
-
-inline int HexVal(char c) { return HEX_VALUE[uint8_t(c)]; }
-
-inline bool ParseHexInto(std::string_view s, std::vector<uint8_t>& out)
-{
-    if (s.size() % 2) return false;
-    out.resize(s.size() / 2);
-    int bad = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        const int hi = HexVal(s[2 * i]), lo = HexVal(s[2 * i + 1]);
-        bad |= hi | lo; // negative if any digit is not hex
-        out[i] = uint8_t(hi << 4 | lo);
-    }
-    return bad >= 0;
-}
-
+/// The txid of a row, in its display (reversed) hex.
 inline bool ParseTxid(std::string_view s, Txid& t)
 {
-    if (s.size() != 64) return false;
-    std::array<uint8_t, 32> b;
-    for (std::size_t i = 0; i < 32; ++i) {
-        const int hi = HexVal(s[2 * i]), lo = HexVal(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return false;
-        b[31 - i] = uint8_t(hi << 4 | lo);
-    }
-    t = Txid(uint256(b));
-    return true;
+    auto h = Txid::FromHex(s);
+    if (h) t = *h;
+    return h.has_value();
 }
 
 template <typename I>
@@ -130,7 +102,6 @@ inline bool ParseNum(std::string_view s, I& v)
     auto r = std::from_chars(s.data(), s.data() + s.size(), v);
     return r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty();
 }
-
 
 /// Writes the coins of `db` to `out` as CSV or JSON lines (text) or SQLite, feeding `builder`
 /// and finishing `chain_stats` from it. Returns the bytes written.
