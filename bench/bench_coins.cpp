@@ -12,8 +12,8 @@
 
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // CRC-32C of a LevelDB table block as Core writes them (4,096 bytes of entries and the 5-byte
 // trailer; ibdkit's are TABLE_BLOCK_BYTES), the check every chainstate read makes
-// (src/coins/store.cpp, PreadFile) and every bulk-loaded block's checksum: the CPU's instruction
+// (src/kv/leveldb_env.h, PreadFile) and every bulk-loaded block's checksum: the CPU's instruction
 // ("auto", three chains at once, src/common/crc32c.cpp) against the table.
 #include "bench.h"
 

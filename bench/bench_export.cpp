@@ -7,7 +7,7 @@
 
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/export.h>
+#include <ibdkit/utxo/export.h>
 
 #include <unistd.h>
 

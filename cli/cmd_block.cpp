@@ -2,15 +2,15 @@
 // Core's verdict, Core's getblock (verbosity 2) JSON, or Core's script verdict per input out.
 #include "commands.h"
 
-#include <ibdkit/coins/stats.h>
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/script/verify.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <nlohmann/json.hpp>
 

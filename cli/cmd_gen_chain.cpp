@@ -113,7 +113,7 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
     cmd->add_flag("--no-progress", o->no_progress, "No progress on stderr");
     cmd->add_flag("--json", o->json, "Print the summary as JSON");
     cmd->callback([o] {
-        ChainGenOptions g = o->preset == "tiny" ? TinyChainGenOptions() : DefaultChainGenOptions();
+        ChainGenOptions g = o->preset == "tiny" ? TinyChainGenOptions() : GenChainPresetOptions();
         if (o->profile == "mainnet") {
             // 0.8 MB per block unless both sizes are given (full blocks hold ~1 MB; the first ones
             // fill up); --preset tiny: 150 blocks.
@@ -122,7 +122,7 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
             else if (o->target_mb) blocks = std::max(150, int(std::min(*o->target_mb / 0.8, 1e6)));
             g = MainnetChainGenOptions(blocks);
         } else if (o->blocks) {
-            g.target_bytes = uint64_t(*o->blocks) * (DefaultChainGenOptions().target_bytes / uint64_t(DefaultChainGenOptions().blocks));
+            g.target_bytes = uint64_t(*o->blocks) * (GenChainPresetOptions().target_bytes / uint64_t(GenChainPresetOptions().blocks));
             g.blocks = *o->blocks;
         }
         if (o->target_mb) g.target_bytes = uint64_t(*o->target_mb * 1e6);

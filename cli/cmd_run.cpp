@@ -15,20 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The chain `run` replays: mainnet-shaped (output types, values, coin lifetimes: docs/generator.md)
-// and deterministic (fixed seed and start time), so it is generated once and cached; the stamp
-// records the options that made it. 120 blocks of ~330 kB end with ~400 k coins, ~50 MiB in the
-// cache: the default --dbcache 8 (6 MiB of UTXO cache) holds about an eighth of it, so every run
-// flushes and reads coins back from the chainstate through DataStream<Policy>, as IBD does.
-ChainGenOptions DefaultChainOptions(int blocks)
-{
-    ChainGenOptions o = MainnetChainGenOptions(blocks);
-    o.seed = 1;
-    o.start_time = REGTEST_GENESIS_TIME + GEN_BLOCK_SPACING;
-    o.target_bytes = uint64_t(blocks) * 333'000;
-    return o;
-}
-
+// The chain `run` replays is the default chain (DefaultChainOptions, gen/chain_gen.h), generated
+// once and cached; the stamp records the options that made it. The default --dbcache 8 (6 MiB of
+// UTXO cache) holds about an eighth of its UTXO set, so every run flushes and reads coins back from
+// the chainstate through DataStream<Policy>, as IBD does.
 std::string Stamp(const ChainGenOptions& o)
 {
     std::ostringstream s;

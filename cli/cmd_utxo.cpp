@@ -3,13 +3,13 @@
 #include "commands.h"
 #include "utxo_export_cli.h"
 
-#include <ibdkit/encoding/hex.h>
-#include <ibdkit/coins/address.h>
-#include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/snapshot.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/snapshot.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <unistd.h>
 

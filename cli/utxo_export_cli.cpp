@@ -1,9 +1,9 @@
 // One export path for `utxo dump`, `utxo snapshot` and the `--height` exports of `replay`/`sync`.
 #include "utxo_export_cli.h"
 
-#include <ibdkit/coins/export.h>
-#include <ibdkit/coins/snapshot.h>
-#include <ibdkit/coins/stats.h>
+#include <ibdkit/utxo/export.h>
+#include <ibdkit/utxo/snapshot.h>
+#include <ibdkit/utxo/stats.h>
 
 #include "progress.h"
 

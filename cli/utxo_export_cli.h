@@ -1,15 +1,15 @@
 // cli/utxo_export_cli.h — writing a UTXO export from a chainstate, for every command that offers
 // one: `utxo dump`, `utxo snapshot`, and `--height H --dump FORMAT --out FILE` on `replay` and
-// `sync` (the UTXO set at a past height). The exports verify themselves (src/coins/export.cpp,
-// src/coins/snapshot.cpp); this file only chooses, reports and cleans up.
+// `sync` (the UTXO set at a past height). The exports verify themselves (src/utxo/export.cpp,
+// src/utxo/snapshot.cpp); this file only chooses, reports and cleans up.
 #pragma once
 
 #include "commands.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/engine/engine.h>
+#include <ibdkit/utxo/address.h>
 
 #include <cstdio>
 #include <filesystem>

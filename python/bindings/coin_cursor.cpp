@@ -4,7 +4,7 @@
 #include "errors.h"
 
 #include <ibdkit/primitives/script_ops.h>
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/stream/streams.h>
 

@@ -2,11 +2,11 @@
 // Python object per coin: counts (stats with hash_type="none") and Arrow column buffers.
 #pragma once
 
-#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
 #include <cstdlib>

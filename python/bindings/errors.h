@@ -3,7 +3,7 @@
 // "NotFound", or "InvalidArgument") and `message`.
 #pragma once
 
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
 
 #include <nanobind/nanobind.h>

@@ -10,21 +10,21 @@
 #include "errors.h"
 
 #include <ibdkit/blockfile/blockfile.h>
-#include <ibdkit/chain/params.h>
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/coins/address.h>
-#include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/encoding/hex.h>
+#include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
-#include <ibdkit/engine/replay.h>
+#include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
 #include <ibdkit/wire/peer.h>
-#include <ibdkit/engine/sync.h>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>

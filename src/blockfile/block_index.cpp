@@ -1,7 +1,7 @@
 // Bitcoin Core's block index, read through the store's read-only overlay.
 #include <ibdkit/blockfile/block_index.h>
 
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>

@@ -62,6 +62,13 @@ Result<ObfuscationKey> ReadXorKey(const std::filesystem::path& blocks_dir)
     return key;
 }
 
+std::filesystem::path BlockFilePath(const std::filesystem::path& dir, int n)
+{
+    char name[32];
+    std::snprintf(name, sizeof name, "blk%05d.dat", n);
+    return dir / name;
+}
+
 std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file)
 {
     std::error_code ec;

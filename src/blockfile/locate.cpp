@@ -2,7 +2,7 @@
 #include <ibdkit/blockfile/locate.h>
 
 #include <ibdkit/blockfile/block_index.h>
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/encoding/endian.h>
 
 #include <fcntl.h>
@@ -41,12 +41,6 @@ std::filesystem::path BlocksDirOf(const std::filesystem::path& dir, const Networ
 
 std::string Name(ChainType c) { return std::string(ChainTypeName(c)); }
 
-std::filesystem::path BlkFileName(const std::filesystem::path& dir, int32_t n)
-{
-    char name[32];
-    std::snprintf(name, sizeof name, "blk%05d.dat", int(n));
-    return dir / name;
-}
 
 } // namespace
 
@@ -251,7 +245,7 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     for (std::size_t i : best->entries) file_index.emplace(index->entries[i].file, 0);
     for (auto& [number, idx] : file_index) {
         idx = uint32_t(s.files.size());
-        s.files.push_back(BlkFileName(s.blocks_dir, number));
+        s.files.push_back(BlockFilePath(s.blocks_dir, int(number)));
     }
     BlockFileReader frames(s.files, s.key);
     const auto magic = std::span<const uint8_t, 4>(params.message_start);

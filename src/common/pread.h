@@ -1,6 +1,6 @@
 // src/common/pread.h (internal) — a positioned read that does not stop short: pread until `n`
 // bytes or the end of the file, retrying on EINTR. Block files, rev files and LevelDB's tables
-// (coins/store.cpp) all read through it.
+// (kv/leveldb_env.h) all read through it.
 #pragma once
 
 #include <unistd.h>

@@ -13,15 +13,23 @@ std::string HexStr(std::span<const uint8_t> bytes)
     return s;
 }
 
-std::optional<std::vector<uint8_t>> ParseHex(std::string_view hex)
+bool ParseHexInto(std::string_view hex, std::vector<uint8_t>& out)
 {
-    if (hex.size() % 2 != 0) return std::nullopt;
-    std::vector<uint8_t> out(hex.size() / 2);
+    if (hex.size() % 2 != 0) return false;
+    out.resize(hex.size() / 2);
+    int bad = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
         const int hi = HexDigit(hex[2 * i]), lo = HexDigit(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out[i] = uint8_t(hi * 16 + lo);
+        bad |= hi | lo; // negative once any character is not a digit: one test at the end
+        out[i] = uint8_t(hi << 4 | lo);
     }
+    return bad >= 0;
+}
+
+std::optional<std::vector<uint8_t>> ParseHex(std::string_view hex)
+{
+    std::vector<uint8_t> out;
+    if (!ParseHexInto(hex, out)) return std::nullopt;
     return out;
 }
 

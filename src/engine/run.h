@@ -18,11 +18,11 @@
 
 #include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/connect/disconnect.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/memory/cleanse.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <algorithm>
 #include <climits>

@@ -1,6 +1,8 @@
 #include <ibdkit/gen/chain_gen.h>
 
+#include "blockfile/block_file_writer.h"
 #include "gen/keys.h"
+#include "gen/random.h"
 #include "gen/signer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
@@ -30,66 +32,8 @@ namespace ibdkit {
 
 namespace {
 
-// ---- deterministic randomness ------------------------------------------------------------------
-
-uint64_t SplitMix64(uint64_t& x) noexcept
-{
-    uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/// xoshiro256**: fast, and the same sequence on every platform.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) noexcept
-    {
-        for (auto& s : m_s) s = SplitMix64(seed);
-    }
-    uint64_t Next() noexcept
-    {
-        const uint64_t result = Rotl(m_s[1] * 5, 7) * 9;
-        const uint64_t t = m_s[1] << 17;
-        m_s[2] ^= m_s[0];
-        m_s[3] ^= m_s[1];
-        m_s[1] ^= m_s[2];
-        m_s[0] ^= m_s[3];
-        m_s[2] ^= t;
-        m_s[3] = Rotl(m_s[3], 45);
-        return result;
-    }
-    /// Uniform in [0, n) (n > 0), by multiply-shift.
-    uint64_t Below(uint64_t n) noexcept { return uint64_t((static_cast<unsigned __int128>(Next()) * n) >> 64); }
-    /// Uniform in [lo, hi].
-    int64_t Range(int64_t lo, int64_t hi) noexcept { return lo + int64_t(Below(uint64_t(hi - lo) + 1)); }
-    /// Roughly log-uniform in [lo, hi] (1 <= lo <= hi): a uniform octave, then uniform inside it.
-    /// Integer-only, so the same on every platform.
-    uint64_t LogUniform(uint64_t lo, uint64_t hi) noexcept
-    {
-        const int o_lo = std::bit_width(lo) - 1, o_hi = std::bit_width(hi) - 1;
-        const int o = o_lo + int(Below(uint64_t(o_hi - o_lo) + 1));
-        const uint64_t a = std::max<uint64_t>(lo, uint64_t(1) << o);
-        const uint64_t b = o >= 63 ? hi : std::min<uint64_t>(hi, (uint64_t(2) << o) - 1);
-        return a + Below(b - a + 1);
-    }
-    /// True with probability per_mille / 1000.
-    bool Chance(unsigned per_mille) noexcept { return Below(1000) < per_mille; }
-    void Fill(uint8_t* p, std::size_t n) noexcept
-    {
-        while (n) {
-            const uint64_t v = Next();
-            const std::size_t k = std::min<std::size_t>(n, 8);
-            std::memcpy(p, &v, k);
-            p += k;
-            n -= k;
-        }
-    }
-
-private:
-    static uint64_t Rotl(uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
-    uint64_t m_s[4];
-};
+using gen::Rng;
+using gen::SplitMix64;
 
 // ---- output kinds ---------------------------------------------------------------------------------
 
@@ -192,7 +136,16 @@ std::size_t CompactSizeLen(std::size_t n) noexcept { return n < 253 ? 1 : n <= 0
 
 // ---- options ------------------------------------------------------------------------------------
 
-ChainGenOptions DefaultChainGenOptions()
+ChainGenOptions DefaultChainOptions(int blocks)
+{
+    ChainGenOptions o = MainnetChainGenOptions(blocks);
+    o.seed = 1;
+    o.start_time = REGTEST_GENESIS_TIME + GEN_BLOCK_SPACING;
+    o.target_bytes = uint64_t(blocks) * 333'000;
+    return o;
+}
+
+ChainGenOptions GenChainPresetOptions()
 {
     return ChainGenOptions{};
 }
@@ -1297,82 +1250,6 @@ private:
     std::vector<uint8_t>& m_v;
 };
 
-class BlockFileWriter {
-public:
-    BlockFileWriter(std::filesystem::path dir, const ObfuscationKey& key, uint64_t max_size)
-        : m_dir(std::move(dir)), m_key(key), m_max(max_size)
-    {
-    }
-    ~BlockFileWriter() { Close(); }
-
-    /// Appends one record; false (with *err set) on an I/O failure.
-    bool Write(std::span<const uint8_t> block, std::string* err)
-    {
-        m_buf.resize(8 + block.size());
-        std::memcpy(m_buf.data() + 8, block.data(), block.size());
-        return WriteFramed(m_buf, err);
-    }
-
-    /// Appends one record whose block is already in `rec` after 8 bytes of room for the magic and
-    /// size (filled in here; `rec` is obfuscated in place).
-    bool WriteFramed(std::vector<uint8_t>& recbuf, std::string* err)
-    {
-        const uint64_t rec = recbuf.size();
-        if (m_file && m_offset + rec > m_max && m_offset > 0) {
-            if (!Close(err)) return false;
-            ++m_index;
-        }
-        if (!m_file) {
-            char name[32];
-            std::snprintf(name, sizeof(name), "blk%05d.dat", m_index);
-            m_path = m_dir / name;
-            m_file = std::fopen(m_path.c_str(), "wb");
-            if (!m_file) {
-                *err = m_path.string() + ": cannot open for writing";
-                return false;
-            }
-            std::setvbuf(m_file, nullptr, _IOFBF, 1 << 20);
-            m_offset = 0;
-            ++m_files;
-        }
-        const auto& magic = GetChainParams(ChainType::REGTEST).message_start;
-        std::memcpy(recbuf.data(), magic.data(), 4);
-        const uint32_t size = uint32_t(rec - 8);
-        for (int i = 0; i < 4; ++i) recbuf[4 + std::size_t(i)] = uint8_t(size >> (8 * i));
-        XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(recbuf.data()), recbuf.size()), m_key, std::size_t(m_offset));
-        if (std::fwrite(recbuf.data(), 1, recbuf.size(), m_file) != recbuf.size()) {
-            *err = m_path.string() + ": write failed";
-            return false;
-        }
-        m_offset += rec;
-        m_total += rec;
-        return true;
-    }
-
-    bool Close(std::string* err = nullptr)
-    {
-        if (!m_file) return true;
-        const bool ok = std::fclose(m_file) == 0;
-        m_file = nullptr;
-        if (!ok && err) *err = m_path.string() + ": close failed";
-        return ok;
-    }
-    uint64_t total() const noexcept { return m_total; }
-    int files() const noexcept { return m_files; }
-
-private:
-    std::filesystem::path m_dir;
-    ObfuscationKey m_key;
-    uint64_t m_max;
-    std::FILE* m_file{nullptr};
-    std::filesystem::path m_path;
-    int m_index{0};
-    int m_files{0};
-    uint64_t m_offset{0};
-    uint64_t m_total{0};
-    std::vector<uint8_t> m_buf;
-};
-
 } // namespace
 
 Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
@@ -1403,7 +1280,7 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
         }
     }
 
-    BlockFileWriter writer(dir, key, wopts.max_file_size);
+    BlockFileWriter writer(dir, GetChainParams(ChainType::REGTEST).message_start, key, wopts.max_file_size);
     std::string err;
     if (wopts.include_genesis && !writer.Write(EncodeBlock(gen->Genesis()), &err)) return Error{Errc::Corrupt, err};
     std::vector<uint8_t> bytes;

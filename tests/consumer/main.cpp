@@ -1,8 +1,8 @@
 // A tiny ibdkit consumer (tests/consumer): decodes and checks the regtest genesis block and computes
 // the statistics of an empty chainstate (LevelDB), so every private dependency must link.
 #include <ibdkit/chain/params.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/primitives/block.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <cstdio>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // Fuzz target: assumeutxo snapshot files (the loader's reader). Any bytes after a valid regtest
 // metadata prefix must read to the end or fail with a typed error — never crash, never allocate
 // from the metadata's or a group's count; it never yields a duplicate or a txid out of order.
-#include <ibdkit/coins/snapshot.h>
+#include <ibdkit/utxo/snapshot.h>
 
 #include <unistd.h>
 

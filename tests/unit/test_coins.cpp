@@ -5,16 +5,16 @@
 #include "coins/coins_map.h"
 #include "common/task_pool.h"
 
-#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/compressor.h>
-#include <ibdkit/coins/stats.h>
-#include <ibdkit/coins/store.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/stream/streams.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <gtest/gtest.h>
 
@@ -1263,7 +1263,7 @@ TEST(CoinsDB, CorruptTableFileIsReportedNotCrashed)
 TEST(CoinsDB, OneFlippedByteInATableIsAChecksumErrorOnAPointRead)
 {
     // LevelDB leaves the check of a block read for a lookup to ReadOptions::verify_checksums;
-    // ibdkit's table reader checks it instead (coins/store.cpp, PreadFile). Flip one byte of one
+    // ibdkit's table reader checks it instead (kv/leveldb_env.h, PreadFile). Flip one byte of one
     // coin's value on disk: reading that coin must fail as a corruption, never return another coin.
     TempDir d;
     std::mt19937_64 rng(17);

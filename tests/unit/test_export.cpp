@@ -2,7 +2,7 @@
 // trustworthy, and that a tampered file is caught by that check (Errc::Corrupt, never a warning).
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/export.h>
+#include <ibdkit/utxo/export.h>
 
 #include "test_util.h"
 

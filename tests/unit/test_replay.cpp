@@ -70,9 +70,7 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
             file.insert(file.end(), recs[i].begin(), recs[i].end());
         }
         XorBytes(MakeWritableByteSpan(file), key, 0);
-        char name[32];
-        std::snprintf(name, sizeof name, "blk%05d.dat", f);
-        std::ofstream(t.path / name, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
+        std::ofstream(BlockFilePath(t.path, f), std::ios::binary).write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
     }
     o.blocks_dir = t.path;
     const auto shuffled = MustReplay(o);

@@ -4,9 +4,9 @@
 // duplicate and unordered coins, bad amounts, a wrong hash) without allocating by a count.
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/snapshot.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/stream/streams.h>
+#include <ibdkit/utxo/snapshot.h>
+#include <ibdkit/utxo/stats.h>
 
 #include "test_util.h"
 

@@ -7,13 +7,13 @@
 #include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/coins/undo.h>
 #include <ibdkit/connect/connect.h>
 #include <ibdkit/connect/disconnect.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // Records (docs/formats.md §8): 'b' + block hash → VARINT-signed(client version), VARINT-signed(height),
 // VARINT(status), VARINT(tx count), [VARINT-signed(file)], [VARINT(data pos)], [VARINT(undo pos)],
 // 80-byte header. The database is opened through the chainstate store's read-only overlay
-// (coins/store.h): the directory stays byte-identical and gains no file. A LOCK held by a running
+// (kv/store.h): the directory stays byte-identical and gains no file. A LOCK held by a running
 // bitcoind is detected before anything is opened.
 #pragma once
 

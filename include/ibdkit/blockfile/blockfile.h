@@ -28,6 +28,8 @@ Result<ObfuscationKey> ReadXorKey(const std::filesystem::path& blocks_dir);
 /// blkNNNNN.dat files of a directory (or a single file path) in numeric order. Files of other names
 /// are ignored; a plain file path is returned as the only element.
 std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file);
+/// `dir`/blkNNNNN.dat, Core's name of block file `n` (five digits at least).
+std::filesystem::path BlockFilePath(const std::filesystem::path& dir, int n);
 
 /// Where a record was found.
 struct BlockRecordPos {

@@ -15,7 +15,7 @@
 #pragma once
 
 #include <ibdkit/coins/coin.h>
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/hash.h>

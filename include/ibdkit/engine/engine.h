@@ -16,9 +16,9 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <atomic>
 #include <cstddef>

@@ -15,10 +15,10 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
-#include <ibdkit/coins/stats.h>
+#include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
-#include <ibdkit/engine/engine.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <atomic>
 #include <cstdint>

@@ -34,9 +34,9 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/engine/header_chain.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/utxo/stats.h>
 #include <ibdkit/wire/peer.h>
 
 #include <atomic>

@@ -63,8 +63,14 @@ struct ChainGenOptions {
     bool signed_spends{false};
 };
 
-/// Default options sizes: the benchmark chain and a tiny one for tests.
-ChainGenOptions DefaultChainGenOptions();
+/// The default chain: what `ibdkit run` (`make run`) generates, caches and replays. Mainnet-shaped
+/// and deterministic (seed 1, a fixed start time), `blocks` blocks of ~333 kB: 120 blocks end with
+/// ~400 k coins, ~50 MiB in the cache, so `run`'s --dbcache 8 holds about an eighth of it.
+ChainGenOptions DefaultChainOptions(int blocks = 120);
+/// `gen-chain --preset default`: the default profile, 2,500 blocks, ~180 MB (the chain
+/// docs/benchmarks.md measured as "the default chain" before `run` replayed DefaultChainOptions).
+ChainGenOptions GenChainPresetOptions();
+/// `gen-chain --preset tiny`, and the tests' chain: 150 blocks, ~2 MB.
 ChainGenOptions TinyChainGenOptions();
 /// The mainnet profile at 0.8 MB per block on average: `blocks` blocks (2,000 when 0).
 ChainGenOptions MainnetChainGenOptions(int blocks = 0);

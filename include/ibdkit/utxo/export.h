@@ -1,4 +1,4 @@
-// ibdkit/coins/export.h — UTXO set exports that check themselves: CSV, JSON lines, SQLite.
+// ibdkit/utxo/export.h — UTXO set exports that check themselves: CSV, JSON lines, SQLite.
 //
 // One row per coin in the chainstate's key order: txid (Core's display hex), vout, height,
 // coinbase, amount (satoshis), script type (Core's TxoutType name, from Solver), address for the
@@ -13,10 +13,10 @@
 // SQLite's types stay in src/coins/.
 #pragma once
 
-#include <ibdkit/coins/address.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include <ibdkit/coins/stats.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <ibdkit/crypto/muhash.h>
 #include <ibdkit/crypto/sha256.h>

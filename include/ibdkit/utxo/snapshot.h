@@ -1,4 +1,4 @@
-// ibdkit/coins/snapshot.h — assumeutxo snapshots in Bitcoin Core's format (`dumptxoutset` /
+// ibdkit/utxo/snapshot.h — assumeutxo snapshots in Bitcoin Core's format (`dumptxoutset` /
 // `loadtxoutset`; node/utxo_snapshot.h, rpc/blockchain.cpp, validation.cpp).
 //
 // File: metadata (51 bytes) = "utxo" 0xff | version u16 LE (2) | network magic (4) | base block
@@ -18,9 +18,9 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/coins/stats.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/utxo/stats.h>
 
 #include <array>
 #include <cstdint>

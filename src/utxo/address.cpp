@@ -1,4 +1,4 @@
-#include <ibdkit/coins/address.h>
+#include <ibdkit/utxo/address.h>
 
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/script_ops.h>

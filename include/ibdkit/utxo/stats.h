@@ -1,4 +1,4 @@
-// ibdkit/coins/stats.h — UTXO set statistics like Core's `gettxoutsetinfo` (kernel/coinstats.cpp).
+// ibdkit/utxo/stats.h — UTXO set statistics like Core's `gettxoutsetinfo` (kernel/coinstats.cpp).
 //
 // hash_serialized_3: coins are walked in database key order grouped by txid and, within a txid,
 // by ascending output index (the database orders VARINT indexes differently: 0x7f < 0x80 0x00 but a

@@ -1,4 +1,4 @@
-// ibdkit/coins/address.h — address encoding of output scripts (Core's EncodeDestination:
+// ibdkit/utxo/address.h — address encoding of output scripts (Core's EncodeDestination:
 // base58check for P2PKH/P2SH, bech32/bech32m for witness programs) for UTXO dumps. Scripts are
 // classified by the one classifier, Solver (primitives/script_ops.h).
 #pragma once

@@ -1,4 +1,4 @@
-// Internal: the table files and MANIFEST of a bulk load (ibdkit/coins/store.h, Store::BeginBulkLoad).
+// Internal: the table files and MANIFEST of a bulk load (ibdkit/kv/store.h, Store::BeginBulkLoad).
 //
 // A LevelDB database is a set of sorted table files listed, level by level, in a MANIFEST that
 // the file CURRENT names. A bulk load writes the records straight into table files (LevelDB's own
@@ -7,7 +7,7 @@
 // database to them in one step. LevelDB's log, memtable and level-0 compactions are never involved.
 #pragma once
 
-#include <ibdkit/coins/store.h>
+#include <ibdkit/kv/store.h>
 
 #include <leveldb/env.h>
 #include <leveldb/filter_policy.h>

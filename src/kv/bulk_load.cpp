@@ -2,7 +2,7 @@
 // LevelDB's (1.x, db/dbformat.h, db/version_edit.cc, db/log_format.h): an internal key is the user
 // key followed by 8 little-endian bytes (sequence << 8 | type); a MANIFEST is a log of VersionEdit
 // records in 32 KiB blocks, each fragment led by a masked CRC-32C, its length and its type.
-#include "coins/bulk_load.h"
+#include "kv/bulk_load.h"
 #include "common/crc32c.h"
 
 #include <leveldb/comparator.h>

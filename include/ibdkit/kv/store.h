@@ -1,4 +1,4 @@
-// ibdkit/coins/store.h — a small key-value store over LevelDB with Bitcoin Core's options and
+// ibdkit/kv/store.h — a small key-value store over LevelDB with Bitcoin Core's options and
 // value obfuscation (Core's CDBWrapper / CDBBatch, dbwrapper.h).
 //
 //  - Options as Core: no compression (Debian's LevelDB would default to Snappy, which Core's build
@@ -18,7 +18,7 @@
 //    close, and deletions/renames of the user's files are only recorded. A held LOCK (bitcoind
 //    running) is detected first with fcntl(F_GETLK).
 //
-// LevelDB types never appear here: the implementation lives in src/coins/store.cpp.
+// LevelDB types never appear here: the implementation lives in src/kv/store.cpp.
 #pragma once
 
 #include <ibdkit/error.h>

@@ -1,11 +1,14 @@
-// assumeutxo snapshots (include/ibdkit/coins/snapshot.h).
-#include <ibdkit/coins/snapshot.h>
+// assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
+#include <ibdkit/utxo/snapshot.h>
 
-#include "coins/coins_map.h"
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
+
+// Loading writes the coins through the cache's map, as a flush does (CoinsDB::BatchWrite).
+#include "coins/coins_map.h"
+#include "common/buffered_writer.h"
 
 #include <cerrno>
 #include <cstring>
@@ -23,54 +26,6 @@ std::string Fmt(const char* prefix, uint64_t n, const char* suffix = "")
 {
     return std::string(prefix) + std::to_string(n) + suffix;
 }
-
-/// Buffered output file satisfying WriteStream; errors are collected and reported by Close().
-class FileWriter {
-public:
-    explicit FileWriter(const fs::path& p) : m_f(std::fopen(p.c_str(), "wb")) { m_buf.reserve(1 << 20); }
-    ~FileWriter()
-    {
-        if (m_f) std::fclose(m_f);
-    }
-    bool ok() const noexcept { return m_f && !m_failed; }
-    void write(std::span<const std::byte> b)
-    {
-        m_buf.insert(m_buf.end(), reinterpret_cast<const uint8_t*>(b.data()),
-                     reinterpret_cast<const uint8_t*>(b.data()) + b.size());
-        m_written += b.size();
-        if (m_buf.size() >= (1 << 20)) Drain();
-    }
-    uint64_t written() const noexcept { return m_written; }
-    void Drain()
-    {
-        if (!m_f) return;
-        if (!m_buf.empty() && std::fwrite(m_buf.data(), 1, m_buf.size(), m_f) != m_buf.size()) m_failed = true;
-        m_buf.clear();
-    }
-    /// Overwrites bytes at `offset` (after draining).
-    void PatchAt(long offset, std::span<const uint8_t> b)
-    {
-        Drain();
-        if (!m_f) return;
-        if (std::fseek(m_f, offset, SEEK_SET) != 0 || std::fwrite(b.data(), 1, b.size(), m_f) != b.size()) m_failed = true;
-        std::fseek(m_f, 0, SEEK_END);
-    }
-    bool Close()
-    {
-        Drain();
-        if (!m_f) return false;
-        if (std::fflush(m_f) != 0 || ::fsync(fileno(m_f)) != 0) m_failed = true;
-        if (std::fclose(m_f) != 0) m_failed = true;
-        m_f = nullptr;
-        return !m_failed;
-    }
-
-private:
-    FILE* m_f;
-    std::vector<uint8_t> m_buf;
-    uint64_t m_written{0};
-    bool m_failed{false};
-};
 
 /// Buffered input file satisfying ReadStream; a read past the end throws DecodeError(EndOfData).
 class FileReader {
@@ -370,8 +325,9 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
     res.metadata.network_magic = params.message_start;
     res.metadata.base_blockhash = *best;
 
-    FileWriter w(out);
-    if (!w.ok()) return Error{Errc::InvalidValue, "cannot open " + out.string() + " for writing: " + std::strerror(errno)};
+    File f(out, "wb");
+    if (!f.get()) return Error{Errc::InvalidValue, "cannot open " + out.string() + " for writing: " + std::strerror(errno)};
+    BufferedFileWriter w(f.get(), /*drop_behind=*/false);
     const auto placeholder = SerializeSnapshotMetadata(res.metadata); // count patched below
     w.write(std::as_bytes(std::span(placeholder)));
 
@@ -406,9 +362,11 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
     res.metadata.coins_count = res.chainstate_stats.txouts;
     uint8_t count[8];
     WriteLE64(count, res.metadata.coins_count);
-    w.PatchAt(43, std::span<const uint8_t>(count, 8));
-    res.bytes = w.written();
-    if (!w.Close()) return Error{Errc::InvalidValue, "writing " + out.string() + " failed: " + std::strerror(errno)};
+    const bool written = w.PatchAt(43, std::span<const uint8_t>(count, 8));
+    res.bytes = w.Bytes();
+    if (!written || !f.Close()) {
+        return Error{Errc::InvalidValue, "writing " + out.string() + " failed: " + std::strerror(w.Errno() ? w.Errno() : errno)};
+    }
 
     // Re-read what was written and check it against the chainstate.
     auto file_stats = ComputeSnapshotStats(out, params.message_start);
