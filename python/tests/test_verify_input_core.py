@@ -69,10 +69,16 @@ def pushes(script):
     return out
 
 
+def copy(tx):
+    m = tx.copy()
+    m.raw = None  # serialized again: it is a mutant
+    return m
+
+
 def flip_signature(tx, k, rng):
     """A copy of tx with one bit flipped inside a signature of input k (a witness item or scriptSig
     push of 64..73 bytes: Schnorr or DER), or None when the input carries none."""
-    m = tx.copy()
+    m = copy(tx)
     for j, item in enumerate(m.wit[k]):
         if 64 <= len(item) <= 73:
             b = bytearray(item)
@@ -89,16 +95,44 @@ def flip_signature(tx, k, rng):
     return None
 
 
+class CoreObjects:
+    """pbk's Transaction and TransactionOutput objects, made once per serialization and per output:
+    building them is most of the test's time on transactions with hundreds of inputs."""
+
+    def __init__(self):
+        self.tx_raw, self.tx, self.outs = None, None, {}
+
+    def transaction(self, raw):
+        if raw != self.tx_raw:
+            self.tx_raw, self.tx = raw, pbk.Transaction(raw)
+        return self.tx
+
+    def output(self, value, spk):
+        if (value, spk) not in self.outs:
+            if len(self.outs) > 50_000:
+                self.outs.clear()
+            self.outs[value, spk] = pbk.TransactionOutput(pbk.ScriptPubkey(spk), value)
+        return self.outs[value, spk]
+
+
+CORE = CoreObjects()
+
+
 def core_ok(raw, k, spent, flags):
-    tx = pbk.Transaction(raw)
-    outs = [pbk.TransactionOutput(pbk.ScriptPubkey(s), v) for v, s in spent]
-    txdata = pbk.script.PrecomputedTransactionData(tx, outs)
+    tx = CORE.transaction(raw)
+    txdata = pbk.script.PrecomputedTransactionData(tx, [CORE.output(v, s) for v, s in spent])
     value, spk = spent[k]
     return pbk.ScriptPubkey(spk).verify(value, tx, txdata, k, pbk.ScriptVerificationFlags(flags))
 
 
+def serialized(tx):
+    if getattr(tx, "raw", None) is None:
+        tx.raw = tx.ser()
+    return tx.raw
+
+
 def compare(tx, k, spent, flags, what, counts):
-    raw = tx.ser()
+    raw = serialized(tx)
     core = core_ok(raw, k, spent, flags)
     ours = ibdkit.verify_input(raw, k, spent, flags=flags)
     assert ours.ok == core, (f"seed {SEED}: {what}: Core {'accepts' if core else 'rejects'}, ibdkit says "
@@ -125,7 +159,7 @@ def check_input(tx, k, spent, flags, rng, counts):
         wrong[k] = (spent[k][0], bytes(spk))
         compare(tx, k, wrong, flags, "wrong spent script", counts)
     if tx.wit[k]:
-        m = tx.copy()
+        m = copy(tx)
         del m.wit[k][rng.randrange(len(m.wit[k]))]
         compare(m, k, spent, flags, "dropped witness item", counts)
 
@@ -150,6 +184,7 @@ def chain_inputs(records, network, first_height):
 def run(inputs, source, counts):
     rng = random.Random(f"{SEED}-{source}")
     sample = inputs if len(inputs) <= SAMPLE[source] else rng.sample(inputs, SAMPLE[source])
+    sample.sort(key=lambda x: id(x[0]))  # a transaction's inputs together: its pbk objects are reused
     for tx, k, spent, flags in sample:
         check_input(tx, k, spent, flags, rng, counts)
     print(f"{source}: seed {SEED}, {len(sample)} of {len(inputs)} inputs; verdicts (mutant, Core ok): "
