@@ -139,3 +139,29 @@ def test_flags_and_arguments(ibdkit, block866342):
     assert e.value.kind == "EndOfData"
     with pytest.raises(ibdkit.Error):
         ibdkit.verify_input(42, i, outs)
+
+
+def test_chain_order_blocks_verify_with_package_objects(ibdkit, chain):
+    # The package's own objects: outputs walked from read_blocks (Output objects as spent outputs),
+    # the flags from each block's height in chain order.
+    utxos, blocks, inputs, mutated = {}, 0, 0, 0
+    for block in ibdkit.read_blocks(chain):
+        spent = []
+        for t, tx in enumerate(block.transactions):
+            if t > 0:
+                spent.extend(utxos.pop((i.prevout_txid, i.prevout_vout)) for i in tx.inputs)
+            for n, o in enumerate(tx.outputs):
+                utxos[tx.txid, n] = o
+        assert block.verify_scripts(spent) == [], block.height
+        blocks += 1
+        inputs += len(spent)
+        if spent and block.height % 10 == 0:
+            tx = block.transactions[1]
+            own = spent[:tx.input_count]
+            assert ibdkit.verify_input(tx, 0, own, network="regtest", height=block.height).ok
+            # An output script of OP_FALSE: nothing spends it.
+            false = [(own[0].value, b"\x00")] + own[1:]
+            bad = block.verify_scripts(false + spent[tx.input_count:])
+            assert [(f["tx_index"], f["input"], f["error_name"]) for f in bad] == [(1, 0, "EVAL_FALSE")]
+            mutated += 1
+    assert blocks > 100 and inputs > 0 and mutated > 0
