@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, import_pbk, run_cli  # noqa: E402
+from conftest import DATA, import_pbk, missing, run_cli  # noqa: E402
 
 pbk = import_pbk()
 
@@ -30,14 +30,16 @@ from test_replay_differential import _records  # noqa: E402
 
 def import_ibdkit():
     """The Python module of the build under test: BUILD/python beside IBDKIT_CLI (or PYTHONPATH)."""
-    cli = pathlib.Path(os.environ.get("IBDKIT_CLI", pathlib.Path(__file__).resolve().parents[2] / "build" / "release" / "ibdkit"))
+    default = pathlib.Path(__file__).resolve().parents[2] / "build" / "release" / "ibdkit"
+    cli = pathlib.Path(os.environ.get("IBDKIT_CLI", default))
     staged = cli.parent / "python"
     if (staged / "ibdkit").is_dir() and str(staged) not in sys.path:
         sys.path.insert(0, str(staged))
     try:
         import ibdkit
     except ImportError as e:
-        pytest.fail(f"the ibdkit Python module does not import ({e}): build target _ibdkit (IBDKIT_BUILD_PYTHON=ON)")
+        missing(f"the ibdkit Python module beside {cli} does not import ({e})",
+                "the module: build target _ibdkit (IBDKIT_BUILD_PYTHON=ON, scripts/pydeps.sh)")
     return ibdkit
 
 
