@@ -119,7 +119,13 @@ TxOut OutputFrom(nb::handle h, std::size_t i)
         o.script_pubkey = ScriptFrom(h[1], i);
     } else if (nb::isinstance<nb::dict>(h)) {
         nb::dict d = nb::borrow<nb::dict>(h);
-        if (d.contains("txout")) d = nb::borrow<nb::dict>(d["txout"]);
+        if (d.contains("txout")) {
+            nb::object inner = d["txout"];
+            if (!nb::isinstance<nb::dict>(inner)) {
+                throw PyError{"InvalidArgument", "spent output " + std::to_string(i) + ": \"txout\" is not a dict"};
+            }
+            d = nb::borrow<nb::dict>(inner);
+        }
         if (!d.contains("value") || !d.contains("script_pubkey")) {
             throw PyError{"InvalidArgument", "spent output " + std::to_string(i) + ": dict without value and script_pubkey"};
         }

@@ -139,6 +139,11 @@ def test_flags_and_arguments(ibdkit, block866342):
     assert e.value.kind == "EndOfData"
     with pytest.raises(ibdkit.Error):
         ibdkit.verify_input(42, i, outs)
+    for bad in ({"txout": 5}, {"value": 1}, {"value": 1.0, "script_pubkey": b""}, {"value": 1, "script_pubkey": "zz"},
+                object()):
+        with pytest.raises(ibdkit.Error) as e:
+            ibdkit.verify_input(tx, i, [bad] + outs[1:])
+        assert e.value.kind == "InvalidArgument", bad
 
 
 def test_chain_order_blocks_verify_with_package_objects(ibdkit, chain):
