@@ -8,6 +8,7 @@
 // long calls (replay, sync, stats, batches) run without the GIL.
 #include "coin_cursor.h"
 #include "errors.h"
+#include "script.h"
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
@@ -821,5 +822,6 @@ NB_MODULE(_ibdkit, m)
         for (PolicyId id : ALL_POLICIES) out.emplace_back(PolicyName(id));
         return out;
     }, "The buffer policy names accepted wherever a policy is asked for.");
+    BindScript(m); // python/bindings/script.cpp: verify_input, Block.verify_scripts
     m.attr("__version__") = IBDKIT_VERSION;
 }

@@ -28,16 +28,21 @@ from ._ibdkit import (  # noqa: F401  (re-exported)
     Coin,
     Error,
     Input,
+    InputVerdict,
     Output,
     Transaction,
     __version__,
+    block_script_flags,
+    format_script_flags,
+    parse_script_flags,
     policies,
 )
 from . import _ibdkit
 
 __all__ = [
-    "Block", "BlockReader", "Chainstate", "Coin", "Error", "Input", "Output", "Transaction",
-    "decode_block", "policies", "read_blocks", "replay", "sync", "__version__",
+    "Block", "BlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict", "Output", "Transaction",
+    "block_script_flags", "decode_block", "format_script_flags", "parse_script_flags", "policies",
+    "read_blocks", "replay", "sync", "verify_input", "__version__",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -54,6 +59,28 @@ def decode_block(data: Union[bytes, bytearray, memoryview], network: str = "main
     if not isinstance(data, bytes):
         data = bytes(data)
     return _ibdkit.decode_block(data, network)
+
+
+def verify_input(tx: Union[bytes, bytearray, memoryview, Transaction], index: int, spent_outputs: Any,
+                 flags: Union[str, int, None] = None, network: str = "main", height: Optional[int] = None,
+                 block_hash: Optional[str] = None) -> InputVerdict:
+    """Verifies input ``index`` of ``tx`` as Core's CScriptCheck does: its scriptSig and witness against
+    the output it spends, under a block's script flags.
+
+    ``tx`` is a serialized transaction (with witness) or an ``ibdkit.Transaction``. ``spent_outputs``
+    holds one spent output per input of ``tx``, in input order (BIP341 signs all of them): each a
+    ``(value, script_pubkey)`` pair, an object with ``.value`` and ``.script_pubkey`` (``Output``,
+    ``Coin``) or a dict ``{"value", "script_pubkey"}`` (optionally under ``"txout"``; the script as
+    bytes or hex). ``flags`` is Core's names (``"P2SH,WITNESS"``) or the int of its SCRIPT_VERIFY_*
+    bits; without it, the flags Core connects the block at ``height`` (and ``block_hash``, for the
+    networks' exception blocks) of ``network`` with, and without a height every consensus flag of a
+    modern block (P2SH, DERSIG, NULLDUMMY, CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY, WITNESS, TAPROOT).
+
+    Returns an ``InputVerdict``: ``ok``, ``error`` (Core's ScriptErrorString), ``error_name``
+    (``"EVAL_FALSE"``, ...), ``reason`` (the block's reject reason, None when ok) and ``flags``.
+    A malformed transaction or unusable arguments raise ``ibdkit.Error``.
+    """
+    return _ibdkit._verify_input(tx, index, spent_outputs, flags, network, height, block_hash)
 
 
 def read_blocks(path: PathLike, network: Optional[str] = None) -> BlockReader:

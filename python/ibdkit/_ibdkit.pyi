@@ -1,6 +1,6 @@
 """Type stubs of the native module ibdkit._ibdkit (re-exported by the ibdkit package)."""
 
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 __version__: str
 
@@ -98,6 +98,31 @@ class Block:
         """None when Core's CheckBlock passes, else Core's reject reason."""
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Transaction]: ...
+    def verify_scripts(self, spent_outputs: Sequence[Any], network: Optional[str] = None,
+                       height: Optional[int] = None, flags: Union[str, int, None] = None) -> List[Dict[str, Any]]:
+        """Every non-coinbase input against spent_outputs (block order) under the block's flags; the failing inputs."""
+
+class InputVerdict:
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def error_name(self) -> str: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def flags(self) -> str: ...
+    def __bool__(self) -> bool: ...
+
+def _verify_input(tx: Any, index: int, spent_outputs: Sequence[Any], flags: Union[str, int, None], network: str,
+                  height: Optional[int], block_hash: Optional[str]) -> InputVerdict: ...
+def parse_script_flags(names: str) -> int:
+    """Core's flag names ('P2SH,WITNESS', 'NONE', '') as the int of its SCRIPT_VERIFY_* bits."""
+def format_script_flags(flags: int) -> str:
+    """Core's names of the SCRIPT_VERIFY_* bits of flags ('' for 0)."""
+def block_script_flags(network: str, height: int, block_hash: Optional[str] = None) -> str:
+    """Core's GetBlockScriptFlags for the block at height (and block_hash) of network."""
 
 def decode_block(data: bytes, network: str = "main") -> Block:
     """Decodes one serialized block; raises Error (kind 'EndOfData', 'TrailingData', ...) on bad bytes."""
