@@ -20,8 +20,10 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
-# Tests and `ibdkit` run through qemu-user (package qemu-user); -L finds the arm64 loader and libs.
+# Tests and `ibdkit` run through qemu-user (package qemu-user). No -L: the multiarch libc6:arm64
+# puts the loader at /lib/ld-linux-aarch64.so.1, and with -L /usr/aarch64-linux-gnu (the cross
+# libc) a process that starts a thread hangs under qemu 7.2.
 find_program(IBDKIT_QEMU_AARCH64 qemu-aarch64)
 if(IBDKIT_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${IBDKIT_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${IBDKIT_QEMU_AARCH64})
 endif()

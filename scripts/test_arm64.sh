@@ -1,44 +1,45 @@
 #!/usr/bin/env bash
 # The aarch64 build's tests under qemu-user (`make test-arm64`; docs/arm64.md):
-#   1. a subset of the unit suite (tests/unit, the gtest binary; SUBSET below, and why) on an
-#      emulated CPU with every extension (`-cpu max`): the automatic SHA-256 choice must be the
+#   1. a subset of the unit suite (tests/unit, the gtest binary; SUBSET below), never the host-only
+#      tests (HOST_ONLY below), on
+#      an emulated CPU with every extension (`-cpu max`): the automatic SHA-256 choice must be the
 #      ARMv8 SHA-2 back-end and CRC-32C the CRC32 instruction;
 #   2. the hashing and checksum tests on a Cortex-A53 with the CPU features switched off
 #      (IBDKIT_DISABLE_CPU_FEATURES=1: qemu's cortex-a53 model has the crypto and CRC32
 #      extensions, so this is how the portable fallback runs on an ARM CPU);
-#   3. `ibdkit replay --threads 1` of mainnet 0-599 (tests/data) must reach the x86 build's
-#      hash_serialized_3.
+#   3. `ibdkit replay` of mainnet 0-599 (tests/data) must reach the x86 build's hash_serialized_3.
 # Usage: scripts/test_arm64.sh ARM_BUILD_DIR [HOST_IBDKIT]   (defaults: build/arm64, build/release/ibdkit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arm_build="${1:-build/arm64}"
 host_cli="${2:-build/release/ibdkit}"
-qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# No -L: the multiarch libc6:arm64 provides /lib/ld-linux-aarch64.so.1. With
+# -L /usr/aarch64-linux-gnu (the cross toolchain's libc) any process that starts a thread hangs
+# under qemu-aarch64 7.2 (a ten-line std::thread program does).
+qemu=(qemu-aarch64)
 export IBDKIT_TEST_DATA="$PWD/tests/data"
 
-# SUBSET: what runs under qemu-user. Under qemu-aarch64 7.2 (Debian 12) on this x86 host, a
-# process that starts a second thread stops making progress (one thread spins, SIGTERM is not
-# handled): `ibdkit replay` with --threads >= 2, LevelDB's compaction thread
-# (CoinsStore.OptionsWriteUncompressedTablesWithTheirBloomFilters), and
-# Sha256Test.SwitchingBackendsWhileOtherThreadsHashIsSafe. Not investigated yet (docs/arm64.md,
-# Left); so only single-threaded suites run here, and the replay runs with --threads 1.
-# Host only in any case: BenchCore.* and BenchCallgrind.* (py-bitcoinkernel, valgrind), and the
-# tests that exec a binary from the emulated process (CoinsCrash.*, Replay.*,
-# PolicyList.CliHelpAndErrorsOfferEveryPolicy: no binfmt_misc in containers or CI).
-SUBSET="Sha256Test.*:Crc32c.*:BlockFile.*:CoinsCompress.*:CoinsCoin.*:DecodeAllocation.*"
-SUBSET_EXCLUDED="Sha256Test.SwitchingBackendsWhileOtherThreadsHashIsSafe"
+# Host only, with the reason: BenchCore.* and BenchCallgrind.* (py-bitcoinkernel, valgrind), and
+# the tests that exec a binary from the emulated process (CoinsCrash.*, Replay.*,
+# PolicyList.CliHelpAndErrorsOfferEveryPolicy): without binfmt_misc (absent in containers and CI)
+# the kernel cannot start an aarch64 binary; step 3 runs the CLI itself instead.
+HOST_ONLY="BenchCore.*:BenchCallgrind.*:CoinsCrash.*:CoinsCrashChild.*:Replay.*:PolicyList.CliHelpAndErrorsOfferEveryPolicy"
+# The whole suite under emulation takes longer than CI's budget for this step (15 min); the
+# default is the subset below (hashing, checksums, merkle, threads, block files, coins encoding,
+# LevelDB store). IBDKIT_ARM64_FILTER='*' runs the whole suite (docs/arm64.md).
+SUBSET="Sha256Test.*:Crc32c.*:Merkle.*:TaskPool.*:BlockFile.*:CoinsCompress.*:CoinsCoin.*:CoinsStore.*:DecodeAllocation.*"
 FILTER="${IBDKIT_ARM64_FILTER:-$SUBSET}"
 
 t0=$(date +%s)
 step() { echo "test-arm64: $* ($(( $(date +%s) - t0 )) s)"; }
 
-step "unit tests under qemu-aarch64 -cpu max: $FILTER (without $SUBSET_EXCLUDED)"
+step "unit tests under qemu-aarch64 -cpu max: $FILTER (host only: $HOST_ONLY)"
 IBDKIT_EXPECT_SHA256_BACKEND=arm-sha2 IBDKIT_EXPECT_CRC32C_ACCELERATED=1 \
-  "${qemu[@]}" -cpu max "$arm_build/ibdkit_tests" --gtest_brief=1 --gtest_filter="$FILTER-$SUBSET_EXCLUDED"
+  "${qemu[@]}" -cpu max "$arm_build/ibdkit_tests" --gtest_brief=1 --gtest_filter="$FILTER-$HOST_ONLY"
 
 step "SHA-256 and CRC-32C on the portable path: qemu-aarch64 -cpu cortex-a53, IBDKIT_DISABLE_CPU_FEATURES=1"
 IBDKIT_DISABLE_CPU_FEATURES=1 IBDKIT_EXPECT_SHA256_BACKEND=portable IBDKIT_EXPECT_CRC32C_ACCELERATED=0 \
-  "${qemu[@]}" -cpu cortex-a53 "$arm_build/ibdkit_tests" --gtest_brief=1 --gtest_filter="Sha256Test.*:Crc32c.*-$SUBSET_EXCLUDED"
+  "${qemu[@]}" -cpu cortex-a53 "$arm_build/ibdkit_tests" --gtest_brief=1 --gtest_filter="Sha256Test.*:Crc32c.*"
 
 if [ ! -x "$host_cli" ]; then
   echo "test-arm64: no x86 build at $host_cli to compare UTXO hashes with (make build)" >&2
@@ -58,10 +59,10 @@ compare() { # what, x86 hash, arm64 hash
   fi
 }
 
-step "ibdkit replay --threads 1 of mainnet 0-599, aarch64 against x86"
+step "ibdkit replay of mainnet 0-599, aarch64 against x86"
 blocks=tests/data/mainnet/blk_0-599
 x86=$("$host_cli" replay -q --json --blocks-dir "$blocks" --chainstate "$work/x86-cs" | hash_of)
-arm=$("${qemu[@]}" -cpu max "$arm_build/ibdkit" replay -q --threads 1 --json --blocks-dir "$blocks" --chainstate "$work/arm-cs" | hash_of)
+arm=$("${qemu[@]}" -cpu max "$arm_build/ibdkit" replay -q --json --blocks-dir "$blocks" --chainstate "$work/arm-cs" | hash_of)
 compare "mainnet 0-599 hash_serialized_3" "$x86" "$arm"
 
 step "done"
