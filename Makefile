@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test test-clang sanitize fuzz bench clean
+.PHONY: all deps build run test test-clang test-arm64 sanitize fuzz bench clean
 
 all: build
 
@@ -25,6 +25,14 @@ test: build
 
 test-clang:
 	$(MAKE) test PRESET=clang
+
+# The aarch64 cross build (preset arm64, Debian's g++-aarch64-linux-gnu) and its tests under
+# qemu-aarch64, with UTXO hashes compared against the host build's CLI (docs/arm64.md).
+test-arm64: build
+	@scripts/deps.sh --arm64
+	@cmake --preset arm64 >/dev/null
+	@cmake --build --preset arm64 -j $(JOBS) --target ibdkit_tests ibdkit_cli
+	scripts/test_arm64.sh build/arm64 $(BUILD)/ibdkit
 
 sanitize: deps
 	@scripts/pydeps.sh >/dev/null

@@ -139,16 +139,25 @@ Case ManyCase(const char* variant, std::optional<Backend> b)
 const bool registered = [] {
     Registry().push_back(StreamCase("portable", Backend::Portable));
     Registry().push_back(StreamCase("sha-ni", Backend::ShaNi));
+#if defined(__aarch64__)
+    Registry().push_back(StreamCase("arm-sha2", Backend::ArmSha2));
+#endif
     Registry().push_back(StreamAutoCase());
     Registry().push_back(D64Case("portable", Backend::Portable));
     Registry().push_back(D64Case("sha-ni", Backend::ShaNi));
     Registry().push_back(D64Case("avx2", Backend::Avx2));
     Registry().push_back(D64Case("avx512", Backend::Avx512));
+#if defined(__aarch64__)
+    Registry().push_back(D64Case("arm-sha2", Backend::ArmSha2));
+#endif
     Registry().push_back(D64Case("auto", std::nullopt));
     Registry().push_back(ManyCase("portable", Backend::Portable));
     Registry().push_back(ManyCase("sha-ni", Backend::ShaNi));
     Registry().push_back(ManyCase("avx2", Backend::Avx2));
     Registry().push_back(ManyCase("avx512", Backend::Avx512));
+#if defined(__aarch64__)
+    Registry().push_back(ManyCase("arm-sha2", Backend::ArmSha2));
+#endif
     Registry().push_back(ManyCase("auto", std::nullopt));
     return true;
 }();

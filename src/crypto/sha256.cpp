@@ -3,11 +3,16 @@
 
 #include "crypto/sha256_internal.h"
 
+#include "common/cpu_features.h"
+
 #include <atomic>
 #include <cstring>
 
 #if IBDKIT_SHA256_X86
 #include <cpuid.h>
+#elif IBDKIT_SHA256_ARM
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace ibdkit {
@@ -41,6 +46,15 @@ CpuFeatures DetectCpu() noexcept
         f.avx2 = avx && ymm_os && (b & (1u << 5));
         f.avx512f = f.avx2 && zmm_os && (b & (1u << 16));
     }
+    return f;
+}
+#elif IBDKIT_SHA256_ARM
+CpuFeatures DetectCpu() noexcept
+{
+    // The kernel reports what user space may run (the ID registers are trapped): HWCAP_SHA2 is
+    // FEAT_SHA256, sha256h/h2/su0/su1.
+    CpuFeatures f;
+    f.arm_sha2 = getauxval(AT_HWCAP) & HWCAP_SHA2;
     return f;
 }
 #else
@@ -87,6 +101,13 @@ constexpr Engine SHANI_AVX512{"sha-ni+avx512", shani::Transform, D64Avx512ShaNi,
                               {3, {AVX512_X16, SHANI_X2, SHANI_X1}, {AVX512_TO_SHANI, 2, 0}}};
 #endif
 
+#if IBDKIT_SHA256_ARM
+constexpr LaneKernel ARM_X1{1, arm::StepX1};
+constexpr LaneKernel ARM_X2{2, arm::StepX2};
+// The same shape as SHA-NI: two interleaved streams while two messages are busy, then one.
+constexpr Engine ARM_SHA2{"arm-sha2", arm::Transform, arm::D64, {2, {ARM_X2, ARM_X1}, {2, 0}}};
+#endif
+
 // The automatic choice, ordered by measurement (docs/crypto.md): single streams on SHA-NI when
 // present (4x portable); Sha256d64 on AVX-512 16-lane (2x SHA-NI 2-way), else SHA-NI 2-way (which
 // beats AVX2 8-lane on CPUs that have both), else AVX2 8-lane, else portable.
@@ -98,6 +119,8 @@ const Engine& AutoEngine() noexcept
         if (HasShaNi(f)) return f.avx512f ? SHANI_AVX512 : SHANI;
         if (f.avx512f) return AVX512;
         if (f.avx2) return AVX2;
+#elif IBDKIT_SHA256_ARM
+        if (Cpu().arm_sha2) return ARM_SHA2;
 #endif
         return PORTABLE;
     }();
@@ -110,7 +133,7 @@ constinit std::atomic<const Engine*> g_active{nullptr};
 
 const CpuFeatures& Cpu() noexcept
 {
-    static const CpuFeatures features = DetectCpu();
+    static const CpuFeatures features = CpuFeaturesDisabled() ? CpuFeatures{} : DetectCpu();
     return features;
 }
 
@@ -123,7 +146,14 @@ const Engine* EngineFor(Backend b) noexcept
     case Backend::Avx2: return Cpu().avx2 ? &AVX2 : nullptr;
     case Backend::Avx512: return Cpu().avx512f ? &AVX512 : nullptr;
 #else
-    default: return nullptr;
+    case Backend::ShaNi:
+    case Backend::Avx2:
+    case Backend::Avx512: return nullptr;
+#endif
+#if IBDKIT_SHA256_ARM
+    case Backend::ArmSha2: return Cpu().arm_sha2 ? &ARM_SHA2 : nullptr;
+#else
+    case Backend::ArmSha2: return nullptr;
 #endif
     }
     return nullptr;

@@ -1,5 +1,6 @@
 // src/crypto/sha256_internal.h — private interface between the SHA-256 front end (sha256.cpp) and
-// its back-ends (sha256_portable.cpp, sha256_shani.cpp, sha256_avx2.cpp, sha256_avx512.cpp).
+// its back-ends (sha256_portable.cpp; x86: sha256_shani.cpp, sha256_avx2.cpp, sha256_avx512.cpp;
+// 64-bit ARM: sha256_arm.cpp).
 //
 // Every back-end works on the same state layout (eight 32-bit words a..h in FIPS 180-4 order), so
 // a stream may switch back-end between two blocks and still produce the right digest.
@@ -93,9 +94,11 @@ void RunMany(const ManyPlan& plan, std::span<const HashJob> jobs) noexcept;
 void RunManyPadded(const ManyPlan& plan, std::span<const PaddedHashJob> jobs) noexcept;
 
 struct CpuFeatures {
-    bool ssse3{false}, sse41{false}, sha{false}, avx2{false}, avx512f{false};
+    bool ssse3{false}, sse41{false}, sha{false}, avx2{false}, avx512f{false}; // x86
+    bool arm_sha2{false};                                                       // aarch64
 };
-/// What the CPU and OS support (CPUID, and XGETBV for the AVX register state); detected once.
+/// What the CPU and OS support (x86: CPUID, and XGETBV for the AVX register state; aarch64 Linux:
+/// getauxval(AT_HWCAP)); detected once. All false when IBDKIT_DISABLE_CPU_FEATURES is set.
 const CpuFeatures& Cpu() noexcept;
 
 /// The engine for a back-end, or nullptr when this CPU cannot run it.
@@ -130,6 +133,18 @@ void D64x16(uint8_t* out, const uint8_t* in) noexcept;
 /// Blocks for 16 lanes (state word-major, 64-byte aligned).
 void StepX16(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
 } // namespace avx512
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+#define IBDKIT_SHA256_ARM 1
+namespace arm {
+/// The ARMv8 SHA-2 instructions (HWCAP_SHA2).
+void Transform(uint32_t* state, const uint8_t* chunk, std::size_t blocks) noexcept;
+/// Two inputs at a time (independent dependency chains hide the sha256h latency).
+void D64(uint8_t* out, const uint8_t* in, std::size_t blocks) noexcept;
+void StepX1(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
+void StepX2(uint32_t* state, const uint8_t* const* blocks, std::size_t n) noexcept;
+} // namespace arm
 #endif
 
 } // namespace ibdkit::sha256_detail

@@ -99,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size)
         ibdkit::Sha256d().Write(std::span(msg + 64 * i, 64)).Finalize(one);
         Check(std::memcmp(one, ref.d64.data() + 32 * i, 32) == 0);
     }
-    const std::optional<Backend> others[] = {Backend::ShaNi, Backend::Avx2, Backend::Avx512, std::nullopt};
+    const std::optional<Backend> others[] = {Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::ArmSha2,
+                                               std::nullopt};
     for (const auto& b : others) {
         if (b) {
             if (!ibdkit::sha256_detail::ForceBackend(*b)) continue;

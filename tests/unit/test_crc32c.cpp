@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -46,6 +47,32 @@ TEST(Crc32c, InstructionAndTableAgreeAtEveryLengthAndAlignment)
     for (std::size_t cut : {0, 1, 7, 8, 9, 95, 96, 97, 150, 299, 300, 767, 768, 769, 4096, 4999, 5000}) {
         EXPECT_EQ(Crc32c(Crc32c(0, buf.data(), cut), buf.data() + cut, buf.size() - cut), whole);
         EXPECT_EQ(Crc32cPortable(Crc32cPortable(0, buf.data(), cut), buf.data() + cut, buf.size() - cut), whole);
+    }
+    RecordProperty("accelerated", Crc32cAccelerated() ? "yes" : "no");
+}
+
+TEST(Crc32c, InstructionAndTableAgreeOnEdgeLengthsUpTo1MiB)
+{
+    std::mt19937 rng(11);
+    std::vector<unsigned char> buf((1 << 20) + 1);
+    for (auto& b : buf) b = static_cast<unsigned char>(rng());
+    std::vector<std::size_t> lengths = {0, 1, 55, 56, 63, 64, 65, 4101, 16384 + 5, 1 << 20, (1 << 20) + 1};
+    for (std::size_t k = 2; k <= 64; k += 3) lengths.push_back(64 * k);
+    for (std::size_t n : lengths) {
+        EXPECT_EQ(Crc32c(0, buf.data(), n), Crc32cPortable(0, buf.data(), n)) << n;
+        EXPECT_EQ(Crc32c(0x12345678, buf.data() + 1, n), Crc32cPortable(0x12345678, buf.data() + 1, n)) << "unaligned " << n;
+    }
+}
+
+// IBDKIT_EXPECT_CRC32C_ACCELERATED=1 or 0 (scripts/test_arm64.sh, per emulated CPU) says whether
+// the CPU's instruction must have been chosen; IBDKIT_DISABLE_CPU_FEATURES forces the table.
+TEST(Crc32c, ChoiceFollowsTheCpu)
+{
+    if (const char* want = std::getenv("IBDKIT_EXPECT_CRC32C_ACCELERATED"); want && *want) {
+        EXPECT_EQ(Crc32cAccelerated(), std::string(want) == "1");
+    }
+    if (const char* off = std::getenv("IBDKIT_DISABLE_CPU_FEATURES"); off && *off && std::string(off) != "0") {
+        EXPECT_FALSE(Crc32cAccelerated());
     }
     RecordProperty("accelerated", Crc32cAccelerated() ? "yes" : "no");
 }

@@ -1,5 +1,6 @@
 // SHA-256 / SHA256d: FIPS 180-4 vectors, Bitcoin data, streaming splits, and agreement of every
-// back-end this CPU has (portable, SHA-NI, AVX2, AVX-512) on random inputs.
+// back-end this CPU has (portable, SHA-NI, AVX2, AVX-512, ARMv8 SHA-2) on random and edge-length
+// inputs, and which back-end the automatic choice picked.
 #include <ibdkit/crypto/sha256.h>
 
 #include "test_util.h"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -23,7 +25,7 @@ using sha256_detail::Backend;
 using test::ParseHex;
 using test::ToHex;
 
-constexpr Backend ALL_BACKENDS[] = {Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512};
+constexpr Backend ALL_BACKENDS[] = {Backend::Portable, Backend::ShaNi, Backend::Avx2, Backend::Avx512, Backend::ArmSha2};
 
 const char* BackendName(Backend b)
 {
@@ -32,6 +34,7 @@ const char* BackendName(Backend b)
     case Backend::ShaNi: return "sha-ni";
     case Backend::Avx2: return "avx2";
     case Backend::Avx512: return "avx512";
+    case Backend::ArmSha2: return "arm-sha2";
     }
     return "?";
 }
@@ -441,6 +444,57 @@ TEST_F(Sha256Test, DispatchReportsAndForcesBackends)
     std::cout << "[ sha256   ] automatic back-end: " << automatic << "; available:";
     for (Backend b : Available()) std::cout << ' ' << BackendName(b);
     std::cout << '\n';
+}
+
+// The padding edges (0, 1, 55, 56, 63, 64, 65), multiples of 64 and 1 MiB: every back-end's
+// SHA-256, SHA256d, Sha256d64 and Sha256dMany against the portable code on the same bytes.
+TEST_F(Sha256Test, BackendsAgreeOnEdgeLengths)
+{
+    std::mt19937_64 rng(PrintedSeed());
+    std::vector<std::size_t> lengths = {0, 1, 55, 56, 63, 64, 65, 119, 120, 127, 128, 129, 1 << 20, (1 << 20) + 1};
+    for (std::size_t k = 2; k <= 16; ++k) lengths.push_back(64 * k);
+    std::vector<uint8_t> buf((1 << 20) + 1);
+    for (auto& c : buf) c = uint8_t(rng());
+    for (std::size_t len : lengths) {
+        const std::span<const uint8_t> m(buf.data(), len);
+        ASSERT_TRUE(sha256_detail::ForceBackend(Backend::Portable));
+        const std::string ref = HexSha256(m), ref_d = HexSha256d(m);
+        std::vector<uint8_t> ref_d64(32 * (len / 64));
+        Sha256d64(ref_d64.data(), m.data(), len / 64);
+        for (auto b : AvailableAndAuto()) {
+            const std::string name = Use(b);
+            EXPECT_EQ(HexSha256(m), ref) << name << " len=" << len;
+            EXPECT_EQ(HexSha256d(m), ref_d) << name << " len=" << len;
+            std::vector<uint8_t> d64(32 * (len / 64));
+            Sha256d64(d64.data(), m.data(), len / 64);
+            EXPECT_EQ(d64, ref_d64) << name << " len=" << len;
+            std::array<uint8_t, 32> many{};
+            const HashJob job[1] = {HashJob(m.first(len / 3), m.subspan(len / 3, len / 3), m.subspan(2 * (len / 3)), many.data())};
+            Sha256dMany(job);
+            EXPECT_EQ(ToHex(many), ref_d) << name << " len=" << len;
+        }
+    }
+}
+
+// The automatic choice against what the CPU offers. IBDKIT_EXPECT_SHA256_BACKEND (set by
+// scripts/test_arm64.sh for each emulated CPU) names the back-end that must have been picked.
+TEST_F(Sha256Test, AutomaticChoiceIsTheFastestBackendThisCpuHas)
+{
+    sha256_detail::ResetBackend();
+    const std::string automatic(Sha256Implementation());
+    if (const char* want = std::getenv("IBDKIT_EXPECT_SHA256_BACKEND"); want && *want) {
+        EXPECT_EQ(automatic, want);
+    }
+    if (const char* off = std::getenv("IBDKIT_DISABLE_CPU_FEATURES"); off && *off && std::string(off) != "0") {
+        EXPECT_EQ(automatic, "portable");
+        for (Backend b : ALL_BACKENDS) EXPECT_EQ(sha256_detail::BackendAvailable(b), b == Backend::Portable);
+    }
+#if defined(__aarch64__)
+    EXPECT_EQ(automatic, sha256_detail::BackendAvailable(Backend::ArmSha2) ? "arm-sha2" : "portable");
+#else
+    EXPECT_FALSE(sha256_detail::BackendAvailable(Backend::ArmSha2));
+#endif
+    RecordProperty("sha256_backend", automatic);
 }
 
 TEST_F(Sha256Test, SwitchingBackendsWhileOtherThreadsHashIsSafe)

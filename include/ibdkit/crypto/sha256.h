@@ -1,8 +1,10 @@
 // ibdkit/crypto/sha256.h — SHA-256 and double SHA-256 with runtime dispatch.
 //
 // Back-ends: SHA-NI (x86 SHA extensions), AVX2 8-lane and AVX-512 16-lane (for many 64-byte inputs:
-// merkle pairs), and a portable implementation. The CPU is inspected once (CPUID + XGETBV) and the
-// fastest available back-end is chosen on first use; the choice is process-wide and thread-safe.
+// merkle pairs), the ARMv8 SHA-2 instructions (aarch64), and a portable implementation. The CPU is
+// inspected once (CPUID + XGETBV; on aarch64 Linux getauxval(AT_HWCAP)) and the fastest available
+// back-end is chosen on first use; the choice is process-wide and thread-safe. The environment
+// variable IBDKIT_DISABLE_CPU_FEATURES=1 makes that choice the portable code on any CPU.
 // No global -m flags are needed: SIMD code is compiled per function with target attributes.
 // Design notes and measurements: docs/crypto.md.
 #pragma once
@@ -103,7 +105,7 @@ void WriteSha256Padding(uint8_t* dst, uint64_t len) noexcept;
 /// A padded message has at least one block; a job with `blocks == 0` is skipped (`out` untouched).
 void Sha256dManyPadded(std::span<const PaddedHashJob> jobs) noexcept;
 
-/// Name of the back-end in use ("sha-ni", "avx2", "avx512", "portable"; the automatic choice may
+/// Name of the back-end in use ("sha-ni", "avx2", "avx512", "arm-sha2", "portable"; the automatic choice may
 /// combine two, e.g. "sha-ni+avx512" = SHA-NI for streams and AVX-512 for Sha256d64).
 std::string_view Sha256Implementation() noexcept;
 
@@ -111,7 +113,8 @@ namespace sha256_detail {
 /// Back-ends that exist on this CPU, for tests that make every back-end agree.
 /// Forcing Avx2 or Avx512 selects them for Sha256d64 (groups of 8 / 16 inputs; the remainder
 /// and single streams use the portable code, so each back-end is tested on its own).
-enum class Backend { Portable, ShaNi, Avx2, Avx512 };
+/// ArmSha2 is the ARMv8 SHA-2 instructions (aarch64 Linux with HWCAP_SHA2) for everything.
+enum class Backend { Portable, ShaNi, Avx2, Avx512, ArmSha2 };
 bool BackendAvailable(Backend b) noexcept;
 /// Forces a back-end for the whole process (for tests and benchmarks); returns false and changes
 /// nothing if it is unavailable. Safe to call while other threads hash: every back-end shares one
