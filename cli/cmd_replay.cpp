@@ -38,7 +38,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         int stop_height{-1};
         int rounds{1};
         unsigned threads{0};
-        bool via_p2p{false}, json{false}, quiet{false}, no_stats{false};
+        bool via_p2p{false}, json{false}, quiet{false}, no_stats{false}, skip_scripts{false};
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
@@ -63,6 +63,10 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->capture_default_str();
     AddAssumeValidOption(cmd, a->assumevalid);
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
+    cmd->add_flag("--skip-scripts", a->skip_scripts,
+                  "Trust every block's scripts (a benchmark of the rest of the pipeline, as a node below its assumevalid\n"
+                  "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)")
+        ->excludes(cmd->get_option("--assumevalid"));
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     cmd->add_flag("--no-stats", a->no_stats,
                   "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
@@ -88,6 +92,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.statistics = !a->no_stats;
         o.db_batch_bytes = a->dbbatchsize;
         o.assumevalid = ParseAssumeValid(a->assumevalid);
+        o.skip_scripts = a->skip_scripts;
         const bool all = a->policy == "all";
         if (!all) {
             auto id = ParsePolicy(a->policy);

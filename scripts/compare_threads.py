@@ -19,7 +19,8 @@ import time
 def replay(exe, blocks, threads, dbcache, policy):
     t0 = time.perf_counter()
     r = subprocess.run([exe, "replay", "-q", "--json", "--blocks-dir", str(blocks), "--threads", str(threads),
-                        "--dbcache", str(dbcache), "--policy", policy], capture_output=True, text=True, check=True)
+                        "--dbcache", str(dbcache), "--policy", policy, "--skip-scripts"],  # the pipeline's threads, not scripts'
+                       capture_output=True, text=True, check=True)
     return time.perf_counter() - t0, json.loads(r.stdout)
 
 

@@ -71,7 +71,8 @@ public:
             raw.ctx.height = h;
             if (m_bip34_hash && h > m_params.consensus.bip34_height) raw.ctx.bip34_ancestor = m_bip34_hash;
             // (Core never connects the genesis block's transactions, so never asks about it.)
-            if (auto why = h == 0 ? std::nullopt : ScriptCheckReason(m_assumevalid, m_best, h, raw.hash, m_params.consensus)) {
+            if (auto why = h == 0 || m_opts.skip_scripts ? std::nullopt
+                                                         : ScriptCheckReason(m_assumevalid, m_best, h, raw.hash, m_params.consensus)) {
                 raw.ctx.check_scripts = true;
                 raw.ctx.script_check_reason = *why;
             }

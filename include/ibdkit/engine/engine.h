@@ -74,6 +74,10 @@ struct EngineOptions {
     /// none on regtest); a null hash, verify every block's scripts; otherwise the hash of a block
     /// below which scripts are skipped where Core's conditions hold (consensus/assumevalid.h).
     std::optional<BlockHash> assumevalid;
+    /// Trust every block's scripts, whatever assumevalid says: for measuring the rest of the
+    /// pipeline (as a node below its assumevalid block runs it) on chains too short for Core's rule
+    /// to skip anything. Not a Core mode; replay's `--skip-scripts`, `ibdkit run` by default.
+    bool skip_scripts{false};
 };
 
 /// Throughput over one slice of a run's connected bytes (replay --json: throughput_by_decile).
