@@ -18,6 +18,7 @@
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/result_fields.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
@@ -38,6 +39,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace nb = nanobind;
@@ -248,74 +251,36 @@ private:
 
 // ---- replay / sync ---------------------------------------------------------------------------
 
-nb::dict UtxoDict(const UtxoStats& u)
+nb::dict FieldsDict(const ResultFields& fields);
+
+/// A result value (engine/result_fields.h) as the Python object of its type.
+nb::object FieldValue(const ResultValue& v)
 {
-    nb::dict d;
-    d["height"] = u.height;
-    d["bestblock"] = u.best_block.ToHex();
-    d["txouts"] = u.txouts;
-    d["transactions"] = u.transactions;
-    d["bogosize"] = u.bogosize;
-    d["total_amount"] = FormatMoney(u.total_amount);
-    d["total_amount_sat"] = u.total_amount;
-    d["hash_serialized_3"] = u.hash_serialized.ToHex();
-    d["height_source"] = u.height_from_coins ? "max-coin-height" : "argument";
-    if (u.interrupted_flush) {
-        nb::dict h;
-        h["new_tip"] = u.interrupted_flush->new_tip.ToHex();
-        h["old_tip"] = u.interrupted_flush->old_tip.ToHex();
-        d["interrupted_flush"] = h;
-    }
-    return d;
+    return std::visit(
+        [](const auto& x) -> nb::object {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::nullptr_t>) {
+                return nb::none();
+            } else if constexpr (std::is_same_v<T, ResultValue::List>) {
+                nb::list out;
+                for (const auto& item : x) out.append(FieldValue(item));
+                return out;
+            } else if constexpr (std::is_same_v<T, ResultValue::Object>) {
+                return FieldsDict(x);
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                return nb::str(x.c_str(), x.size());
+            } else {
+                return nb::cast(x);
+            }
+        },
+        v.value);
 }
 
-/// What every engine run reports, under the CLI's --json names (replay and sync add their own).
-nb::dict EngineResultDict(const EngineResult& r, PolicyId policy)
+/// A result's fields as a dict, in their order: the CLI's --json names and types.
+nb::dict FieldsDict(const ResultFields& fields)
 {
-    nb::dict d = r.utxo ? UtxoDict(*r.utxo) : nb::dict();
-    if (!r.utxo) {
-        d["height"] = r.height;
-        d["bestblock"] = r.tip.ToHex();
-    }
-    d["blocks_connected"] = r.blocks;
-    d["start_height"] = r.start_height;
-    d["transactions_connected"] = r.txs;
-    d["inputs"] = r.inputs;
-    d["outputs"] = r.outputs;
-    d["bytes"] = r.bytes;
-    d["seconds"] = r.seconds;
-    d["total_seconds"] = r.total_seconds;
-    d["final_flush_seconds"] = r.final_flush_seconds;
-    d["flush_seconds"] = r.flush_seconds;
-    d["cache_full_entries"] = r.cache_full_entries;
-    d["cache_full_bytes"] = r.cache_full_bytes;
-    d["blocks_per_s"] = r.seconds > 0 ? double(r.blocks) / r.seconds : 0.0;
-    d["mb_per_s"] = r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0;
-    d["flushes"] = r.flushes;
-    d["recovered_blocks"] = r.recovered_blocks;
-    d["interrupted"] = r.interrupted;
-    d["network"] = std::string(ChainTypeName(r.chain));
-    d["policy"] = std::string(PolicyName(policy));
-    d["bytes_cleansed"] = r.bytes_cleansed;
-    d["threads"] = r.threads;
-    d["coins_read_from_disk"] = r.coins_read_from_disk;
-    d["coins_prefetched"] = r.coins_prefetched;
-    d["peak_rss_bytes"] = r.peak_rss_bytes;
-    d["script_checked_inputs"] = r.script_checked_inputs;
-    d["script_checks_from_height"] = r.script_checks_from_height ? nb::object(nb::int_(*r.script_checks_from_height)) : nb::none();
-    d["script_check_reason"] = r.script_checks_from_height ? nb::object(nb::str(r.script_check_reason.c_str())) : nb::none();
-    nb::list deciles;
-    for (const auto& t : r.throughput_by_decile) {
-        nb::dict slice;
-        slice["height_from"] = t.height_from;
-        slice["height_to"] = t.height_to;
-        slice["blocks_per_s"] = t.blocks_per_s;
-        slice["mb_per_s"] = t.mb_per_s;
-        deciles.append(slice);
-    }
-    d["throughput_by_decile"] = deciles;
-    d["reject_reason"] = r.reject_reason;
-    d["reject_height"] = r.reject_reason ? nb::object(nb::int_(r.reject_height)) : nb::none();
+    nb::dict d;
+    for (const auto& f : fields) d[f.key.c_str()] = FieldValue(f.value);
     return d;
 }
 
@@ -419,14 +384,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    nb::dict d = EngineResultDict(*r, o.policy);
-    d["bytes_read"] = r->bytes_read;
-    d["orphans"] = r->orphans;
-    d["stale"] = r->stale;
-    d["duplicates"] = r->duplicates;
-    d["skipped_bytes"] = r->scan.skipped_bytes;
-    d["truncated_records"] = r->scan.truncated;
-    return d;
+    return FieldsDict(ReplayResultFields(*r, o.policy));
 }
 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
@@ -469,32 +427,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    nb::dict d = EngineResultDict(*r, o.policy);
-    d["mode"] = r->mode;
-    nb::dict peer;
-    peer["user_agent"] = r->peer_user_agent;
-    peer["version"] = r->peer_version;
-    peer["start_height"] = r->peer_height;
-    peer["services"] = r->peer_services;
-    d["peer"] = peer;
-    d["header_height"] = r->header_height;
-    d["headers_received"] = r->headers_received;
-    d["handshake_seconds"] = r->handshake_seconds;
-    d["headers_seconds"] = r->headers_seconds;
-    d["messages"] = r->messages;
-    d["dropped_messages"] = r->dropped_messages;
-    d["bytes_received"] = r->bytes_received;
-    d["bytes_sent"] = r->bytes_sent;
-    if (r->failure) {
-        nb::dict f;
-        f["kind"] = std::string(NetErrcName(r->failure->code));
-        f["message"] = r->failure->message;
-        d["failure"] = f;
-    } else {
-        d["failure"] = nb::none();
-    }
-    d["peer_rejects"] = r->peer_rejects;
-    return d;
+    return FieldsDict(SyncResultFields(*r, o.policy));
 }
 
 // ---- chainstate ------------------------------------------------------------------------------
@@ -584,7 +517,7 @@ public:
         }
         bridge.Rethrow();
         if (!r) Throw(r.error());
-        return UtxoDict(*r);
+        return FieldsDict(UtxoStatsFields(*r));
     }
 
     std::optional<PyCoin> Get(const std::string& txid, uint32_t vout) const
