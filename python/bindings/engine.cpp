@@ -54,6 +54,21 @@ void ProgressInto(nb::dict& d, const EngineProgress& p)
     d["flushing"] = p.flushing;
 }
 
+/// Runs `run` (Replay or Sync) on `o` without the GIL, re-raises what the progress callback or a
+/// signal raised (after the run flushed), and returns the result's fields as a dict.
+template <typename Options, typename Run, typename ToFields>
+nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToFields to_fields)
+{
+    decltype(run(o)) r = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        r = run(o);
+    }
+    bridge.Rethrow();
+    if (!r) Throw(r.error());
+    return FieldsDict(to_fields(*r, o.policy));
+}
+
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
                  std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
                  unsigned threads, bool statistics, std::optional<std::string> assumevalid, nb::object progress)
@@ -80,14 +95,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
     o.on_progress = [&](const ReplayProgress& p) { bridge.Call([&](nb::dict& d) { ProgressInto(d, p); }); };
-    Result<ReplayResult> r = Error{};
-    {
-        nb::gil_scoped_release nogil;
-        r = Replay(o);
-    }
-    bridge.Rethrow();
-    if (!r) Throw(r.error());
-    return FieldsDict(ReplayResultFields(*r, o.policy));
+    return RunAndReport(o, bridge, Replay, ReplayResultFields);
 }
 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
@@ -123,14 +131,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
             d["headers_phase"] = p.headers_phase;
         });
     };
-    Result<SyncResult> r = Error{};
-    {
-        nb::gil_scoped_release nogil;
-        r = Sync(o);
-    }
-    bridge.Rethrow();
-    if (!r) Throw(r.error());
-    return FieldsDict(SyncResultFields(*r, o.policy));
+    return RunAndReport(o, bridge, Sync, SyncResultFields);
 }
 
 } // namespace

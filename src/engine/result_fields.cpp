@@ -87,6 +87,15 @@ void PutRun(ResultFields& f, const EngineResult& c)
     Put(f, "throughput_by_decile", Deciles(c.throughput_by_decile));
 }
 
+/// The fields every run's result opens with: the network and the buffer policy.
+ResultFields Begin(const EngineResult& r, PolicyId policy)
+{
+    ResultFields f;
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    return f;
+}
+
 void PutReject(ResultFields& f, const EngineResult& r)
 {
     Put(f, "reject_reason", r.reject_reason ? Str(*r.reject_reason) : Null());
@@ -106,9 +115,7 @@ ResultFields UtxoStatsFields(const UtxoStats& u)
 
 ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy)
 {
-    ResultFields f;
-    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
-    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    ResultFields f = Begin(r, policy);
     PutTip(f, r);
     PutRun(f, r);
     Put(f, "bytes_read", UInt(r.bytes_read));
@@ -124,9 +131,7 @@ ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy)
 
 ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
 {
-    ResultFields f;
-    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
-    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    ResultFields f = Begin(r, policy);
     Put(f, "mode", Str(r.mode));
     Put(f, "peer", ResultValue{ResultValue::Object{{"user_agent", Str(r.peer_user_agent)},
                                                    {"version", Int(r.peer_version)},
