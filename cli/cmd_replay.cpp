@@ -120,9 +120,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             return;
         }
         if (a->json) {
-            auto j = ToJson(*r);
-            j["policy"] = std::string(PolicyName(o.policy));
-            std::printf("%s\n", j.dump(2).c_str());
+            std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
         } else {
             PrintHuman(*r);
         }

@@ -24,33 +24,6 @@ extern "C" void OnSyncSignal(int)
     if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
 }
 
-nlohmann::json ToJson(const SyncResult& r, PolicyId policy)
-{
-    nlohmann::json j;
-    j["network"] = std::string(ChainTypeName(r.chain));
-    j["policy"] = std::string(PolicyName(policy));
-    j["mode"] = r.mode;
-    j["peer"] = {{"user_agent", r.peer_user_agent}, {"version", r.peer_version}, {"start_height", r.peer_height}, {"services", r.peer_services}};
-    PutTipFields(j, r);
-    j["header_height"] = r.header_height;
-    j["headers_received"] = r.headers_received;
-    j["competing_branches"] = r.competing_branches;
-    PutRunFields(j, r);
-    j["handshake_seconds"] = r.handshake_seconds;
-    j["headers_seconds"] = r.headers_seconds;
-    j["messages"] = r.messages;
-    j["dropped_messages"] = r.dropped_messages;
-    j["bytes_received"] = r.bytes_received;
-    j["bytes_sent"] = r.bytes_sent;
-    if (r.failure) j["failure"] = {{"kind", std::string(NetErrcName(r.failure->code))}, {"message", r.failure->message}};
-    if (r.reject_reason) {
-        j["reject_reason"] = *r.reject_reason;
-        j["reject_height"] = r.reject_height;
-    }
-    if (!r.peer_rejects.empty()) j["peer_rejects"] = r.peer_rejects;
-    return j;
-}
-
 void PrintHuman(const SyncResult& r)
 {
     std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
@@ -163,7 +136,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             return;
         }
         if (a->json) {
-            std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
+            std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
         } else {
             PrintHuman(*r);
         }

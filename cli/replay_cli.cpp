@@ -6,84 +6,39 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <variant>
 #include <cstdio>
 #include <cstdlib>
 
 namespace ibdkit::cli {
 
-void PutTipFields(nlohmann::json& j, const EngineResult& r)
+nlohmann::json ToJson(const ResultValue& v)
 {
-    if (r.height < 0) return;
-    j["height"] = r.height;
-    j["bestblock"] = r.tip.ToHex();
-    if (!r.utxo) return; // --no-stats
-    const UtxoStats& u = *r.utxo;
-    j["txouts"] = u.txouts;
-    j["transactions"] = u.transactions;
-    j["bogosize"] = u.bogosize;
-    j["total_amount"] = nlohmann::json::number_float_t(double(u.total_amount) / COIN);
-    j["total_amount_sat"] = u.total_amount;
-    j["hash_serialized_3"] = u.hash_serialized.ToHex();
+    return std::visit(
+        [](const auto& x) -> nlohmann::json {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, ResultValue::List>) {
+                nlohmann::json a = nlohmann::json::array();
+                for (const auto& item : x) a.push_back(ToJson(item));
+                return a;
+            } else if constexpr (std::is_same_v<T, ResultValue::Object>) {
+                return ToJson(x);
+            } else {
+                return nlohmann::json(x);
+            }
+        },
+        v.value);
 }
 
-void PutRunFields(nlohmann::json& j, const EngineResult& c)
+nlohmann::json ToJson(const ResultFields& fields)
 {
-    const double seconds = c.seconds;
-    j["blocks_connected"] = c.blocks;
-    j["start_height"] = c.start_height;
-    j["transactions_connected"] = c.txs;
-    j["bytes"] = c.bytes;
-    j["seconds"] = seconds;
-    j["total_seconds"] = c.total_seconds;
-    j["final_flush_seconds"] = c.final_flush_seconds;
-    j["blocks_per_s"] = seconds > 0 ? double(c.blocks) / seconds : 0.0;
-    j["mb_per_s"] = seconds > 0 ? double(c.bytes) / 1e6 / seconds : 0.0;
-    j["flushes"] = c.flushes;
-    j["flush_seconds"] = c.flush_seconds;
-    j["cache_full_entries"] = c.cache_full_entries;
-    j["cache_full_bytes"] = c.cache_full_bytes;
-    j["recovered_blocks"] = c.recovered_blocks;
-    j["interrupted"] = c.interrupted;
-    j["threads"] = c.threads;
-    j["bytes_cleansed"] = c.bytes_cleansed;
-    j["coins_read_from_disk"] = c.coins_read_from_disk;
-    j["coins_prefetched"] = c.coins_prefetched;
-    j["blocks_disconnected"] = c.blocks_disconnected;
-    j["reorg_fork_height"] = c.reorg_fork_height;
-    j["undo_records"] = c.undo_records;
-    j["undo_bytes"] = c.undo_bytes;
-    j["peak_rss_bytes"] = c.peak_rss_bytes;
-    j["script_checked_inputs"] = c.script_checked_inputs;
-    j["script_checks_from_height"] = c.script_checks_from_height ? nlohmann::json(*c.script_checks_from_height) : nlohmann::json(nullptr);
-    j["script_check_reason"] = c.script_checks_from_height ? nlohmann::json(c.script_check_reason) : nlohmann::json(nullptr);
-    nlohmann::json deciles = nlohmann::json::array();
-    for (const auto& t : c.throughput_by_decile) {
-        deciles.push_back({{"height_from", t.height_from}, {"height_to", t.height_to},
-                           {"blocks_per_s", t.blocks_per_s}, {"mb_per_s", t.mb_per_s}});
-    }
-    j["throughput_by_decile"] = std::move(deciles);
-}
-
-nlohmann::json ToJson(const ReplayResult& r)
-{
-    nlohmann::json j;
-    j["network"] = std::string(ChainTypeName(r.chain));
-    j["policy"] = nullptr;
-    PutTipFields(j, r);
-    PutRunFields(j, r);
-    j["bytes_read"] = r.bytes_read;
-    j["orphans"] = r.orphans;
-    j["stale"] = r.stale;
-    j["duplicates"] = r.duplicates;
-    j["skipped_bytes"] = r.scan.skipped_bytes;
-    j["scan_bytes_read"] = r.scan.bytes_read;
-    j["truncated_records"] = r.scan.truncated;
-    if (r.reject_reason) {
-        j["reject_reason"] = *r.reject_reason;
-        j["reject_height"] = r.reject_height;
-    }
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& f : fields) j[f.key] = ToJson(f.value);
     return j;
 }
+
+nlohmann::json ToJson(const ReplayResult& r, PolicyId policy) { return ToJson(ReplayResultFields(r, policy)); }
 
 void PrintHuman(const ReplayResult& r)
 {
@@ -184,7 +139,7 @@ PolicyRun RunReplayInChild(ReplayOptions opts)
     if (pid == 0) {
         close(fd[0]);
         auto r = Replay(opts);
-        std::string out = r ? ToJson(*r).dump() : std::string("!") + r.error().message;
+        std::string out = r ? ToJson(*r, opts.policy).dump() : std::string("!") + r.error().message;
         std::size_t off = 0;
         while (off < out.size()) {
             ssize_t n = write(fd[1], out.data() + off, out.size() - off);

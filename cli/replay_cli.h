@@ -5,6 +5,7 @@
 #include "progress.h"
 
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/result_fields.h>
 
 #include <nlohmann/json.hpp>
 
@@ -15,16 +16,12 @@
 
 namespace ibdkit::cli {
 
-/// Adds the chainstate's tip and UTXO-set fields under gettxoutsetinfo's names (height, bestblock,
-/// txouts, transactions, bogosize, total_amount, hash_serialized_3) plus total_amount_sat; only
-/// height and bestblock when the statistics were skipped (--no-stats); nothing without a tip.
-void PutTipFields(nlohmann::json& j, const EngineResult& r);
-/// The same for people (PrintHuman's last lines).
+/// A result's fields (engine/result_fields.h) as a JSON object (keys sorted, as nlohmann::json
+/// keeps them); one value as JSON.
+nlohmann::json ToJson(const ResultFields& fields);
+nlohmann::json ToJson(const ResultValue& value);
+/// The chainstate's tip and UTXO-set statistics for people (PrintHuman's last lines).
 void PrintTip(const EngineResult& r);
-/// Adds the fields every block-connecting run reports: blocks_connected, start_height,
-/// transactions_connected, bytes, seconds, total_seconds, blocks_per_s, mb_per_s, flushes,
-/// recovered_blocks, interrupted, threads, bytes_cleansed.
-void PutRunFields(nlohmann::json& j, const EngineResult& r);
 /// Adds `--assumevalid HASH|0` to a block-connecting command, into `value`.
 void AddAssumeValidOption(CLI::App* cmd, std::string& value);
 /// EngineOptions::assumevalid from the option's text: nullopt when not given (the network's
@@ -34,8 +31,8 @@ std::optional<BlockHash> ParseAssumeValid(const std::string& value);
 /// why, or that the assumevalid rule skipped them.
 void PrintScripts(const EngineResult& r);
 
-/// The result as JSON: gettxoutsetinfo's field names plus timing and skip counts.
-nlohmann::json ToJson(const ReplayResult& r);
+/// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
+nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);
 /// The result for people.
 void PrintHuman(const ReplayResult& r);
 /// A progress callback drawing height, blocks/s, tx/s, MB/s, cache use and ETA on `bar`.

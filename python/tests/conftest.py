@@ -2,6 +2,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -50,6 +51,21 @@ def import_pbk():
     except Exception as e:  # ImportError, or the bundled libbitcoinkernel failing to load
         missing(f"Bitcoin Core's engine does not import ({type(e).__name__}: {e})", PBK_INSTALL)
     return pbk
+
+
+def import_ibdkit():
+    """The Python module of the build under test: BUILD/python beside IBDKIT_CLI (or PYTHONPATH)."""
+    default = pathlib.Path(__file__).resolve().parents[2] / "build" / "release" / "ibdkit"
+    cli = pathlib.Path(os.environ.get("IBDKIT_CLI", default))
+    staged = cli.parent / "python"
+    if (staged / "ibdkit").is_dir() and str(staged) not in sys.path:
+        sys.path.insert(0, str(staged))
+    try:
+        import ibdkit
+    except ImportError as e:
+        missing(f"the ibdkit Python module beside {cli} does not import ({e})",
+                "the module: build target _ibdkit (IBDKIT_BUILD_PYTHON=ON, scripts/pydeps.sh)")
+    return ibdkit
 
 
 def run_cli(cli, *args, check=True, input=None):

@@ -12,36 +12,18 @@ both fail, ibdkit's reason must be a block-script-verify-flag-failed one.
 import hashlib
 import json
 import os
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
 
-from conftest import DATA, import_pbk, missing, run_cli  # noqa: E402
+from conftest import DATA, import_ibdkit, import_pbk, run_cli  # noqa: E402
 
 pbk = import_pbk()
 
 from test_block_differential import parse_block  # noqa: E402
 from test_gen_chain_core import read_records  # noqa: E402
 from test_replay_differential import _records  # noqa: E402
-
-
-def import_ibdkit():
-    """The Python module of the build under test: BUILD/python beside IBDKIT_CLI (or PYTHONPATH)."""
-    default = pathlib.Path(__file__).resolve().parents[2] / "build" / "release" / "ibdkit"
-    cli = pathlib.Path(os.environ.get("IBDKIT_CLI", default))
-    staged = cli.parent / "python"
-    if (staged / "ibdkit").is_dir() and str(staged) not in sys.path:
-        sys.path.insert(0, str(staged))
-    try:
-        import ibdkit
-    except ImportError as e:
-        missing(f"the ibdkit Python module beside {cli} does not import ({e})",
-                "the module: build target _ibdkit (IBDKIT_BUILD_PYTHON=ON, scripts/pydeps.sh)")
-    return ibdkit
-
 
 ibdkit = import_ibdkit()
 

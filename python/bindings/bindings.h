@@ -1,0 +1,78 @@
+// What the files of the Python module share (python/bindings): argument parsing, the progress
+// bridge, and one Bind function per area, called from NB_MODULE in module.cpp.
+#pragma once
+
+#include "errors.h"
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/engine/result_fields.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/primitives/block_view.h>
+
+#include <nanobind/nanobind.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace ibdkit::py {
+
+/// A copy of `s` as Python bytes.
+nanobind::bytes Bytes(ByteSpan s);
+/// The network of a name ("main", "test", "testnet4", "signet", "regtest"); InvalidArgument else.
+ChainType ParseNetwork(const std::string& name);
+/// The buffer policy of a name; InvalidArgument else.
+PolicyId ParsePolicyName(const std::string& name);
+/// A run's or a UTXO set's result fields as a dict, in their order: the CLI's --json names and types.
+nanobind::dict FieldsDict(const ResultFields& fields);
+
+/// Calls a Python progress callback from the library's thread, turns Ctrl-C into a clean stop and
+/// keeps an exception raised by the callback for after the run.
+class ProgressBridge {
+public:
+    explicit ProgressBridge(nanobind::object cb) : m_cb(std::move(cb)) {}
+    template <typename Fill>
+    void Call(Fill&& fill)
+    {
+        nanobind::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) {
+            m_error = std::make_unique<nanobind::python_error>();
+            m_stop = true;
+            return;
+        }
+        if (m_cb.is_none() || m_error) return;
+        try {
+            nanobind::dict d;
+            fill(d);
+            m_cb(d);
+        } catch (nanobind::python_error& e) {
+            m_error = std::make_unique<nanobind::python_error>(std::move(e));
+            m_stop = true;
+        }
+    }
+    const std::atomic<bool>* flag() const noexcept { return &m_stop; }
+    /// Re-raises what the callback or a signal raised (after the run flushed cleanly).
+    void Rethrow()
+    {
+        if (m_error) {
+            auto e = std::move(m_error);
+            e->restore();
+            throw nanobind::python_error();
+        }
+    }
+
+private:
+    nanobind::object m_cb;
+    std::atomic<bool> m_stop{false};
+    std::unique_ptr<nanobind::python_error> m_error;
+};
+
+/// Output, Input, Transaction, Block, decode_block and BlockReader (blocks.cpp).
+void BindBlocks(nanobind::module_& m);
+/// _replay, _sync and policies (engine.cpp).
+void BindEngine(nanobind::module_& m);
+/// Coin, _Chainstate and its iterators (chainstate.cpp).
+void BindChainstate(nanobind::module_& m);
+
+} // namespace ibdkit::py

@@ -1,0 +1,298 @@
+// Blocks and transactions in the Python module: lazy views over a block's bytes (Block,
+// Transaction, Input, Output), decode_block, and BlockReader (read_blocks: chain order).
+#include "bindings.h"
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/validation.h>
+#include <ibdkit/primitives/block.h>
+#include <ibdkit/primitives/block_view.h>
+#include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/utxo/address.h>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ibdkit::py {
+namespace {
+
+namespace fs = std::filesystem;
+using Storage = std::shared_ptr<const std::vector<uint8_t>>;
+
+AddressNetwork AddressNet(ChainType t)
+{
+    switch (t) {
+    case ChainType::MAIN: return AddressNetwork::Main;
+    case ChainType::SIGNET: return AddressNetwork::Signet;
+    case ChainType::REGTEST: return AddressNetwork::Regtest;
+    case ChainType::TESTNET:
+    case ChainType::TESTNET4: break;
+    }
+    return AddressNetwork::Test;
+}
+
+struct PyOutput {
+    Amount value;
+    nb::bytes script_pubkey;
+    ChainType chain;
+
+    std::string Type() const
+    {
+        const Script s(reinterpret_cast<const uint8_t*>(script_pubkey.c_str()), script_pubkey.size());
+        return std::string(GetTxnOutputType(Solver(s.span())));
+    }
+    std::optional<std::string> Address(std::optional<std::string> network) const
+    {
+        const Script s(reinterpret_cast<const uint8_t*>(script_pubkey.c_str()), script_pubkey.size());
+        return EncodeAddress(s, AddressNet(network ? ParseNetwork(*network) : chain));
+    }
+};
+
+struct PyInput {
+    std::string prevout_txid;
+    uint32_t prevout_vout;
+    nb::bytes script_sig;
+    uint32_t sequence;
+    nb::list witness;
+};
+
+struct PyTx {
+    Storage storage; // keeps the block's bytes alive
+    TxLayout layout;
+    ChainType chain;
+
+    TxView View() const noexcept { return TxView(layout); }
+    nb::list Inputs() const
+    {
+        nb::list out;
+        const TxView tx = View(); // the ranges point at the view's layout: keep it alive
+        for (InputView in : tx.inputs()) {
+            nb::list wit;
+            for (ByteSpan item : in.witness) wit.append(Bytes(item));
+            out.append(PyInput{in.prevout_hash().ToHex(), in.prevout_n(), Bytes(in.script_sig), in.sequence, wit});
+        }
+        return out;
+    }
+    nb::list Outputs() const
+    {
+        nb::list out;
+        const TxView tx = View();
+        for (OutputView o : tx.outputs()) out.append(PyOutput{o.value, Bytes(o.script_pubkey), chain});
+        return out;
+    }
+};
+
+struct PyBlock {
+    Storage storage;
+    BlockView view;
+    ChainType chain{ChainType::MAIN};
+    std::optional<int> height; ///< known when read in chain order
+
+    static PyBlock FromBytes(std::vector<uint8_t>&& bytes, ChainType chain, std::optional<int> height)
+    {
+        auto st = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+        auto v = BlockView::Parse(ByteSpan(st->data(), st->size()));
+        if (!v) Throw(v.error());
+        return PyBlock{std::move(st), *v, chain, height};
+    }
+
+    nb::list Transactions() const
+    {
+        nb::list out;
+        for (TxView tx : view.txs()) out.append(PyTx{storage, tx.layout(), chain});
+        return out;
+    }
+    std::vector<std::string> Txids() const
+    {
+        std::vector<std::string> out;
+        out.reserve(view.tx_count());
+        {
+            nb::gil_scoped_release nogil;
+            for (TxView tx : view.txs()) out.push_back(tx.ComputeTxid().ToHex());
+        }
+        return out;
+    }
+    std::size_t StrippedSize() const
+    {
+        std::size_t n = 80;
+        // CompactSize of the transaction count.
+        const std::size_t c = view.tx_count();
+        n += c < 253 ? 1 : c <= 0xffff ? 3 : c <= 0xffffffffu ? 5 : 9;
+        for (TxView tx : view.txs()) n += tx.GetStrippedSize();
+        return n;
+    }
+    std::optional<std::string> Check(std::optional<std::string> network, bool pow, bool merkle) const
+    {
+        const ChainParams& params = GetChainParams(network ? ParseNetwork(*network) : chain);
+        auto block = DecodeBlock(view.bytes());
+        if (!block) Throw(block.error()); // cannot happen: the view parsed the same bytes
+        BlockValidationState state;
+        bool ok;
+        {
+            nb::gil_scoped_release nogil;
+            ok = CheckBlockRules(*block, state, params.consensus, {pow, merkle});
+        }
+        if (ok) return std::nullopt;
+        return state.GetRejectReason();
+    }
+};
+
+/// Blocks of a blk directory or a Core datadir in chain order (read_blocks).
+class BlockReader {
+public:
+    BlockReader(const std::string& path, std::optional<std::string> network)
+    {
+        const fs::path dir = path;
+        const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
+        // A Core data directory (its block index, or a network's subdirectory) is read through the
+        // index; a blocks directory or blk file by following prev-hashes through every record.
+        bool datadir = fs::is_directory(dir / "blocks" / "index");
+        for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+        Result<LocatedChain> located = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            located = datadir ? LocateFromDatadir(dir, chain)
+                              : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
+        }
+        if (!located) Throw(located.error());
+        m_chain = std::move(*located);
+        m_reader = std::make_unique<BlockFileReader>(m_chain.files, m_chain.key);
+    }
+
+    std::size_t Size() const noexcept { return m_chain.order.blocks.size(); }
+    PyBlock Next()
+    {
+        if (m_next >= m_chain.order.blocks.size()) throw nb::stop_iteration();
+        const BlockRecordPos& pos = m_chain.order.blocks[m_next];
+        Result<std::vector<uint8_t>> bytes = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            bytes = m_reader->Read(pos);
+        }
+        if (!bytes) Throw(bytes.error());
+        const int height = m_chain.base_height + int(m_next++);
+        return PyBlock::FromBytes(std::move(*bytes), m_chain.chain, height);
+    }
+    ChainType chain() const noexcept { return m_chain.chain; }
+    nb::dict Stats() const
+    {
+        nb::dict d;
+        d["blocks"] = m_chain.order.blocks.size();
+        d["records"] = m_chain.scan.records;
+        d["bytes"] = m_chain.scan.bytes;
+        d["orphans"] = m_chain.order.orphans;
+        d["stale"] = m_chain.order.stale;
+        d["duplicates"] = m_chain.order.duplicates;
+        d["skipped_bytes"] = m_chain.scan.skipped_bytes;
+        d["truncated_records"] = m_chain.scan.truncated;
+        d["from_index"] = m_chain.from_index;
+        return d;
+    }
+
+private:
+    LocatedChain m_chain;
+    std::unique_ptr<BlockFileReader> m_reader;
+    std::size_t m_next{0};
+};
+
+} // namespace
+
+void BindBlocks(nb::module_& m)
+{
+    nb::class_<PyOutput>(m, "Output", "A transaction output.")
+        .def_ro("value", &PyOutput::value, "Amount in satoshis.")
+        .def_ro("script_pubkey", &PyOutput::script_pubkey, "The output script (bytes).")
+        .def_prop_ro("script_type", &PyOutput::Type, "Core's TxoutType name ('witness_v0_keyhash', ...).")
+        .def("address", &PyOutput::Address, "network"_a = nb::none(),
+             "The address of a standard script on `network` (default: the block's network), else None.")
+        .def("__repr__", [](const PyOutput& o) {
+            return "<Output " + std::to_string(o.value) + " sat " + o.Type() + ">";
+        });
+
+    nb::class_<PyInput>(m, "Input", "A transaction input.")
+        .def_ro("prevout_txid", &PyInput::prevout_txid, "Txid of the spent output (hex, display order).")
+        .def_ro("prevout_vout", &PyInput::prevout_vout, "Index of the spent output.")
+        .def_ro("script_sig", &PyInput::script_sig, "scriptSig (bytes).")
+        .def_ro("sequence", &PyInput::sequence, "nSequence.")
+        .def_ro("witness", &PyInput::witness, "Witness stack items (list of bytes).")
+        .def("__repr__", [](const PyInput& i) {
+            return "<Input " + i.prevout_txid + ":" + std::to_string(i.prevout_vout) + ">";
+        });
+
+    nb::class_<PyTx>(m, "Transaction", "A transaction: a view into its block's bytes (nothing is copied until asked).")
+        .def_prop_ro("txid", [](const PyTx& t) { return t.View().ComputeTxid().ToHex(); }, "Txid (hex, display order).")
+        .def_prop_ro("wtxid", [](const PyTx& t) { return t.View().ComputeWtxid().ToHex(); }, "Wtxid (hex, display order).")
+        .def_prop_ro("version", [](const PyTx& t) { return int32_t(t.View().version()); })
+        .def_prop_ro("lock_time", [](const PyTx& t) { return t.View().lock_time(); })
+        .def_prop_ro("has_witness", [](const PyTx& t) { return t.View().HasWitness(); })
+        .def_prop_ro("is_coinbase", [](const PyTx& t) { return t.View().IsCoinBase(); })
+        .def_prop_ro("size", [](const PyTx& t) { return t.View().GetTotalSize(); }, "Serialized size with witness.")
+        .def_prop_ro("stripped_size", [](const PyTx& t) { return t.View().GetStrippedSize(); }, "Size without witness.")
+        .def_prop_ro("weight", [](const PyTx& t) { return t.View().GetStrippedSize() * 3 + t.View().GetTotalSize(); },
+                     "BIP141 weight.")
+        .def_prop_ro("vsize", [](const PyTx& t) {
+            return (t.View().GetStrippedSize() * 3 + t.View().GetTotalSize() + 3) / 4; }, "Virtual size (weight / 4, rounded up).")
+        .def_prop_ro("input_count", [](const PyTx& t) { return t.layout.n_in; })
+        .def_prop_ro("output_count", [](const PyTx& t) { return t.layout.n_out; })
+        .def_prop_ro("inputs", &PyTx::Inputs, "The inputs (list of Input, built on access).")
+        .def_prop_ro("outputs", &PyTx::Outputs, "The outputs (list of Output, built on access).")
+        .def_prop_ro("raw", [](const PyTx& t) { return Bytes(t.View().bytes()); }, "Serialized bytes (a copy).")
+        .def("__repr__", [](const PyTx& t) { return "<Transaction " + t.View().ComputeTxid().ToHex() + ">"; });
+
+    nb::class_<PyBlock>(m, "Block", "A block: a view over its serialized bytes (held once, shared by its transactions).")
+        .def_prop_ro("hash", [](const PyBlock& b) { return b.view.ComputeHash().ToHex(); }, "Block hash (hex, display order).")
+        .def_prop_ro("height", [](const PyBlock& b) { return b.height; }, "Height when read in chain order, else None.")
+        .def_prop_ro("network", [](const PyBlock& b) { return std::string(ChainTypeName(b.chain)); })
+        .def_prop_ro("version", [](const PyBlock& b) { return b.view.header().version; })
+        .def_prop_ro("prev_hash", [](const PyBlock& b) { return b.view.header().hash_prev_block.ToHex(); })
+        .def_prop_ro("merkle_root", [](const PyBlock& b) { return b.view.header().hash_merkle_root.ToHex(); })
+        .def_prop_ro("time", [](const PyBlock& b) { return b.view.header().time; })
+        .def_prop_ro("bits", [](const PyBlock& b) { return b.view.header().bits; })
+        .def_prop_ro("nonce", [](const PyBlock& b) { return b.view.header().nonce; })
+        .def_prop_ro("size", [](const PyBlock& b) { return b.view.GetTotalSize(); }, "Serialized size with witness.")
+        .def_prop_ro("stripped_size", &PyBlock::StrippedSize, "Serialized size without witness.")
+        .def_prop_ro("weight", [](const PyBlock& b) { return b.StrippedSize() * 3 + b.view.GetTotalSize(); }, "BIP141 weight.")
+        .def_prop_ro("tx_count", [](const PyBlock& b) { return b.view.tx_count(); })
+        .def_prop_ro("transactions", &PyBlock::Transactions, "The transactions (list of views into this block).")
+        .def("txids", &PyBlock::Txids, "Every txid (hex, display order), computed without building transactions.")
+        .def_prop_ro("raw", [](const PyBlock& b) { return Bytes(b.view.bytes()); }, "Serialized bytes (a copy).")
+        .def("check", &PyBlock::Check, "network"_a = nb::none(), "pow"_a = true, "merkle"_a = true,
+             "Core's CheckBlock: None when every context-free rule holds, else Core's reject reason "
+             "('bad-txnmrklroot', 'high-hash', ...). network: default the block's network.")
+        .def("__len__", [](const PyBlock& b) { return b.view.tx_count(); })
+        .def("__iter__", [](const PyBlock& b) { return nb::iter(b.Transactions()); })
+        .def("__repr__", [](const PyBlock& b) {
+            return "<Block " + b.view.ComputeHash().ToHex() + (b.height ? " height " + std::to_string(*b.height) : "") + ">";
+        });
+
+    m.def(
+        "decode_block",
+        [](nb::bytes data, const std::string& network) {
+            std::vector<uint8_t> copy(reinterpret_cast<const uint8_t*>(data.c_str()),
+                                      reinterpret_cast<const uint8_t*>(data.c_str()) + data.size());
+            return PyBlock::FromBytes(std::move(copy), ParseNetwork(network), std::nullopt);
+        },
+        "data"_a, "network"_a = "main");
+
+    nb::class_<BlockReader>(m, "BlockReader", "Blocks of a blk directory in chain order.")
+        .def(nb::init<const std::string&, std::optional<std::string>>(), "path"_a, "network"_a = nb::none())
+        .def("__len__", &BlockReader::Size)
+        .def("__iter__", [](nb::handle self) { return self; })
+        .def("__next__", &BlockReader::Next)
+        .def_prop_ro("network", [](const BlockReader& r) { return std::string(ChainTypeName(r.chain())); })
+        .def_prop_ro("scan", &BlockReader::Stats, "What the scan of the files found (records, orphans, ...).");
+}
+
+} // namespace ibdkit::py

@@ -1,0 +1,254 @@
+// The chainstate in the Python module: Chainstate (read-only CoinsDB), its statistics, coins one
+// by one (Coin) and the Arrow column batches of to_arrow.
+#include "bindings.h"
+#include "coin_cursor.h"
+
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/engine/result_fields.h>
+#include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ibdkit::py {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PyCoin {
+    std::string txid;
+    uint32_t vout;
+    uint32_t height;
+    bool coinbase;
+    Amount amount;
+    nb::bytes script_pubkey;
+    std::string script_type;
+    std::optional<std::string> address;
+};
+
+PyCoin MakeCoin(const OutPoint& op, const Coin& c, AddressNetwork net)
+{
+    const Script& s = c.out.script_pubkey;
+    return PyCoin{op.hash.ToHex(),
+                  op.n,
+                  c.height,
+                  c.coinbase,
+                  c.out.value,
+                  Bytes(s.span()),
+                  std::string(GetTxnOutputType(Solver(s.span()))),
+                  EncodeAddress(s, net)};
+}
+
+class Chainstate {
+public:
+    Chainstate(const std::string& path, const std::string& policy, std::size_t dbcache, const std::string& network)
+    {
+        fs::path dir = path;
+        if (!fs::exists(dir / "CURRENT") && fs::exists(dir / "chainstate" / "CURRENT")) dir /= "chainstate";
+        auto net = ParseAddressNetwork(network);
+        if (!net) throw PyError{"InvalidArgument", "unknown network '" + network + "'"};
+        m_net = *net;
+        CoinsDBOptions opt;
+        opt.read_only = true;
+        opt.policy = ParsePolicyName(policy);
+        opt.cache_bytes = dbcache << 20;
+        StoreStatus st;
+        m_db = CoinsDB::Open(dir, opt, &st);
+        if (!m_db) throw PyError{StoreCodeName(st.code), st.message};
+    }
+
+    nb::dict Stats(const std::string& hash_type, std::optional<uint32_t> height, nb::object progress)
+    {
+        if (hash_type == "none") {
+            UtxoStats s;
+            std::unique_ptr<CoinCursor> cur;
+            {
+                nb::gil_scoped_release nogil;
+                cur = CoinCursor::Make(*m_db);
+                CountCoins(*cur, s);
+                auto best = m_db->GetBestBlock();
+                if (best) s.best_block = *best;
+            }
+            nb::dict d;
+            d["height"] = height ? *height : s.height;
+            d["bestblock"] = s.best_block.ToHex();
+            d["txouts"] = s.txouts;
+            d["transactions"] = s.transactions;
+            d["bogosize"] = s.bogosize;
+            d["total_amount"] = FormatMoney(s.total_amount);
+            d["total_amount_sat"] = s.total_amount;
+            d["height_source"] = height ? "argument" : "max-coin-height";
+            return d;
+        }
+        if (hash_type != "hash_serialized_3") {
+            throw PyError{"InvalidArgument", "hash_type must be 'hash_serialized_3' or 'none'"};
+        }
+        ProgressBridge bridge(progress);
+        Result<UtxoStats> r = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            auto last = std::chrono::steady_clock::now();
+            r = ComputeUtxoStats(*m_db, height, [&](uint64_t coins, double fraction) {
+                const auto now = std::chrono::steady_clock::now();
+                if (now - last < std::chrono::milliseconds(250)) return;
+                last = now;
+                bridge.Call([&](nb::dict& d) {
+                    d["coins"] = coins;
+                    d["fraction"] = fraction;
+                });
+            });
+        }
+        bridge.Rethrow();
+        if (!r) Throw(r.error());
+        return FieldsDict(UtxoStatsFields(*r));
+    }
+
+    std::optional<PyCoin> Get(const std::string& txid, uint32_t vout) const
+    {
+        auto h = Txid::FromHex(txid);
+        if (!h) throw PyError{"InvalidArgument", "txid must be 64 hex digits"};
+        const OutPoint op{*h, vout};
+        auto c = m_db->GetCoin(op);
+        if (!c) Throw(c.error());
+        if (!*c) return std::nullopt;
+        return MakeCoin(op, **c, m_net);
+    }
+
+    std::optional<std::string> BestBlock() const
+    {
+        auto b = m_db->GetBestBlock();
+        if (!b) Throw(b.error());
+        if (b->IsNull()) return std::nullopt;
+        return b->ToHex();
+    }
+
+    CoinsDB& db() { return *m_db; }
+    AddressNetwork net() const noexcept { return m_net; }
+
+private:
+    std::unique_ptr<CoinsDB> m_db;
+    AddressNetwork m_net{AddressNetwork::Main};
+};
+
+/// Python iterator over the coins (one PyCoin per coin: for convenience, not for speed).
+struct CoinIter {
+    nb::object owner; // the Chainstate, kept alive
+    std::unique_ptr<CoinCursor> cur;
+    AddressNetwork net;
+
+    PyCoin Next()
+    {
+        OutPoint op;
+        Coin c;
+        if (!cur->Next(op, c)) {
+            cur->ThrowIfFailed();
+            throw nb::stop_iteration();
+        }
+        return MakeCoin(op, c, net);
+    }
+};
+
+/// Yields the column buffers of coin batches (python/ibdkit/_arrow.py assembles RecordBatches).
+struct BatchIter {
+    nb::object owner;
+    std::unique_ptr<CoinCursor> cur;
+    AddressNetwork net;
+    std::size_t batch_size;
+    bool script_hex;
+
+    nb::object Next()
+    {
+        ArrowColumns cols;
+        {
+            nb::gil_scoped_release nogil;
+            FillBatch(*cur, net, batch_size, script_hex, cols);
+        }
+        if (cols.rows == 0) {
+            cur->ThrowIfFailed();
+            throw nb::stop_iteration();
+        }
+        return ColumnsToPython(cols);
+    }
+
+    /// Hands a buffer to Python without copying: (address, size, owner); the owner (a capsule)
+    /// frees it. _arrow.py wraps it with pyarrow.foreign_buffer(address, size, base=owner).
+    static nb::object B(ColumnBuffer& v)
+    {
+        const std::size_t size = v.size();
+        if (!v.data()) v.Reserve(1); // Python always gets a real allocation
+        char* owned = v.Release();
+        nb::capsule owner(owned, [](void* p) noexcept { std::free(p); });
+        return nb::make_tuple(reinterpret_cast<uintptr_t>(owned), size, owner);
+    }
+    static nb::object ColumnsToPython(ArrowColumns& c)
+    {
+        nb::dict d;
+        d["rows"] = c.rows;
+        d["txid"] = nb::make_tuple(B(c.txid_offsets), B(c.txid_data));
+        d["vout"] = B(c.vout);
+        d["height"] = B(c.height);
+        d["coinbase"] = B(c.coinbase_bits);
+        d["amount"] = B(c.amount);
+        d["script_type"] = nb::make_tuple(B(c.type_offsets), B(c.type_data));
+        d["address"] = nb::make_tuple(B(c.addr_valid), B(c.addr_offsets), B(c.addr_data), c.addr_nulls);
+        d["script"] = nb::make_tuple(B(c.script_offsets), B(c.script_data));
+        return d;
+    }
+};
+
+} // namespace
+
+void BindChainstate(nb::module_& m)
+{
+    nb::class_<PyCoin>(m, "Coin", "An unspent output as stored in the chainstate.")
+        .def_ro("txid", &PyCoin::txid)
+        .def_ro("vout", &PyCoin::vout)
+        .def_ro("height", &PyCoin::height)
+        .def_ro("coinbase", &PyCoin::coinbase)
+        .def_ro("amount", &PyCoin::amount, "Satoshis.")
+        .def_ro("script_pubkey", &PyCoin::script_pubkey)
+        .def_ro("script_type", &PyCoin::script_type)
+        .def_ro("address", &PyCoin::address)
+        .def("__repr__", [](const PyCoin& c) {
+            return "<Coin " + c.txid + ":" + std::to_string(c.vout) + " " + std::to_string(c.amount) + " sat>";
+        });
+
+    nb::class_<CoinIter>(m, "_CoinIter")
+        .def("__iter__", [](nb::handle self) { return self; })
+        .def("__next__", &CoinIter::Next);
+    nb::class_<BatchIter>(m, "_BatchIter")
+        .def("__iter__", [](nb::handle self) { return self; })
+        .def("__next__", &BatchIter::Next);
+
+    nb::class_<Chainstate>(m, "_Chainstate")
+        .def(nb::init<const std::string&, const std::string&, std::size_t, const std::string&>(), "path"_a,
+             "policy"_a = "zero-after-free", "dbcache"_a = 64, "network"_a = "main")
+        .def("_stats", &Chainstate::Stats, "hash_type"_a, "height"_a, "progress"_a.none())
+        .def("get", &Chainstate::Get, "txid"_a, "vout"_a,
+             "The unspent coin at txid:vout (txid in hex, display order), or None.")
+        .def_prop_ro("best_block", &Chainstate::BestBlock, "Hash of the chainstate's best block, or None.")
+        .def("__iter__", [](nb::handle self) {
+            Chainstate& cs = nb::cast<Chainstate&>(self);
+            return CoinIter{nb::borrow(self), CoinCursor::Make(cs.db()), cs.net()};
+        })
+        .def("_batches", [](nb::handle self, std::size_t batch_size, bool script_hex) {
+            Chainstate& cs = nb::cast<Chainstate&>(self);
+            if (batch_size == 0 || batch_size > (1u << 24)) throw PyError{"InvalidArgument", "batch_size must be in 1..16777216"};
+            return BatchIter{nb::borrow(self), CoinCursor::Make(cs.db()), cs.net(), batch_size, script_hex};
+        }, "batch_size"_a, "script_hex"_a);
+}
+
+} // namespace ibdkit::py

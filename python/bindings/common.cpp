@@ -1,0 +1,63 @@
+// What the module's files share (bindings.h): argument parsing, bytes, result fields as dicts.
+#include "bindings.h"
+
+#include <ibdkit/memory/policy.h>
+
+#include <type_traits>
+#include <variant>
+
+namespace nb = nanobind;
+
+namespace ibdkit::py {
+
+nb::bytes Bytes(ByteSpan s) { return nb::bytes(reinterpret_cast<const char*>(s.data()), s.size()); }
+
+ChainType ParseNetwork(const std::string& name)
+{
+    auto t = ParseChainType(name);
+    if (!t) throw PyError{"InvalidArgument", "unknown network '" + name + "' (main, test, testnet4, signet, regtest)"};
+    return *t;
+}
+
+PolicyId ParsePolicyName(const std::string& name)
+{
+    auto p = ParsePolicy(name);
+    if (!p) {
+        throw PyError{"InvalidArgument",
+                      "unknown policy '" + name + "' (plain, zero-after-free, barrier-only, secure, hardened)"};
+    }
+    return *p;
+}
+
+/// A result value (engine/result_fields.h) as the Python object of its type.
+nb::object FieldValue(const ResultValue& v)
+{
+    return std::visit(
+        [](const auto& x) -> nb::object {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::nullptr_t>) {
+                return nb::none();
+            } else if constexpr (std::is_same_v<T, ResultValue::List>) {
+                nb::list out;
+                for (const auto& item : x) out.append(FieldValue(item));
+                return out;
+            } else if constexpr (std::is_same_v<T, ResultValue::Object>) {
+                return FieldsDict(x);
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                return nb::str(x.c_str(), x.size());
+            } else {
+                return nb::cast(x);
+            }
+        },
+        v.value);
+}
+
+/// A result's fields as a dict, in their order: the CLI's --json names and types.
+nb::dict FieldsDict(const ResultFields& fields)
+{
+    nb::dict d;
+    for (const auto& f : fields) d[f.key.c_str()] = FieldValue(f.value);
+    return d;
+}
+
+} // namespace ibdkit::py

@@ -1,0 +1,153 @@
+// replay and sync in the Python module: the options from Python, the run without the GIL, the
+// progress callback, and the result as a dict of the same fields as the CLI's --json
+// (engine/result_fields.h).
+#include "bindings.h"
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/result_fields.h>
+#include <ibdkit/engine/sync.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/wire/peer.h>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ibdkit::py {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// EngineOptions::assumevalid from Python: None, the network's default; "0", verify every script;
+/// a block hash in hex.
+std::optional<BlockHash> ParseAssumeValid(const std::optional<std::string>& value)
+{
+    if (!value) return std::nullopt;
+    if (*value == "0") return BlockHash{};
+    auto h = BlockHash::FromHex(*value);
+    if (!h) throw PyError{"InvalidArgument", "assumevalid must be a block hash (64 hex digits) or \"0\", got '" + *value + "'"};
+    return *h;
+}
+
+/// The engine's progress as a dict (replay's and sync's callbacks).
+void ProgressInto(nb::dict& d, const EngineProgress& p)
+{
+    d["height"] = p.height;
+    d["tip_height"] = p.tip_height;
+    d["blocks"] = p.blocks;
+    d["txs"] = p.txs;
+    d["bytes"] = p.bytes;
+    d["elapsed_s"] = p.elapsed_s;
+    d["cache_bytes"] = p.cache_bytes;
+    d["cache_budget"] = p.cache_budget;
+    d["flushes"] = p.flushes;
+    d["flushing"] = p.flushing;
+}
+
+/// Runs `run` (Replay or Sync) on `o` without the GIL, re-raises what the progress callback or a
+/// signal raised (after the run flushed), and returns the result's fields as a dict.
+template <typename Options, typename Run, typename ToFields>
+nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToFields to_fields)
+{
+    decltype(run(o)) r = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        r = run(o);
+    }
+    bridge.Rethrow();
+    if (!r) Throw(r.error());
+    return FieldsDict(to_fields(*r, o.policy));
+}
+
+nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
+                 std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
+                 unsigned threads, bool statistics, std::optional<std::string> assumevalid, nb::object progress)
+{
+    ReplayOptions o;
+    o.statistics = statistics;
+    o.assumevalid = ParseAssumeValid(assumevalid);
+    const fs::path dir = blocks;
+    // A Core data directory (its block index, or a network's subdirectory) is read through the index.
+    bool datadir = fs::is_directory(dir / "blocks" / "index");
+    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+    if (datadir) {
+        o.datadir = dir;
+    } else {
+        o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
+    }
+    o.threads = threads;
+    if (network) o.chain = ParseNetwork(*network);
+    if (chainstate) o.chainstate = *chainstate;
+    o.dbcache_mib = dbcache;
+    o.policy = ParsePolicyName(policy);
+    o.stop_height = stop_height;
+    o.via_p2p = via_p2p;
+    ProgressBridge bridge(progress);
+    o.interrupt = bridge.flag();
+    o.on_progress = [&](const ReplayProgress& p) { bridge.Call([&](nb::dict& d) { ProgressInto(d, p); }); };
+    return RunAndReport(o, bridge, Replay, ReplayResultFields);
+}
+
+nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
+               std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
+               std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
+               std::optional<std::string> assumevalid, nb::object progress)
+{
+    SyncOptions o;
+    o.statistics = statistics;
+    o.assumevalid = ParseAssumeValid(assumevalid);
+    o.threads = threads;
+    o.chain = ParseNetwork(network);
+    auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);
+    if (!hp) throw PyError{"InvalidArgument", "cannot parse '" + connect + "' as HOST:PORT"};
+    o.host = hp->first;
+    o.port = hp->second;
+    if (chainstate) o.chainstate = *chainstate;
+    o.dbcache_mib = dbcache;
+    o.policy = ParsePolicyName(policy);
+    o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
+    o.headers_wait = std::chrono::milliseconds(int64_t(headers_wait * 1000));
+    if (window < 1 || window > 1024) throw PyError{"InvalidArgument", "window must be in 1..1024"};
+    o.window = window;
+    o.stop_height = stop_height;
+    o.force_getblocks = getblocks;
+    ProgressBridge bridge(progress);
+    o.interrupt = bridge.flag();
+    o.on_sync_progress = [&](const SyncProgress& p) {
+        bridge.Call([&](nb::dict& d) {
+            ProgressInto(d, p);
+            d["header_height"] = p.header_height;
+            d["in_flight"] = p.in_flight;
+            d["headers_phase"] = p.headers_phase;
+        });
+    };
+    return RunAndReport(o, bridge, Sync, SyncResultFields);
+}
+
+} // namespace
+
+void BindEngine(nb::module_& m)
+{
+    m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
+          "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
+    m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
+          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
+          "progress"_a.none());
+    m.def("policies", [] {
+        std::vector<std::string> out;
+        for (PolicyId id : ALL_POLICIES) out.emplace_back(PolicyName(id));
+        return out;
+    }, "The buffer policy names accepted wherever a policy is asked for.");
+}
+
+} // namespace ibdkit::py

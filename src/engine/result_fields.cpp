@@ -1,0 +1,164 @@
+// A run's result as named, typed fields (include/ibdkit/engine/result_fields.h).
+#include <ibdkit/engine/result_fields.h>
+
+#include <utility>
+
+namespace ibdkit {
+namespace {
+
+ResultValue Null() { return ResultValue{nullptr}; }
+ResultValue Int(int64_t v) { return ResultValue{v}; }
+ResultValue UInt(uint64_t v) { return ResultValue{v}; }
+ResultValue Real(double v) { return ResultValue{v}; }
+ResultValue Bool(bool v) { return ResultValue{v}; }
+ResultValue Str(std::string v) { return ResultValue{std::move(v)}; }
+
+void Put(ResultFields& f, std::string key, ResultValue v) { f.push_back(ResultField{std::move(key), std::move(v)}); }
+
+/// The statistics after height and bestblock (which the caller puts first).
+void PutUtxoStats(ResultFields& f, const UtxoStats& u)
+{
+    Put(f, "txouts", UInt(u.txouts));
+    Put(f, "transactions", UInt(u.transactions));
+    Put(f, "bogosize", UInt(u.bogosize));
+    Put(f, "total_amount", Str(FormatMoney(u.total_amount)));
+    Put(f, "total_amount_sat", Int(u.total_amount));
+    Put(f, "hash_serialized_3", Str(u.hash_serialized.ToHex()));
+    Put(f, "height_source", Str(u.height_from_coins ? "max-coin-height" : "argument"));
+    if (u.interrupted_flush) {
+        Put(f, "interrupted_flush", ResultValue{ResultValue::Object{{"new_tip", Str(u.interrupted_flush->new_tip.ToHex())},
+                                                                    {"old_tip", Str(u.interrupted_flush->old_tip.ToHex())}}});
+    }
+}
+
+/// The tip (height -1 and bestblock null when nothing is connected) and the statistics when computed.
+void PutTip(ResultFields& f, const EngineResult& r)
+{
+    Put(f, "height", Int(r.height));
+    Put(f, "bestblock", r.height < 0 ? Null() : Str(r.tip.ToHex()));
+    if (r.utxo) PutUtxoStats(f, *r.utxo);
+}
+
+ResultValue Deciles(const std::vector<ThroughputSlice>& slices)
+{
+    ResultValue::List out;
+    for (const auto& t : slices) {
+        out.push_back(ResultValue{ResultValue::Object{{"height_from", Int(t.height_from)},
+                                                      {"height_to", Int(t.height_to)},
+                                                      {"blocks_per_s", Real(t.blocks_per_s)},
+                                                      {"mb_per_s", Real(t.mb_per_s)}}});
+    }
+    return ResultValue{std::move(out)};
+}
+
+/// What every block-connecting run reports.
+void PutRun(ResultFields& f, const EngineResult& c)
+{
+    const double s = c.seconds;
+    Put(f, "blocks_connected", UInt(c.blocks));
+    Put(f, "start_height", Int(c.start_height));
+    Put(f, "transactions_connected", UInt(c.txs));
+    Put(f, "inputs", UInt(c.inputs));
+    Put(f, "outputs", UInt(c.outputs));
+    Put(f, "bytes", UInt(c.bytes));
+    Put(f, "seconds", Real(s));
+    Put(f, "total_seconds", Real(c.total_seconds));
+    Put(f, "final_flush_seconds", Real(c.final_flush_seconds));
+    Put(f, "blocks_per_s", Real(s > 0 ? double(c.blocks) / s : 0.0));
+    Put(f, "mb_per_s", Real(s > 0 ? double(c.bytes) / 1e6 / s : 0.0));
+    Put(f, "flushes", UInt(c.flushes));
+    Put(f, "flush_seconds", Real(c.flush_seconds));
+    Put(f, "cache_full_entries", UInt(c.cache_full_entries));
+    Put(f, "cache_full_bytes", UInt(c.cache_full_bytes));
+    Put(f, "recovered_blocks", UInt(c.recovered_blocks));
+    Put(f, "interrupted", Bool(c.interrupted));
+    Put(f, "threads", UInt(c.threads));
+    Put(f, "bytes_cleansed", UInt(c.bytes_cleansed));
+    Put(f, "coins_read_from_disk", UInt(c.coins_read_from_disk));
+    Put(f, "coins_prefetched", UInt(c.coins_prefetched));
+    Put(f, "blocks_disconnected", UInt(c.blocks_disconnected));
+    Put(f, "reorg_fork_height", Int(c.reorg_fork_height));
+    Put(f, "undo_records", UInt(c.undo_records));
+    Put(f, "undo_bytes", UInt(c.undo_bytes));
+    Put(f, "peak_rss_bytes", UInt(c.peak_rss_bytes));
+    Put(f, "script_checked_inputs", UInt(c.script_checked_inputs));
+    Put(f, "script_checks_from_height", c.script_checks_from_height ? Int(*c.script_checks_from_height) : Null());
+    Put(f, "script_check_reason", c.script_checks_from_height ? Str(c.script_check_reason) : Null());
+    Put(f, "throughput_by_decile", Deciles(c.throughput_by_decile));
+}
+
+/// The fields every run's result opens with: the network and the buffer policy.
+ResultFields Begin(const EngineResult& r, PolicyId policy)
+{
+    ResultFields f;
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    return f;
+}
+
+void PutReject(ResultFields& f, const EngineResult& r)
+{
+    Put(f, "reject_reason", r.reject_reason ? Str(*r.reject_reason) : Null());
+    Put(f, "reject_height", r.reject_reason ? Int(r.reject_height) : Null());
+}
+
+} // namespace
+
+ResultFields UtxoStatsFields(const UtxoStats& u)
+{
+    ResultFields f;
+    Put(f, "height", Int(u.height));
+    Put(f, "bestblock", Str(u.best_block.ToHex()));
+    PutUtxoStats(f, u);
+    return f;
+}
+
+ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy)
+{
+    ResultFields f = Begin(r, policy);
+    PutTip(f, r);
+    PutRun(f, r);
+    Put(f, "bytes_read", UInt(r.bytes_read));
+    Put(f, "orphans", UInt(r.orphans));
+    Put(f, "stale", UInt(r.stale));
+    Put(f, "duplicates", UInt(r.duplicates));
+    Put(f, "skipped_bytes", UInt(r.scan.skipped_bytes));
+    Put(f, "scan_bytes_read", UInt(r.scan.bytes_read));
+    Put(f, "truncated_records", UInt(r.scan.truncated));
+    PutReject(f, r);
+    return f;
+}
+
+ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
+{
+    ResultFields f = Begin(r, policy);
+    Put(f, "mode", Str(r.mode));
+    Put(f, "peer", ResultValue{ResultValue::Object{{"user_agent", Str(r.peer_user_agent)},
+                                                   {"version", Int(r.peer_version)},
+                                                   {"start_height", Int(r.peer_height)},
+                                                   {"services", UInt(r.peer_services)}}});
+    PutTip(f, r);
+    Put(f, "header_height", Int(r.header_height));
+    Put(f, "headers_received", UInt(r.headers_received));
+    Put(f, "competing_branches", UInt(r.competing_branches));
+    PutRun(f, r);
+    Put(f, "handshake_seconds", Real(r.handshake_seconds));
+    Put(f, "headers_seconds", Real(r.headers_seconds));
+    Put(f, "messages", UInt(r.messages));
+    Put(f, "dropped_messages", UInt(r.dropped_messages));
+    Put(f, "bytes_received", UInt(r.bytes_received));
+    Put(f, "bytes_sent", UInt(r.bytes_sent));
+    if (r.failure) {
+        Put(f, "failure", ResultValue{ResultValue::Object{{"kind", Str(std::string(NetErrcName(r.failure->code)))},
+                                                          {"message", Str(r.failure->message)}}});
+    } else {
+        Put(f, "failure", Null());
+    }
+    ResultValue::List rejects;
+    for (const auto& s : r.peer_rejects) rejects.push_back(Str(s));
+    Put(f, "peer_rejects", ResultValue{std::move(rejects)});
+    PutReject(f, r);
+    return f;
+}
+
+} // namespace ibdkit
