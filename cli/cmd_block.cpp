@@ -378,13 +378,6 @@ std::vector<TxOut> ReadSpentOutputs(const std::string& path)
     return out;
 }
 
-struct ScriptFailure {
-    Txid txid;
-    uint32_t input;
-    std::size_t block_input; ///< index among the block's non-coinbase inputs (the --spent entry)
-    InputVerdict verdict;
-};
-
 int RunVerifyScripts(const VerifyScriptsArgs& a)
 {
     const ChainParams& params = GetChainParams(ParseNetwork(a.network));
@@ -406,22 +399,9 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
     }
     const ScriptFlags flags = GetBlockScriptFlags(params.consensus, height, hash);
 
-    std::vector<ScriptFailure> failures;
-    std::size_t next = 0;
     const auto start = std::chrono::steady_clock::now();
     const std::clock_t cpu_start = std::clock();
-    for (std::size_t t = 1; t < block.vtx.size(); ++t) {
-        const Transaction& tx = block.vtx[t];
-        const std::size_t n = tx.vin().size();
-        const std::span<const TxOut> tx_spent(spent.data() + next, n);
-        PrecomputedTxData txdata;
-        txdata.Init(tx, std::vector<TxOut>(tx_spent.begin(), tx_spent.end()));
-        for (uint32_t i = 0; i < n; ++i) {
-            InputVerdict v = VerifyInput(tx, i, tx_spent, flags, &txdata);
-            if (!v.ok()) failures.push_back({tx.GetHash(), i, next + i, v});
-        }
-        next += n;
-    }
+    const std::vector<BlockInputFailure> failures = VerifyBlockInputs(block, spent, flags);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // CPU time too: on a shared machine the wall clock counts other processes' turns.
     const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
@@ -438,8 +418,8 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
         j["inputs_checked"] = inputs;
         j["failure_count"] = failures.size();
         json list = json::array();
-        for (const ScriptFailure& f : failures) {
-            list.push_back(json{{"txid", f.txid.ToHex()},
+        for (const BlockInputFailure& f : failures) {
+            list.push_back(json{{"txid", block.vtx[f.tx_index].GetHash().ToHex()},
                                 {"input", f.input},
                                 {"block_input", f.block_input},
                                 {"error", ScriptErrorName(f.verdict.error)},
@@ -454,8 +434,8 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
         j["inputs_per_cpu_second"] = per_cpu_second;
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        for (const ScriptFailure& f : failures) {
-            std::printf("failed        tx %s input %u (spent entry %zu): %s\n", f.txid.ToHex().c_str(), f.input, f.block_input,
+        for (const BlockInputFailure& f : failures) {
+            std::printf("failed        tx %s input %u (spent entry %zu): %s\n", block.vtx[f.tx_index].GetHash().ToHex().c_str(), f.input, f.block_input,
                         f.verdict.BlockRejectReason().c_str());
         }
         std::printf("hash          %s\n", hash.ToHex().c_str());

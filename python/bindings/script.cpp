@@ -240,39 +240,21 @@ nb::list VerifyBlock(nb::handle self, nb::handle spent_obj, std::optional<std::s
         throw PyError{"InvalidArgument", std::to_string(spent.size()) + " spent outputs; the block has " +
                                              std::to_string(inputs) + " non-coinbase inputs (one per input, in block order)"};
     }
-    struct Failure {
-        std::size_t tx_index;
-        uint32_t input;
-        std::size_t block_input;
-        ScriptError error;
-    };
-    std::vector<Failure> failures;
+    std::vector<BlockInputFailure> failures;
     {
         nb::gil_scoped_release nogil;
-        std::size_t next = 0;
-        for (std::size_t t = 1; t < block.vtx.size(); ++t) {
-            const Transaction& tx = block.vtx[t];
-            const std::size_t n = tx.vin().size();
-            const std::span<const TxOut> tx_spent(spent.data() + next, n);
-            PrecomputedTxData txdata;
-            txdata.Init(tx, std::vector<TxOut>(tx_spent.begin(), tx_spent.end()));
-            for (uint32_t i = 0; i < n; ++i) {
-                const InputVerdict v = VerifyInput(tx, i, tx_spent, flags, &txdata);
-                if (!v.ok()) failures.push_back({t, i, next + i, v.error});
-            }
-            next += n;
-        }
+        failures = VerifyBlockInputs(block, spent, flags);
     }
     nb::list out;
-    for (const Failure& f : failures) {
-        const PyVerdict v{f.error, flags};
+    for (const BlockInputFailure& f : failures) {
+        const PyVerdict v{f.verdict.error, flags};
         nb::dict d;
         d["tx_index"] = f.tx_index;
         d["txid"] = block.vtx[f.tx_index].GetHash().ToHex();
         d["input"] = f.input;
         d["block_input"] = f.block_input;
-        d["error"] = std::string(ScriptErrorString(f.error));
-        d["error_name"] = std::string(ScriptErrorName(f.error));
+        d["error"] = std::string(ScriptErrorString(f.verdict.error));
+        d["error_name"] = std::string(ScriptErrorName(f.verdict.error));
         d["reason"] = *v.Reason();
         out.append(d);
     }

@@ -13,20 +13,21 @@
 
 namespace ibdkit::gen_detail {
 
-namespace {
-
 // One context for the process: creating it costs more than the few dozen key operations.
-const secp256k1_context* Ctx()
+const secp256k1_context* GenContext()
 {
     static secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
     return ctx;
 }
 
-void Require(bool ok, const char* what)
+void RequireSecp(bool ok, const char* what)
 {
     if (!ok) throw std::logic_error(std::string("gen-chain: secp256k1 failed: ") + what);
 }
 
+namespace {
+const secp256k1_context* Ctx() { return GenContext(); }
+void Require(bool ok, const char* what) { RequireSecp(ok, what); }
 } // namespace
 
 // SHA256 of a tag and the numbers, retried on the (astronomically unlikely) out-of-range result.

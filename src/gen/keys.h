@@ -7,6 +7,8 @@
 
 #include <ibdkit/primitives/hash.h>
 
+#include <secp256k1.h>
+
 #include <array>
 #include <cstdint>
 #include <span>
@@ -14,6 +16,12 @@
 #include <vector>
 
 namespace ibdkit::gen_detail {
+
+/// The generator's one libsecp256k1 context (no randomization: every key it makes is public
+/// test data, and signing stays deterministic).
+const secp256k1_context* GenContext();
+/// Throws std::logic_error naming `what` unless libsecp256k1 returned success (a generator bug).
+void RequireSecp(bool ok, const char* what);
 
 /// BIP340 tagged hash: SHA256(SHA256(tag) || SHA256(tag) || data).
 uint256 TaggedHash(std::string_view tag, std::span<const uint8_t> data);

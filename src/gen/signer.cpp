@@ -21,18 +21,8 @@ namespace ibdkit::gen_detail {
 
 namespace {
 
-// Signing needs a context that may sign; randomizing it protects secret keys against side
-// channels, which generated keys do not need, so it is left unrandomized (deterministic anyway).
-const secp256k1_context* SignCtx()
-{
-    static secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
-    return ctx;
-}
-
-void Require(bool ok, const char* what)
-{
-    if (!ok) throw std::logic_error(std::string("gen-chain: secp256k1 failed while signing: ") + what);
-}
+const secp256k1_context* SignCtx() { return GenContext(); }
+void Require(bool ok, const char* what) { RequireSecp(ok, what); }
 
 constexpr std::size_t ECDSA_PLACEHOLDER = 72 + 1; // largest low-S DER signature + hash type
 constexpr std::size_t SCHNORR_SIZE = 64;          // SIGHASH_DEFAULT: no hash-type byte

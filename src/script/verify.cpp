@@ -71,4 +71,28 @@ ScriptFlags GetBlockScriptFlags(const ConsensusParams& params, int height, const
     return flags;
 }
 
+std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags)
+{
+    std::size_t inputs = 0;
+    for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
+    if (spent.size() != inputs) {
+        throw std::invalid_argument("VerifyBlockInputs: " + std::to_string(spent.size()) + " spent outputs for " +
+                                    std::to_string(inputs) + " inputs after the coinbase");
+    }
+    std::vector<BlockInputFailure> failures;
+    std::size_t next = 0;
+    for (std::size_t t = 1; t < block.vtx.size(); ++t) {
+        const Transaction& tx = block.vtx[t];
+        const std::span<const TxOut> tx_spent = spent.subspan(next, tx.vin().size());
+        PrecomputedTxData txdata;
+        txdata.Init(tx, std::vector<TxOut>(tx_spent.begin(), tx_spent.end()));
+        for (uint32_t i = 0; i < tx_spent.size(); ++i) {
+            const InputVerdict v = VerifyInput(tx, i, tx_spent, flags, &txdata);
+            if (!v.ok()) failures.push_back({t, i, next + i, v});
+        }
+        next += tx_spent.size();
+    }
+    return failures;
+}
+
 } // namespace ibdkit

@@ -5,8 +5,10 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/primitives/block.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,25 @@ inline const std::vector<RawBlock>& AllTestBlocks()
         return v;
     }();
     return blocks;
+}
+
+/// Mainnet blocks 9 and 170 from tests/data: block 170's second transaction is the first payment
+/// between people, spending block 9's coinbase (a P2PK output) with a legacy signature.
+struct FirstPayment {
+    Block b9, b170;
+    const Transaction& tx() const { return b170.vtx[1]; }
+    const TxOut& spent() const { return b9.vtx[0].vout()[0]; }
+};
+inline std::optional<FirstPayment> LoadFirstPayment()
+{
+    auto p = TestData("mainnet/blk_0-599/blk00000.dat");
+    if (!p) return std::nullopt;
+    const auto records = ReadBlockFile(ReadFile(*p));
+    if (records.size() <= 170) return std::nullopt;
+    auto b9 = DecodeBlock(records[9]);
+    auto b170 = DecodeBlock(records[170]);
+    if (!b9 || !b170) return std::nullopt;
+    return FirstPayment{std::move(*b9), std::move(*b170)};
 }
 
 } // namespace ibdkit::test

@@ -321,16 +321,11 @@ TEST(ScriptSighash, Bip341ScriptPubKeyTweaks)
 // P2PK output) re-encoded in the ways the lax parser accepts and refuses.
 TEST(ScriptSecp, LaxDerParser)
 {
-    auto p = test::TestData("mainnet/blk_0-599/blk00000.dat");
-    if (!p) FAIL() << "tests/data is incomplete";
-    const auto records = test::ReadBlockFile(test::ReadFile(*p));
-    ASSERT_GT(records.size(), 170u);
-    auto b9 = DecodeBlock(records[9]);
-    auto b170 = DecodeBlock(records[170]);
-    ASSERT_TRUE(b9 && b170);
-    const Transaction& tx = b170->vtx[1];
-    ASSERT_EQ(tx.vin()[0].prevout.hash, b9->vtx[0].GetHash());
-    const Script& p2pk = b9->vtx[0].vout()[0].script_pubkey; // <65-byte key> OP_CHECKSIG
+    const auto first = test::LoadFirstPayment();
+    if (!first) FAIL() << "tests/data is incomplete";
+    const Transaction& tx = first->tx();
+    ASSERT_EQ(tx.vin()[0].prevout.hash, first->b9.vtx[0].GetHash());
+    const Script& p2pk = first->spent().script_pubkey; // <65-byte key> OP_CHECKSIG
     ASSERT_EQ(p2pk.size(), 67u);
     const std::vector<uint8_t> pubkey(p2pk.begin() + 1, p2pk.begin() + 66);
     const Script& script_sig = tx.vin()[0].script_sig; // <DER signature || SIGHASH_ALL>

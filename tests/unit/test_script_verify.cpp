@@ -363,16 +363,11 @@ TEST(ScriptVerify, Bip341KeyPathSpendsVerify)
 // Block 170: the first transaction between people, a P2PK spend with a legacy signature.
 TEST(ScriptVerify, FirstBitcoinTransaction)
 {
-    auto p = test::TestData("mainnet/blk_0-599/blk00000.dat");
-    if (!p) FAIL() << "tests/data is incomplete";
-    const auto records = test::ReadBlockFile(test::ReadFile(*p));
-    ASSERT_GT(records.size(), 170u);
-    auto b9 = DecodeBlock(records[9]);
-    auto b170 = DecodeBlock(records[170]);
-    ASSERT_TRUE(b9 && b170);
-    const Transaction& tx = b170->vtx[1];
-    const std::vector<TxOut> spent = {b9->vtx[0].vout()[0]};
-    const ScriptFlags flags = GetBlockScriptFlags(GetChainParams(ChainType::MAIN).consensus, 170, b170->GetHash());
+    const auto first = test::LoadFirstPayment();
+    if (!first) FAIL() << "tests/data is incomplete";
+    const Transaction& tx = first->tx();
+    const std::vector<TxOut> spent = {first->spent()};
+    const ScriptFlags flags = GetBlockScriptFlags(GetChainParams(ChainType::MAIN).consensus, 170, first->b170.GetHash());
     EXPECT_TRUE(VerifyInput(tx, 0, spent, flags).ok());
     // The signature over another transaction (one output value changed) fails.
     MutableTransaction m = tx.ToMutable();

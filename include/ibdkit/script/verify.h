@@ -8,6 +8,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/script/interpreter.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ibdkit {
 
@@ -36,6 +38,21 @@ struct InputVerdict {
 /// from the input count.
 InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const TxOut> spent_outputs, ScriptFlags flags,
                          const PrecomputedTxData* txdata = nullptr);
+
+/// An input of a block that failed its scripts.
+struct BlockInputFailure {
+    std::size_t tx_index;    ///< the transaction's index in the block
+    uint32_t input;          ///< the input's index in its transaction
+    std::size_t block_input; ///< its index among the block's inputs after the coinbase
+    InputVerdict verdict;
+};
+
+/// Verifies every input of `block` after its coinbase under `flags`, each transaction with its
+/// hashes precomputed once; `spent` holds the outputs they spend in block order (one per input
+/// after the coinbase: Core's rev-file order, or `block_866342.spent_utxos.json`'s). Returns the
+/// failing inputs in block order (empty when every input passes). Throws std::invalid_argument if
+/// spent.size() differs from the block's input count.
+std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags);
 
 /// The script flags Core connects the block at `height` with hash `hash` under (Core's
 /// GetBlockScriptFlags): P2SH, WITNESS and TAPROOT everywhere but the networks' exception blocks,
