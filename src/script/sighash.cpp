@@ -272,7 +272,9 @@ bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, con
 
 void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bool force)
 {
-    assert(!spent_outputs_ready);
+    // The engine reuses one object per transaction slot from block to block: nothing of the last
+    // transaction's may count as ready for this one.
+    spent_outputs_ready = bip143_segwit_ready = bip341_taproot_ready = false;
     spent_outputs = std::move(spent);
     if (!spent_outputs.empty()) {
         assert(spent_outputs.size() == tx.vin().size());

@@ -124,7 +124,8 @@ struct PrecomputedTxData {
     bool spent_outputs_ready{false};
 
     PrecomputedTxData() = default;
-    /// Computes what `tx`'s inputs need. `spent_outputs` is one TxOut per input, in input order,
+    /// Computes what `tx`'s inputs need, replacing whatever an earlier Init left (the object may
+    /// be reused). `spent_outputs` is one TxOut per input, in input order,
     /// or empty if unknown (then no BIP341 hashes: a taproot spend fails as Core's does without
     /// them). With `force`, both sets are computed whatever the inputs spend (signing).
     void Init(const Transaction& tx, std::vector<TxOut> spent_outputs, bool force = false);
