@@ -188,6 +188,16 @@ TEST(ScriptSighash, PrecomputeDecidesFromWitnessInputsAndSpentOutputs)
     check(make({true}), {}, false, {true, false}, "taproot without spent outputs");
     check(make({false}), outs({p2pkh}), true, {true, true}, "force");
     check(make({false}), {}, true, {true, false}, "force without spent outputs");
+
+    // Reused for another transaction (as the engine reuses one per transaction slot), nothing of
+    // the first counts as ready for the second.
+    PrecomputedTxData reused;
+    reused.Init(make({true, true}), outs({p2tr, p2wpkh}));
+    ASSERT_TRUE(reused.bip143_segwit_ready && reused.bip341_taproot_ready && reused.spent_outputs_ready);
+    reused.Init(make({false}), {});
+    EXPECT_FALSE(reused.bip143_segwit_ready);
+    EXPECT_FALSE(reused.bip341_taproot_ready);
+    EXPECT_FALSE(reused.spent_outputs_ready);
 }
 
 struct Bip341Tx {
