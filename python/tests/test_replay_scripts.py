@@ -13,7 +13,7 @@ from conftest import import_pbk, run_cli  # noqa: E402
 pbk = import_pbk()
 
 from test_block_differential import Tx, merkle, parse_block, ser_block, sha256d  # noqa: E402
-from test_replay_differential import REGTEST_MAGIC, _mine, _records  # noqa: E402
+from test_replay_differential import REGTEST_MAGIC, _core_reason, _mine, _records  # noqa: E402
 
 BROKEN_HEIGHT = 202          # the first block of Core's regtest chain with signed spends (20 P2WPKH)
 BROKEN_TX = 7                # the transaction whose signature gets a flipped byte
@@ -91,15 +91,7 @@ def extend(blocks, count, first_height):
 
 def core_verdict(datadir, blk):
     """Core's engine imports `blk`: (active chain height, the script reason it logs, if any)."""
-    msgs = []
-    pbk.enable_log_category(pbk.LogCategory.VALIDATION)
-    pbk.set_log_level_category(pbk.LogCategory.VALIDATION, pbk.LogLevel.DEBUG)
-    conn = pbk.LoggingConnection(msgs.append)
-    cm = pbk.load_chainman(datadir, pbk.ChainType.REGTEST)
-    cm.import_blocks([blk])
-    height = cm.get_active_chain().height
-    del cm
-    del conn
+    height, _, msgs = _core_reason(datadir, blk)
     reasons = [m.group(0) for msg in msgs for m in [re.search(r"block-script-verify-flag-failed \([^)]*\)", msg)] if m]
     return height, reasons
 
