@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/memory/policy.h>
 
@@ -46,7 +47,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file: every record's header is scanned");
     cmd->add_option("--datadir", a->datadir,
         "Bitcoin Core data directory (e.g. ~/.bitcoin): blocks located through its block index\n"
-        "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; refused while bitcoind runs")
+        "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; while bitcoind runs, from a snapshot of its block index")
         ->excludes(blocks_opt);
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
@@ -119,6 +120,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             ExitCode() = 1;
             return;
         }
+        if (r->live_height >= 0) std::fprintf(stderr, "ibdkit: %s\n", LiveDatadirMessage(r->live_height, r->live_hash).c_str());
         if (a->json) {
             std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
         } else {

@@ -26,7 +26,7 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
         bool json{false}, hex{false};
     };
     auto a = std::make_shared<Args>();
-    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory (refused while bitcoind runs)")->required();
+    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory (while bitcoind runs: a snapshot of its block index)")->required();
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the layout)");
     cmd->add_option("--height", a->height, "Only the block at this height");
     cmd->add_flag("--json", a->json, "Print JSON: per block height, hash, rev file, position, size, transactions, coins");
@@ -42,6 +42,9 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
             std::fprintf(stderr, "ibdkit: undo: %s\n", loc.error().message.c_str());
             ExitCode() = 1;
             return;
+        }
+        if (loc->live && !loc->blocks.empty()) {
+            std::fprintf(stderr, "ibdkit: %s\n", LiveDatadirMessage(loc->blocks.back().height, loc->blocks.back().hash).c_str());
         }
         UndoFileReader reader(loc->blocks_dir, loc->key, GetChainParams(loc->chain).message_start);
         nlohmann::json blocks = nlohmann::json::array();

@@ -54,6 +54,11 @@ std::unique_ptr<CoinsDB> OpenReadOnly(const CommonOpts& o)
     StoreStatus st;
     auto db = CoinsDB::Open(dir, opt, &st);
     if (!db) throw std::runtime_error(st.message);
+    if (db->store().FromSnapshot()) {
+        auto best = db->GetBestBlock();
+        std::fprintf(stderr, "ibdkit: bitcoind is running: reading a snapshot of its chainstate; consistent at best block %s\n",
+                     best ? best->ToHex().c_str() : "(unreadable)");
+    }
     return db;
 }
 

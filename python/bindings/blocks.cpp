@@ -198,6 +198,8 @@ public:
         d["skipped_bytes"] = m_chain.scan.skipped_bytes;
         d["truncated_records"] = m_chain.scan.truncated;
         d["from_index"] = m_chain.from_index;
+        // A running node's datadir: read through a snapshot of its block index, consistent up to here.
+        d["live_snapshot_height"] = m_chain.live ? nb::object(nb::int_(m_chain.TipHeight())) : nb::none();
         return d;
     }
 

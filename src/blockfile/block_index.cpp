@@ -1,4 +1,4 @@
-// Bitcoin Core's block index, read through the store's read-only overlay.
+// Bitcoin Core's block index, read through the store's read-only overlay (or a snapshot of it).
 #include <ibdkit/blockfile/block_index.h>
 
 #include <ibdkit/kv/store.h>
@@ -52,31 +52,23 @@ Result<BlockIndexEntry> DecodeBlockIndexEntry(const BlockHash& hash, std::span<c
     });
 }
 
-Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir)
+Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir, bool snapshot)
 {
     std::error_code ec;
     if (!std::filesystem::exists(index_dir / "CURRENT", ec)) {
         return Error{Errc::InvalidValue, "no block index at " + index_dir.string() + " (missing CURRENT)"};
     }
-    if (IsDirectoryLocked(index_dir)) {
-        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + (index_dir / "LOCK").string() +
-                                             " is locked; stop it or copy the datadir"};
-    }
     StoreOptions so;
     so.read_only = true;
+    so.snapshot = snapshot; // a held LOCK makes the store take a snapshot by itself
     so.create_if_missing = false;
     so.obfuscate = false;
     so.cache_bytes = 8 << 20;
     StoreStatus status;
     auto store = Store::Open(index_dir, so, &status);
-    if (!store) {
-        if (status.code == StoreStatus::Code::Locked) {
-            return Error{Errc::InvalidValue, "bitcoind appears to be running: " + index_dir.string() +
-                                                 " is locked; stop it or copy the datadir"};
-        }
-        return Error{Errc::Corrupt, "block index " + index_dir.string() + ": " + status.message};
-    }
+    if (!store) return Error{Errc::Corrupt, "block index " + index_dir.string() + ": " + status.message};
     BlockIndex out;
+    out.from_snapshot = store->FromSnapshot();
     try {
         const std::array<uint8_t, 1> rkey{DB_REINDEX_FLAG};
         out.reindexing = store->Exists(MakeByteSpan(rkey));

@@ -179,11 +179,9 @@ Result<DatadirChain> OpenDatadirChain(const std::filesystem::path& dir, std::opt
 {
     auto layout = ResolveDatadir(dir, chain);
     if (!layout) return layout.error();
-    if (IsFileLocked(layout->lock_file)) {
-        return Error{Errc::InvalidValue, "bitcoind appears to be running: " + layout->lock_file.string() +
-                                             " is locked; stop it or copy the datadir"};
-    }
-    auto index = ReadBlockIndex(layout->blocks_dir / "index");
+    // bitcoind holds `.lock` for as long as it runs, the index's LOCK only while the index is open:
+    // either one held means the index may change under the reader.
+    auto index = ReadBlockIndex(layout->blocks_dir / "index", IsFileLocked(layout->lock_file));
     if (!index) return index.error();
     if (index->reindexing) {
         return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() +
@@ -200,6 +198,12 @@ Result<DatadirChain> OpenDatadirChain(const std::filesystem::path& dir, std::opt
 }
 } // namespace
 
+std::string LiveDatadirMessage(int height, const BlockHash& hash)
+{
+    return "bitcoind is running: reading a snapshot of its block index; data consistent up to height " +
+           std::to_string(height) + " (" + hash.ToHex() + ")";
+}
+
 Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     auto dc = OpenDatadirChain(dir, chain);
@@ -207,6 +211,7 @@ Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::o
     const BlockIndex* index = &dc->index;
     const BestChain* best = &dc->best;
     DatadirUndo u;
+    u.live = index->from_snapshot;
     u.chain = dc->layout.chain;
     u.blocks_dir = dc->layout.blocks_dir;
     auto key = ReadXorKey(u.blocks_dir);
@@ -235,6 +240,7 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     s.chain = layout->chain;
     s.blocks_dir = layout->blocks_dir;
     s.from_index = true;
+    s.live = index->from_snapshot;
     s.index_entries = index->entries.size();
     s.failed = best->failed;
     auto key = ReadXorKey(s.blocks_dir);

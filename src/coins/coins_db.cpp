@@ -382,11 +382,25 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
     so.wipe = options.wipe;
     so.obfuscate = options.obfuscate;
     so.create_if_missing = !options.read_only;
+    // Core's chainstate lies in its network's datadir, whose `.lock` bitcoind holds while it runs.
+    so.snapshot = options.read_only && IsFileLocked(path.parent_path() / ".lock");
     auto store = Store::Open(path, so, status);
     if (!store) return nullptr;
     std::unique_ptr<CoinsDB> db(new CoinsDB);
     db->m_store = std::move(store);
     db->m_options = options;
+    if (db->m_store->FromSnapshot()) {
+        // The writer is between the first batch of a flush (H) and its last (B): what the
+        // snapshot holds is part old state, part new.
+        auto heads = db->GetHeadBlocks();
+        if (!heads || !heads->empty()) {
+            if (status) {
+                *status = StoreStatus::Error(StoreStatus::Code::Locked,
+                                             heads ? CHAINSTATE_FLUSHING : "chainstate " + path.string() + ": " + heads.error().message);
+            }
+            return nullptr;
+        }
+    }
     return db;
 }
 

@@ -196,6 +196,10 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
     res.orphans = sc->order.orphans;
     res.stale = sc->order.stale;
     res.duplicates = sc->order.duplicates;
+    if (sc->live && !sc->order.hashes.empty()) {
+        res.live_height = sc->TipHeight();
+        res.live_hash = sc->order.hashes.back();
+    }
     if (sc->order.blocks.empty()) {
         return Error{Errc::InvalidValue, "no block in " + (opts.datadir.empty() ? opts.blocks_dir : sc->blocks_dir).string() +
                                              " connects to the " + std::string(ChainTypeName(sc->chain)) + " genesis block"};

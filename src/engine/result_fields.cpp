@@ -125,6 +125,7 @@ ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy)
     Put(f, "skipped_bytes", UInt(r.scan.skipped_bytes));
     Put(f, "scan_bytes_read", UInt(r.scan.bytes_read));
     Put(f, "truncated_records", UInt(r.scan.truncated));
+    Put(f, "live_snapshot_height", r.live_height < 0 ? Null() : Int(r.live_height));
     PutReject(f, r);
     return f;
 }

@@ -4,6 +4,7 @@
 
 #include "kv/bulk_load.h"
 #include "kv/leveldb_env.h"
+#include "kv/snapshot.h"
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
@@ -208,11 +209,6 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
             return fail(StoreStatus::Error(StoreStatus::Code::NotFound,
                                            "no LevelDB database at " + path.string() + " (missing CURRENT)"));
         }
-        if (IsDirectoryLocked(path)) {
-            return fail(StoreStatus::Error(StoreStatus::Code::Locked,
-                                           "chainstate " + path.string() +
-                                               " is locked: is bitcoind running? stop it or copy the directory"));
-        }
         // Private scratch directory for whatever LevelDB writes while opening (log replay, new
         // MANIFEST, compactions): the user's directory is never written.
         std::string tmpl = (std::filesystem::temp_directory_path() / "ibdkit-ro-XXXXXX").string();
@@ -221,8 +217,15 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
                                                                             std::filesystem::temp_directory_path().string()));
         }
         im.scratch = tmpl;
-        im.env = std::make_unique<OverlayEnv>(NoMmapEnv(), path.string(), im.scratch.string());
-        im.options.env = im.env.get();
+        store->m_snapshot = opt.snapshot || IsDirectoryLocked(path);
+        if (store->m_snapshot) {
+            // A copy can end in a log record the writer had not finished: LevelDB drops a torn
+            // tail only with its paranoid checks off (table blocks are still checked by PreadFile).
+            im.options.paranoid_checks = false;
+        } else {
+            im.env = std::make_unique<OverlayEnv>(NoMmapEnv(), path.string(), im.scratch.string());
+            im.options.env = im.env.get();
+        }
         im.options.create_if_missing = false;
         im.options.error_if_exists = false;
     } else {
@@ -236,7 +239,26 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
     }
 
     leveldb::DB* raw = nullptr;
-    leveldb::Status s = leveldb::DB::Open(im.options, path.string(), &raw);
+    leveldb::Status s;
+    if (store->m_snapshot) {
+        // The snapshot is checked for a consistent set of files; a MANIFEST record torn by the copy
+        // still fails LevelDB's open, and the next attempt copies again.
+        const auto db_dir = im.scratch / "db", overlay = im.scratch / "overlay";
+        for (int attempt = 1; attempt <= kv::SNAPSHOT_ATTEMPTS; ++attempt) {
+            im.env.reset();
+            std::filesystem::remove_all(overlay, ec);
+            std::filesystem::create_directories(overlay, ec);
+            StoreStatus st = kv::SnapshotDatabase(path, db_dir, kv::SNAPSHOT_ATTEMPTS);
+            if (!st.ok()) return fail(st);
+            im.env = std::make_unique<OverlayEnv>(NoMmapEnv(), db_dir.string(), overlay.string());
+            im.options.env = im.env.get();
+            s = leveldb::DB::Open(im.options, db_dir.string(), &raw);
+            if (s.ok()) break;
+        }
+        if (!s.ok()) return fail(FromLevelDb(s, "cannot open a snapshot of " + path.string()));
+    } else {
+        s = leveldb::DB::Open(im.options, path.string(), &raw);
+    }
     if (!s.ok()) {
         std::string msg = s.ToString();
         if (!opt.read_only && msg.find("lock") != std::string::npos) {

@@ -1,5 +1,6 @@
 // Reading a Bitcoin Core data directory: the block index (real v25 logs), best-chain selection,
-// layout detection, the LOCK check, the read-only guarantee, and blocks read from disk once.
+// layout detection, the snapshot while locked, the read-only guarantee, and blocks read from disk once.
+#include "lock_holder.h"
 #include "test_util.h"
 
 #include <ibdkit/blockfile/block_index.h>
@@ -10,10 +11,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -70,37 +67,7 @@ fs::path MakeDatadir(const fs::path& root, const fs::path& blocks_src, const std
     return blocks;
 }
 
-/// A child process holding an fcntl write lock on `file` until destroyed (as bitcoind would).
-struct LockHolder {
-    pid_t pid{-1};
-    explicit LockHolder(const fs::path& file)
-    {
-        int p[2];
-        EXPECT_EQ(pipe(p), 0);
-        pid = fork();
-        if (pid == 0) {
-            close(p[0]);
-            const int fd = ::open(file.c_str(), O_RDWR | O_CREAT, 0644);
-            struct flock fl{};
-            fl.l_type = F_WRLCK;
-            fl.l_whence = SEEK_SET;
-            const char ok = (fd >= 0 && ::fcntl(fd, F_SETLK, &fl) == 0) ? 1 : 0;
-            (void)!write(p[1], &ok, 1);
-            pause();
-            _exit(0);
-        }
-        close(p[1]);
-        char ok = 0;
-        EXPECT_EQ(read(p[0], &ok, 1), 1);
-        EXPECT_EQ(ok, 1) << "the child could not lock " << file;
-        close(p[0]);
-    }
-    ~LockHolder()
-    {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-    }
-};
+using test::LockHolder;
 
 } // namespace
 
@@ -278,31 +245,43 @@ TEST(Datadir, LayoutPicksTheNetworkOrAsks)
     EXPECT_EQ(mis.error().code, Errc::BadMagic);
 }
 
-TEST(Datadir, ReadOnlyAndRefusedWhileLocked)
+TEST(Datadir, ReadOnlyAndASnapshotWhileLocked)
 {
     REQUIRE_DATA(t3, "testnet3/core_v25_0-121");
     TempDir d;
     const auto blocks = MakeDatadir(d.path, *t3, "testnet3");
+    std::ofstream(d.path / "testnet3" / ".lock").flush(); // as bitcoind leaves it
+    std::ofstream(blocks / "index" / "LOCK").flush();
     const auto before = Snapshot(d.path);
     for (int round = 0; round < 2; ++round) { // the second open sees the same (unreplayed) log
         auto l = LocateFromDatadir(d.path, std::nullopt);
         ASSERT_TRUE(l.ok()) << l.error().message;
         EXPECT_EQ(l->TipHeight(), 120);
+        EXPECT_FALSE(l->live);
     }
     EXPECT_EQ(Snapshot(d.path), before) << "the data directory is byte-identical and gained no file";
 
+    // Either lock held (bitcoind running): the same chain, read from a private snapshot of the index.
     for (const auto& lock : {blocks / "index" / "LOCK", d.path / "testnet3" / ".lock"}) {
         SCOPED_TRACE(lock.string());
         {
             LockHolder held(lock);
             auto l = LocateFromDatadir(d.path, std::nullopt);
-            ASSERT_FALSE(l.ok());
-            EXPECT_NE(l.error().message.find("bitcoind appears to be running"), std::string::npos) << l.error().message;
-            EXPECT_NE(l.error().message.find("copy the datadir"), std::string::npos) << l.error().message;
+            ASSERT_TRUE(l.ok()) << l.error().message;
+            EXPECT_TRUE(l->live);
+            EXPECT_EQ(l->TipHeight(), 120);
+            auto u = LocateUndoInDatadir(d.path, std::nullopt);
+            ASSERT_TRUE(u.ok()) << u.error().message;
+            EXPECT_TRUE(u->live);
+            EXPECT_EQ(Snapshot(d.path), before) << "nothing created, locked or changed in the datadir";
         }
-        auto after = LocateFromDatadir(d.path, std::nullopt); // released: fine again
-        EXPECT_TRUE(after.ok()) << after.error().message;
+        auto after = LocateFromDatadir(d.path, std::nullopt); // released: read directly again
+        ASSERT_TRUE(after.ok()) << after.error().message;
+        EXPECT_FALSE(after->live);
     }
+    EXPECT_EQ(LiveDatadirMessage(7, BlockHash{}),
+              "bitcoind is running: reading a snapshot of its block index; data consistent up to height 7 (" +
+                  BlockHash{}.ToHex() + ")");
 }
 
 TEST(Datadir, ReplayReadsEachBlockOnce)

@@ -3,8 +3,8 @@
 // Records (docs/formats.md §8): 'b' + block hash → VARINT-signed(client version), VARINT-signed(height),
 // VARINT(status), VARINT(tx count), [VARINT-signed(file)], [VARINT(data pos)], [VARINT(undo pos)],
 // 80-byte header. The database is opened through the chainstate store's read-only overlay
-// (kv/store.h): the directory stays byte-identical and gains no file. A LOCK held by a running
-// bitcoind is detected before anything is opened.
+// (kv/store.h): the directory stays byte-identical and gains no file. While a running bitcoind
+// holds it, the index is read from a private snapshot of its files (kv/store.h, docs/live-node.md).
 #pragma once
 
 #include <ibdkit/error.h>
@@ -52,12 +52,14 @@ Result<BlockIndexEntry> DecodeBlockIndexEntry(const BlockHash& hash, std::span<c
 struct BlockIndex {
     std::vector<BlockIndexEntry> entries; ///< in key order
     bool reindexing{false};               ///< the 'R' flag: Core was reindexing
+    bool from_snapshot{false};            ///< read from a private snapshot (a writer held the index)
 };
 
-/// Reads every 'b' record of `index_dir` (e.g. DIR/blocks/index) read-only. A held LOCK gives an
-/// error saying bitcoind appears to be running; a missing database Errc::InvalidValue; a record
-/// that does not decode, or whose key hash differs from its header's hash, Errc::Corrupt.
-Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir);
+/// Reads every 'b' record of `index_dir` (e.g. DIR/blocks/index) read-only. From a private snapshot
+/// of its files when `snapshot` is set or another process holds its LOCK; a missing database
+/// Errc::InvalidValue; a record that does not decode, or whose key hash differs from its header's
+/// hash, Errc::Corrupt.
+Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir, bool snapshot = false);
 
 /// The best chain of an index: the most-work chain (exact 256-bit work, Core's GetBlockProof) of
 /// entries that have HAVE_DATA, no FAILED flag and every ancestor likewise, starting at `genesis`.

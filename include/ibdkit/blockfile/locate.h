@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ibdkit {
@@ -38,6 +39,9 @@ struct LocatedChain {
     bool from_index{false};                     ///< located through Core's block index
     uint64_t index_entries{0};                  ///< datadir: 'b' records in the block index
     uint64_t failed{0};                         ///< datadir: entries Core marked invalid
+    /// datadir: bitcoind was running; the chain is that of a private snapshot of its block index
+    /// and the data is consistent up to TipHeight() (order.hashes.back()); nothing later is read.
+    bool live{false};
 
     /// Height of the last block (base_height - 1 when empty).
     int TipHeight() const noexcept { return base_height + int(order.blocks.size()) - 1; }
@@ -67,13 +71,14 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
 
 /// Reads a Bitcoin Core data directory strictly read-only: the block index gives the best chain
 /// (most work, HAVE_DATA, no FAILED flag, every ancestor present) and each block's position; each
-/// chain block's 8-byte record framing is read to learn its size. A running bitcoind (the
-/// datadir's `.lock` or `blocks/index/LOCK` held) is an error: "bitcoind appears to be running …
-/// stop it or copy the datadir". The index's genesis must be the network's.
+/// chain block's 8-byte record framing is read to learn its size. While bitcoind runs (the
+/// datadir's `.lock` or `blocks/index/LOCK` held) the index is read from a private snapshot of its
+/// files, `live` is set, and blk files are read only where that index says a block is complete
+/// (docs/live-node.md). The index's genesis must be the network's.
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
 /// Where a Core data directory keeps the undo data of its best chain (read through the block index,
-/// read-only, with the same refusals as LocateFromDatadir). Read the records with an
+/// read-only, as LocateFromDatadir does: from a snapshot of the index while bitcoind runs). Read the records with an
 /// UndoFileReader(blocks_dir, key, the network's magic) (blockfile/undo_file.h).
 struct DatadirUndo {
     ChainType chain{ChainType::MAIN};
@@ -88,7 +93,12 @@ struct DatadirUndo {
     };
     std::vector<Block> blocks;   ///< best-chain blocks with BLOCK_HAVE_UNDO, in height order (never the genesis)
     uint64_t without_undo{0};    ///< best-chain blocks above the genesis without undo data (pruned, or not yet connected)
+    bool live{false};            ///< bitcoind was running: the index is a snapshot's, consistent up to `blocks.back()`
 };
+
+/// What a command says when it reads a running node's datadir: "bitcoind is running: reading a
+/// snapshot of its block index; data consistent up to height H (hash)".
+std::string LiveDatadirMessage(int height, const BlockHash& hash);
 Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
 } // namespace ibdkit

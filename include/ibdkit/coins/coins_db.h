@@ -114,9 +114,17 @@ struct ReplayRange {
     BlockHash old_tip; ///< null if the interrupted flush started from an empty database
 };
 
+/// Why a read-only open of a running node's chainstate is refused: its snapshot holds the
+/// head-blocks marker (H), so Core was in the middle of a flush.
+inline constexpr const char* CHAINSTATE_FLUSHING =
+    "bitcoind is writing its chainstate (flush in progress): try again in a moment";
+
 class CoinsDB {
 public:
-    /// Opens the chainstate at `path`. nullptr + status on failure (see Store::Open).
+    /// Opens the chainstate at `path`. nullptr + status on failure (see Store::Open). A read-only
+    /// open while another process writes it (its LOCK, or its datadir's `.lock`, held) reads a
+    /// private snapshot (kv/store.h); a snapshot taken mid-flush (H present) is refused: Locked,
+    /// CHAINSTATE_FLUSHING. store().FromSnapshot() tells a snapshot.
     static std::unique_ptr<CoinsDB> Open(const std::filesystem::path& path, const CoinsDBOptions& options,
                                          StoreStatus* status);
 

@@ -45,6 +45,10 @@ struct ReplayResult : EngineResult {
     uint64_t bytes_read{0};      ///< block bytes read from the blk files by the block source
     BlockFileScanStats scan;
     uint64_t orphans{0}, stale{0}, duplicates{0};
+    /// --datadir while bitcoind ran: the block index was a private snapshot's and the datadir is
+    /// consistent up to this block (LiveDatadirMessage); -1 otherwise.
+    int live_height{-1};
+    BlockHash live_hash;
 };
 
 /// Runs the engine over the block files. Environment failures and malformed files are errors; a block that fails

@@ -15,8 +15,13 @@
 //    read-only mode (it replays its log into a new table, writes a new MANIFEST and LOG on every
 //    open), so ibdkit opens the database through an overlay environment: reads come from the
 //    directory, anything LevelDB creates goes to a private scratch directory that is deleted on
-//    close, and deletions/renames of the user's files are only recorded. A held LOCK (bitcoind
-//    running) is detected first with fcntl(F_GETLK).
+//    close, and deletions/renames of the user's files are only recorded.
+//  - A held LOCK (bitcoind running, detected with fcntl(F_GETLK)) makes a read-only open read a
+//    private snapshot of the directory instead (src/kv/snapshot.h): tables hard-linked (or copied),
+//    MANIFEST, logs and CURRENT copied into a temporary directory, taken again if the writer
+//    compacted meanwhile. The snapshot is opened with LevelDB's paranoid checks off, so that a log
+//    record torn by the copy is dropped as LevelDB's recovery drops a torn tail; every table block
+//    is still checked (PreadFile). Nothing is locked, created or written in the directory.
 //
 // LevelDB types never appear here: the implementation lives in src/kv/store.cpp.
 #pragma once
@@ -83,6 +88,9 @@ struct StoreOptions {
     bool wipe{false};                        ///< destroy an existing database first
     bool obfuscate{true};                    ///< a new database gets a random obfuscation key
     bool read_only{false};                   ///< see the header comment: never writes the directory
+    /// Read-only: read a private snapshot of the directory even when its LOCK is free (another
+    /// process is known to be writing it, e.g. bitcoind holds its datadir's `.lock`).
+    bool snapshot{false};
 };
 
 /// Core's obfuscation key key: the serialized std::string "\000obfuscate_key" (length 14).
@@ -170,8 +178,9 @@ private:
 class Store {
 public:
     /// Opens (or creates) the database at `path`. On failure returns nullptr and fills *status
-    /// (Locked for a LOCK held by another process, NotFound for a missing database when
-    /// create_if_missing is off or read_only is set, Corruption, IoError).
+    /// (Locked for a LOCK held by another process on a writable open, NotFound for a missing
+    /// database when create_if_missing is off or read_only is set, Corruption, IoError; a
+    /// read-only open of a locked directory reads a snapshot, see the header comment).
     static std::unique_ptr<Store> Open(const std::filesystem::path& path, const StoreOptions& options,
                                        StoreStatus* status);
     ~Store();
@@ -181,6 +190,8 @@ public:
     const ObfuscationKey& Obfuscation() const noexcept { return m_obfuscation; }
     const std::filesystem::path& Path() const noexcept { return m_path; }
     bool ReadOnly() const noexcept { return m_read_only; }
+    /// The store reads a private snapshot of its directory (a writer held it; see the header comment).
+    bool FromSnapshot() const noexcept { return m_snapshot; }
 
     /// Raw value of key (still obfuscated), nullopt if absent; throws StoreError on I/O failure.
     std::optional<std::string> ReadRaw(std::span<const std::byte> key) const;
@@ -221,6 +232,7 @@ private:
     ObfuscationKey m_obfuscation;
     std::filesystem::path m_path;
     bool m_read_only{false};
+    bool m_snapshot{false};
     std::atomic<bool> m_no_records{false};
 };
 
