@@ -48,11 +48,11 @@ struct AddUp {
     bool* overflow;
     void operator()(std::span<uint8_t> acc, std::span<const uint8_t> r) const
     {
-        int64_t v;
-        uint64_t c;
-        if (__builtin_add_overflow(ValueOf(acc), ValueOf(r), &v) || __builtin_add_overflow(CoinsOf(acc), CoinsOf(r), &c)) {
-            *overflow = true;
-        }
+        int64_t v = 0;
+        uint64_t c = 0;
+        const bool value_overflow = __builtin_add_overflow(ValueOf(acc), ValueOf(r), &v);
+        const bool coins_overflow = __builtin_add_overflow(CoinsOf(acc), CoinsOf(r), &c);
+        if (value_overflow || coins_overflow) *overflow = true;
         std::memcpy(acc.data(), &v, 8);
         std::memcpy(acc.data() + 8, &c, 8);
     }
@@ -131,10 +131,9 @@ Result<BalancesResult> ComputeBalances(const CoinsDB& db, const BalancesOptions&
     bool sums_overflow = false;
     auto merged = by_script.Finish([&](std::span<const uint8_t> r) {
         ++res.scripts;
-        if (__builtin_add_overflow(res.coins, CoinsOf(r), &res.coins) ||
-            __builtin_add_overflow(res.value, ValueOf(r), &res.value)) {
-            sums_overflow = true;
-        }
+        const bool coins_overflow = __builtin_add_overflow(res.coins, CoinsOf(r), &res.coins);
+        const bool value_overflow = __builtin_add_overflow(res.value, ValueOf(r), &res.value);
+        if (coins_overflow || value_overflow) sums_overflow = true;
         if (progress && (res.scripts & 0xffff) == 0) progress("merge", res.scripts, by_script.MergeFraction());
         if (use_heap) {
             if (heap.size() < *options.top || (!heap.empty() && by_value_less(r, heap.front()))) {

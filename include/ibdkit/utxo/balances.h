@@ -20,6 +20,7 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/tabular/table.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
 
@@ -68,5 +69,16 @@ using BalanceSink = std::function<bool(const BalanceRow&)>;
 /// not reconcile (Errc::Corrupt).
 Result<BalancesResult> ComputeBalances(const CoinsDB& db, const BalancesOptions& options, const BalanceSink& sink,
                                        const BalancesProgress& progress = {});
+
+/// The table's columns: script_pubkey (Blob), address (Text, null where the script has none),
+/// script_type (Text, Core's TxoutType name), coins (Int), value (Int, satoshis).
+std::span<const Column> BalanceColumns() noexcept;
+
+/// ComputeBalances written to `out` (CSV, JSON lines or SQLite table `balances`) with addresses for
+/// `net`. The file appears under its name only when complete (TableWriter). Errors: those of
+/// ComputeBalances and of the writer.
+Result<BalancesResult> WriteBalances(const CoinsDB& db, TableFormat format, const std::filesystem::path& out,
+                                     AddressNetwork net, const BalancesOptions& options,
+                                     const BalancesProgress& progress = {});
 
 } // namespace ibdkit
