@@ -4,9 +4,9 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/engine/result_fields.h>
 #include <ibdkit/primitives/script_ops.h>
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/stats.h>
