@@ -1,6 +1,7 @@
-// `ibdkit utxo stats|get|dump|snapshot|load-snapshot`: views of a chainstate in Core's format
+// `ibdkit utxo stats|get|dump|balances|snapshot|load-snapshot`: views of a chainstate in Core's format
 // (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
+#include "progress.h"
 #include "utxo_export_cli.h"
 
 #include <ibdkit/chain/params.h>
@@ -8,11 +9,13 @@
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -171,6 +174,23 @@ UtxoHashTypes ParseHashType(const std::string& t)
     return h;
 }
 
+/// "64" (MiB), "512K", "64M", "1G": bytes, from 1 KiB to 1 TiB.
+std::size_t ParseMemory(const std::string& s)
+{
+    std::size_t unit = std::size_t(1) << 20;
+    std::string digits = s;
+    if (!digits.empty() && std::string("KkMmGg").find(digits.back()) != std::string::npos) {
+        const char u = char(std::toupper(static_cast<unsigned char>(digits.back())));
+        unit = std::size_t(1) << (u == 'K' ? 10 : u == 'M' ? 20 : 30);
+        digits.pop_back();
+    }
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(digits) == 0 || std::stoull(digits) * unit > (std::size_t(1) << 40)) {
+        throw CLI::ValidationError("--memory", "expected a size such as 64, 512K, 64M or 1G, from 1K to 1024G");
+    }
+    return std::size_t(std::stoull(digits)) * unit;
+}
+
 const CommandRegistrar utxo_cmd([](CLI::App& app) {
     auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
     utxo->require_subcommand(1);
@@ -300,6 +320,50 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         if (!net) throw CLI::ValidationError("--network", "unknown network '" + *network + "'");
         auto db = OpenReadOnly(*dopt);
         WriteUtxoExport(*db, *format, *out, GetChainParams(ChainType::MAIN), *net, !dopt->no_progress, stderr);
+    });
+
+    // ---- balances ----
+    auto* bal = utxo->add_subcommand(
+        "balances", "Balance of every distinct output script (coins, value), largest first, in bounded memory");
+    auto bopt = std::make_shared<CommonOpts>();
+    auto bformat = std::make_shared<std::string>("csv");
+    auto bout = std::make_shared<std::string>();
+    auto bnet = std::make_shared<std::string>("main");
+    auto btop = std::make_shared<std::optional<uint64_t>>();
+    auto bmem = std::make_shared<std::string>("64");
+    auto btmp = std::make_shared<std::string>();
+    AddCommon(bal, *bopt);
+    bal->add_option("--format", *bformat, "csv, jsonl or sqlite (columns: docs/utxo-export.md)")
+        ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
+        ->capture_default_str();
+    bal->add_option("--out", *bout, "Output file (replaced when complete)")->required();
+    bal->add_option("--network", *bnet, "Network for addresses: main, test, signet, regtest")->capture_default_str();
+    bal->add_option("--top", *btop, "Keep only the N largest balances");
+    bal->add_option("--memory", *bmem, "Memory for each sort's buffer, beyond which runs spill to disk: MiB, or with a K/M/G suffix")
+        ->capture_default_str();
+    bal->add_option("--tmpdir", *btmp, "Directory for the sort's run files (default: the directory of --out)");
+    bal->callback([bopt, bformat, bout, bnet, btop, bmem, btmp] {
+        const auto net = ParseAddressNetwork(*bnet);
+        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *bnet + "'");
+        auto db = OpenReadOnly(*bopt);
+        BalancesOptions opt;
+        opt.memory_bytes = ParseMemory(*bmem);
+        opt.top = *btop;
+        opt.tmp_dir = btmp->empty() ? fs::absolute(*bout).parent_path() : fs::path(*btmp);
+        ProgressLine line(!bopt->no_progress);
+        const auto r = WriteBalances(*db, *ParseTableFormat(*bformat), *bout, *net, opt,
+                                     [&](std::string_view phase, uint64_t n, double f) {
+                                         line.Update(f, std::string(phase) + "  " + std::to_string(n));
+                                     });
+        line.Done();
+        if (!r) Fail(r.error());
+        std::printf("rows               %llu\nscripts            %llu\n", (unsigned long long)r->rows,
+                    (unsigned long long)r->scripts);
+        std::printf("coins              %llu (txouts %llu)\n", (unsigned long long)r->coins,
+                    (unsigned long long)r->stats.txouts);
+        std::printf("value              %s (total_amount %s)\n", FormatMoney(r->value).c_str(),
+                    FormatMoney(r->stats.total_amount).c_str());
+        std::printf("sort runs          %llu\n", (unsigned long long)r->runs);
     });
 });
 

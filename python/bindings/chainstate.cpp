@@ -4,9 +4,11 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/engine/result_fields.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <nanobind/stl/optional.h>
@@ -127,6 +129,81 @@ public:
         return MakeCoin(op, **c, m_net);
     }
 
+    /// Balances per script: written to `out` (a summary dict back) or, without `out`, the rows as dicts.
+    nb::object Balances(std::optional<std::string> out, const std::string& format, std::optional<uint64_t> top,
+                        std::size_t memory_mib, std::optional<std::string> tmpdir, nb::object progress)
+    {
+        BalancesOptions opt;
+        if (memory_mib == 0 || memory_mib > (1u << 20)) throw PyError{"InvalidArgument", "memory must be in 1..1048576 MiB"};
+        opt.memory_bytes = memory_mib << 20;
+        opt.top = top;
+        std::optional<TableFormat> fmt;
+        if (out) {
+            fmt = ParseTableFormat(format);
+            if (!fmt) throw PyError{"InvalidArgument", "format must be 'csv', 'jsonl' or 'sqlite'"};
+        }
+        if (tmpdir) opt.tmp_dir = *tmpdir;
+        else if (out) opt.tmp_dir = fs::absolute(*out).parent_path();
+        ProgressBridge bridge(progress);
+        auto last = std::chrono::steady_clock::now();
+        const BalancesProgress report = [&](std::string_view phase, uint64_t done, double fraction) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last < std::chrono::milliseconds(250) && fraction < 1.0) return;
+            last = now;
+            bridge.Call([&](nb::dict& d) {
+                d["phase"] = std::string(phase);
+                d["done"] = done;
+                d["fraction"] = fraction < 0 ? 0.0 : fraction;
+            });
+        };
+        struct Row {
+            std::vector<uint8_t> script;
+            uint64_t coins;
+            Amount value;
+        };
+        std::vector<Row> rows;
+        Result<BalancesResult> r = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            if (out) {
+                r = WriteBalances(*m_db, *fmt, *out, m_net, opt, report);
+            } else {
+                r = ComputeBalances(*m_db, opt, [&](const BalanceRow& b) {
+                    rows.push_back({std::vector<uint8_t>(b.script.begin(), b.script.end()), b.coins, b.value});
+                    return true;
+                }, report);
+            }
+        }
+        bridge.Rethrow();
+        if (!r) Throw(r.error());
+        if (out) {
+            nb::dict d;
+            d["rows"] = r->rows;
+            d["scripts"] = r->scripts;
+            d["coins"] = r->coins;
+            d["value"] = r->value;
+            d["txouts"] = r->stats.txouts;
+            d["total_amount_sat"] = r->stats.total_amount;
+            d["runs"] = r->runs;
+            return d;
+        }
+        nb::list list;
+        char addr[MAX_ADDRESS_LENGTH];
+        for (const Row& row : rows) {
+            const Script script(row.script.data(), row.script.size());
+            const TxoutType type = Solver(row.script);
+            const std::size_t n = EncodeAddressInto(script, type, m_net, addr);
+            nb::dict d;
+            d["script_pubkey"] = HexStr(row.script);
+            d["address"] = n ? nb::object(nb::str(addr, n)) : nb::none();
+            d["script_type"] = std::string(GetTxnOutputType(type));
+            d["coins"] = row.coins;
+            d["value"] = row.value;
+            list.append(d);
+        }
+        return list;
+    }
+
     std::optional<std::string> BestBlock() const
     {
         auto b = m_db->GetBestBlock();
@@ -237,6 +314,8 @@ void BindChainstate(nb::module_& m)
         .def(nb::init<const std::string&, const std::string&, std::size_t, const std::string&>(), "path"_a,
              "policy"_a = "zero-after-free", "dbcache"_a = 64, "network"_a = "main")
         .def("_stats", &Chainstate::Stats, "hash_type"_a, "height"_a, "progress"_a.none())
+        .def("_balances", &Chainstate::Balances, "out"_a.none(), "format"_a, "top"_a.none(), "memory"_a, "tmpdir"_a.none(),
+             "progress"_a.none())
         .def("get", &Chainstate::Get, "txid"_a, "vout"_a,
              "The unspent coin at txid:vout (txid in hex, display order), or None.")
         .def_prop_ro("best_block", &Chainstate::BestBlock, "Hash of the chainstate's best block, or None.")

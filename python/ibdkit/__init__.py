@@ -220,6 +220,36 @@ class Chainstate(_ibdkit._Chainstate):
         finally:
             bar.close()
 
+    def balances(self, out: Optional[PathLike] = None, *, top: Optional[int] = None,
+                 format: Optional[str] = None, memory: int = 64, tmpdir: Optional[PathLike] = None,
+                 progress: Progress = False) -> Any:
+        """Balance of every distinct output script, largest value first (``ibdkit utxo balances``).
+
+        Rows: script_pubkey (hex), address (None where the script has none), script_type (Core's
+        TxoutType name), coins, value (satoshis); equal values are ordered by script bytes. top
+        keeps the N largest. Memory stays within ``memory`` MiB per sort whatever the set's size:
+        what does not fit goes to run files in ``tmpdir`` (default: the directory of ``out``, else
+        the system's temporary directory), removed as soon as they are opened.
+
+        Without ``out`` the rows come back as a list of dicts (keep ``top`` small on mainnet's
+        ~60 M scripts); with ``out`` they are written as csv, jsonl or sqlite (``format``, default
+        from the file's suffix: .csv, .jsonl/.json, .sqlite/.db) and a summary comes back: rows,
+        scripts, coins, value, txouts, total_amount_sat, runs. Either way Σ coins must equal the
+        set's txouts and Σ value its total_amount (else :class:`Error`, kind "Corrupt").
+        """
+        path = None if out is None else os.path.expanduser(os.fspath(out))
+        fmt = format or ""
+        if path is not None and not fmt:
+            suffix = os.path.splitext(path)[1].lower()
+            fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".sqlite": "sqlite", ".db": "sqlite"}.get(
+                suffix, suffix.lstrip("."))
+        tmp = None if tmpdir is None else os.path.expanduser(os.fspath(tmpdir))
+        bar = _Bar(progress, "balances", unit="")
+        try:
+            return self._balances(path, fmt, top, memory, tmp, bar if bar.active else None)
+        finally:
+            bar.close()
+
     def to_arrow(self, batch_size: int = 65536, *, script_hex: bool = False) -> Iterator[Any]:
         """Yields ``pyarrow.RecordBatch`` es of every coin (columns as ``ibdkit utxo dump``).
 
