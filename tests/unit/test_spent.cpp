@@ -328,7 +328,7 @@ TEST(Spent, ReplayReaderDeliversARangeWithConsistentFees)
         auto rows = AllRows(got[i]);
         EXPECT_EQ(rows[BlockTable::Inputs].Rows(), got[i].undo().CoinCount());
     }
-    EXPECT_GT(spends, 100u);
+    EXPECT_GT(spends, 50u); // the generated chain spends coins in most blocks
 
     // The same blocks' undo data as the engine writes it into rev files.
     test::TempDir t;
