@@ -416,8 +416,10 @@ void BindBlocks(nb::module_& m)
         .def_prop_ro("subsidy", [](const PyBlock& b) { return b.Need("Block.subsidy").subsidy(); },
                      "Core's GetBlockSubsidy at the block's height on its network. Needs spent outputs.")
         .def_prop_ro("coinbase_value", [](const PyBlock& b) {
+            if (b.spent) return b.spent->coinbase_value();
+            const TxView coinbase = *b.view.txs().begin(); // the output range points into it: keep it alive
             Amount v = 0;
-            for (OutputView o : (*b.view.txs().begin()).outputs()) v += o.value;
+            for (OutputView o : coinbase.outputs()) v += o.value;
             return v; }, "Sum of the coinbase's outputs in satoshis.")
         .def("with_spent_outputs", &PyBlock::WithSpentOutputs, "spent_outputs"_a, "height"_a = nb::none(), "network"_a = nb::none(),
              "A copy of the block carrying `spent_outputs`: one per input after the coinbase, in block order, in any form "
