@@ -47,3 +47,32 @@ def batches(raw: Iterator[dict], script_hex: bool) -> Iterator[Any]:
             var(sch.field("script").type, b["script"]),
         ]
         yield pa.RecordBatch.from_arrays(cols, schema=sch)
+
+
+_TYPES = {"int64": "int64", "float64": "float64", "bool": "bool_", "string": "string", "binary": "binary"}
+
+
+def table_schema(columns: list) -> Any:
+    """The pyarrow schema of a table given as [(name, type name, nullable)] (arrow_table.h)."""
+    import pyarrow as pa
+    return pa.schema([pa.field(name, getattr(pa, _TYPES[t])(), nullable=nullable) for name, t, nullable in columns])
+
+
+def table_batches(raw: Iterator[dict], columns: list) -> Iterator[Any]:
+    """RecordBatches from the buffers of ArrowTableBuilder::TakeBatch (no copy, no object per row)."""
+    try:
+        import pyarrow as pa
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("to_arrow needs pyarrow: pip install pyarrow") from e
+    sch = table_schema(columns)
+
+    def buf(t: Any) -> Any:  # (address, size, owner) of a buffer built in C++
+        return None if t is None else pa.foreign_buffer(t[0], t[1], base=t[2])
+
+    for b in raw:
+        n = b["rows"]
+        arrays = []
+        for field, (valid, nulls, offsets, values) in zip(sch, b["columns"]):
+            bufs = [buf(valid)] + ([buf(offsets)] if offsets is not None else []) + [buf(values)]
+            arrays.append(pa.Array.from_buffers(field.type, n, bufs, null_count=nulls))
+        yield pa.RecordBatch.from_arrays(arrays, schema=sch)
