@@ -1,6 +1,8 @@
 // Blocks and transactions in the Python module: lazy views over a block's bytes (Block,
 // Transaction, Input, Output), decode_block, and BlockReader (read_blocks: chain order).
 #include "bindings.h"
+#include "script.h"
+#include "spent.h"
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
@@ -10,15 +12,18 @@
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <climits>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,18 +34,24 @@ namespace ibdkit::py {
 namespace {
 
 namespace fs = std::filesystem;
-using Storage = std::shared_ptr<const std::vector<uint8_t>>;
+using Storage = std::shared_ptr<const void>; // whatever owns the block's bytes
+using Spent = std::shared_ptr<const SpentBlock>;
 
-AddressNetwork AddressNet(ChainType t)
+AddressNetwork AddressNet(ChainType t) { return AddressNetworkOf(t); }
+
+[[noreturn]] void NoSpentOutputs(const char* what)
 {
-    switch (t) {
-    case ChainType::MAIN: return AddressNetwork::Main;
-    case ChainType::SIGNET: return AddressNetwork::Signet;
-    case ChainType::REGTEST: return AddressNetwork::Regtest;
-    case ChainType::TESTNET:
-    case ChainType::TESTNET4: break;
-    }
-    return AddressNetwork::Test;
+    throw PyError{"NoSpentOutputs", std::string(what) + " needs the spent outputs: read the blocks with "
+                                                        "read_blocks(..., spent_outputs=True), or attach them with "
+                                                        "block.with_spent_outputs([...])"};
+}
+
+/// A Core data directory (its block index, or a network's subdirectory) rather than blk files.
+bool LooksLikeDatadir(const fs::path& dir)
+{
+    bool datadir = fs::is_directory(dir / "blocks" / "index");
+    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+    return datadir;
 }
 
 struct PyOutput {
@@ -66,22 +77,52 @@ struct PyInput {
     nb::bytes script_sig;
     uint32_t sequence;
     nb::list witness;
+    ChainType chain{ChainType::MAIN};
+    bool has_spent{false};        ///< the block carries spent outputs
+    std::optional<Coin> coin;     ///< the coin it spends (none for the coinbase's input)
+
+    const Coin* SpentCoin(const char* what) const
+    {
+        if (!has_spent) NoSpentOutputs(what);
+        return coin ? &*coin : nullptr;
+    }
 };
 
 struct PyTx {
     Storage storage; // keeps the block's bytes alive
     TxLayout layout;
     ChainType chain;
+    Spent spent;         ///< the block's spent outputs, if it has them
+    std::size_t index{0}; ///< position in the block
+
+    std::optional<Amount> Fee() const
+    {
+        if (!spent) NoSpentOutputs("Transaction.fee");
+        if (index == 0) return std::nullopt;
+        return spent->Fee(index);
+    }
+    std::optional<double> Feerate() const
+    {
+        const auto fee = Fee();
+        if (!fee) return std::nullopt;
+        return double(*fee) / double(VirtualSize(TxWeight(layout)));
+    }
 
     TxView View() const noexcept { return TxView(layout); }
     nb::list Inputs() const
     {
         nb::list out;
         const TxView tx = View(); // the ranges point at the view's layout: keep it alive
+        const std::span<const Coin> coins = spent ? spent->SpentBy(index) : std::span<const Coin>{};
+        std::size_t i = 0;
         for (InputView in : tx.inputs()) {
             nb::list wit;
             for (ByteSpan item : in.witness) wit.append(Bytes(item));
-            out.append(PyInput{in.prevout_hash().ToHex(), in.prevout_n(), Bytes(in.script_sig), in.sequence, wit});
+            std::optional<Coin> coin;
+            if (i < coins.size()) coin = coins[i];
+            out.append(PyInput{in.prevout_hash().ToHex(), in.prevout_n(), Bytes(in.script_sig), in.sequence, wit, chain,
+                               spent != nullptr, std::move(coin)});
+            ++i;
         }
         return out;
     }
@@ -99,19 +140,56 @@ struct PyBlock {
     BlockView view;
     ChainType chain{ChainType::MAIN};
     std::optional<int> height; ///< known when read in chain order
+    Spent spent;               ///< the spent outputs, when read or attached with them
+
+    static PyBlock FromSpent(Spent b)
+    {
+        const BlockView v = b->view();
+        const ChainType c = b->chain();
+        const int h = b->height();
+        Storage st = b;
+        return PyBlock{std::move(st), v, c, h, std::move(b)};
+    }
+    const SpentBlock& Need(const char* what) const
+    {
+        if (!spent) NoSpentOutputs(what);
+        return *spent;
+    }
+    /// A copy of this block with `outputs` as its spent outputs (one per input after the coinbase).
+    PyBlock WithSpentOutputs(nb::handle outputs, std::optional<int> at, std::optional<std::string> network) const
+    {
+        std::vector<Coin> coins;
+        std::size_t i = 0;
+        for (nb::handle h : outputs) coins.push_back(SpentCoinFrom(h, i++));
+        std::optional<int> h = at ? at : height;
+        if (!h) {
+            // BIP34: a version-2 block's coinbase starts with its height.
+            const TxView cb = *view.txs().begin();
+            if (const auto bip34 = DecodeCoinbaseHeight((*cb.inputs().begin()).script_sig); bip34 && *bip34 >= 0 && *bip34 <= INT32_MAX) {
+                h = int(*bip34);
+            }
+        }
+        if (!h) throw PyError{"InvalidArgument", "the block's height is unknown (no BIP34 height in its coinbase): pass height="};
+        const ChainType c = network ? ParseNetwork(*network) : chain;
+        std::vector<uint8_t> copy(view.bytes().begin(), view.bytes().end());
+        auto b = SpentBlock::FromCoins(std::move(copy), *h, coins, c);
+        if (!b) Throw(b.error());
+        return FromSpent(std::make_shared<const SpentBlock>(std::move(*b)));
+    }
 
     static PyBlock FromBytes(std::vector<uint8_t>&& bytes, ChainType chain, std::optional<int> height)
     {
         auto st = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
         auto v = BlockView::Parse(ByteSpan(st->data(), st->size()));
         if (!v) Throw(v.error());
-        return PyBlock{std::move(st), *v, chain, height};
+        return PyBlock{st, *v, chain, height, nullptr};
     }
 
     nb::list Transactions() const
     {
         nb::list out;
-        for (TxView tx : view.txs()) out.append(PyTx{storage, tx.layout(), chain});
+        std::size_t i = 0;
+        for (TxView tx : view.txs()) out.append(PyTx{storage, tx.layout(), chain, spent, i++});
         return out;
     }
     std::vector<std::string> Txids() const
@@ -158,8 +236,7 @@ public:
         const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
         // A Core data directory (its block index, or a network's subdirectory) is read through the
         // index; a blocks directory or blk file by following prev-hashes through every record.
-        bool datadir = fs::is_directory(dir / "blocks" / "index");
-        for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
+        const bool datadir = LooksLikeDatadir(dir);
         Result<LocatedChain> located = Error{};
         {
             nb::gil_scoped_release nogil;
@@ -211,6 +288,46 @@ private:
 
 } // namespace
 
+SpentReader::SpentReader(const std::string& path, std::optional<std::string> network, std::optional<int> from_height,
+                         std::optional<int> to_height)
+{
+    const fs::path dir = path;
+    SpentReaderOptions o;
+    if (LooksLikeDatadir(dir)) {
+        o.datadir = dir;
+    } else {
+        o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
+    }
+    if (network) o.chain = ParseNetwork(*network);
+    o.from_height = from_height.value_or(0);
+    o.to_height = to_height;
+    Result<std::unique_ptr<SpentBlockReader>> r = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        r = SpentBlockReader::Open(o);
+    }
+    if (!r) Throw(r.error());
+    m_reader = std::move(*r);
+}
+
+std::shared_ptr<const SpentBlock> SpentReader::NextSpent()
+{
+    Result<std::optional<SpentBlock>> b = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        b = m_reader->Next();
+    }
+    if (!b) Throw(b.error());
+    if (!*b) return nullptr;
+    return std::make_shared<const SpentBlock>(std::move(**b));
+}
+
+std::shared_ptr<const SpentBlock> SpentOf(nb::handle block)
+{
+    if (!nb::isinstance<PyBlock>(block)) return nullptr;
+    return nb::cast<const PyBlock&>(block).spent;
+}
+
 void BindBlocks(nb::module_& m)
 {
     nb::class_<PyOutput>(m, "Output", "A transaction output.")
@@ -229,6 +346,30 @@ void BindBlocks(nb::module_& m)
         .def_ro("script_sig", &PyInput::script_sig, "scriptSig (bytes).")
         .def_ro("sequence", &PyInput::sequence, "nSequence.")
         .def_ro("witness", &PyInput::witness, "Witness stack items (list of bytes).")
+        .def_prop_ro("value", [](const PyInput& i) -> std::optional<Amount> {
+            const Coin* c = i.SpentCoin("Input.value");
+            return c ? std::optional<Amount>(c->out.value) : std::nullopt; },
+            "Value of the spent coin in satoshis (None for a coinbase input). Needs spent outputs.")
+        .def_prop_ro("script_pubkey", [](const PyInput& i) -> std::optional<nb::bytes> {
+            const Coin* c = i.SpentCoin("Input.script_pubkey");
+            return c ? std::optional<nb::bytes>(Bytes(c->out.script_pubkey.span())) : std::nullopt; },
+            "Output script of the spent coin (bytes; None for a coinbase input). Needs spent outputs.")
+        .def_prop_ro("script_type", [](const PyInput& i) -> std::optional<std::string> {
+            const Coin* c = i.SpentCoin("Input.script_type");
+            return c ? std::optional<std::string>(GetTxnOutputType(Solver(c->out.script_pubkey.span()))) : std::nullopt; },
+            "Core's TxoutType name of the spent coin's script. Needs spent outputs.")
+        .def_prop_ro("address", [](const PyInput& i) -> std::optional<std::string> {
+            const Coin* c = i.SpentCoin("Input.address");
+            return c ? EncodeAddress(c->out.script_pubkey, AddressNet(i.chain)) : std::nullopt; },
+            "Address of the spent coin's script on the block's network, None if it has none. Needs spent outputs.")
+        .def_prop_ro("height", [](const PyInput& i) -> std::optional<uint32_t> {
+            const Coin* c = i.SpentCoin("Input.height");
+            return c ? std::optional<uint32_t>(c->height) : std::nullopt; },
+            "Height of the block that created the spent coin. Needs spent outputs.")
+        .def_prop_ro("is_coinbase", [](const PyInput& i) -> std::optional<bool> {
+            const Coin* c = i.SpentCoin("Input.is_coinbase");
+            return c ? std::optional<bool>(c->coinbase) : std::nullopt; },
+            "Whether the spent coin is a coinbase output. Needs spent outputs.")
         .def("__repr__", [](const PyInput& i) {
             return "<Input " + i.prevout_txid + ":" + std::to_string(i.prevout_vout) + ">";
         });
@@ -250,6 +391,8 @@ void BindBlocks(nb::module_& m)
         .def_prop_ro("output_count", [](const PyTx& t) { return t.layout.n_out; })
         .def_prop_ro("inputs", &PyTx::Inputs, "The inputs (list of Input, built on access).")
         .def_prop_ro("outputs", &PyTx::Outputs, "The outputs (list of Output, built on access).")
+        .def_prop_ro("fee", &PyTx::Fee, "Spent values minus output values in satoshis (None for the coinbase). Needs spent outputs.")
+        .def_prop_ro("feerate", &PyTx::Feerate, "fee / vsize in sat/vB (None for the coinbase). Needs spent outputs.")
         .def_prop_ro("raw", [](const PyTx& t) { return Bytes(t.View().bytes()); }, "Serialized bytes (a copy).")
         .def("__repr__", [](const PyTx& t) { return "<Transaction " + t.View().ComputeTxid().ToHex() + ">"; });
 
@@ -268,6 +411,23 @@ void BindBlocks(nb::module_& m)
         .def_prop_ro("weight", [](const PyBlock& b) { return b.StrippedSize() * 3 + b.view.GetTotalSize(); }, "BIP141 weight.")
         .def_prop_ro("tx_count", [](const PyBlock& b) { return b.view.tx_count(); })
         .def_prop_ro("transactions", &PyBlock::Transactions, "The transactions (list of views into this block).")
+        .def_prop_ro("has_spent_outputs", [](const PyBlock& b) { return b.spent != nullptr; },
+                     "Whether the block carries the coins its inputs spend (fees, input values).")
+        .def_prop_ro("fees", [](const PyBlock& b) { return b.Need("Block.fees").fees(); },
+                     "Sum of the transactions' fees in satoshis. Needs spent outputs.")
+        .def_prop_ro("subsidy", [](const PyBlock& b) { return b.Need("Block.subsidy").subsidy(); },
+                     "Core's GetBlockSubsidy at the block's height on its network. Needs spent outputs.")
+        .def_prop_ro("coinbase_value", [](const PyBlock& b) {
+            if (b.spent) return b.spent->coinbase_value();
+            const TxView coinbase = *b.view.txs().begin(); // the output range points into it: keep it alive
+            Amount v = 0;
+            for (OutputView o : coinbase.outputs()) v += o.value;
+            return v; }, "Sum of the coinbase's outputs in satoshis.")
+        .def("with_spent_outputs", &PyBlock::WithSpentOutputs, "spent_outputs"_a, "height"_a = nb::none(), "network"_a = nb::none(),
+             "A copy of the block carrying `spent_outputs`: one per input after the coinbase, in block order, in any form "
+             "verify_input takes (with 'creation_height'/'height' and 'is_coinbase' where known). Checked against the "
+             "block: counts, Core's amount ranges, coinbase within subsidy + fees (ibdkit.Error otherwise). height: "
+             "default the block's, else its BIP34 height.")
         .def("txids", &PyBlock::Txids, "Every txid (hex, display order), computed without building transactions.")
         .def_prop_ro("raw", [](const PyBlock& b) { return Bytes(b.view.bytes()); }, "Serialized bytes (a copy).")
         .def("check", &PyBlock::Check, "network"_a = nb::none(), "pow"_a = true, "merkle"_a = true,
@@ -287,6 +447,19 @@ void BindBlocks(nb::module_& m)
             return PyBlock::FromBytes(std::move(copy), ParseNetwork(network), std::nullopt);
         },
         "data"_a, "network"_a = "main");
+
+    nb::class_<SpentReader>(m, "SpentBlockReader", "Blocks with their spent outputs in height order (read_blocks(..., spent_outputs=True)).")
+        .def(nb::init<const std::string&, std::optional<std::string>, std::optional<int>, std::optional<int>>(), "path"_a,
+             "network"_a = nb::none(), "from_height"_a = nb::none(), "to_height"_a = nb::none())
+        .def("__iter__", [](nb::handle self) { return self; })
+        .def("__next__", [](SpentReader& r) {
+            auto b = r.NextSpent();
+            if (!b) throw nb::stop_iteration();
+            return PyBlock::FromSpent(std::move(b));
+        })
+        .def_prop_ro("network", [](const SpentReader& r) { return std::string(ChainTypeName(r.chain())); })
+        .def_prop_ro("first_height", &SpentReader::first_height)
+        .def_prop_ro("last_height", &SpentReader::last_height, "The last height it will read, as far as known (-1: not yet).");
 
     nb::class_<BlockReader>(m, "BlockReader", "Blocks of a blk directory in chain order.")
         .def(nb::init<const std::string&, std::optional<std::string>>(), "path"_a, "network"_a = nb::none())

@@ -142,6 +142,25 @@ TxOut OutputFrom(nb::handle h, std::size_t i)
     return o;
 }
 
+/// An int field of a spent output given as a dict (directly or beside "txout") or an object.
+std::optional<int64_t> IntField(nb::handle h, const char* name)
+{
+    nb::object v;
+    if (nb::isinstance<nb::dict>(h)) {
+        nb::dict d = nb::borrow<nb::dict>(h);
+        if (!d.contains(name)) return std::nullopt;
+        v = d[name];
+    } else if (!nb::isinstance<nb::tuple>(h) && !nb::isinstance<nb::list>(h) && nb::hasattr(h, name)) {
+        v = h.attr(name);
+    } else {
+        return std::nullopt;
+    }
+    if (v.is_none()) return std::nullopt;
+    if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v) ? 1 : 0;
+    if (!nb::isinstance<nb::int_>(v)) throw PyError{"InvalidArgument", std::string(name) + " must be an int"};
+    return nb::cast<int64_t>(v);
+}
+
 std::vector<TxOut> OutputsFrom(nb::handle seq)
 {
     std::vector<TxOut> out;
@@ -262,6 +281,18 @@ nb::list VerifyBlock(nb::handle self, nb::handle spent_obj, std::optional<std::s
 }
 
 } // namespace
+
+Coin SpentCoinFrom(nb::handle h, std::size_t i)
+{
+    TxOut out = OutputFrom(h, i);
+    std::optional<int64_t> height = IntField(h, "creation_height");
+    if (!height) height = IntField(h, "height");
+    if (height && (*height < 0 || *height > INT32_MAX)) {
+        throw PyError{"InvalidArgument", "spent output " + std::to_string(i) + ": height out of range"};
+    }
+    const bool coinbase = IntField(h, "is_coinbase").value_or(IntField(h, "coinbase").value_or(0)) != 0;
+    return Coin(std::move(out), uint32_t(height.value_or(0)), coinbase);
+}
 
 void BindScript(nb::module_& m)
 {

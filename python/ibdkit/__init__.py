@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 from ._ibdkit import (  # noqa: F401  (re-exported)
     Block,
     BlockReader,
+    SpentBlockReader,
     Coin,
     Error,
     Input,
@@ -40,7 +41,7 @@ from ._ibdkit import (  # noqa: F401  (re-exported)
 from . import _ibdkit
 
 __all__ = [
-    "Block", "BlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict", "Output", "Transaction",
+    "Block", "BlockReader", "SpentBlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict", "Output", "Transaction",
     "block_script_flags", "decode_block", "format_script_flags", "parse_script_flags", "policies",
     "read_blocks", "replay", "sync", "verify_input", "__version__",
 ]
@@ -83,7 +84,8 @@ def verify_input(tx: Union[bytes, bytearray, memoryview, Transaction], index: in
     return _ibdkit._verify_input(tx, index, spent_outputs, flags, network, height, block_hash)
 
 
-def read_blocks(path: PathLike, network: Optional[str] = None) -> BlockReader:
+def read_blocks(path: PathLike, network: Optional[str] = None, spent_outputs: bool = False,
+                from_height: Optional[int] = None, to_height: Optional[int] = None) -> Iterator[Block]:
     """Blocks of a blocks directory (blkNNNNN.dat, xor.dat honoured) or a Core datadir, in chain order.
 
     The files are scanned once and ordered by following prev-hashes from the genesis block (the
@@ -91,8 +93,30 @@ def read_blocks(path: PathLike, network: Optional[str] = None) -> BlockReader:
     ``reader.scan``). Each block is read when iterated; its transactions are views into it.
     ``network`` defaults to the one whose magic starts the first file. ``len(reader)`` is the
     number of blocks in the chain.
+
+    With ``spent_outputs=True`` each block carries the coins its inputs spend (docs/spent-outputs.md):
+    ``Input.value``, ``script_pubkey``, ``script_type``, ``address``, ``height``, ``is_coinbase``,
+    ``Transaction.fee`` and ``feerate``, ``Block.fees`` and ``subsidy``. From a Core datadir they come
+    from its rev files; from blk files the blocks are replayed into a temporary chainstate to compute
+    them. Without them those attributes raise ``ibdkit.Error`` (kind ``"NoSpentOutputs"``).
+    ``from_height``/``to_height`` bound the heights read (inclusive).
     """
-    return BlockReader(os.path.expanduser(os.fspath(path)), network)
+    where = os.path.expanduser(os.fspath(path))
+    if spent_outputs:
+        return SpentBlockReader(where, network, from_height, to_height)
+    reader = BlockReader(where, network)
+    if from_height is None and to_height is None:
+        return reader
+    return _height_range(reader, from_height or 0, to_height)
+
+
+def _height_range(reader: BlockReader, first: int, last: Optional[int]) -> Iterator[Block]:
+    for block in reader:
+        if block.height is not None and block.height < first:
+            continue
+        if last is not None and block.height is not None and block.height > last:
+            return
+        yield block
 
 
 class _Bar:

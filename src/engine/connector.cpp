@@ -126,7 +126,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         m_counters.script_checks_from_height = ctx.height;
         m_counters.script_check_reason = std::string(ctx.script_check_reason);
     }
-    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer ? &m_undo : nullptr, m_runner, plan) ||
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer || m_connected ? &m_undo : nullptr, m_runner, plan) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }
@@ -136,6 +136,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         Serialize(w, m_undo);
         m_undo_writer->Write(block->GetHash(), ctx.height, block->hash_prev_block, m_undo_bytes);
     }
+    if (m_connected) m_connected(block.block(), ctx.height, m_undo);
     ++m_counters.blocks;
     m_counters.txs += block->vtx.size();
     m_counters.inputs += cs.inputs;

@@ -249,6 +249,7 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
     }
     BlockConnector conn(db, params, SplitDbCache(o.dbcache_mib << 20).coins_bytes);
     conn.SetUndoWriter(undo.get());
+    conn.SetConnectedSink(o.on_connected);
     EngineRun<Policy> run{o, params, src, db, conn, undo.get(), res};
     auto needs = db.NeedsReplay();
     if (!needs) return needs.error();

@@ -214,6 +214,11 @@ std::optional<std::string> EncodeAddress(const Script& s, TxoutType type, Addres
 
 std::size_t EncodeAddressInto(const Script& s, TxoutType type, AddressNetwork net, char* out) noexcept
 {
+    return EncodeAddressInto(s.span(), type, net, out);
+}
+
+std::size_t EncodeAddressInto(std::span<const uint8_t> s, TxoutType type, AddressNetwork net, char* out) noexcept
+{
     const NetParams& p = Params(net);
     switch (type) {
     case TxoutType::PUBKEYHASH: {
@@ -233,7 +238,7 @@ std::size_t EncodeAddressInto(const Script& s, TxoutType type, AddressNetwork ne
     case TxoutType::WITNESS_UNKNOWN: {
         int version = 0;
         std::span<const uint8_t> program;
-        if (!IsWitnessProgram(s.span(), version, program)) return 0; // not reached
+        if (!IsWitnessProgram(s, version, program)) return 0; // not reached
         return EncodeSegwit(p, version, program, out);
     }
     case TxoutType::PUBKEY: // Core's PubKeyDestination has no address

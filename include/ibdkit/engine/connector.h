@@ -113,6 +113,9 @@ public:
     /// the connector; the writer is synced before every flush of the cache. Write failures throw
     /// UndoWriteError.
     void SetUndoWriter(UndoFileWriter* writer) noexcept { m_undo_writer = writer; }
+    /// Hands each connected block, its height and its undo data (the coins it spent) to `sink`
+    /// (empty: none), on the connecting thread, before a flush the block may trigger.
+    void SetConnectedSink(std::function<void(const Block&, int, const BlockUndo&)> sink) { m_connected = std::move(sink); }
     /// Spreads each block's cache work over `runner`'s threads (ConnectBlock; may be null: this
     /// thread alone), which must outlive the connector or be reset.
     void SetTaskRunner(const TaskRunner* runner) noexcept { m_runner = runner; }
@@ -134,6 +137,7 @@ private:
     UndoFileWriter* m_undo_writer{nullptr};
     const TaskRunner* m_runner{nullptr};
     std::function<void()> m_on_flush;
+    std::function<void(const Block&, int, const BlockUndo&)> m_connected;
     BlockUndo m_undo;                 ///< reused between blocks
     std::vector<uint8_t> m_undo_bytes;
 };

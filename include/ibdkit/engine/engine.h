@@ -70,6 +70,12 @@ struct EngineOptions {
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
     /// records are made durable before every chainstate flush. Never a Core blocks directory.
     std::filesystem::path undo_dir;
+    /// When set, called on the connecting thread after each block is connected (before a flush the
+    /// block may trigger), with the block, its height and the coins its inputs spent: one TxUndo per
+    /// transaction after the coinbase, its coins in input order (coins/undo.h). What a reader of
+    /// blocks with their spent outputs takes from a replay (spent/spent_block.h). A block that was
+    /// only rolled forward while recovering an interrupted flush is not reported.
+    std::function<void(const Block& block, int height, const BlockUndo& spent)> on_connected;
     /// Core's -assumevalid: nullopt, the network's default (ConsensusParams::default_assume_valid;
     /// none on regtest); a null hash, verify every block's scripts; otherwise the hash of a block
     /// below which scripts are skipped where Core's conditions hold (consensus/assumevalid.h).

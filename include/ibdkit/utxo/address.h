@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,7 @@ inline constexpr std::size_t MAX_ADDRESS_LENGTH = 4 + 1 + 1 + 64 + 6;
 /// Same as EncodeAddress, without allocating (for column builders): writes the address into
 /// `out` (room for MAX_ADDRESS_LENGTH characters) and returns its length, 0 if it has none.
 std::size_t EncodeAddressInto(const Script& script, TxoutType type, AddressNetwork net, char* out) noexcept;
+/// Same, for a script held as bytes (a view into a block).
+std::size_t EncodeAddressInto(std::span<const uint8_t> script, TxoutType type, AddressNetwork net, char* out) noexcept;
 
 } // namespace ibdkit
