@@ -1,6 +1,8 @@
 // ArrowTableBuilder (arrow_table.h).
 #include "arrow_table.h"
 
+#include <nanobind/stl/string.h>
+
 #include <cstdlib>
 
 namespace nb = nanobind;

@@ -22,6 +22,8 @@ namespace ibdkit::py {
 class ArrowTableBuilder {
 public:
     explicit ArrowTableBuilder(std::span<const Column> columns);
+    ArrowTableBuilder(const ArrowTableBuilder&) = delete;
+    ArrowTableBuilder& operator=(const ArrowTableBuilder&) = delete;
 
     void Int(int64_t v) { PutFixed(ColumnType::Int, v); }
     void Real(double v) { PutFixed(ColumnType::Real, v); }

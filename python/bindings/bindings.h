@@ -74,5 +74,7 @@ void BindBlocks(nanobind::module_& m);
 void BindEngine(nanobind::module_& m);
 /// Coin, _Chainstate and its iterators (chainstate.cpp).
 void BindChainstate(nanobind::module_& m);
+/// spent_tables.cpp: the block tables as Arrow batches (_TableBatches, _table_columns).
+void BindSpentTables(nanobind::module_& m);
 
 } // namespace ibdkit::py

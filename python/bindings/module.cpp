@@ -22,5 +22,6 @@ NB_MODULE(_ibdkit, m)
     BindEngine(m);     // engine.cpp: _replay, _sync, policies
     BindChainstate(m); // chainstate.cpp: _Chainstate, Coin, the coin and batch iterators
     BindScript(m);     // script.cpp: verify_input, Block.verify_scripts (after Block)
+    BindSpentTables(m); // spent_tables.cpp: the block tables as Arrow batches
     m.attr("__version__") = IBDKIT_VERSION;
 }

@@ -25,7 +25,6 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 from ._ibdkit import (  # noqa: F401  (re-exported)
     Block,
     BlockReader,
-    SpentBlockReader,
     Coin,
     Error,
     Input,
@@ -43,7 +42,7 @@ from . import _ibdkit
 __all__ = [
     "Block", "BlockReader", "SpentBlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict", "Output", "Transaction",
     "block_script_flags", "decode_block", "format_script_flags", "parse_script_flags", "policies",
-    "read_blocks", "replay", "sync", "verify_input", "__version__",
+    "read_blocks", "table_schema", "to_arrow", "replay", "sync", "verify_input", "__version__",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -108,6 +107,36 @@ def read_blocks(path: PathLike, network: Optional[str] = None, spent_outputs: bo
     if from_height is None and to_height is None:
         return reader
     return _height_range(reader, from_height or 0, to_height)
+
+
+BLOCK_TABLES = ("blocks", "transactions", "inputs", "outputs")
+
+
+class SpentBlockReader(_ibdkit.SpentBlockReader):
+    """Blocks with their spent outputs in height order (``read_blocks(..., spent_outputs=True)``)."""
+
+    def to_arrow(self, table: str, batch_size: int = 65536) -> Iterator[Any]:
+        """Yields ``pyarrow.RecordBatch`` es of one table ("blocks", "transactions", "inputs" or
+        "outputs") over the blocks not read yet: the rows ``ibdkit export`` writes, built in C++
+        (columns: docs/spent-outputs.md). A batch holds the rows of whole blocks, about
+        ``batch_size`` of them."""
+        return to_arrow(table, self, batch_size)
+
+
+def table_schema(table: str) -> Any:
+    """The pyarrow schema of a block table's batches."""
+    from ._arrow import table_schema as schema
+    return schema(_ibdkit._table_columns(table))
+
+
+def to_arrow(table: str, blocks: Any, batch_size: int = 65536) -> Iterator[Any]:
+    """Yields ``pyarrow.RecordBatch`` es of one block table over ``blocks``: a reader from
+    ``read_blocks(..., spent_outputs=True)`` or any iterable of blocks carrying their spent
+    outputs (``Block.with_spent_outputs``). Feed them to ``pyarrow.Table.from_batches``,
+    ``pyarrow.parquet`` or DuckDB."""
+    from ._arrow import table_batches
+    cursor = _ibdkit._TableBatches(blocks, table, batch_size)
+    return table_batches(iter(cursor.next, None), _ibdkit._table_columns(table))
 
 
 def _height_range(reader: BlockReader, first: int, last: Optional[int]) -> Iterator[Block]:
