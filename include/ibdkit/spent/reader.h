@@ -41,7 +41,8 @@ struct SpentReaderOptions {
 class SpentBlockReader {
 public:
     /// Locates the chain and the spent outputs' source. Errors: both or neither directory given,
-    /// a datadir bitcoind holds or without a block index, no blk file, from above to.
+    /// a datadir without a block index, no blk file, from above to. A datadir bitcoind is running
+    /// on is read from a snapshot of its block index (docs/live-node.md).
     static Result<std::unique_ptr<SpentBlockReader>> Open(const SpentReaderOptions& options);
     virtual ~SpentBlockReader() = default;
 
