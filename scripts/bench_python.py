@@ -5,10 +5,14 @@
      Block.txids()) vs python-bitcoin-blockchain-parser (PyPI blockchain-parser) on the same files,
      interleaved in one session (the parser hard-codes mainnet's magic: it is patched to the
      chain's magic; files must not be XOR-obfuscated, which the parser does not support);
-  2. Chainstate.to_arrow: coins per second over a chainstate (replayed from the chain if absent).
+  2. Chainstate.to_arrow: coins per second over a chainstate (replayed from the chain if absent);
+  3. with --datadir (a Core datadir of the same chain, e.g. compare_core_replay.py --import-only):
+     blocks with their spent outputs from its rev files, each table to Arrow (one core) and to CSV
+     through the CLI (MB of blocks per second, peak RSS), and the transactions table against the
+     parser listing every transaction of the chain's blk files (it has no spent outputs, no fees).
 
 Usage: PYTHONPATH=build/release/python build/venv/bin/python scripts/bench_python.py CHAIN_DIR \
-           [--chainstate DIR] [--rounds 3] [--skip-parser]
+           [--chainstate DIR] [--datadir CORE_DATADIR] [--rounds 3] [--skip-parser] [--only txids|arrow|spent]
 (scripts/pydeps.sh --bench installs blockchain-parser and duckdb.)
 """
 import argparse
@@ -47,6 +51,37 @@ def parser_txids(blocks_dir, magic):
     return n
 
 
+def spent_tables(datadir, cli, rounds, block_mb):
+    """Each block table from a Core datadir's rev files: Arrow (CPU of this process) and CSV (the CLI)."""
+    import subprocess
+    import tempfile
+    for table in ("transactions", "inputs", "outputs", "blocks"):
+        cpu = []
+        for _ in range(rounds):
+            c = time.process_time()
+            rows = sum(b.num_rows for b in ibdkit.read_blocks(datadir, spent_outputs=True).to_arrow(table))
+            cpu.append(time.process_time() - c)
+        med = statistics.median(cpu)
+        print(f"to_arrow({table!r:14s}) {rows:>10d} rows  median {med:6.2f} s cpu  {block_mb / med:6.0f} MB of blocks/s"
+              f"  (runs {', '.join(f'{t:.2f}' for t in cpu)})")
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for _ in range(rounds):
+                # GNU time reports the CLI's own peak RSS (a forked child's counts the parent's pages).
+                out = os.path.join(tmp, "t.csv")
+                t = time.perf_counter()
+                r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", cli, "export", table, "--datadir", datadir,
+                                    "--format", "csv", "--out", out, "--quiet"], check=True, capture_output=True, text=True)
+                wall = time.perf_counter() - t
+                user, sys_s, kb = r.stderr.strip().splitlines()[-1].split()
+                runs.append((wall, float(user) + float(sys_s), int(kb)))
+                size = os.path.getsize(out)
+            wall = statistics.median(w for w, _, _ in runs)
+            cpu_s = statistics.median(c for _, c, _ in runs)
+            print(f"export {table:12s} --format csv  {size / 1e6:8.0f} MB of CSV  median {wall:6.2f} s wall {cpu_s:6.2f} s cpu"
+                  f"  {block_mb / wall:6.0f} MB of blocks/s  peak RSS {max(k for _, _, k in runs) / 1024:.0f} MiB")
+
+
 def timed(fn, *args):
     t = time.perf_counter()
     n = fn(*args)
@@ -59,7 +94,9 @@ def main():
     ap.add_argument("--chainstate", help="chainstate for to_arrow (default: CHAIN/../chainstate, replayed if absent)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-parser", action="store_true")
-    ap.add_argument("--only", choices=["txids", "arrow"], help="run one of the two parts")
+    ap.add_argument("--datadir", help="a Core datadir of the same chain: blocks with spent outputs (part 3)")
+    ap.add_argument("--cli", default=os.path.join(os.path.dirname(__file__), "..", "build", "release", "ibdkit"))
+    ap.add_argument("--only", choices=["txids", "arrow", "spent"], help="run one of the parts")
     a = ap.parse_args()
     size = sum(os.path.getsize(os.path.join(a.chain, f)) for f in os.listdir(a.chain) if f.startswith("blk"))
     print(f"# {platform.node()} {platform.processor() or platform.machine()} python {platform.python_version()} "
@@ -68,7 +105,9 @@ def main():
     magic = {"regtest": b"\xfa\xbf\xb5\xda", "main": b"\xf9\xbe\xb4\xd9"}[reader.network]
     res = {"ibdkit tx.txid": [], "ibdkit Block.txids()": [], "blockchain-parser tx.txid": []}
     counts = {}
-    for r in range(a.rounds if a.only != "arrow" else 0):
+    if a.datadir and a.only in (None, "spent"):
+        spent_tables(a.datadir, a.cli, a.rounds, size / 1e6)
+    for r in range(a.rounds if a.only in (None, "txids") else 0):
         for name, fn, args in (("ibdkit tx.txid", ibdkit_txids, (a.chain, True)),
                                ("ibdkit Block.txids()", ibdkit_txids, (a.chain, False)),
                                ("blockchain-parser tx.txid", parser_txids, (a.chain, magic))):
@@ -90,7 +129,7 @@ def main():
     if counts and len(set(counts.values())) != 1:
         print("WARNING: txid counts differ:", counts)
 
-    if a.only == "txids":
+    if a.only in ("txids", "spent"):
         return
     cs_dir = a.chainstate or os.path.join(os.path.dirname(os.path.abspath(a.chain)), "chainstate")
     if not os.path.exists(os.path.join(cs_dir, "CURRENT")):
