@@ -1,3 +1,4 @@
+// BlockFileWriter (block_file_writer.h).
 #include "blockfile/block_file_writer.h"
 
 #include <cstring>
@@ -26,12 +27,14 @@ bool BlockFileWriter::WriteFramed(std::vector<uint8_t>& recbuf, std::string* err
     }
     if (!m_file) {
         m_path = BlockFilePath(m_dir, m_index);
-        m_file = std::fopen(m_path.c_str(), "wb");
-        if (!m_file) {
+        m_file = std::make_unique<File>(m_path, "wb");
+        if (!m_file->get()) {
+            m_file.reset();
             *err = m_path.string() + ": cannot open for writing";
             return false;
         }
-        std::setvbuf(m_file, nullptr, _IOFBF, 1 << 20);
+        // The replay that follows reads these files: their pages stay cached.
+        m_out = std::make_unique<BufferedFileWriter>(m_file->get(), false);
         m_offset = 0;
         ++m_files;
     }
@@ -39,8 +42,9 @@ bool BlockFileWriter::WriteFramed(std::vector<uint8_t>& recbuf, std::string* err
     const uint32_t size = uint32_t(rec - 8);
     for (int i = 0; i < 4; ++i) recbuf[4 + std::size_t(i)] = uint8_t(size >> (8 * i));
     XorBytes(std::span<std::byte>(reinterpret_cast<std::byte*>(recbuf.data()), recbuf.size()), m_key, std::size_t(m_offset));
-    if (std::fwrite(recbuf.data(), 1, recbuf.size(), m_file) != recbuf.size()) {
-        *err = m_path.string() + ": write failed";
+    m_out->write(std::as_bytes(std::span<const uint8_t>(recbuf)));
+    if (!m_out->ok()) {
+        *err = m_path.string() + ": write failed: " + std::strerror(m_out->Errno());
         return false;
     }
     m_offset += rec;
@@ -51,10 +55,14 @@ bool BlockFileWriter::WriteFramed(std::vector<uint8_t>& recbuf, std::string* err
 bool BlockFileWriter::Close(std::string* err)
 {
     if (!m_file) return true;
-    const bool ok = std::fclose(m_file) == 0;
-    m_file = nullptr;
-    if (!ok && err) *err = m_path.string() + ": close failed";
-    return ok;
+    const bool drained = m_out->Drain();
+    const int write_errno = m_out->Errno();
+    m_out.reset();
+    const bool closed = m_file->Close(/*fsync=*/false);
+    m_file.reset();
+    if (err && !drained) *err = m_path.string() + ": write failed: " + std::strerror(write_errno);
+    if (err && drained && !closed) *err = m_path.string() + ": close failed";
+    return drained && closed;
 }
 
 } // namespace ibdkit

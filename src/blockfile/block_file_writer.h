@@ -1,15 +1,19 @@
 // src/blockfile/block_file_writer.h (internal) — block files written as Core writes them: records
 // of magic, size and block, obfuscated with the directory's key, in blkNNNNN.dat files of at most
-// a given size (BlockFilePath). The chain generator writes its chains through it (src/gen/).
+// a given size (BlockFilePath), through the one buffered writer (common/buffered_writer.h). No
+// fsync: a generated chain is made again from its seed. The chain generator writes through it
+// (src/gen/).
 #pragma once
+
+#include "common/buffered_writer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/stream/obfuscation.h>
 
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,7 +44,8 @@ private:
     std::array<uint8_t, 4> m_magic;
     ObfuscationKey m_key;
     uint64_t m_max;
-    std::FILE* m_file{nullptr};
+    std::unique_ptr<File> m_file;               ///< the current blk file
+    std::unique_ptr<BufferedFileWriter> m_out;  ///< buffers into m_file
     std::filesystem::path m_path;
     int m_index{0};
     int m_files{0};

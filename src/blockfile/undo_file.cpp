@@ -1,5 +1,6 @@
 #include <ibdkit/blockfile/undo_file.h>
 
+#include "common/buffered_writer.h"
 #include "common/pread.h"
 
 #include <ibdkit/crypto/sha256.h>
@@ -20,30 +21,9 @@ namespace ibdkit {
 namespace {
 
 constexpr const char* INDEX_NAME = "revindex.dat";
-// Buffered record bytes before they are written out (Sync writes the rest).
-constexpr std::size_t WRITE_BUFFER_BYTES = std::size_t(1) << 20;
-
 Error FileError(const std::filesystem::path& p, const std::string& what)
 {
     return Error{Errc::Corrupt, p.string() + ": " + what};
-}
-
-void WriteAll(int fd, const uint8_t* data, std::size_t n, const std::filesystem::path& p)
-{
-    while (n > 0) {
-        const ssize_t r = ::write(fd, data, n);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            throw UndoWriteError(p.string() + ": write failed: " + std::strerror(errno));
-        }
-        data += r;
-        n -= std::size_t(r);
-    }
-}
-
-void SyncFd(int fd, const std::filesystem::path& p)
-{
-    if (::fdatasync(fd) != 0) throw UndoWriteError(p.string() + ": fdatasync failed: " + std::strerror(errno));
 }
 
 // revNNNNN.dat → NNNNN; nullopt for other names.
@@ -90,14 +70,37 @@ uint256 UndoChecksum(const BlockHash& prev, std::span<const uint8_t> undo_bytes)
     return out;
 }
 
+namespace {
+
+/// A record's header: the network's magic and the undo bytes' size.
+void EncodeUndoHeader(uint8_t* out, const MessageStart& magic, std::size_t undo_size)
+{
+    std::memcpy(out, magic.data(), 4);
+    WriteLE32(out + 4, uint32_t(undo_size));
+}
+
+/// AppendUndoRecord into the writer; false once a write failed.
+bool PutUndoRecord(BufferedFileWriter& out, const MessageStart& magic, const BlockHash& prev, std::span<const uint8_t> undo_bytes)
+{
+    if (!out.Room(UNDO_HEADER_BYTES + undo_bytes.size() + 32)) return false;
+    uint8_t header[UNDO_HEADER_BYTES];
+    EncodeUndoHeader(header, magic, undo_bytes.size());
+    out.Put(reinterpret_cast<const char*>(header), sizeof header);
+    if (!undo_bytes.empty()) out.Put(reinterpret_cast<const char*>(undo_bytes.data()), undo_bytes.size());
+    const uint256 sum = UndoChecksum(prev, undo_bytes);
+    out.Put(reinterpret_cast<const char*>(sum.data()), 32);
+    return true;
+}
+
+} // namespace
+
 void AppendUndoRecord(std::vector<uint8_t>& out, const MessageStart& magic, const BlockHash& prev,
                       std::span<const uint8_t> undo_bytes)
 {
     const std::size_t at = out.size();
     out.resize(at + UNDO_HEADER_BYTES + undo_bytes.size() + 32);
     uint8_t* p = out.data() + at;
-    std::memcpy(p, magic.data(), 4);
-    WriteLE32(p + 4, uint32_t(undo_bytes.size()));
+    EncodeUndoHeader(p, magic, undo_bytes.size());
     if (!undo_bytes.empty()) std::memcpy(p + 8, undo_bytes.data(), undo_bytes.size());
     const uint256 sum = UndoChecksum(prev, undo_bytes);
     std::memcpy(p + 8 + undo_bytes.size(), sum.data(), 32);
@@ -253,7 +256,17 @@ Result<std::unique_ptr<UndoFileWriter>> UndoFileWriter::Open(const std::filesyst
         return FileError(idx, std::string("cannot truncate a torn entry: ") + std::strerror(errno));
     }
     if (::lseek(w->m_index_fd, whole, SEEK_SET) < 0) return FileError(idx, std::string("cannot seek: ") + std::strerror(errno));
+    // Rev files and the index are read back (a reorganisation, the next run): their pages stay cached.
+    w->m_out = std::make_unique<BufferedFileWriter>(w->m_fd, false);
+    w->m_index_out = std::make_unique<BufferedFileWriter>(w->m_index_fd, false);
     return w;
+}
+
+UndoFileWriter::UndoFileWriter() = default;
+
+void UndoFileWriter::Check(bool ok, const BufferedFileWriter& out, const std::filesystem::path& path, const char* what)
+{
+    if (!ok) throw UndoWriteError(path.string() + ": " + what + " failed: " + std::strerror(out.Errno()));
 }
 
 UndoFileWriter::~UndoFileWriter()
@@ -267,49 +280,42 @@ UndoFileWriter::~UndoFileWriter()
     if (m_index_fd >= 0) ::close(m_index_fd);
 }
 
-void UndoFileWriter::WriteBuffer()
-{
-    if (m_buffer.empty()) return;
-    WriteAll(m_fd, m_buffer.data(), m_buffer.size(), UndoFilePath(m_dir, m_file));
-    m_buffer.clear();
-}
-
 UndoPos UndoFileWriter::Write(const BlockHash& hash, int height, const BlockHash& prev, std::span<const uint8_t> undo_bytes)
 {
     const uint64_t record = uint64_t(undo_bytes.size()) + UNDO_DATA_DISK_OVERHEAD;
     if (m_file_size > 0 && m_file_size + record > MAX_UNDOFILE_SIZE) {
         // The next file: the full one is made durable before it is closed.
-        WriteBuffer();
-        SyncFd(m_fd, UndoFilePath(m_dir, m_file));
+        Check(m_out->DrainAndSync(), *m_out, UndoFilePath(m_dir, m_file), "write or fdatasync");
+        m_out.reset();
         ::close(m_fd);
         ++m_file;
         const auto rev = UndoFilePath(m_dir, m_file);
         m_fd = ::open(rev.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (m_fd < 0) throw UndoWriteError(rev.string() + ": cannot create: " + std::strerror(errno));
+        m_out = std::make_unique<BufferedFileWriter>(m_fd, false);
         m_file_size = 0;
     }
     const UndoPos pos{m_file, uint32_t(m_file_size + UNDO_HEADER_BYTES), uint32_t(undo_bytes.size())};
-    AppendUndoRecord(m_buffer, m_magic, prev, undo_bytes);
+    Check(PutUndoRecord(*m_out, m_magic, prev, undo_bytes), *m_out, UndoFilePath(m_dir, m_file), "write");
     m_file_size += record;
     m_pending.push_back({hash, int32_t(height), pos});
     ++m_records;
     m_bytes += record;
-    if (m_buffer.size() >= WRITE_BUFFER_BYTES) WriteBuffer();
     return pos;
 }
 
 void UndoFileWriter::Sync()
 {
-    if (m_fd < 0) return;
-    if (m_buffer.empty() && m_pending.empty()) return;
-    WriteBuffer();
-    SyncFd(m_fd, UndoFilePath(m_dir, m_file));
+    if (m_fd < 0 || !m_out) return;
+    if (m_out->Buffered() == 0 && m_pending.empty()) return;
+    Check(m_out->DrainAndSync(), *m_out, UndoFilePath(m_dir, m_file), "write or fdatasync");
     if (m_pending.empty()) return;
-    std::vector<uint8_t> bytes(m_pending.size() * UNDO_INDEX_ENTRY_SIZE);
-    for (std::size_t i = 0; i < m_pending.size(); ++i) EncodeIndexEntry(bytes.data() + i * UNDO_INDEX_ENTRY_SIZE, m_pending[i]);
-    const auto idx = m_dir / INDEX_NAME;
-    WriteAll(m_index_fd, bytes.data(), bytes.size(), idx);
-    SyncFd(m_index_fd, idx);
+    uint8_t entry[UNDO_INDEX_ENTRY_SIZE];
+    for (const UndoIndexEntry& e : m_pending) {
+        EncodeIndexEntry(entry, e);
+        m_index_out->write(std::as_bytes(std::span<const uint8_t>(entry)));
+    }
+    Check(m_index_out->DrainAndSync(), *m_index_out, m_dir / INDEX_NAME, "write or fdatasync");
     m_pending.clear();
 }
 

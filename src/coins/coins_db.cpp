@@ -147,30 +147,70 @@ StoreStatus BulkWriteImpl(const Store& store, BulkLoad& load, std::size_t parts,
     return StoreStatus::Ok();
 }
 
-template <typename P>
-StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys,
-                           const BlockHash& tip, bool erase, const BlockHash& old_tip, bool fresh)
-{
-    // Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
-    // then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
-    // level-0 tables that compaction can move instead of merging (docs/chainstate.md).
-    //
-    // They come in runs: the maps of a run are collected into one index and sorted together, and
-    // the runs follow one another in key order. Maps that are key ranges (the cache's shards) are
-    // a run each; maps whose keys interleave are one run. Only one run's index is held at a time
-    // by each sorting thread (at most FLUSH_INDEXES): 16 bytes (BATCH_WRITE_INDEX_BYTES) per entry
-    // of the largest run, not per entry of every map (FlushIndexBytes).
-    //
-    // The sort key is the txid's first 6 bytes and then n (capped at TWO_BYTE_VARINT_END, below
-    // which numbers order as their VARINTs do): the outputs of one transaction come out in key
-    // order without a node being read. Only a run of equal 6-byte prefixes holding two txids, or
-    // an n past the cap, is sorted again by the whole key.
-    static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
-    const auto sort_key = [](const OutPoint& o) {
+/// The dirty entries of the maps a flush writes, in key order, a run at a time.
+///
+/// Dirty entries are written in key order, not hash-table order: LevelDB's memtable inserts
+/// then walk a hot path of its skiplist, and consecutive memtables become non-overlapping
+/// level-0 tables that compaction can move instead of merging (docs/chainstate.md).
+///
+/// They come in runs: the maps of a run are collected into one index and sorted together, and
+/// the runs follow one another in key order. Maps that are key ranges (the cache's shards) are
+/// a run each; maps whose keys interleave are one run. Only one run's index is held at a time
+/// by each sorting thread (at most FLUSH_INDEXES): 16 bytes (BATCH_WRITE_INDEX_BYTES) per entry
+/// of the largest run, not per entry of every map (FlushIndexBytes).
+///
+/// The sort key is the txid's first 6 bytes and then n (capped at TWO_BYTE_VARINT_END, below
+/// which numbers order as their VARINTs do): the outputs of one transaction come out in key
+/// order without a node being read. Only a run of equal 6-byte prefixes holding two txids, or
+/// an n past the cap, is sorted again by the whole key.
+class FlushOrder {
+public:
+    using Index = std::unique_ptr<OrderEntry[]>;
+
+    FlushOrder(std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys)
+    {
+        static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
+        if (keys == CoinsDB::MapKeys::Ranges) {
+            for (std::size_t i = 0; i < maps.size(); ++i) m_runs.push_back(maps.subspan(i, 1));
+        } else {
+            m_runs.push_back(maps);
+        }
+        for (const auto& run : m_runs) {
+            std::size_t n = 0;
+            for (const CoinsMap* coins : run) n += coins->size();
+            m_entries += n;
+            m_largest = std::max(m_largest, n);
+        }
+    }
+
+    std::size_t runs() const noexcept { return m_runs.size(); }
+    /// Entries in all the maps (dirty or not).
+    std::size_t entries() const noexcept { return m_entries; }
+    /// An index for the largest run, left uninitialized.
+    Index NewIndex() const { return Index(new OrderEntry[m_largest]); }
+
+    /// The dirty entries of run `r`, in key order, in `index`.
+    std::span<const OrderEntry> Collect(std::size_t r, OrderEntry* index) const
+    {
+        OrderEntry* out = index;
+        for (CoinsMap* coins : m_runs[r]) {
+            coins->ForEach([&](CoinsMap::value_type& kv) {
+                if (kv.second.IsDirty()) *out++ = OrderEntry{SortKey(kv.first), &kv};
+            });
+        }
+        Sort(index, out);
+        assert(std::is_sorted(index, out, EntryLess));
+        return std::span<const OrderEntry>(index, out);
+    }
+
+private:
+    static uint64_t SortKey(const OutPoint& o) noexcept
+    {
         return (ReadBE64(o.hash.data()) & ~uint64_t(0xFFFF)) | std::min(o.n, TWO_BYTE_VARINT_END);
-    };
-    const auto key_less = [](const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); };
-    const auto sort = [&](OrderEntry* first, OrderEntry* last) {
+    }
+    static bool EntryLess(const OrderEntry& a, const OrderEntry& b) { return KeyLess(a.second->first, b.second->first); }
+    static void Sort(OrderEntry* first, OrderEntry* last)
+    {
         std::sort(first, last, [](const OrderEntry& a, const OrderEntry& b) { return a.first < b.first; });
         for (auto run = first; run != last;) {
             const uint64_t prefix = run->first >> 16;
@@ -180,95 +220,89 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
                 resort = resort || (end->first & 0xFFFF) == TWO_BYTE_VARINT_END || end->second->first.hash != run->second->first.hash;
                 ++end;
             }
-            if (resort) std::sort(run, end, key_less);
+            if (resort) std::sort(run, end, EntryLess);
             run = end;
         }
-    };
+    }
 
-    std::vector<std::span<CoinsMap* const>> runs;
-    if (keys == CoinsDB::MapKeys::Ranges) {
-        for (std::size_t i = 0; i < maps.size(); ++i) runs.push_back(maps.subspan(i, 1));
-    } else {
-        runs.push_back(maps);
-    }
-    std::size_t entries = 0, largest = 1;
-    for (const auto& run : runs) {
-        std::size_t n = 0;
-        for (const CoinsMap* coins : run) n += coins->size();
-        entries += n;
-        largest = std::max(largest, n);
-    }
-    const bool threaded = opt.flush_threads > 1 && entries >= PARALLEL_FLUSH_MIN_ENTRIES;
-    using Index = std::unique_ptr<OrderEntry[]>;
-    const auto new_index = [&] { return Index(new OrderEntry[largest]); }; // left uninitialized
-    // The dirty entries of a run, in key order, in `index`.
-    const auto collect = [&](std::span<CoinsMap* const> run, OrderEntry* index) {
-        OrderEntry* out = index;
-        for (CoinsMap* coins : run) {
-            coins->ForEach([&](CoinsMap::value_type& kv) {
-                if (kv.second.IsDirty()) *out++ = OrderEntry{sort_key(kv.first), &kv};
-            });
+    std::vector<std::span<CoinsMap* const>> m_runs;
+    std::size_t m_entries{0}, m_largest{1};
+};
+
+/// After the write: a cache that stays keeps its unspent coins, now clean (with `erase`, nothing).
+/// Each of `groups` threads settles a group of consecutive maps.
+void SettleMaps(std::span<CoinsMap* const> maps, bool erase, std::size_t groups)
+{
+    OnThreads(groups, [&](std::size_t g) {
+        for (CoinsMap* coins : maps.subspan(maps.size() * g / groups, maps.size() * (g + 1) / groups - maps.size() * g / groups)) {
+            if (erase) {
+                coins->clear();
+                continue;
+            }
+            for (auto it = coins->begin(); it != coins->end();) {
+                if (it->second.IsSpent()) {
+                    it = coins->erase(it);
+                } else {
+                    it->second.flags = 0;
+                    ++it;
+                }
+            }
         }
-        sort(index, out);
-        assert(std::is_sorted(index, out, key_less));
-        return std::span<const OrderEntry>(index, out);
-    };
+    });
+}
 
-    // After the write: a cache that stays keeps its unspent coins, now clean. Each thread settles
-    // a group of consecutive maps.
-    const auto settle = [&] {
-        const std::size_t groups = threaded ? std::min<std::size_t>(opt.flush_threads, maps.size()) : 1;
-        OnThreads(groups, [&](std::size_t g) {
-            for (CoinsMap* coins : maps.subspan(maps.size() * g / groups, maps.size() * (g + 1) / groups - maps.size() * g / groups)) {
-                if (erase) {
-                    coins->clear();
-                    continue;
-                }
-                for (auto it = coins->begin(); it != coins->end();) {
-                    if (it->second.IsSpent()) {
-                        it = coins->erase(it);
-                    } else {
-                        it->second.flags = 0;
-                        ++it;
-                    }
-                }
+/// The first flush into a new database as table files (BulkWriteImpl), B going in with the coins:
+/// no H is needed, the database switches in one step. nullopt if the store cannot bulk-load.
+template <typename P>
+std::optional<StoreStatus> BulkFlush(Store& store, const CoinsDBOptions& opt, const FlushOrder& order, bool threaded,
+                                     const BlockHash& tip)
+{
+    DataStream<P> key, value;
+    key << MarkerKey{DB_BEST_BLOCK};
+    value << HashValue{tip.ToUint256()};
+    value.Xor(store.Obfuscation());
+    std::vector<RawRecord> records(1);
+    records[0].key.assign(key.span().begin(), key.span().end());
+    records[0].value.assign(value.span().begin(), value.span().end());
+    // Several runs: each part takes consecutive runs, sorting each in an index of its own (so
+    // at most FLUSH_INDEXES parts). One run: it is sorted here and cut evenly.
+    const std::size_t runs = order.runs();
+    const std::size_t parts = !threaded   ? 1
+                              : runs > 1 ? std::min<std::size_t>({opt.flush_threads, FLUSH_INDEXES, runs})
+                                         : opt.flush_threads;
+    auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers);
+    if (!load) return std::nullopt;
+    StoreStatus st;
+    if (runs > 1) {
+        st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
+            FlushOrder::Index index = order.NewIndex();
+            for (std::size_t r = runs * part / parts; r < runs * (part + 1) / parts; ++r) {
+                if (!write(order.Collect(r, index.get()))) return;
             }
         });
-    };
+    } else {
+        FlushOrder::Index index = order.NewIndex();
+        const std::span<const OrderEntry> sorted = order.Collect(0, index.get());
+        st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
+            const std::size_t first = sorted.size() * part / parts, last = sorted.size() * (part + 1) / parts;
+            write(sorted.subspan(first, last - first));
+        });
+    }
+    if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
+    return st;
+}
+
+template <typename P>
+StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys,
+                           const BlockHash& tip, bool erase, const BlockHash& old_tip, bool fresh)
+{
+    const FlushOrder order(maps, keys);
+    const bool threaded = opt.flush_threads > 1 && order.entries() >= PARALLEL_FLUSH_MIN_ENTRIES;
+    const std::size_t settle_groups = threaded ? std::min<std::size_t>(opt.flush_threads, maps.size()) : 1;
     if (fresh && opt.bulk_load_new) {
-        // B goes in with the coins: no H is needed, the database switches in one step.
-        DataStream<P> key, value;
-        key << MarkerKey{DB_BEST_BLOCK};
-        value << HashValue{tip.ToUint256()};
-        value.Xor(store.Obfuscation());
-        std::vector<RawRecord> records(1);
-        records[0].key.assign(key.span().begin(), key.span().end());
-        records[0].value.assign(value.span().begin(), value.span().end());
-        // Several runs: each part takes consecutive runs, sorting each in an index of its own (so
-        // at most FLUSH_INDEXES parts). One run: it is sorted here and cut evenly.
-        const std::size_t parts = !threaded           ? 1
-                                  : runs.size() > 1 ? std::min<std::size_t>({opt.flush_threads, FLUSH_INDEXES, runs.size()})
-                                                    : opt.flush_threads;
-        if (auto load = store.BeginBulkLoad(parts, std::move(records), opt.sync_markers)) {
-            StoreStatus st;
-            if (runs.size() > 1) {
-                st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
-                    Index index = new_index();
-                    for (std::size_t r = runs.size() * part / parts; r < runs.size() * (part + 1) / parts; ++r) {
-                        if (!write(collect(runs[r], index.get()))) return;
-                    }
-                });
-            } else {
-                Index index = new_index();
-                const std::span<const OrderEntry> order = collect(runs[0], index.get());
-                st = BulkWriteImpl<P>(store, *load, parts, [&](std::size_t part, const auto& write) {
-                    const std::size_t first = order.size() * part / parts, last = order.size() * (part + 1) / parts;
-                    write(order.subspan(first, last - first));
-                });
-            }
-            if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
-            if (st.ok()) settle();
-            return st;
+        if (auto st = BulkFlush<P>(store, opt, order, threaded, tip)) {
+            if (st->ok()) SettleMaps(maps, erase, settle_groups);
+            return *st;
         }
     }
 
@@ -290,15 +324,15 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
         threaded, store);
     writer.Current().Erase(MarkerKey{DB_BEST_BLOCK});
     writer.Current().Write(MarkerKey{DB_HEAD_BLOCKS}, HeadsValue{{tip.ToUint256(), old_tip.ToUint256()}});
-    Index index = new_index();
+    FlushOrder::Index index = order.NewIndex();
     const OutPoint* last_written = nullptr;
     bool stopped = false;
-    for (std::size_t r = 0; r < runs.size() && !stopped; ++r) {
-        const std::span<const OrderEntry> order = collect(runs[r], index.get());
-        assert(order.empty() || !last_written || KeyLess(*last_written, order.front().second->first));
-        for (std::size_t i = 0; i < order.size(); ++i) {
-            if (i + PREFETCH_AHEAD < order.size()) CoinsMap::PrefetchEntry(order[i + PREFETCH_AHEAD].second);
-            const auto* kv = order[i].second;
+    for (std::size_t r = 0; r < order.runs() && !stopped; ++r) {
+        const std::span<const OrderEntry> sorted = order.Collect(r, index.get());
+        assert(sorted.empty() || !last_written || KeyLess(*last_written, sorted.front().second->first));
+        for (std::size_t i = 0; i < sorted.size(); ++i) {
+            if (i + PREFETCH_AHEAD < sorted.size()) CoinsMap::PrefetchEntry(sorted[i + PREFETCH_AHEAD].second);
+            const auto* kv = sorted[i].second;
             DbBatch<P>& batch = writer.Current();
             const CoinKey key{kv->first};
             if (kv->second.IsSpent()) {
@@ -311,12 +345,12 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
                 break;
             }
         }
-        if (!order.empty()) last_written = &order.back().second->first;
+        if (!sorted.empty()) last_written = &sorted.back().second->first;
     }
     (void)last_written;
     index.reset();
     if (!writer.Finish()) return failed;
-    settle();
+    SettleMaps(maps, erase, settle_groups);
     // Last batch (the coins left, then B): the database is consistent with `tip` again.
     DbBatch<P>& batch = writer.Current();
     batch.Erase(MarkerKey{DB_HEAD_BLOCKS});

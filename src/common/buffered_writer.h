@@ -1,8 +1,9 @@
 // src/common/buffered_writer.h (internal) — the one buffered file writer: a buffer filled through
 // a raw cursor (Room() before each record, then Put/Dec/Hex) or as a WriteStream (write()),
 // drained to a file descriptor with write(2), optionally dropping the written pages from the page
-// cache behind it. The UTXO exports and snapshots write through it; File owns the FILE* it drains
-// into and closes it with an fsync.
+// cache behind it, and made durable on request (DrainAndSync). The UTXO exports and snapshots, the
+// generator's block files (BlockFileWriter) and the undo files (UndoFileWriter) write through it;
+// File owns the FILE* it drains into and closes it, with an fsync unless told otherwise.
 #pragma once
 
 #include <fcntl.h>
@@ -54,10 +55,9 @@ public:
 
     /// Writes to `f`'s descriptor (nothing goes through its stdio buffer). `drop_behind`: the
     /// written pages leave the page cache as the file grows (DropCachedRange).
-    explicit BufferedFileWriter(FILE* f, bool drop_behind = true) : m_fd(fileno(f)), m_drop_behind(drop_behind)
-    {
-        Grow(DRAIN_AT + 64 * 1024);
-    }
+    explicit BufferedFileWriter(FILE* f, bool drop_behind = true) : BufferedFileWriter(fileno(f), drop_behind) {}
+    /// Writes to the descriptor `fd`, which stays the caller's to close.
+    BufferedFileWriter(int fd, bool drop_behind) : m_fd(fd), m_drop_behind(drop_behind) { Grow(DRAIN_AT + 64 * 1024); }
 
     /// Makes room for `n` more bytes; false once a write to the file failed.
     bool Room(std::size_t n)
@@ -91,8 +91,20 @@ public:
         m_p = m_buf.get();
         return true;
     }
+    /// Drains, then makes the file's data durable (fdatasync); false once a write or the sync failed.
+    bool DrainAndSync()
+    {
+        if (!Drain()) return false;
+        if (::fdatasync(m_fd) != 0) {
+            m_errno = errno;
+            return false;
+        }
+        return true;
+    }
     /// Bytes drained to the file so far (all of them after Drain()).
     uint64_t Bytes() const noexcept { return m_bytes; }
+    /// Bytes in the buffer, not yet drained.
+    std::size_t Buffered() const noexcept { return std::size_t(m_p - m_buf.get()); }
     /// Whether no write has failed yet.
     bool ok() const noexcept { return m_errno == 0; }
     /// WriteStream: appends `b` (dropped once a write has failed; ok() says so).
@@ -191,8 +203,8 @@ private:
     int m_errno{0};
 };
 
-/// A FILE* closed on destruction; Close() flushes, fsyncs and closes, and says whether all three
-/// succeeded.
+/// A FILE* closed on destruction; Close() flushes, fsyncs (unless `fsync` is false) and closes, and
+/// says whether all of that succeeded.
 class File {
 public:
     File(const std::filesystem::path& p, const char* mode) : m_f(std::fopen(p.c_str(), mode)) {}
@@ -203,10 +215,10 @@ public:
     File(const File&) = delete;
     File& operator=(const File&) = delete;
     FILE* get() const noexcept { return m_f; }
-    bool Close()
+    bool Close(bool fsync = true)
     {
         if (!m_f) return false;
-        const bool ok = std::fflush(m_f) == 0 && ::fsync(fileno(m_f)) == 0;
+        const bool ok = std::fflush(m_f) == 0 && (!fsync || ::fsync(fileno(m_f)) == 0);
         const bool closed = std::fclose(m_f) == 0;
         m_f = nullptr;
         return ok && closed;

@@ -272,6 +272,146 @@ bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept
     return (height == 91842 && hash == h91842) || (height == 91880 && hash == h91880);
 }
 
+namespace {
+
+/// ContextualCheckBlock's rules, in Core's order: every transaction final, BIP34's height in the
+/// coinbase, the witness commitment, the weight limit.
+bool CheckContextual(const CheckedBlock& checked, int height, int64_t lock_time_cutoff, const ConsensusParams& params,
+                     BlockValidationState& state)
+{
+    const Block& block = checked.block();
+    for (const auto& tx : block.vtx) {
+        if (!IsFinalTx(tx, height, lock_time_cutoff)) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "non-final transaction");
+        }
+    }
+    if (height >= params.bip34_height && !CheckCoinbaseHeight(block, height, state)) return false;
+    if (!CheckWitnessMalleation(checked.witness_facts(), height >= params.segwit_height, state)) return false;
+    return CheckBlockWeight(block, state);
+}
+
+/// How BIP30 is enforced for block `hash` at `height`.
+Bip30 Bip30For(const ConnectContext& ctx, int height, const BlockHash& hash, const ConsensusParams& params)
+{
+    bool enforce_bip30 = !IsBIP30Repeat(height, hash);
+    // Once BIP34 is active on this chain (its block at bip34_height is the one in the params), new
+    // duplicate coinbases cannot be created, so BIP30 need not be checked, until the height where
+    // BIP34 heights wrap into old coinbases' scriptSigs.
+    if (ctx.bip34_ancestor && *ctx.bip34_ancestor == params.bip34_hash) enforce_bip30 = false;
+    if (!enforce_bip30 && height < BIP34_IMPLIES_BIP30_LIMIT) return Bip30::Skip;
+    // Where BIP34 holds from height 1 (regtest, signet, testnet4), no block that connects can
+    // break BIP30, so its lookups on disk (one LevelDB read per output) wait for a failure:
+    // - every coinbase in the UTXO set starts its scriptSig with its own height, pushed in a
+    //   self-delimiting encoding, so no two are the same transaction (the genesis coinbase,
+    //   whose scriptSig is not of that form, never enters the set);
+    // - then no transaction repeats an earlier txid: the first to do so would not be a
+    //   coinbase, so it would spend the very inputs of the transaction it repeats, which that
+    //   one spent, and which only an earlier repeat could have created again.
+    // So a block with an output whose coin exists fails later in any case. Its reason is still
+    // bad-txns-BIP30: the cache's entries before the block are checked at once, and on failure
+    // the outputs it held no entry for are read from disk (which no block changes).
+    return params.bip34_height <= 1 ? Bip30::OnFailure : Bip30::Check;
+}
+
+/// Core's CheckTxInputs for a transaction that is not a coinbase, from the coins its inputs found:
+/// all inputs exist, then maturity and ranges; its fee is added to `fees`.
+bool CheckTxInputs(const Transaction& tx, std::span<const SpentInput> ins, int height, Amount& fees, BlockValidationState& state)
+{
+    for (const SpentInput& in : ins) {
+        if (!in.found) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
+                                 "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
+        }
+    }
+    Amount value_in = 0;
+    for (const SpentInput& in : ins) {
+        const Coin& coin = in.coin;
+        if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
+                                 "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
+        }
+        value_in += coin.out.value;
+        if (!MoneyRange(coin.out.value) || !MoneyRange(value_in)) {
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputvalues-outofrange");
+        }
+    }
+    const Amount value_out = tx.GetValueOut();
+    if (value_in < value_out) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-in-belowout",
+                             "value in (" + std::to_string(value_in) + ") < value out (" + std::to_string(value_out) + ")");
+    }
+    const Amount fee = value_in - value_out;
+    if (!MoneyRange(fee)) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-fee-outofrange");
+    fees += fee;
+    if (!MoneyRange(fees)) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
+                             "accumulated fee in the block out of range");
+    }
+    return true;
+}
+
+/// What connecting keeps of a transaction's spent coins: the outputs, for its scripts (checked
+/// after the block's other rules) and BIP341's hashes, when `txdata` is given; then the coins
+/// themselves for the undo data, in input order (Core's UpdateCoins).
+void KeepSpentCoins(const Transaction& tx, std::span<SpentInput> ins, PrecomputedTxData* txdata, BlockUndo* undo)
+{
+    if (txdata) {
+        std::vector<TxOut> spent;
+        spent.reserve(ins.size());
+        for (const SpentInput& in : ins) spent.push_back(in.coin.out);
+        txdata->Init(tx, std::move(spent));
+    }
+    if (undo) {
+        auto& prevout = undo->vtxundo.emplace_back().prevout;
+        prevout.resize(ins.size());
+        for (std::size_t i = 0; i < ins.size(); ++i) prevout[i] = std::move(ins[i].coin);
+    }
+}
+
+/// BIP68's relative locks of a transaction, once CSV is active: from the heights of the coins it
+/// spends (Core's prevheights) and the median time past below each.
+bool CheckRelativeLocks(const Transaction& tx, std::span<const SpentInput> ins, const ConnectContext& ctx, int64_t median_time_past,
+                        BlockValidationState& state)
+{
+    if (!HasRelativeLock(tx)) return true;
+    auto& heights = t_heights;
+    heights.clear();
+    for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
+    // BIP68 time locks: the median time past of the block below a spent coin's.
+    auto median_time_past_at = [&ctx](int h) {
+        return GetMedianTimePast(HeaderAncestry{ctx.prev.first_height, ctx.prev.headers.first(std::size_t(h - ctx.prev.first_height + 1))});
+    };
+    return CheckSequenceLocks(tx, ctx.height, median_time_past, /*csv_active=*/true, heights, median_time_past_at, state);
+}
+
+/// The coinbase claims no more than the block's subsidy and fees (bad-cb-amount).
+bool CheckCoinbaseClaim(const Block& block, int height, Amount fees, const ConsensusParams& params, BlockValidationState& state)
+{
+    const Amount reward = fees + GetBlockSubsidy(height, params);
+    if (block.vtx[0].GetValueOut() > reward) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
+                             "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
+                                 " vs limit=" + std::to_string(reward) + ")");
+    }
+    return true;
+}
+
+/// Where BIP30's reads on disk waited for a failure (Bip30::OnFailure): whether an output of the
+/// failed block that the cache held no entry for has a coin on disk.
+bool OverwritesCoinOnDisk(CoinsCache& view, std::span<const std::vector<OutPoint>> not_in_cache)
+{
+    for (const auto& outs : not_in_cache) {
+        for (const OutPoint& out : outs) {
+            auto r = view.db().GetCoin(out);
+            if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
+            if (*r) return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
                   BlockValidationState& state, ConnectStats* stats, BlockUndo* undo, const TaskRunner* runner,
                   const ConnectPlan* plan)
@@ -283,44 +423,13 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
 
     // --- ContextualCheckBlock, in Core's order ---
     const bool csv_active = height >= params.csv_height;
-    const int64_t lock_time_cutoff = csv_active ? median_time_past : block.GetBlockTime();
-    for (const auto& tx : block.vtx) {
-        if (!IsFinalTx(tx, height, lock_time_cutoff)) {
-            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-nonfinal", "non-final transaction");
-        }
-    }
-    if (height >= params.bip34_height && !CheckCoinbaseHeight(block, height, state)) return false;
-    if (!CheckWitnessMalleation(checked.witness_facts(), height >= params.segwit_height, state)) return false;
-    if (!CheckBlockWeight(block, state)) return false;
+    if (!CheckContextual(checked, height, csv_active ? median_time_past : block.GetBlockTime(), params, state)) return false;
 
     // --- ConnectBlock ---
     const BlockHash hash = block.GetHash();
-    bool enforce_bip30 = !IsBIP30Repeat(height, hash);
-    // Once BIP34 is active on this chain (its block at bip34_height is the one in the params), new
-    // duplicate coinbases cannot be created, so BIP30 need not be checked, until the height where
-    // BIP34 heights wrap into old coinbases' scriptSigs.
-    if (ctx.bip34_ancestor && *ctx.bip34_ancestor == params.bip34_hash) enforce_bip30 = false;
-    Bip30 bip30 = Bip30::Skip; // (done with the cache's side below)
-    if (enforce_bip30 || height >= BIP34_IMPLIES_BIP30_LIMIT) {
-        // Where BIP34 holds from height 1 (regtest, signet, testnet4), no block that connects can
-        // break BIP30, so its lookups on disk (one LevelDB read per output) wait for a failure:
-        // - every coinbase in the UTXO set starts its scriptSig with its own height, pushed in a
-        //   self-delimiting encoding, so no two are the same transaction (the genesis coinbase,
-        //   whose scriptSig is not of that form, never enters the set);
-        // - then no transaction repeats an earlier txid: the first to do so would not be a
-        //   coinbase, so it would spend the very inputs of the transaction it repeats, which that
-        //   one spent, and which only an earlier repeat could have created again.
-        // So a block with an output whose coin exists fails later in any case. Its reason is still
-        // bad-txns-BIP30: the cache's entries before the block are checked at once, and on failure
-        // the outputs it held no entry for are read from disk (which no block changes).
-        bip30 = params.bip34_height <= 1 ? Bip30::OnFailure : Bip30::Check;
-    }
+    const Bip30 bip30 = Bip30For(ctx, height, hash, params); // (done with the cache's side below)
 
     const SigOpFlags sigop_flags = SigOpFlagsFor(hash, params);
-    // BIP68 time locks: the median time past of the block below a spent coin's.
-    auto median_time_past_at = [&ctx](int h) {
-        return GetMedianTimePast(HeaderAncestry{ctx.prev.first_height, ctx.prev.headers.first(std::size_t(h - ctx.prev.first_height + 1))});
-    };
     Amount fees = 0;
     int64_t sigop_cost = 0;
     uint64_t inputs = 0, added = 0;
@@ -378,44 +487,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             const std::span<SpentInput> ins =
                 tx.IsCoinBase() ? std::span<SpentInput>() : std::span<SpentInput>(all_inputs).subspan(first_input[t], tx.vin().size());
             if (!tx.IsCoinBase()) {
-                // Core's order of checks: all inputs exist, then maturity and ranges.
-                for (const SpentInput& in : ins) {
-                    if (!in.found) {
-                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputs-missingorspent",
-                                             "CheckTxInputs: inputs missing/spent in " + tx.GetHash().ToHex());
-                    }
-                }
-                Amount value_in = 0;
-                for (const SpentInput& in : ins) {
-                    const Coin& coin = in.coin;
-                    if (coin.coinbase && height - int(coin.height) < COINBASE_MATURITY) {
-                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-premature-spend-of-coinbase",
-                                             "tried to spend coinbase at depth " + std::to_string(height - int(coin.height)));
-                    }
-                    value_in += coin.out.value;
-                    if (!MoneyRange(coin.out.value) || !MoneyRange(value_in)) {
-                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-inputvalues-outofrange");
-                    }
-                }
-                const Amount value_out = tx.GetValueOut();
-                if (value_in < value_out) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-in-belowout",
-                                         "value in (" + std::to_string(value_in) + ") < value out (" + std::to_string(value_out) + ")");
-                }
-                const Amount fee = value_in - value_out;
-                if (!MoneyRange(fee)) return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-fee-outofrange");
-                fees += fee;
-                if (!MoneyRange(fees)) {
-                    return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-accumulated-fee-outofrange",
-                                         "accumulated fee in the block out of range");
-                }
-                // BIP68, with the heights of the coins spent (Core's prevheights).
-                if (csv_active && HasRelativeLock(tx)) {
-                    auto& heights = t_heights;
-                    heights.clear();
-                    for (const SpentInput& in : ins) heights.push_back(int(in.coin.height));
-                    if (!CheckSequenceLocks(tx, height, median_time_past, csv_active, heights, median_time_past_at, state)) return false;
-                }
+                if (!CheckTxInputs(tx, ins, height, fees, state)) return false;
+                if (csv_active && !CheckRelativeLocks(tx, ins, ctx, median_time_past, state)) return false;
             }
             if (first_conflict.load(std::memory_order_relaxed) == t) {
                 throw std::logic_error("Attempted to overwrite an unspent coin (when possible_overwrite is false)");
@@ -424,31 +497,13 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             int64_t tx_sigop_cost = int64_t(legacy_sigops[t]) * WITNESS_SCALE_FACTOR;
             for (const SpentInput& in : ins) tx_sigop_cost += in.sigop_cost;
             if (!AddSigOpCost(sigop_cost, tx_sigop_cost, state)) return false;
-            if (!tx.IsCoinBase() && ctx.check_scripts) {
-                // The outputs this transaction spends, for its scripts (checked after the block's
-                // other rules, below) and BIP341's hashes; before the undo data takes the coins.
-                std::vector<TxOut> spent;
-                spent.reserve(ins.size());
-                for (const SpentInput& in : ins) spent.push_back(in.coin.out);
-                txdata[t].Init(tx, std::move(spent));
-            }
             if (!tx.IsCoinBase()) {
-                // The undo data takes the spent coins in input order (Core's UpdateCoins).
-                if (undo) {
-                    auto& prevout = undo->vtxundo.emplace_back().prevout;
-                    prevout.resize(ins.size());
-                    for (std::size_t i = 0; i < ins.size(); ++i) prevout[i] = std::move(ins[i].coin);
-                }
+                KeepSpentCoins(tx, ins, ctx.check_scripts ? &txdata[t] : nullptr, undo);
                 inputs += ins.size();
             }
             added += tx.vout().size();
         }
-        const Amount reward = fees + GetBlockSubsidy(height, params);
-        if (block.vtx[0].GetValueOut() > reward) {
-            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-cb-amount",
-                                 "coinbase pays too much (actual=" + std::to_string(block.vtx[0].GetValueOut()) +
-                                     " vs limit=" + std::to_string(reward) + ")");
-        }
+        if (!CheckCoinbaseClaim(block, height, fees, params, state)) return false;
         // Scripts last, as Core's script check queue completes after the coinbase claim.
         if (ctx.check_scripts) {
             const ScriptError error = VerifyBlockScripts(block, first_input, std::span<const PrecomputedTxData>(txdata).first(block.vtx.size()),
@@ -460,18 +515,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         return true;
     };
     if (!check_spends()) {
-        if (bip30 == Bip30::OnFailure) {
-            for (const auto& outs : not_in_cache) {
-                for (const OutPoint& out : outs) {
-                    auto r = view.db().GetCoin(out);
-                    if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
-                    if (*r) {
-                        state = BlockValidationState{};
-                        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30",
-                                             "tried to overwrite transaction");
-                    }
-                }
-            }
+        if (bip30 == Bip30::OnFailure && OverwritesCoinOnDisk(view, not_in_cache)) {
+            state = BlockValidationState{};
+            return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
         }
         return false;
     }

@@ -6,9 +6,9 @@
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
 
-// Loading writes the coins through the cache's map, as a flush does (CoinsDB::BatchWrite).
-#include "coins/coins_map.h"
 #include "common/buffered_writer.h"
+
+#include <ibdkit/coins/coins_db.h>
 
 #include <cerrno>
 #include <cstring>
@@ -439,7 +439,8 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
     const BlockHash incomplete_tip{uint256(std::span<const uint8_t, 32>(incomplete))};
 
     {
-        CoinsMap map;
+        // Written as a flush writes the cache (CoinsDB::BatchWrite).
+        CoinsLoader loader(*db, options.batch_coins, incomplete_tip);
         OutPoint op;
         Coin coin;
         const uint64_t total = std::max<uint64_t>(1, res.metadata.coins_count);
@@ -447,17 +448,14 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
             auto more = reader.Next(op, coin);
             if (!more) return fail(more.error());
             if (!*more) break;
-            map.try_emplace(op, coin, CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH);
-            if (map.size() >= options.batch_coins) {
-                StoreStatus ws = db->BatchWrite(map, incomplete_tip, true);
-                if (!ws.ok()) return fail(Error{Errc::Corrupt, "writing the chainstate: " + ws.message});
-                map.clear();
+            if (StoreStatus ws = loader.Add(op, coin); !ws.ok()) {
+                return fail(Error{Errc::Corrupt, "writing the chainstate: " + ws.message});
             }
             if (progress && (reader.coins_read() & 0xffff) == 0) {
                 progress(reader.coins_read(), 0.5 * double(reader.coins_read()) / double(total));
             }
         }
-        StoreStatus ws = db->BatchWrite(map, res.metadata.base_blockhash, true);
+        StoreStatus ws = loader.Finish(res.metadata.base_blockhash);
         if (!ws.ok()) return fail(Error{Errc::Corrupt, "writing the chainstate: " + ws.message});
     }
 

@@ -107,6 +107,8 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+class BufferedFileWriter; // src/common/buffered_writer.h
+
 /// Appends undo records to a directory of its own (see the header comment).
 class UndoFileWriter {
 public:
@@ -132,15 +134,17 @@ public:
     uint64_t bytes_written() const noexcept { return m_bytes; }
 
 private:
-    UndoFileWriter() = default;
-    void WriteBuffer();
+    UndoFileWriter();
+    /// Throws UndoWriteError for a failed write or sync of `out`, which writes `path`.
+    static void Check(bool ok, const BufferedFileWriter& out, const std::filesystem::path& path, const char* what);
     std::filesystem::path m_dir;
     MessageStart m_magic{};
     uint32_t m_file{0};
     uint64_t m_file_size{0};      ///< bytes of the current file, buffered ones included
     int m_fd{-1};                 ///< current rev file
     int m_index_fd{-1};
-    std::vector<uint8_t> m_buffer;
+    std::unique_ptr<BufferedFileWriter> m_out;       ///< buffers records into m_fd
+    std::unique_ptr<BufferedFileWriter> m_index_out; ///< index entries into m_index_fd
     std::vector<UndoIndexEntry> m_pending;
     uint64_t m_records{0}, m_bytes{0};
 };

@@ -175,4 +175,27 @@ private:
     CoinsDBOptions m_options;
 };
 
+/// New coins written into a chainstate in batches, the way a flush writes the cache's entries
+/// (each a FRESH, DIRTY entry through CoinsDB::BatchWrite): what loading a UTXO snapshot needs
+/// without the cache. Every `batch_coins` coins go out under `interim_tip` (a tip that names no
+/// block, so an interrupted load never looks complete); Finish writes the rest under the real tip.
+class CoinsLoader {
+public:
+    CoinsLoader(CoinsDB& db, std::size_t batch_coins, const BlockHash& interim_tip);
+    ~CoinsLoader();
+    CoinsLoader(const CoinsLoader&) = delete;
+    CoinsLoader& operator=(const CoinsLoader&) = delete;
+
+    /// Adds one coin; writes a batch when `batch_coins` are waiting.
+    StoreStatus Add(const OutPoint& outpoint, const Coin& coin);
+    /// Writes the coins still waiting, and `tip` as the best block.
+    StoreStatus Finish(const BlockHash& tip);
+
+private:
+    CoinsDB& m_db;
+    std::size_t m_batch_coins;
+    BlockHash m_interim_tip;
+    std::unique_ptr<CoinsMap> m_map;
+};
+
 } // namespace ibdkit
