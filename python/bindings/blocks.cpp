@@ -328,7 +328,10 @@ std::shared_ptr<const SpentBlock> SpentOf(nb::handle block)
     return nb::cast<const PyBlock&>(block).spent;
 }
 
-void BindBlocks(nb::module_& m)
+namespace {
+
+/// Output, Input and Transaction: the views a Block hands out.
+void BindTransactionViews(nb::module_& m)
 {
     nb::class_<PyOutput>(m, "Output", "A transaction output.")
         .def_ro("value", &PyOutput::value, "Amount in satoshis.")
@@ -395,6 +398,13 @@ void BindBlocks(nb::module_& m)
         .def_prop_ro("feerate", &PyTx::Feerate, "fee / vsize in sat/vB (None for the coinbase). Needs spent outputs.")
         .def_prop_ro("raw", [](const PyTx& t) { return Bytes(t.View().bytes()); }, "Serialized bytes (a copy).")
         .def("__repr__", [](const PyTx& t) { return "<Transaction " + t.View().ComputeTxid().ToHex() + ">"; });
+}
+
+} // namespace
+
+void BindBlocks(nb::module_& m)
+{
+    BindTransactionViews(m);
 
     nb::class_<PyBlock>(m, "Block", "A block: a view over its serialized bytes (held once, shared by its transactions).")
         .def_prop_ro("hash", [](const PyBlock& b) { return b.view.ComputeHash().ToHex(); }, "Block hash (hex, display order).")

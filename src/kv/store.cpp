@@ -143,6 +143,29 @@ struct Store::Impl {
     leveldb::WriteOptions sync_options;
     std::unique_ptr<leveldb::DB> db;
 
+    /// LevelDB's options as Core sets them, within `opt`'s cache budget.
+    void Configure(const StoreOptions& opt)
+    {
+        block_cache.reset(leveldb::NewLRUCache(opt.cache_bytes / 2));
+        filter.reset(leveldb::NewBloomFilterPolicy(BLOOM_BITS_PER_KEY));
+        logger = std::make_unique<NullLogger>();
+        options.block_cache = block_cache.get();
+        options.write_buffer_size = std::max<std::size_t>(opt.cache_bytes / 4, 64 << 10);
+        options.filter_policy = filter.get();
+        options.compression = leveldb::kNoCompression; // Core's LevelDB has no Snappy
+        options.info_log = logger.get();
+        options.paranoid_checks = true;                 // as Core (LevelDB >= 1.16)
+        options.max_file_size = std::max<std::size_t>(opt.max_file_size, 32 << 20);
+        options.block_size = TABLE_BLOCK_BYTES;
+        options.env = NoMmapEnv();
+        // Core verifies every block it reads; PreadFile does (with the CPU's CRC instruction), so
+        // LevelDB's own check would only repeat it. Compactions still check with paranoid_checks.
+        read_options.verify_checksums = false;
+        iter_options.verify_checksums = false;
+        iter_options.fill_cache = false;
+        sync_options.sync = true;
+    }
+
     ~Impl()
     {
         db.reset();
@@ -185,24 +208,7 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
     store->m_read_only = opt.read_only;
     Impl& im = *store->m_impl;
 
-    im.block_cache.reset(leveldb::NewLRUCache(opt.cache_bytes / 2));
-    im.filter.reset(leveldb::NewBloomFilterPolicy(BLOOM_BITS_PER_KEY));
-    im.logger = std::make_unique<NullLogger>();
-    im.options.block_cache = im.block_cache.get();
-    im.options.write_buffer_size = std::max<std::size_t>(opt.cache_bytes / 4, 64 << 10);
-    im.options.filter_policy = im.filter.get();
-    im.options.compression = leveldb::kNoCompression; // Core's LevelDB has no Snappy
-    im.options.info_log = im.logger.get();
-    im.options.paranoid_checks = true;                 // as Core (LevelDB >= 1.16)
-    im.options.max_file_size = std::max<std::size_t>(opt.max_file_size, 32 << 20);
-    im.options.block_size = TABLE_BLOCK_BYTES;
-    im.options.env = NoMmapEnv();
-    // Core verifies every block it reads; PreadFile does (with the CPU's CRC instruction), so
-    // LevelDB's own check would only repeat it. Compactions still check with paranoid_checks.
-    im.read_options.verify_checksums = false;
-    im.iter_options.verify_checksums = false;
-    im.iter_options.fill_cache = false;
-    im.sync_options.sync = true;
+    im.Configure(opt);
 
     if (opt.read_only) {
         if (!std::filesystem::is_directory(path, ec) || !std::filesystem::exists(path / "CURRENT", ec)) {
