@@ -191,11 +191,9 @@ std::size_t ParseMemory(const std::string& s)
     return std::size_t(std::stoull(digits)) * unit;
 }
 
-const CommandRegistrar utxo_cmd([](CLI::App& app) {
-    auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
-    utxo->require_subcommand(1);
-
-    // ---- stats ----
+/// `utxo stats`: gettxoutsetinfo's statistics and hashes.
+void AddStats(CLI::App* utxo)
+{
     auto* stats = utxo->add_subcommand("stats", "UTXO set statistics like gettxoutsetinfo (hash_serialized_3)");
     auto so = std::make_shared<CommonOpts>();
     auto json = std::make_shared<bool>(false);
@@ -217,8 +215,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         PrintStats(*r, *json);
         if (!r->BreakdownAddsUp()) throw std::runtime_error("script-type breakdown does not add up to the totals");
     });
+}
 
-    // ---- get ----
+/// `utxo get`: one coin, as gettxout.
+void AddGet(CLI::App* utxo)
+{
     auto* get = utxo->add_subcommand("get", "Look up one coin (gettxout on the chainstate)");
     auto gopt = std::make_shared<CommonOpts>();
     auto gout = std::make_shared<std::string>();
@@ -257,8 +258,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
                         int(type.size()), type.data(), addr ? addr->c_str() : "", hex.c_str());
         }
     });
+}
 
-    // ---- snapshot ----
+/// `utxo snapshot`: an assumeutxo snapshot (dumptxoutset).
+void AddSnapshot(CLI::App* utxo)
+{
     auto* snap = utxo->add_subcommand("snapshot", "Write an assumeutxo snapshot in Core's dumptxoutset format, then verify it");
     auto sopt = std::make_shared<CommonOpts>();
     auto sout = std::make_shared<std::string>();
@@ -272,8 +276,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         auto db = OpenReadOnly(*sopt);
         WriteUtxoExport(*db, "snapshot", *sout, params, AddressNetwork::Main, !sopt->no_progress, stdout);
     });
+}
 
-    // ---- load-snapshot ----
+/// `utxo load-snapshot`: a chainstate from a snapshot (loadtxoutset).
+void AddLoadSnapshot(CLI::App* utxo)
+{
     auto* load = utxo->add_subcommand("load-snapshot", "Build a chainstate from an assumeutxo snapshot (loadtxoutset), verifying every coin and the hash");
     auto lfile = std::make_shared<std::string>();
     auto ldir = std::make_shared<std::string>();
@@ -302,8 +309,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
                     (unsigned long long)r->stats.txouts, FormatMoney(r->stats.total_amount).c_str(),
                     r->stats.hash_serialized.ToHex().c_str());
     });
+}
 
-    // ---- dump ----
+/// `utxo dump`: every coin to CSV, JSON lines or SQLite, checked.
+void AddDump(CLI::App* utxo)
+{
     auto* dump = utxo->add_subcommand("dump", "Export every coin as CSV, JSON lines or SQLite, then re-read the file and check it");
     auto dopt = std::make_shared<CommonOpts>();
     auto format = std::make_shared<std::string>("csv");
@@ -321,8 +331,11 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
         auto db = OpenReadOnly(*dopt);
         WriteUtxoExport(*db, *format, *out, GetChainParams(ChainType::MAIN), *net, !dopt->no_progress, stderr);
     });
+}
 
-    // ---- balances ----
+/// `utxo balances`: one row per distinct script, largest first.
+void AddBalances(CLI::App* utxo)
+{
     auto* bal = utxo->add_subcommand(
         "balances", "Balance of every distinct output script (coins, value), largest first, in bounded memory");
     auto bopt = std::make_shared<CommonOpts>();
@@ -365,6 +378,18 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
                     FormatMoney(r->stats.total_amount).c_str());
         std::printf("sort runs          %llu\n", (unsigned long long)r->runs);
     });
+}
+
+const CommandRegistrar utxo_cmd([](CLI::App& app) {
+    auto* utxo = app.add_subcommand("utxo", "Read a chainstate (UTXO set) in Bitcoin Core's LevelDB format, read-only");
+    utxo->require_subcommand(1);
+
+    AddStats(utxo);
+    AddGet(utxo);
+    AddSnapshot(utxo);
+    AddLoadSnapshot(utxo);
+    AddDump(utxo);
+    AddBalances(utxo);
 });
 
 } // namespace
