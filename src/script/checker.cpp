@@ -1,8 +1,6 @@
-// src/script/checker.cpp — TransactionSignatureChecker's signature checks (Core's
+// src/script/checker.cpp — the signature checkers: the base SignatureChecker, which accepts
+// nothing, and TransactionSignatureChecker's signature and lock-time checks (Core's
 // GenericTransactionSignatureChecker with MissingDataBehavior::FAIL).
-//
-// The lock-time checks (CheckLockTime, CheckSequence) and the base SignatureChecker's refusals
-// live with the interpreter (src/script/interpreter.cpp).
 #include <ibdkit/script/interpreter.h>
 #include <ibdkit/script/sighash.h>
 
@@ -11,6 +9,54 @@
 #include <cassert>
 
 namespace ibdkit {
+
+namespace {
+
+constexpr uint32_t SEQUENCE_LOCKTIME_DISABLE_FLAG = 1u << 31;
+constexpr uint32_t SEQUENCE_LOCKTIME_TYPE_FLAG = 1u << 22;
+constexpr uint32_t SEQUENCE_LOCKTIME_MASK = 0x0000ffff;
+
+} // namespace
+
+bool SignatureChecker::CheckEcdsaSignature(std::span<const uint8_t>, std::span<const uint8_t>, std::span<const uint8_t>,
+                                           SigVersion) const
+{
+    return false;
+}
+
+bool SignatureChecker::CheckSchnorrSignature(std::span<const uint8_t>, std::span<const uint8_t>, SigVersion,
+                                             ScriptExecutionData&, ScriptError*) const
+{
+    return false;
+}
+
+bool SignatureChecker::CheckLockTime(int64_t) const { return false; }
+bool SignatureChecker::CheckSequence(int64_t) const { return false; }
+
+bool TransactionSignatureChecker::CheckLockTime(int64_t lock_time) const
+{
+    const int64_t tx_lock_time = m_tx.lock_time();
+    // Heights compare with heights and times with times.
+    if ((tx_lock_time < LOCKTIME_THRESHOLD) != (lock_time < LOCKTIME_THRESHOLD)) return false;
+    if (lock_time > tx_lock_time) return false;
+    // A final input would let the transaction in whatever its lock time says.
+    return m_tx.vin()[m_input].sequence != TxIn::SEQUENCE_FINAL;
+}
+
+bool TransactionSignatureChecker::CheckSequence(int64_t sequence) const
+{
+    const int64_t tx_sequence = m_tx.vin()[m_input].sequence;
+    // BIP68 applies from version 2 (compared unsigned, as the field is) and to inputs without the
+    // disable flag.
+    if (m_tx.version() < 2) return false;
+    if (tx_sequence & SEQUENCE_LOCKTIME_DISABLE_FLAG) return false;
+    constexpr int64_t mask = SEQUENCE_LOCKTIME_TYPE_FLAG | SEQUENCE_LOCKTIME_MASK;
+    const int64_t tx_masked = tx_sequence & mask;
+    const int64_t script_masked = sequence & mask;
+    // Blocks compare with blocks and time with time.
+    if ((tx_masked < SEQUENCE_LOCKTIME_TYPE_FLAG) != (script_masked < SEQUENCE_LOCKTIME_TYPE_FLAG)) return false;
+    return script_masked <= tx_masked;
+}
 
 bool TransactionSignatureChecker::CheckEcdsaSignature(std::span<const uint8_t> sig, std::span<const uint8_t> pubkey,
                                                       std::span<const uint8_t> script_code, SigVersion sigversion) const
