@@ -427,7 +427,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             if (!tx.IsCoinBase() && ctx.check_scripts) {
                 // The outputs this transaction spends, for its scripts (checked after the block's
                 // other rules, below) and BIP341's hashes; before the undo data takes the coins.
-                std::vector<TxOut> spent;
+                // The slot's vector from an earlier block is refilled: no allocation once grown.
+                std::vector<TxOut> spent = std::move(txdata[t].spent_outputs);
+                spent.clear();
                 spent.reserve(ins.size());
                 for (const SpentInput& in : ins) spent.push_back(in.coin.out);
                 txdata[t].Init(tx, std::move(spent));

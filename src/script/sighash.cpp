@@ -19,6 +19,8 @@ constexpr uint8_t OP_CODESEPARATOR = 0xab;
 class HashStream {
 public:
     HashStream() = default;
+    explicit HashStream(const Sha256& state) noexcept : m_sha(state) {}
+    const Sha256& State() const noexcept { return m_sha; }
     void write(std::span<const std::byte> bytes) noexcept { m_sha.Write(bytes); }
     void write(std::span<const uint8_t> bytes) noexcept { m_sha.Write(bytes); }
 
@@ -127,7 +129,11 @@ void WriteLegacyScriptCode(HashStream& s, std::span<const uint8_t> script)
 // being signed keeps a script (the script code); NONE and SINGLE let the other inputs' sequences
 // be zero; ANYONECANPAY keeps only the signed input; SINGLE blanks the outputs before the signed
 // input's index (value -1, empty script) and drops those after it; NONE drops all outputs.
-uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transaction& tx, uint32_t input, int32_t hash_type)
+//
+// With `prefix` (PrecomputedTxData::legacy_prefix) a type that serializes every input and output
+// as ALL does (neither ANYONECANPAY, NONE nor SINGLE) starts from the state in front of `input`.
+uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transaction& tx, uint32_t input, int32_t hash_type,
+                            std::span<const Sha256> prefix)
 {
     const bool anyone_can_pay = (hash_type & SIGHASH_ANYONECANPAY) != 0;
     const bool single = (hash_type & 0x1f) == SIGHASH_SINGLE;
@@ -136,10 +142,16 @@ uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transact
     const auto vout = tx.vout();
 
     HashStream s;
-    s << tx.version();
+    std::size_t first = 0;
     const std::size_t n_inputs = anyone_can_pay ? 1 : vin.size();
-    WriteCompactSize(s, n_inputs);
-    for (std::size_t i = 0; i < n_inputs; ++i) {
+    if (!anyone_can_pay && !single && !none && prefix.size() == vin.size()) {
+        s = HashStream(prefix[input]);
+        first = input;
+    } else {
+        s << tx.version();
+        WriteCompactSize(s, n_inputs);
+    }
+    for (std::size_t i = first; i < n_inputs; ++i) {
         const std::size_t which = anyone_can_pay ? input : i;
         s << vin[which].prevout;
         if (which == input) {
@@ -217,7 +229,8 @@ uint256 SignatureHash(std::span<const uint8_t> script_code, const Transaction& t
         one.data()[0] = 1;
         return one;
     }
-    return LegacySignatureHash(script_code, tx, input, hash_type);
+    return LegacySignatureHash(script_code, tx, input, hash_type,
+                               txdata != nullptr ? std::span<const Sha256>(txdata->legacy_prefix) : std::span<const Sha256>());
 }
 
 bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, const Transaction& tx, uint32_t input,
@@ -294,6 +307,23 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
             need_bip341 = true;
         } else {
             need_bip143 = true;
+        }
+    }
+
+    // The legacy prefixes: one pass over the inputs, repaid by the second legacy signature.
+    legacy_prefix.clear();
+    std::size_t legacy_inputs = 0;
+    for (const TxIn& in : vin) legacy_inputs += in.witness.IsNull();
+    if (legacy_inputs >= 2 || (force && !vin.empty())) {
+        legacy_prefix.reserve(vin.size());
+        HashStream s;
+        s << tx.version();
+        WriteCompactSize(s, vin.size());
+        for (const TxIn& in : vin) {
+            legacy_prefix.push_back(s.State());
+            s << in.prevout;
+            WriteCompactSize(s, 0);
+            s << in.sequence;
         }
     }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/script/script_error.h>
@@ -114,12 +115,18 @@ struct ScriptExecutionData {
 /// PrecomputedTransactionData): BIP143's (double SHA-256) when some input is segwit v0, BIP341's
 /// (single SHA-256) when some input spends a witness v1 output. Holds the spent outputs, one per
 /// input, which BIP341 signs and which a checker reads for the amount.
+///
+/// For a transaction with two or more inputs without a witness it also holds the legacy
+/// SIGHASH_ALL message's hash state in front of each input (version, input count and the inputs
+/// before it, which every such signature hashes alike): a legacy hash then starts from there
+/// instead of from the transaction's first byte, halving what a many-input transaction hashes.
 struct PrecomputedTxData {
     uint256 prevouts_single_hash, sequences_single_hash, outputs_single_hash;
     uint256 spent_amounts_single_hash, spent_scripts_single_hash;
     bool bip341_taproot_ready{false};
     uint256 hash_prevouts, hash_sequence, hash_outputs;
     bool bip143_segwit_ready{false};
+    std::vector<Sha256> legacy_prefix; ///< one state per input; empty when not worth making
     std::vector<TxOut> spent_outputs;
     bool spent_outputs_ready{false};
 
@@ -127,7 +134,7 @@ struct PrecomputedTxData {
     /// Computes what `tx`'s inputs need, replacing whatever an earlier Init left (the object may
     /// be reused). `spent_outputs` is one TxOut per input, in input order,
     /// or empty if unknown (then no BIP341 hashes: a taproot spend fails as Core's does without
-    /// them). With `force`, both sets are computed whatever the inputs spend (signing).
+    /// them). With `force`, every set is computed whatever the inputs spend (signing, tests).
     void Init(const Transaction& tx, std::vector<TxOut> spent_outputs, bool force = false);
 };
 
