@@ -6,6 +6,7 @@
 
 #include "script/secp.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace ibdkit {
@@ -71,8 +72,18 @@ bool TransactionSignatureChecker::CheckEcdsaSignature(std::span<const uint8_t> s
     if (!script_detail::PubKeySizeMatchesHeader(pubkey)) return false;
     // BIP143 signs the amount; a checker made without one (negative) cannot check such a signature.
     if (sigversion == SigVersion::WITNESS_V0 && m_amount < 0) return false;
-    const uint256 sighash = SignatureHash(script_code, m_tx, m_input, hash_type, m_amount, sigversion, m_txdata);
-    return script_detail::VerifyEcdsa(pubkey, der, sighash);
+    SighashCache& cache = m_sighash_cache;
+    // The cache compares the script code's bytes, not where they are: a FindAndDelete buffer can
+    // be freed and another made at the same address.
+    if (!(cache.valid && cache.hash_type == hash_type && cache.sigversion == sigversion &&
+          std::equal(script_code.begin(), script_code.end(), cache.script_code.begin(), cache.script_code.end()))) {
+        cache.hash = SignatureHash(script_code, m_tx, m_input, hash_type, m_amount, sigversion, m_txdata);
+        cache.hash_type = hash_type;
+        cache.sigversion = sigversion;
+        cache.script_code.assign(script_code.begin(), script_code.end());
+        cache.valid = true;
+    }
+    return script_detail::VerifyEcdsa(pubkey, der, cache.hash);
 }
 
 bool TransactionSignatureChecker::CheckSchnorrSignature(std::span<const uint8_t> sig, std::span<const uint8_t> pubkey,

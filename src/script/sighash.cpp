@@ -205,7 +205,12 @@ uint256 WitnessV0SignatureHash(std::span<const uint8_t> script_code, const Trans
 
     const TxIn& in = tx.vin()[input];
     HashStream s;
-    s << tx.version() << hash_prevouts << hash_sequence << in.prevout;
+    if (cached && !anyone_can_pay && !single_or_none) {
+        s = HashStream(txdata->bip143_all_prefix);
+    } else {
+        s << tx.version() << hash_prevouts << hash_sequence;
+    }
+    s << in.prevout;
     WriteCompactSize(s, script_code.size());
     s.write(script_code);
     s << amount << in.sequence << hash_outputs << tx.lock_time() << hash_type;
@@ -336,6 +341,9 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         hash_prevouts = Sha256Of(prevouts_single_hash);
         hash_sequence = Sha256Of(sequences_single_hash);
         hash_outputs = Sha256Of(outputs_single_hash);
+        HashStream prefix;
+        prefix << tx.version() << hash_prevouts << hash_sequence;
+        bip143_all_prefix = prefix.State();
         bip143_segwit_ready = true;
     }
     if (need_bip341 && spent_outputs_ready) {

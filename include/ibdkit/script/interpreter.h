@@ -126,6 +126,9 @@ struct PrecomputedTxData {
     bool bip341_taproot_ready{false};
     uint256 hash_prevouts, hash_sequence, hash_outputs;
     bool bip143_segwit_ready{false};
+    /// With bip143_segwit_ready: BIP143's message state after version, hashPrevouts and
+    /// hashSequence, which every SIGHASH_ALL signature of the transaction starts with.
+    Sha256 bip143_all_prefix;
     std::vector<Sha256> legacy_prefix; ///< one state per input; empty when not worth making
     std::vector<TxOut> spent_outputs;
     bool spent_outputs_ready{false};
@@ -173,10 +176,22 @@ public:
     bool CheckSequence(int64_t sequence) const override;
 
 private:
+    /// The last legacy or segwit v0 signature hash with what it was made from. CHECKMULTISIG
+    /// tries a signature against key after key, and its signatures usually share the hash type
+    /// and script code: each such try reuses the hash (Core's SigHashCache does the same).
+    struct SighashCache {
+        bool valid{false};
+        int32_t hash_type{0};
+        SigVersion sigversion{SigVersion::BASE};
+        std::vector<uint8_t> script_code;
+        uint256 hash;
+    };
+
     const Transaction& m_tx;
     uint32_t m_input;
     Amount m_amount;
     const PrecomputedTxData* m_txdata;
+    mutable SighashCache m_sighash_cache;
 };
 
 /// Core's CheckSignatureEncoding: the encoding rules that DERSIG, LOW_S and STRICTENC add for an
