@@ -238,6 +238,27 @@ uint256 SignatureHash(std::span<const uint8_t> script_code, const Transaction& t
                                txdata != nullptr ? std::span<const Sha256>(txdata->legacy_prefix) : std::span<const Sha256>());
 }
 
+namespace {
+
+// BIP341's message up to its per-input part: the TapSighash tag, epoch 0, the hash type, version
+// and lock time, then the transaction-wide hashes the type signs.
+HashStream BeginTapSighash(const Transaction& tx, uint8_t hash_type, const PrecomputedTxData& txdata)
+{
+    static const HashStream TAP_SIGHASH = HashStream::Tagged("TapSighash");
+    const uint8_t output_type = hash_type == SIGHASH_DEFAULT ? SIGHASH_ALL : (hash_type & SIGHASH_OUTPUT_MASK);
+    const bool anyone_can_pay = (hash_type & SIGHASH_INPUT_MASK) == SIGHASH_ANYONECANPAY;
+    HashStream s = TAP_SIGHASH;
+    s << uint8_t{0} /* epoch */ << hash_type << tx.version() << tx.lock_time();
+    if (!anyone_can_pay) {
+        s << txdata.prevouts_single_hash << txdata.spent_amounts_single_hash << txdata.spent_scripts_single_hash
+          << txdata.sequences_single_hash;
+    }
+    if (output_type == SIGHASH_ALL) s << txdata.outputs_single_hash;
+    return s;
+}
+
+} // namespace
+
 bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, const Transaction& tx, uint32_t input,
                           uint8_t hash_type, SigVersion sigversion, const PrecomputedTxData& txdata)
 {
@@ -248,18 +269,16 @@ bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, con
     // (DEFAULT excepted).
     if (!(hash_type <= 0x03 || (hash_type >= 0x81 && hash_type <= 0x83))) return false;
 
-    static const HashStream TAP_SIGHASH = HashStream::Tagged("TapSighash");
     const uint8_t output_type = hash_type == SIGHASH_DEFAULT ? SIGHASH_ALL : (hash_type & SIGHASH_OUTPUT_MASK);
     const bool anyone_can_pay = (hash_type & SIGHASH_INPUT_MASK) == SIGHASH_ANYONECANPAY;
     const uint8_t ext_flag = sigversion == SigVersion::TAPSCRIPT ? 1 : 0;
 
-    HashStream s = TAP_SIGHASH;
-    s << uint8_t{0} /* epoch */ << hash_type << tx.version() << tx.lock_time();
-    if (!anyone_can_pay) {
-        s << txdata.prevouts_single_hash << txdata.spent_amounts_single_hash << txdata.spent_scripts_single_hash
-          << txdata.sequences_single_hash;
+    HashStream s;
+    if (hash_type == SIGHASH_DEFAULT && txdata.bip341_default_prefix_ready) {
+        s = HashStream(txdata.bip341_default_prefix);
+    } else {
+        s = BeginTapSighash(tx, hash_type, txdata);
     }
-    if (output_type == SIGHASH_ALL) s << txdata.outputs_single_hash;
 
     assert(execdata.annex_init);
     const uint8_t spend_type = uint8_t((ext_flag << 1) | (execdata.annex_present ? 1 : 0));
@@ -292,7 +311,7 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
 {
     // The engine reuses one object per transaction slot from block to block: nothing of the last
     // transaction's may count as ready for this one.
-    spent_outputs_ready = bip143_segwit_ready = bip341_taproot_ready = false;
+    spent_outputs_ready = bip143_segwit_ready = bip341_taproot_ready = bip341_default_prefix_ready = false;
     spent_outputs = std::move(spent);
     if (!spent_outputs.empty()) {
         assert(spent_outputs.size() == tx.vin().size());
@@ -355,6 +374,16 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         spent_amounts_single_hash = amounts.Single();
         spent_scripts_single_hash = scripts.Single();
         bip341_taproot_ready = true;
+        // SIGHASH_DEFAULT messages share everything before their per-input part: one state,
+        // worth making when two or more inputs may sign with it.
+        std::size_t taproot_inputs = 0;
+        for (std::size_t i = 0; i < vin.size(); ++i) {
+            taproot_inputs += !vin[i].witness.IsNull() && LooksLikeTaprootSpend(spent_outputs[i]);
+        }
+        if (taproot_inputs >= 2 || force) {
+            bip341_default_prefix = BeginTapSighash(tx, SIGHASH_DEFAULT, *this).State();
+            bip341_default_prefix_ready = true;
+        }
     }
 }
 

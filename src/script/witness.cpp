@@ -88,7 +88,10 @@ bool ExecuteWitnessScript(std::span<const std::vector<uint8_t>> args, View scrip
     for (const auto& elem : args) {
         if (elem.size() > MAX_SCRIPT_ELEMENT_SIZE) return Fail(error, ScriptError::PUSH_SIZE);
     }
-    ScriptStack stack(args.begin(), args.end());
+    // Room for what P2WPKH's script and a 2-of-3 multisig push: no regrowth while it runs.
+    ScriptStack stack;
+    stack.reserve(args.size() + 4);
+    stack.assign(args.begin(), args.end());
     if (!EvalScript(stack, script, flags, checker, sigversion, execdata, error)) return false;
     if (stack.size() != 1) return Fail(error, ScriptError::CLEANSTACK);
     if (!IsTrue(stack.back())) return Fail(error, ScriptError::EVAL_FALSE);
@@ -239,6 +242,9 @@ bool VerifyScript(std::span<const uint8_t> script_sig, std::span<const uint8_t> 
     if ((flags & SCRIPT_VERIFY_SIGPUSHONLY) && !IsPushOnly(script_sig)) return Fail(error, ScriptError::SIG_PUSHONLY);
 
     ScriptStack stack;
+    // One allocation for what common spends push (P2PKH: four elements at most; a witness
+    // program: two) instead of the vector's regrowth.
+    stack.reserve(6);
     if (!EvalScript(stack, script_sig, flags, checker, SigVersion::BASE, error)) return false;
     const bool p2sh = (flags & SCRIPT_VERIFY_P2SH) && IsPayToScriptHash(script_pubkey);
     // P2SH runs the redeem script on the stack the scriptSig left; keep it before the

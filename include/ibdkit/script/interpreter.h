@@ -116,14 +116,18 @@ struct ScriptExecutionData {
 /// (single SHA-256) when some input spends a witness v1 output. Holds the spent outputs, one per
 /// input, which BIP341 signs and which a checker reads for the amount.
 ///
-/// For a transaction with two or more inputs without a witness it also holds the legacy
-/// SIGHASH_ALL message's hash state in front of each input (version, input count and the inputs
-/// before it, which every such signature hashes alike): a legacy hash then starts from there
-/// instead of from the transaction's first byte, halving what a many-input transaction hashes.
+/// It also holds message prefixes as SHA-256 states, which every signature of a kind hashes alike
+/// (docs/sighash.md): legacy SIGHASH_ALL in front of each input (version, input count, the inputs
+/// before it; for two or more inputs without a witness), BIP143 SIGHASH_ALL, BIP341
+/// SIGHASH_DEFAULT. A signature hash resumes from its prefix instead of hashing it again.
 struct PrecomputedTxData {
     uint256 prevouts_single_hash, sequences_single_hash, outputs_single_hash;
     uint256 spent_amounts_single_hash, spent_scripts_single_hash;
     bool bip341_taproot_ready{false};
+    /// With bip341_taproot_ready and two or more taproot inputs: the SIGHASH_DEFAULT message's
+    /// state before its per-input part (tag, epoch, type, version, lock time, the five hashes).
+    Sha256 bip341_default_prefix;
+    bool bip341_default_prefix_ready{false};
     uint256 hash_prevouts, hash_sequence, hash_outputs;
     bool bip143_segwit_ready{false};
     /// With bip143_segwit_ready: BIP143's message state after version, hashPrevouts and
