@@ -7,6 +7,7 @@
 #include <ibdkit/primitives/script_ops.h>
 
 #include <cassert>
+#include <cstring>
 #include <string_view>
 
 namespace ibdkit {
@@ -125,6 +126,17 @@ void WriteLegacyScriptCode(HashStream& s, std::span<const uint8_t> script)
     if (chunk != end) s.write(std::span<const uint8_t>(chunk, std::size_t(pc - chunk)));
 }
 
+// An input other than the signed one in the legacy message: its outpoint, an empty script and
+// `sequence` (the input's, or 0 under NONE and SINGLE).
+constexpr std::size_t EMPTY_SCRIPT_INPUT_SIZE = 41;
+void PutEmptyScriptInput(uint8_t* out, const TxIn& in, uint32_t sequence) noexcept
+{
+    std::memcpy(out, in.prevout.hash.data(), 32);
+    for (int k = 0; k < 4; ++k) out[32 + k] = uint8_t(in.prevout.n >> (8 * k));
+    out[36] = 0;
+    for (int k = 0; k < 4; ++k) out[37 + k] = uint8_t(sequence >> (8 * k));
+}
+
 // The original signature hash: a modified copy of the transaction, streamed. Only the input
 // being signed keeps a script (the script code); NONE and SINGLE let the other inputs' sequences
 // be zero; ANYONECANPAY keeps only the signed input; SINGLE blanks the outputs before the signed
@@ -151,20 +163,28 @@ uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transact
         s << tx.version();
         WriteCompactSize(s, n_inputs);
     }
+    // The other inputs are hashed in batches of records rather than field by field.
+    constexpr std::size_t BATCH = 24;
+    uint8_t batch[EMPTY_SCRIPT_INPUT_SIZE * BATCH];
+    std::size_t queued = 0;
+    auto flush = [&] {
+        s.write(std::span<const uint8_t>(batch, queued * EMPTY_SCRIPT_INPUT_SIZE));
+        queued = 0;
+    };
     for (std::size_t i = first; i < n_inputs; ++i) {
         const std::size_t which = anyone_can_pay ? input : i;
-        s << vin[which].prevout;
+        const TxIn& in = vin[which];
         if (which == input) {
+            flush();
+            s << in.prevout;
             WriteLegacyScriptCode(s, script_code);
-        } else {
-            WriteCompactSize(s, 0);
+            s << in.sequence;
+            continue;
         }
-        if (which != input && (single || none)) {
-            s << uint32_t{0};
-        } else {
-            s << vin[which].sequence;
-        }
+        PutEmptyScriptInput(batch + queued * EMPTY_SCRIPT_INPUT_SIZE, in, single || none ? 0 : in.sequence);
+        if (++queued == BATCH) flush();
     }
+    flush();
     const std::size_t n_outputs = none ? 0 : single ? std::size_t(input) + 1 : vout.size();
     WriteCompactSize(s, n_outputs);
     for (std::size_t o = 0; o < n_outputs; ++o) {
@@ -343,11 +363,11 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         HashStream s;
         s << tx.version();
         WriteCompactSize(s, vin.size());
+        uint8_t record[EMPTY_SCRIPT_INPUT_SIZE];
         for (const TxIn& in : vin) {
             legacy_prefix.push_back(s.State());
-            s << in.prevout;
-            WriteCompactSize(s, 0);
-            s << in.sequence;
+            PutEmptyScriptInput(record, in, in.sequence);
+            s.write(std::span<const uint8_t>(record, sizeof(record)));
         }
     }
 
