@@ -250,6 +250,16 @@ struct EvalState {
             stack.emplace_back();
         }
     }
+    /// Pushes a comparison's or signature check's verdict; the VERIFY form (`verify`) then fails
+    /// with `verify_error` if it is false and otherwise pops it again.
+    bool PushVerdict(bool ok, bool verify, ScriptError verify_error)
+    {
+        PushBool(ok);
+        if (!verify) return true;
+        if (!ok) return Fail(verify_error);
+        Pop();
+        return true;
+    }
 };
 
 /// The opcode handlers by group; each answers false with *error set when the script fails, and

@@ -140,12 +140,7 @@ bool ExecChecksig(EvalState& s, uint8_t opcode)
     }
     s.Pop();
     s.Pop();
-    s.PushBool(success);
-    if (opcode == OP_CHECKSIGVERIFY) {
-        if (!success) return s.Fail(ScriptError::CHECKSIGVERIFY);
-        s.Pop();
-    }
-    return true;
+    return s.PushVerdict(success, opcode == OP_CHECKSIGVERIFY, ScriptError::CHECKSIGVERIFY);
 }
 
 /// (sig n pubkey -- n + success), tapscript only.
@@ -218,12 +213,7 @@ bool ExecCheckMultisig(EvalState& s, uint8_t opcode)
     // The dummy element (an off-by-one of the original code) must be empty under NULLDUMMY.
     if ((s.flags & SCRIPT_VERIFY_NULLDUMMY) && !s.Top(dummy_at).empty()) return s.Fail(ScriptError::SIG_NULLDUMMY);
     s.stack.resize(s.stack.size() - dummy_at);
-    s.PushBool(success);
-    if (opcode == OP_CHECKMULTISIGVERIFY) {
-        if (!success) return s.Fail(ScriptError::CHECKMULTISIGVERIFY);
-        s.Pop();
-    }
-    return true;
+    return s.PushVerdict(success, opcode == OP_CHECKMULTISIGVERIFY, ScriptError::CHECKMULTISIGVERIFY);
 }
 
 } // namespace

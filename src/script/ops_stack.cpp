@@ -114,12 +114,7 @@ bool ExecStackOp(EvalState& s, uint8_t opcode)
         const bool equal = s.Top(2) == s.Top(1);
         s.Pop();
         s.Pop();
-        s.PushBool(equal);
-        if (opcode == OP_EQUALVERIFY) {
-            if (!equal) return s.Fail(ScriptError::EQUALVERIFY);
-            s.Pop();
-        }
-        return true;
+        return s.PushVerdict(equal, opcode == OP_EQUALVERIFY, ScriptError::EQUALVERIFY);
     }
     default:
         return s.Fail(ScriptError::BAD_OPCODE);
