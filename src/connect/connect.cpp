@@ -427,8 +427,10 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
             if (!tx.IsCoinBase() && ctx.check_scripts) {
                 // The outputs this transaction spends, for its scripts (checked after the block's
                 // other rules, below) and BIP341's hashes; before the undo data takes the coins.
-                // The slot's vector from an earlier block is refilled: no allocation once grown.
+                // The slot's vector from an earlier block is refilled (no allocation once grown),
+                // unless it is more than twice the size needed: then its memory is given back.
                 std::vector<TxOut> spent = std::move(txdata[t].spent_outputs);
+                if (spent.capacity() > 2 * ins.size()) spent = std::vector<TxOut>();
                 spent.clear();
                 spent.reserve(ins.size());
                 for (const SpentInput& in : ins) spent.push_back(in.coin.out);

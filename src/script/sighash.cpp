@@ -355,10 +355,14 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
     }
 
     // The legacy prefixes: one pass over the inputs, repaid by the second legacy signature.
-    legacy_prefix.clear();
     std::size_t legacy_inputs = 0;
     for (const TxIn& in : vin) legacy_inputs += in.witness.IsNull();
-    if (legacy_inputs >= 2 || (force && !vin.empty())) {
+    const bool make_prefixes = legacy_inputs >= 2 || (force && !vin.empty());
+    // A reused object keeps its room for states, but never more than twice what this transaction
+    // needs: an earlier, larger transaction's memory is given back.
+    if (legacy_prefix.capacity() > 2 * (make_prefixes ? vin.size() : 0)) legacy_prefix = std::vector<Sha256>();
+    legacy_prefix.clear();
+    if (make_prefixes) {
         legacy_prefix.reserve(vin.size());
         HashStream s;
         s << tx.version();
