@@ -356,7 +356,13 @@ bool CheckTxInputs(const Transaction& tx, std::span<const SpentInput> ins, int h
 void KeepSpentCoins(const Transaction& tx, std::span<SpentInput> ins, PrecomputedTxData* txdata, BlockUndo* undo)
 {
     if (txdata) {
-        std::vector<TxOut> spent;
+        // The outputs this transaction spends, for its scripts (checked after the block's other
+        // rules) and BIP341's hashes; before the undo data takes the coins. The slot's vector from
+        // an earlier block is refilled (no allocation once grown), unless it is more than twice the
+        // size needed: then its memory is given back.
+        std::vector<TxOut> spent = std::move(txdata->spent_outputs);
+        if (spent.capacity() > 2 * ins.size()) spent = std::vector<TxOut>();
+        spent.clear();
         spent.reserve(ins.size());
         for (const SpentInput& in : ins) spent.push_back(in.coin.out);
         txdata->Init(tx, std::move(spent));

@@ -7,6 +7,7 @@
 #include <ibdkit/primitives/script_ops.h>
 
 #include <cassert>
+#include <cstring>
 #include <string_view>
 
 namespace ibdkit {
@@ -19,6 +20,8 @@ constexpr uint8_t OP_CODESEPARATOR = 0xab;
 class HashStream {
 public:
     HashStream() = default;
+    explicit HashStream(const Sha256& state) noexcept : m_sha(state) {}
+    const Sha256& State() const noexcept { return m_sha; }
     void write(std::span<const std::byte> bytes) noexcept { m_sha.Write(bytes); }
     void write(std::span<const uint8_t> bytes) noexcept { m_sha.Write(bytes); }
 
@@ -123,11 +126,26 @@ void WriteLegacyScriptCode(HashStream& s, std::span<const uint8_t> script)
     if (chunk != end) s.write(std::span<const uint8_t>(chunk, std::size_t(pc - chunk)));
 }
 
+// An input other than the signed one in the legacy message: its outpoint, an empty script and
+// `sequence` (the input's, or 0 under NONE and SINGLE).
+constexpr std::size_t EMPTY_SCRIPT_INPUT_SIZE = 41;
+void PutEmptyScriptInput(uint8_t* out, const TxIn& in, uint32_t sequence) noexcept
+{
+    std::memcpy(out, in.prevout.hash.data(), 32);
+    for (int k = 0; k < 4; ++k) out[32 + k] = uint8_t(in.prevout.n >> (8 * k));
+    out[36] = 0;
+    for (int k = 0; k < 4; ++k) out[37 + k] = uint8_t(sequence >> (8 * k));
+}
+
 // The original signature hash: a modified copy of the transaction, streamed. Only the input
 // being signed keeps a script (the script code); NONE and SINGLE let the other inputs' sequences
 // be zero; ANYONECANPAY keeps only the signed input; SINGLE blanks the outputs before the signed
 // input's index (value -1, empty script) and drops those after it; NONE drops all outputs.
-uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transaction& tx, uint32_t input, int32_t hash_type)
+//
+// With `prefix` (PrecomputedTxData::legacy_prefix) a type that serializes every input and output
+// as ALL does (neither ANYONECANPAY, NONE nor SINGLE) starts from the state in front of `input`.
+uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transaction& tx, uint32_t input, int32_t hash_type,
+                            std::span<const Sha256> prefix)
 {
     const bool anyone_can_pay = (hash_type & SIGHASH_ANYONECANPAY) != 0;
     const bool single = (hash_type & 0x1f) == SIGHASH_SINGLE;
@@ -136,23 +154,37 @@ uint256 LegacySignatureHash(std::span<const uint8_t> script_code, const Transact
     const auto vout = tx.vout();
 
     HashStream s;
-    s << tx.version();
+    std::size_t first = 0;
     const std::size_t n_inputs = anyone_can_pay ? 1 : vin.size();
-    WriteCompactSize(s, n_inputs);
-    for (std::size_t i = 0; i < n_inputs; ++i) {
-        const std::size_t which = anyone_can_pay ? input : i;
-        s << vin[which].prevout;
-        if (which == input) {
-            WriteLegacyScriptCode(s, script_code);
-        } else {
-            WriteCompactSize(s, 0);
-        }
-        if (which != input && (single || none)) {
-            s << uint32_t{0};
-        } else {
-            s << vin[which].sequence;
-        }
+    if (!anyone_can_pay && !single && !none && prefix.size() == vin.size()) {
+        s = HashStream(prefix[input]);
+        first = input;
+    } else {
+        s << tx.version();
+        WriteCompactSize(s, n_inputs);
     }
+    // The other inputs are hashed in batches of records rather than field by field.
+    constexpr std::size_t BATCH = 24;
+    uint8_t batch[EMPTY_SCRIPT_INPUT_SIZE * BATCH];
+    std::size_t queued = 0;
+    auto flush = [&] {
+        s.write(std::span<const uint8_t>(batch, queued * EMPTY_SCRIPT_INPUT_SIZE));
+        queued = 0;
+    };
+    for (std::size_t i = first; i < n_inputs; ++i) {
+        const std::size_t which = anyone_can_pay ? input : i;
+        const TxIn& in = vin[which];
+        if (which == input) {
+            flush();
+            s << in.prevout;
+            WriteLegacyScriptCode(s, script_code);
+            s << in.sequence;
+            continue;
+        }
+        PutEmptyScriptInput(batch + queued * EMPTY_SCRIPT_INPUT_SIZE, in, single || none ? 0 : in.sequence);
+        if (++queued == BATCH) flush();
+    }
+    flush();
     const std::size_t n_outputs = none ? 0 : single ? std::size_t(input) + 1 : vout.size();
     WriteCompactSize(s, n_outputs);
     for (std::size_t o = 0; o < n_outputs; ++o) {
@@ -193,7 +225,12 @@ uint256 WitnessV0SignatureHash(std::span<const uint8_t> script_code, const Trans
 
     const TxIn& in = tx.vin()[input];
     HashStream s;
-    s << tx.version() << hash_prevouts << hash_sequence << in.prevout;
+    if (cached && !anyone_can_pay && !single_or_none) {
+        s = HashStream(txdata->bip143_all_prefix);
+    } else {
+        s << tx.version() << hash_prevouts << hash_sequence;
+    }
+    s << in.prevout;
     WriteCompactSize(s, script_code.size());
     s.write(script_code);
     s << amount << in.sequence << hash_outputs << tx.lock_time() << hash_type;
@@ -217,8 +254,30 @@ uint256 SignatureHash(std::span<const uint8_t> script_code, const Transaction& t
         one.data()[0] = 1;
         return one;
     }
-    return LegacySignatureHash(script_code, tx, input, hash_type);
+    return LegacySignatureHash(script_code, tx, input, hash_type,
+                               txdata != nullptr ? std::span<const Sha256>(txdata->legacy_prefix) : std::span<const Sha256>());
 }
+
+namespace {
+
+// BIP341's message up to its per-input part: the TapSighash tag, epoch 0, the hash type, version
+// and lock time, then the transaction-wide hashes the type signs.
+HashStream BeginTapSighash(const Transaction& tx, uint8_t hash_type, const PrecomputedTxData& txdata)
+{
+    static const HashStream TAP_SIGHASH = HashStream::Tagged("TapSighash");
+    const uint8_t output_type = hash_type == SIGHASH_DEFAULT ? SIGHASH_ALL : (hash_type & SIGHASH_OUTPUT_MASK);
+    const bool anyone_can_pay = (hash_type & SIGHASH_INPUT_MASK) == SIGHASH_ANYONECANPAY;
+    HashStream s = TAP_SIGHASH;
+    s << uint8_t{0} /* epoch */ << hash_type << tx.version() << tx.lock_time();
+    if (!anyone_can_pay) {
+        s << txdata.prevouts_single_hash << txdata.spent_amounts_single_hash << txdata.spent_scripts_single_hash
+          << txdata.sequences_single_hash;
+    }
+    if (output_type == SIGHASH_ALL) s << txdata.outputs_single_hash;
+    return s;
+}
+
+} // namespace
 
 bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, const Transaction& tx, uint32_t input,
                           uint8_t hash_type, SigVersion sigversion, const PrecomputedTxData& txdata)
@@ -230,18 +289,16 @@ bool SignatureHashSchnorr(uint256& out, const ScriptExecutionData& execdata, con
     // (DEFAULT excepted).
     if (!(hash_type <= 0x03 || (hash_type >= 0x81 && hash_type <= 0x83))) return false;
 
-    static const HashStream TAP_SIGHASH = HashStream::Tagged("TapSighash");
     const uint8_t output_type = hash_type == SIGHASH_DEFAULT ? SIGHASH_ALL : (hash_type & SIGHASH_OUTPUT_MASK);
     const bool anyone_can_pay = (hash_type & SIGHASH_INPUT_MASK) == SIGHASH_ANYONECANPAY;
     const uint8_t ext_flag = sigversion == SigVersion::TAPSCRIPT ? 1 : 0;
 
-    HashStream s = TAP_SIGHASH;
-    s << uint8_t{0} /* epoch */ << hash_type << tx.version() << tx.lock_time();
-    if (!anyone_can_pay) {
-        s << txdata.prevouts_single_hash << txdata.spent_amounts_single_hash << txdata.spent_scripts_single_hash
-          << txdata.sequences_single_hash;
+    HashStream s;
+    if (hash_type == SIGHASH_DEFAULT && txdata.bip341_default_prefix_ready) {
+        s = HashStream(txdata.bip341_default_prefix);
+    } else {
+        s = BeginTapSighash(tx, hash_type, txdata);
     }
-    if (output_type == SIGHASH_ALL) s << txdata.outputs_single_hash;
 
     assert(execdata.annex_init);
     const uint8_t spend_type = uint8_t((ext_flag << 1) | (execdata.annex_present ? 1 : 0));
@@ -274,7 +331,7 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
 {
     // The engine reuses one object per transaction slot from block to block: nothing of the last
     // transaction's may count as ready for this one.
-    spent_outputs_ready = bip143_segwit_ready = bip341_taproot_ready = false;
+    spent_outputs_ready = bip143_segwit_ready = bip341_taproot_ready = bip341_default_prefix_ready = false;
     spent_outputs = std::move(spent);
     if (!spent_outputs.empty()) {
         assert(spent_outputs.size() == tx.vin().size());
@@ -297,6 +354,27 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         }
     }
 
+    // The legacy prefixes: one pass over the inputs, repaid by the second legacy signature.
+    std::size_t legacy_inputs = 0;
+    for (const TxIn& in : vin) legacy_inputs += in.witness.IsNull();
+    const bool make_prefixes = legacy_inputs >= 2 || (force && !vin.empty());
+    // A reused object keeps its room for states, but never more than twice what this transaction
+    // needs: an earlier, larger transaction's memory is given back.
+    if (legacy_prefix.capacity() > 2 * (make_prefixes ? vin.size() : 0)) legacy_prefix = std::vector<Sha256>();
+    legacy_prefix.clear();
+    if (make_prefixes) {
+        legacy_prefix.reserve(vin.size());
+        HashStream s;
+        s << tx.version();
+        WriteCompactSize(s, vin.size());
+        uint8_t record[EMPTY_SCRIPT_INPUT_SIZE];
+        for (const TxIn& in : vin) {
+            legacy_prefix.push_back(s.State());
+            PutEmptyScriptInput(record, in, in.sequence);
+            s.write(std::span<const uint8_t>(record, sizeof(record)));
+        }
+    }
+
     if (need_bip143 || need_bip341) {
         prevouts_single_hash = PrevoutsSingleHash(tx);
         sequences_single_hash = SequencesSingleHash(tx);
@@ -306,6 +384,9 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         hash_prevouts = Sha256Of(prevouts_single_hash);
         hash_sequence = Sha256Of(sequences_single_hash);
         hash_outputs = Sha256Of(outputs_single_hash);
+        HashStream prefix;
+        prefix << tx.version() << hash_prevouts << hash_sequence;
+        bip143_all_prefix = prefix.State();
         bip143_segwit_ready = true;
     }
     if (need_bip341 && spent_outputs_ready) {
@@ -317,6 +398,16 @@ void PrecomputedTxData::Init(const Transaction& tx, std::vector<TxOut> spent, bo
         spent_amounts_single_hash = amounts.Single();
         spent_scripts_single_hash = scripts.Single();
         bip341_taproot_ready = true;
+        // SIGHASH_DEFAULT messages share everything before their per-input part: one state,
+        // worth making when two or more inputs may sign with it.
+        std::size_t taproot_inputs = 0;
+        for (std::size_t i = 0; i < vin.size(); ++i) {
+            taproot_inputs += !vin[i].witness.IsNull() && LooksLikeTaprootSpend(spent_outputs[i]);
+        }
+        if (taproot_inputs >= 2 || force) {
+            bip341_default_prefix = BeginTapSighash(tx, SIGHASH_DEFAULT, *this).State();
+            bip341_default_prefix_ready = true;
+        }
     }
 }
 

@@ -84,6 +84,11 @@ TEST(ScriptSighash, CoreLegacyVectors)
         ASSERT_LT(input, tx.vin().size());
         const uint256 got = SignatureHash(script, tx, input, hash_type, 0, SigVersion::BASE);
         EXPECT_EQ(got.ToHex(), expected) << t.dump();
+        // The same from the precomputed states in front of each input (PrecomputedTxData).
+        PrecomputedTxData txdata;
+        txdata.Init(tx, {}, /*force=*/true);
+        ASSERT_EQ(txdata.legacy_prefix.size(), tx.vin().size());
+        EXPECT_EQ(SignatureHash(script, tx, input, hash_type, 0, SigVersion::BASE, &txdata).ToHex(), expected) << t.dump();
         ++checked;
     }
     EXPECT_EQ(checked, 500u);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ibdkit/consensus/consensus.h>
+#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/script/script_error.h>
@@ -114,12 +115,25 @@ struct ScriptExecutionData {
 /// PrecomputedTransactionData): BIP143's (double SHA-256) when some input is segwit v0, BIP341's
 /// (single SHA-256) when some input spends a witness v1 output. Holds the spent outputs, one per
 /// input, which BIP341 signs and which a checker reads for the amount.
+///
+/// It also holds message prefixes as SHA-256 states, which every signature of a kind hashes alike
+/// (docs/sighash.md): legacy SIGHASH_ALL in front of each input (version, input count, the inputs
+/// before it; for two or more inputs without a witness), BIP143 SIGHASH_ALL, BIP341
+/// SIGHASH_DEFAULT. A signature hash resumes from its prefix instead of hashing it again.
 struct PrecomputedTxData {
     uint256 prevouts_single_hash, sequences_single_hash, outputs_single_hash;
     uint256 spent_amounts_single_hash, spent_scripts_single_hash;
     bool bip341_taproot_ready{false};
+    /// With bip341_taproot_ready and two or more taproot inputs: the SIGHASH_DEFAULT message's
+    /// state before its per-input part (tag, epoch, type, version, lock time, the five hashes).
+    Sha256 bip341_default_prefix;
+    bool bip341_default_prefix_ready{false};
     uint256 hash_prevouts, hash_sequence, hash_outputs;
     bool bip143_segwit_ready{false};
+    /// With bip143_segwit_ready: BIP143's message state after version, hashPrevouts and
+    /// hashSequence, which every SIGHASH_ALL signature of the transaction starts with.
+    Sha256 bip143_all_prefix;
+    std::vector<Sha256> legacy_prefix; ///< one state per input; empty when not worth making
     std::vector<TxOut> spent_outputs;
     bool spent_outputs_ready{false};
 
@@ -127,7 +141,7 @@ struct PrecomputedTxData {
     /// Computes what `tx`'s inputs need, replacing whatever an earlier Init left (the object may
     /// be reused). `spent_outputs` is one TxOut per input, in input order,
     /// or empty if unknown (then no BIP341 hashes: a taproot spend fails as Core's does without
-    /// them). With `force`, both sets are computed whatever the inputs spend (signing).
+    /// them). With `force`, every set is computed whatever the inputs spend (signing, tests).
     void Init(const Transaction& tx, std::vector<TxOut> spent_outputs, bool force = false);
 };
 
@@ -166,10 +180,22 @@ public:
     bool CheckSequence(int64_t sequence) const override;
 
 private:
+    /// The last legacy or segwit v0 signature hash with what it was made from. CHECKMULTISIG
+    /// tries a signature against key after key, and its signatures usually share the hash type
+    /// and script code: each such try reuses the hash (Core's SigHashCache does the same).
+    struct SighashCache {
+        bool valid{false};
+        int32_t hash_type{0};
+        SigVersion sigversion{SigVersion::BASE};
+        std::vector<uint8_t> script_code;
+        uint256 hash;
+    };
+
     const Transaction& m_tx;
     uint32_t m_input;
     Amount m_amount;
     const PrecomputedTxData* m_txdata;
+    mutable SighashCache m_sighash_cache;
 };
 
 /// Core's CheckSignatureEncoding: the encoding rules that DERSIG, LOW_S and STRICTENC add for an
