@@ -17,9 +17,8 @@ function, as does a lambda at namespace scope; preprocessor branches are read as
 compiled, so a function whose `#if`/`#else` arms each open a brace can be mismatched. The name
 reported is the identifier before the head's first `(`.
 
-Files and functions over the limits that other work is changing at the same time are listed in
-ALLOWED_FILES and ALLOWED with a reason; an entry that no longer exceeds its limit fails the test,
-so the lists only shrink.
+An exception goes into ALLOWED_FILES or ALLOWED with its reason; an entry that no longer exceeds
+its limit fails the test, so the lists only shrink.
 
 Needs no build and no network.
 """
