@@ -87,8 +87,9 @@ void RunExport(const ExportArgs& a)
 const CommandRegistrar export_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("export",
         "Write one table of blocks with their spent outputs (blocks, transactions, inputs, outputs) to CSV, JSON lines\n"
-        "or SQLite. From a Bitcoin Core data directory the spent outputs come from its rev files (read-only, refused\n"
-        "while bitcoind runs); from blk files the blocks are replayed into a temporary chainstate to compute them.\n"
+        "or SQLite. From a Bitcoin Core data directory the spent outputs come from its rev files (read-only; beside a\n"
+        "running bitcoind, up to what a snapshot of its block index holds); from blk files the blocks are replayed\n"
+        "into a temporary chainstate to compute them.\n"
         "Columns: docs/spent-outputs.md");
     auto a = std::make_shared<ExportArgs>();
     cmd->add_option("TABLE", a->table, "blocks, transactions, inputs or outputs")->required()
