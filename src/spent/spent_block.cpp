@@ -53,8 +53,8 @@ Result<SpentBlock> SpentBlock::Make(std::vector<uint8_t> bytes, int height, Bloc
         const TxView tx(b.m_txs[i]);
         Amount out = 0;
         for (OutputView o : tx.outputs()) {
-            out += o.value;
-            if (!MoneyRange(o.value) || !MoneyRange(out)) {
+            // Each value is in range before it is added, so the sum cannot overflow.
+            if (!MoneyRange(o.value) || !MoneyRange(out += o.value)) {
                 return BlockError(Errc::Corrupt, b.m_hash, height,
                                   "transaction " + b.m_txids[i].ToHex() + ": an output value out of range (bad-txns-vout-toolarge)");
             }
@@ -71,8 +71,7 @@ Result<SpentBlock> SpentBlock::Make(std::vector<uint8_t> bytes, int height, Bloc
         }
         Amount in = 0;
         for (const Coin& c : coins) {
-            in += c.out.value;
-            if (!MoneyRange(c.out.value) || !MoneyRange(in)) {
+            if (!MoneyRange(c.out.value) || !MoneyRange(in += c.out.value)) {
                 return BlockError(Errc::Corrupt, b.m_hash, height,
                                   "transaction " + b.m_txids[i].ToHex() + ": spent values out of range (bad-txns-inputvalues-outofrange)");
             }

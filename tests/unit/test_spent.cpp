@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <variant>
@@ -259,6 +261,14 @@ TEST(Spent, SpentOutputsThatDoNotMatchTheBlockAreTypedErrors)
     BlockUndo rich = undo;
     rich.vtxundo[0].prevout[0].out.value = MAX_MONEY + 1;
     r = SpentBlock::Make(bytes, 866342, rich, ChainType::MAIN);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("bad-txns-inputvalues-outofrange"), std::string::npos) << r.error().message;
+    // A huge value after an ordinary one: refused before it is added (no signed overflow).
+    BlockUndo huge = undo;
+    auto two = std::find_if(huge.vtxundo.begin(), huge.vtxundo.end(), [](const TxUndo& u) { return u.prevout.size() >= 2; });
+    ASSERT_NE(two, huge.vtxundo.end());
+    two->prevout[1].out.value = std::numeric_limits<Amount>::max();
+    r = SpentBlock::Make(bytes, 866342, huge, ChainType::MAIN);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("bad-txns-inputvalues-outofrange"), std::string::npos) << r.error().message;
     r = SpentBlock::Make(bytes, 1'050'000, undo, ChainType::MAIN);
