@@ -34,12 +34,13 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Core's assumevalid rule skips (--assumevalid: below the network's assumevalid block, buried\n"
         "under two weeks of work; --assumevalid 0 verifies every script).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, assumevalid;
+        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"};
         std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
         unsigned threads{0};
-        bool via_p2p{false}, json{false}, quiet{false}, no_stats{false}, skip_scripts{false};
+        bool via_p2p{false}, skip_scripts{false};
+        ConnectOutputArgs out;
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
@@ -62,18 +63,13 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
-    AddAssumeValidOption(cmd, a->assumevalid);
+    AddConnectOutputOptions(cmd, a->out);
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
     cmd->add_flag("--skip-scripts", a->skip_scripts,
                   "Trust every block's scripts (a benchmark of the rest of the pipeline, as a node below its assumevalid\n"
                   "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)")
         ->excludes(cmd->get_option("--assumevalid"));
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
-    cmd->add_flag("--no-stats", a->no_stats,
-                  "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
-                  "Core's -reindex-chainstate does; height and best block are still printed");
-    cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
         ReplayOptions o;
@@ -90,9 +86,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         o.via_p2p = a->via_p2p;
         o.threads = a->threads;
-        o.statistics = !a->no_stats;
+        o.statistics = !a->out.no_stats;
         o.db_batch_bytes = a->dbbatchsize;
-        o.assumevalid = ParseAssumeValid(a->assumevalid);
+        o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         o.skip_scripts = a->skip_scripts;
         const bool all = a->policy == "all";
         if (!all) {
@@ -104,11 +100,11 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             if (height_export->Enabled()) throw CLI::ValidationError("--policy all", "compares policies; drop --height");
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
             if (!a->undo.empty()) throw CLI::ValidationError("--policy all", "compares policies; drop --undo");
-            ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);
+            ExitCode() = ReplayAllPolicies(o, a->out.quiet, a->rounds);
             return;
         }
         height_export->Prepare(o);
-        auto bar = std::make_shared<ProgressLine>(!a->quiet);
+        auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_progress = ProgressPrinter(bar, "");
         std::signal(SIGINT, OnSignal);
         std::signal(SIGTERM, OnSignal);
@@ -121,14 +117,14 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             return;
         }
         if (r->live_height >= 0) std::fprintf(stderr, "ibdkit: %s\n", LiveDatadirMessage(r->live_height, r->live_hash).c_str());
-        if (a->json) {
+        if (a->out.json) {
             std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
         } else {
             PrintHuman(*r);
         }
         if (r->reject_reason) ExitCode() = 2;
         if (r->interrupted) ExitCode() = 130;
-        height_export->Finish(*r, !a->quiet);
+        height_export->Finish(*r, !a->out.quiet);
     });
 });
 

@@ -49,14 +49,15 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
     struct Args {
-        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"}, assumevalid;
+        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"};
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
         std::size_t window{16};
         unsigned threads{0};
         int stop_height{-1};
-        bool json{false}, quiet{false}, getblocks{false}, no_stats{false};
+        bool getblocks{false};
+        ConnectOutputArgs out;
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
@@ -78,13 +79,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
     cmd->add_option("--threads", a->threads, "Threads (peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->capture_default_str();
-    AddAssumeValidOption(cmd, a->assumevalid);
+    AddConnectOutputOptions(cmd, a->out);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
-    cmd->add_flag("--no-stats", a->no_stats,
-                  "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
-                  "Core's -reindex-chainstate does; height and best block are still printed");
-    cmd->add_flag("--json", a->json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress bar");
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
         SyncOptions o;
@@ -105,12 +101,12 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));
         o.window = a->window;
         o.threads = a->threads;
-        o.statistics = !a->no_stats;
+        o.statistics = !a->out.no_stats;
         o.force_getblocks = a->getblocks;
-        o.assumevalid = ParseAssumeValid(a->assumevalid);
+        o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         height_export->Prepare(o);
-        auto bar = std::make_shared<ProgressLine>(!a->quiet);
+        auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_sync_progress = [bar](const SyncProgress& p) {
             char text[256];
             if (p.headers_phase) {
@@ -135,7 +131,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             ExitCode() = 1;
             return;
         }
-        if (a->json) {
+        if (a->out.json) {
             std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
         } else {
             PrintHuman(*r);
@@ -146,7 +142,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         }
         if (r->reject_reason) ExitCode() = 2;
         if (r->interrupted) ExitCode() = 130;
-        height_export->Finish(*r, !a->quiet);
+        height_export->Finish(*r, !a->out.quiet);
     });
 });
 

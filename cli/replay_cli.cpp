@@ -61,12 +61,17 @@ void PrintHuman(const ReplayResult& r)
     PrintTip(r);
 }
 
-void AddAssumeValidOption(CLI::App* cmd, std::string& value)
+void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args)
 {
-    cmd->add_option("--assumevalid", value,
+    cmd->add_option("--assumevalid", args.assumevalid,
                     "Skip the scripts of blocks below this block hash where Bitcoin Core would (it is in the\n"
                     "chain, two weeks of work deep, the chain has the network's minimum work); 0 = verify every\n"
                     "script. Default: Core's for the network (none on regtest: every script verified)");
+    cmd->add_flag("--no-stats", args.no_stats,
+                  "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
+                  "Core's -reindex-chainstate does; height and best block are still printed");
+    cmd->add_flag("--json", args.json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
+    cmd->add_flag("-q,--quiet", args.quiet, "No progress bar");
 }
 
 std::optional<BlockHash> ParseAssumeValid(const std::string& value)

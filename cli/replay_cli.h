@@ -1,4 +1,4 @@
-// cli/replay_cli.h — pieces shared by the commands that replay chains (`replay`, `run`).
+// cli/replay_cli.h — pieces shared by the commands that connect blocks (`replay`, `sync`, `run`).
 #pragma once
 
 #include "commands.h"
@@ -22,8 +22,13 @@ nlohmann::json ToJson(const ResultFields& fields);
 nlohmann::json ToJson(const ResultValue& value);
 /// The chainstate's tip and UTXO-set statistics for people (PrintHuman's last lines).
 void PrintTip(const EngineResult& r);
-/// Adds `--assumevalid HASH|0` to a block-connecting command, into `value`.
-void AddAssumeValidOption(CLI::App* cmd, std::string& value);
+/// The options every block-connecting command (`replay`, `sync`) shares.
+struct ConnectOutputArgs {
+    std::string assumevalid; ///< `--assumevalid HASH|0` as given (ParseAssumeValid reads it)
+    bool no_stats{false}, json{false}, quiet{false};
+};
+/// Adds `--assumevalid`, `--no-stats`, `--json` and `-q,--quiet` to `cmd`, into `args`.
+void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args);
 /// EngineOptions::assumevalid from the option's text: nullopt when not given (the network's
 /// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
 std::optional<BlockHash> ParseAssumeValid(const std::string& value);
