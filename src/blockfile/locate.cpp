@@ -189,6 +189,11 @@ Result<DatadirChain> OpenDatadirChain(const std::filesystem::path& dir, std::opt
     }
     auto best = SelectBestChain(*index, GetChainParams(layout->chain).consensus.hash_genesis_block);
     if (!best) return best.error();
+    if (best->entries.empty() && index->from_snapshot) {
+        return Error{Errc::InvalidValue, "bitcoind is running and its block index in " + layout->blocks_dir.string() +
+                                             " holds no " + Name(layout->chain) +
+                                             " genesis block yet (it writes the index at its first flush): try again in a moment"};
+    }
     if (best->entries.empty()) {
         return Error{Errc::InvalidValue, "the block index in " + layout->blocks_dir.string() + " has no stored " +
                                              Name(layout->chain) + " genesis block (" + std::to_string(index->entries.size()) +

@@ -8,6 +8,7 @@
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/kv/store.h>
 
 #include <gtest/gtest.h>
 
@@ -282,6 +283,31 @@ TEST(Datadir, ReadOnlyAndASnapshotWhileLocked)
     EXPECT_EQ(LiveDatadirMessage(7, BlockHash{}),
               "bitcoind is running: reading a snapshot of its block index; data consistent up to height 7 (" +
                   BlockHash{}.ToHex() + ")");
+}
+
+// A node that has just started has an index without its genesis block until its first flush: with
+// the node running that is a moment to wait for, not a damaged datadir.
+TEST(Datadir, AnEmptyIndexOfARunningNodeSaysToWait)
+{
+    TempDir d;
+    const fs::path blocks = d.path / "regtest" / "blocks";
+    fs::create_directories(blocks);
+    StoreStatus status;
+    ASSERT_NE(Store::Open(blocks / "index", {}, &status), nullptr) << status.message;
+    std::ofstream(d.path / "regtest" / ".lock").flush();
+
+    auto stopped = LocateFromDatadir(d.path, ChainType::REGTEST);
+    ASSERT_FALSE(stopped.ok());
+    EXPECT_NE(stopped.error().message.find("has no stored regtest genesis block (0 entries"), std::string::npos)
+        << stopped.error().message;
+
+    LockHolder held(d.path / "regtest" / ".lock");
+    auto running = LocateFromDatadir(d.path, ChainType::REGTEST);
+    ASSERT_FALSE(running.ok());
+    EXPECT_NE(running.error().message.find("bitcoind is running and its block index"), std::string::npos)
+        << running.error().message;
+    EXPECT_NE(running.error().message.find("holds no regtest genesis block yet"), std::string::npos);
+    EXPECT_NE(running.error().message.find("try again in a moment"), std::string::npos);
 }
 
 TEST(Datadir, ReplayReadsEachBlockOnce)
