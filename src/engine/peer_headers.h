@@ -32,13 +32,12 @@ inline std::string Secs(std::chrono::milliseconds d)
     return b;
 }
 
-template <typename Policy>
 class PeerHeaders {
 protected:
     PeerHeaders(const SyncOptions& o, const ChainParams& params, HeaderChain& chain, std::filesystem::path headers_file,
                 SyncResult& res, Socket socket)
         : m_o(o), m_params(params), m_chain(chain), m_headers_file(std::move(headers_file)), m_res(res),
-          m_peer(std::move(socket), params, o.interrupt), m_av_params(params.consensus),
+          m_peer(std::move(socket), params, o.policy, o.interrupt), m_av_params(params.consensus),
           m_assumevalid(ResolveAssumeValid(o.assumevalid, params.consensus))
     {
         // The assumevalid rule compares the best header's work with the minimum this run uses.
@@ -96,7 +95,7 @@ protected:
                     return Fail(m.error());
                 }
                 if (m->command != "headers") continue;
-                auto hs = DecodeHeaders(Peer<Policy>::Bytes(*m));
+                auto hs = DecodeHeaders(Peer::Bytes(*m));
                 if (!hs) return Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
                 headers = std::move(*hs);
             }
@@ -185,7 +184,7 @@ protected:
                     return Fail(m.error());
                 }
                 if (m->command != "headers") continue;
-                auto hs = DecodeHeaders(Peer<Policy>::Bytes(*m));
+                auto hs = DecodeHeaders(Peer::Bytes(*m));
                 if (!hs) return Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
                 next = std::move(*hs);
             }
@@ -207,7 +206,7 @@ protected:
                                                        ", with more work: reorganising needs the undo data of the blocks above the fork "
                                                        "(sync with --undo)"});
             }
-            typename engine::BlockSource<Policy>::StaleBranch stale;
+            engine::BlockSource::StaleBranch stale;
             stale.tip_height = connected;
             for (int k = connected; k > fork; --k) {
                 stale.hashes.push_back(m_chain.Hash(k));
@@ -259,10 +258,10 @@ protected:
     HeaderChain& m_chain;
     std::filesystem::path m_headers_file;
     SyncResult& m_res;
-    Peer<Policy> m_peer;
+    Peer m_peer;
     ConsensusParams m_av_params;  ///< the network's, with this run's minimum chain work
     BlockHash m_assumevalid;
-    std::optional<typename engine::BlockSource<Policy>::StaleBranch> m_reorg;
+    std::optional<engine::BlockSource::StaleBranch> m_reorg;
     std::unordered_map<BlockHash, int, Uint256Hasher> m_stale; ///< the stale branch's blocks by hash
     std::optional<int> m_persist_from; ///< headers to store once the reorganisation is done
     bool m_getblocks{false};

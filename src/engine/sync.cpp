@@ -24,14 +24,8 @@ using sync_detail::Secs;
 
 // One peer as a block source: the handshake and header sync in Prepare, then blocks requested in
 // a window and emitted in chain order as they arrive (the engine decodes, checks and connects them).
-template <typename Policy>
-class PeerSource final : public engine::BlockSource<Policy>, sync_detail::PeerHeaders<Policy> {
-    using Headers = sync_detail::PeerHeaders<Policy>;
-    using Headers::m_o, Headers::m_params, Headers::m_chain, Headers::m_res, Headers::m_peer, Headers::m_reorg,
-        Headers::m_stale, Headers::m_persist_from, Headers::m_getblocks, Headers::m_inflight, Headers::m_header_height,
-        Headers::m_target_height, Headers::m_in_flight;
-    using Headers::Fail, Headers::PublishHeights, Headers::Interrupted, Headers::Persist, Headers::SyncHeaders,
-        Headers::CheckMinimumChainWork, Headers::FollowBranch, Headers::ScriptCheckReason;
+class PeerSource final : public engine::BlockSource, sync_detail::PeerHeaders {
+    using Headers = sync_detail::PeerHeaders;
 
 public:
     PeerSource(const SyncOptions& o, const ChainParams& params, HeaderChain& chain, std::filesystem::path headers_file,
@@ -76,15 +70,15 @@ public:
     }
 
     bool Failed() const override { return m_res.failure.has_value(); }
-    std::optional<typename engine::BlockSource<Policy>::StaleBranch> Reorganisation() const override { return m_reorg; }
+    std::optional<engine::BlockSource::StaleBranch> Reorganisation() const override { return m_reorg; }
 
     // The stale branch's blocks from the peer (Core serves the blocks of a branch it left), tip
     // first, a window at a time.
-    std::optional<Error> ProduceStale(const typename engine::BlockSource<Policy>::StaleBranch& stale,
-                                      const typename engine::BlockSource<Policy>::Emit& emit) override
+    std::optional<Error> ProduceStale(const engine::BlockSource::StaleBranch& stale,
+                                      const engine::BlockSource::Emit& emit) override
     {
         const auto& hashes = stale.hashes;
-        std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> got;
+        std::unordered_map<BlockHash, OwnedBytes, Uint256Hasher> got;
         std::size_t next = 0, requested = 0;
         auto last = NetClock::now();
         while (next < hashes.size()) {
@@ -95,7 +89,7 @@ public:
                 if (auto e = m_peer.Send("getdata", EncodeInv(req))) return Fail(*e);
             }
             if (auto it = got.find(hashes[next]); it != got.end()) {
-                engine::RawBlock<Policy> raw;
+                engine::RawBlock raw;
                 raw.height = stale.tip_height - int(next);
                 raw.hash = hashes[next];
                 raw.bytes = std::move(it->second);
@@ -114,9 +108,9 @@ public:
                 }
                 return Fail(m.error());
             }
-            const auto payload = Peer<Policy>::Bytes(*m);
+            const auto payload = Peer::Bytes(*m);
             if (m->command == "block" && payload.size() >= 80) {
-                const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
+                const BlockHash hash = HeaderFromBytes(payload.first<80>()).GetHash();
                 if (m_stale.contains(hash) && !got.contains(hash)) got.emplace(hash, std::move(m->payload));
             } else if (m->command == "notfound") {
                 if (auto invs = DecodeInv(payload)) {
@@ -134,7 +128,7 @@ public:
     std::optional<int> HeightOf(const BlockHash& hash) const override { return m_chain.HeightOf(hash); }
     int TipHeight() const override { return m_target_height.load(std::memory_order_relaxed); }
 
-    std::optional<Error> Produce(int from, int to, const typename engine::BlockSource<Policy>::Emit& emit) override
+    std::optional<Error> Produce(int from, int to, const engine::BlockSource::Emit& emit) override
     {
         if (m_persist_from) {
             if (auto e = Persist(*m_persist_from)) return e;
@@ -279,9 +273,9 @@ private:
                ", the peer announced " + std::to_string(m_res.peer_height) + ")";
     }
 
-    std::optional<Error> Handle(NetMessage<Policy>& m)
+    std::optional<Error> Handle(NetMessage& m)
     {
-        const auto payload = Peer<Policy>::Bytes(m);
+        const auto payload = Peer::Bytes(m);
         if (m.command == "block") {
             if (payload.size() < 80) {
                 Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + std::to_string(payload.size()) +
@@ -289,7 +283,7 @@ private:
                 return std::nullopt;
             }
             // The hash from the header alone; the engine's workers decode and check the block.
-            const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
+            const BlockHash hash = HeaderFromBytes(payload.first<80>()).GetHash();
             if (!m_requested.contains(hash)) {
                 // Unsolicited (or from a reset queue): ignored — unless it is garbage, which only
                 // a misbehaving peer sends (rare, so decoding it here costs nothing).
@@ -304,7 +298,7 @@ private:
             while (!m_inflight.empty()) {
                 auto it = m_arrived.find(m_inflight.front());
                 if (it == m_arrived.end()) break;
-                DataStream<Policy> bytes = std::move(it->second);
+                OwnedBytes bytes = std::move(it->second);
                 m_arrived.erase(it);
                 const BlockHash bh = m_inflight.front();
                 m_inflight.pop_front();
@@ -366,12 +360,12 @@ private:
     }
 
     // Emits the next block in chain order (learning its header first in getblocks mode).
-    std::optional<Error> Process(const BlockHash& hash, DataStream<Policy>&& bytes)
+    std::optional<Error> Process(const BlockHash& hash, OwnedBytes&& bytes)
     {
         const int height = m_emitted + 1;
         if (m_chain.Height() < height) {
             // getblocks mode: the block brings its header.
-            const BlockHeader header = HeaderFromBytes(std::span<const uint8_t>(UCharCast(bytes.data()), bytes.size()).template first<80>());
+            const BlockHeader header = HeaderFromBytes(bytes.uchars().first<80>());
             if (header.hash_prev_block != m_chain.Tip()) {
                 // The hashes we queued do not continue our chain (e.g. an announcement taken for
                 // an answer): forget them and ask again from our tip.
@@ -398,7 +392,7 @@ private:
             Fail({NetErrc::Misbehaving, "peer sent block " + hash.ToHex() + " where height " + std::to_string(height) + " was expected"});
             return std::nullopt;
         }
-        engine::RawBlock<Policy> raw;
+        engine::RawBlock raw;
         raw.height = height;
         raw.hash = hash;
         raw.ctx.height = height;
@@ -423,14 +417,14 @@ private:
 
     uint32_t m_block_type{MSG_WITNESS_BLOCK};
     // The current Produce call.
-    const typename engine::BlockSource<Policy>::Emit* m_emit{nullptr};
+    const engine::BlockSource::Emit* m_emit{nullptr};
     int m_emitted{0};   ///< height of the last block emitted
     int m_to{0};        ///< last height wanted
     bool m_extend{false};
     bool m_halted{false};
     std::deque<BlockHash> m_queue;
     std::unordered_set<BlockHash, Uint256Hasher> m_requested;
-    std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> m_arrived;
+    std::unordered_map<BlockHash, OwnedBytes, Uint256Hasher> m_arrived;
     bool m_getblocks_pending{false};
     bool m_peer_exhausted{false};
     NetClock::time_point m_getblocks_sent{};
@@ -467,21 +461,18 @@ Result<SyncResult> Sync(const SyncOptions& opts)
         res.total_seconds = Seconds(t_start);
         return res;
     }
-    auto run = VisitPolicy(opts.policy, [&]<typename P>(P) -> Result<EngineResult> {
-        PeerSource<P> source(opts, params, chain, headers_file, res, std::move(*socket));
-        EngineOptions eo = opts;
-        eo.on_progress = [&](const EngineProgress& ep) {
-            if (opts.on_progress) opts.on_progress(ep);
-            if (!opts.on_sync_progress) return;
-            SyncProgress p;
-            static_cast<EngineProgress&>(p) = ep;
-            source.FillProgress(p);
-            opts.on_sync_progress(p);
-        };
-        auto r = engine::RunEngine<P>(eo, params, source, *cs, res);
-        source.CollectPeerStats();
-        return r;
-    });
+    PeerSource source(opts, params, chain, headers_file, res, std::move(*socket));
+    EngineOptions eo = opts;
+    eo.on_progress = [&](const EngineProgress& ep) {
+        if (opts.on_progress) opts.on_progress(ep);
+        if (!opts.on_sync_progress) return;
+        SyncProgress p;
+        static_cast<EngineProgress&>(p) = ep;
+        source.FillProgress(p);
+        opts.on_sync_progress(p);
+    };
+    auto run = engine::RunEngine(eo, params, source, *cs, res);
+    source.CollectPeerStats();
     if (!run) return run.error();
     static_cast<EngineResult&>(res) = std::move(*run);
     res.header_height = chain.Height();
