@@ -1,8 +1,9 @@
 // ProcessMessageBlock: block 413,567 as a complete P2P `block` message through framing, checksum,
-// decode and CheckBlock; every buffer policy (the receive buffer is a DataStream<Policy>).
+// decode and CheckBlock; every buffer policy (the receive buffer is the policy's DataStream).
 #include "bench.h"
 
 #include <ibdkit/engine/process.h>
+#include <ibdkit/wire/message.h>
 
 #include <fstream>
 
@@ -33,7 +34,7 @@ Case ProcessCase()
                 if (!msg) return {};
                 const auto& params = GetChainParams(ChainType::MAIN);
                 return [msg, &params] {
-                    auto out = ProcessMessageBlock<P>(*msg, params);
+                    auto out = ProcessMessageBlock(*msg, params, P::id);
                     if (!out.block) std::abort(); // the real block must pass
                     DoNotOptimize(out.block->block().vtx.size());
                 };

@@ -6,7 +6,7 @@
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
-#include <ibdkit/stream/streams.h>
+#include <ibdkit/stream/owned_bytes.h>
 
 #include <chrono>
 #include <functional>
@@ -21,14 +21,14 @@ using Clock = std::chrono::steady_clock;
 inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
 
 /// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
-/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes in the policy's
-/// buffer (as a node holds a received message).
-template <typename Policy>
+/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes, still in the buffer
+/// of the source's policy (as a node holds a received message) and freed by its release once the
+/// block is decoded.
 struct RawBlock {
     int height{0};
     BlockHash hash;
     ConnectContext ctx;
-    DataStream<Policy> bytes;
+    OwnedBytes bytes;
     /// A P2P `block` message: bytes after the block are ignored, as Core's handler does (a block
     /// file's record must be exactly one block).
     bool message{false};
@@ -36,11 +36,10 @@ struct RawBlock {
 
 /// Feeds the engine blocks in height order. The engine calls one method at a time; Produce may run
 /// on a thread of its own, and nothing else is called while it runs except TipHeight().
-template <typename Policy>
 class BlockSource {
 public:
     /// Takes the next block; returns false when the engine wants no more (stop producing).
-    using Emit = std::function<bool(RawBlock<Policy>&&)>;
+    using Emit = std::function<bool(RawBlock&&)>;
 
     virtual ~BlockSource() = default;
     /// Called first, with the chainstate's best block (null for a new chainstate): a peer makes

@@ -17,14 +17,26 @@ namespace {
 
 using engine::EnvError;
 
+// Reads a block record into a fresh DataStream<Policy> (one allocation per block, as Core's
+// messages) and hands its buffer over; returns the record's size.
+using ReadRecordFn = Result<std::size_t> (*)(BlockFileReader&, const BlockRecordPos&, OwnedBytes&);
+template <typename Policy>
+Result<std::size_t> ReadRecord(BlockFileReader& reader, const BlockRecordPos& pos, OwnedBytes& out)
+{
+    DataStream<Policy> bytes;
+    auto r = reader.Read(pos, bytes);
+    out = OwnedBytes(std::move(bytes));
+    return r;
+}
+
 // The block files as a block source: the chain ordered by the scan, each block read from its
 // record into the policy's buffer (or framed and received as a P2P message with via_p2p).
-template <typename Policy>
-class FileSource final : public engine::BlockSource<Policy> {
+class FileSource final : public engine::BlockSource {
 public:
     FileSource(const ReplayOptions& opts, const LocatedChain& sc)
-        : m_opts(opts), m_sc(sc), m_params(GetChainParams(sc.chain)), m_reader(sc.files, sc.key), m_rx(m_params.message_start),
-          m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1)
+        : m_opts(opts), m_sc(sc), m_params(GetChainParams(sc.chain)), m_reader(sc.files, sc.key),
+          m_read_record(VisitPolicy(opts.policy, []<typename P>(P) -> ReadRecordFn { return &ReadRecord<P>; })),
+          m_rx(m_params.message_start, opts.policy), m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1)
     {
         m_height_of.reserve(sc.order.hashes.size());
         for (std::size_t i = 0; i < sc.order.hashes.size(); ++i) m_height_of.emplace(sc.order.hashes[i], sc.base_height + int(i));
@@ -62,10 +74,10 @@ public:
         return it->second;
     }
 
-    std::optional<Error> Produce(int from, int to, const typename engine::BlockSource<Policy>::Emit& emit) override
+    std::optional<Error> Produce(int from, int to, const Emit& emit) override
     {
         for (int h = std::max(from, m_sc.base_height); h <= std::min(to, m_tip_height); ++h) {
-            engine::RawBlock<Policy> raw;
+            engine::RawBlock raw;
             raw.height = h;
             raw.hash = m_sc.order.hashes[Index(h)];
             raw.ctx.height = h;
@@ -108,9 +120,9 @@ private:
 
     // Reads the block at `height` into `out`. Each block gets a fresh buffer, as each P2P message
     // does in Core, so every policy pays its allocation and free once per block.
-    std::optional<Error> Load(int height, DataStream<Policy>& out)
+    std::optional<Error> Load(int height, OwnedBytes& out)
     {
-        if (auto r = m_reader.Read(m_sc.order.blocks[Index(height)], out); !r) {
+        if (auto r = m_read_record(m_reader, m_sc.order.blocks[Index(height)], out); !r) {
             return Error{r.error().code, "cannot read block at height " + std::to_string(height) + ": " + r.error().message};
         }
         // The bytes must be the block the index or the scan named (a stale index can point elsewhere).
@@ -122,8 +134,8 @@ private:
         // As Core's IBD receives it: the block framed as a P2P message, fed in socket-sized reads.
         m_wire.clear();
         VectorWriter w(m_wire, 0);
-        WriteMessage(w, m_params.message_start, "block", std::span<const uint8_t>(UCharCast(out.data()), out.size()));
-        out = DataStream<Policy>{};
+        WriteMessage(w, m_params.message_start, "block", out.uchars());
+        out.Release();
         std::span<const uint8_t> in(m_wire);
         while (!in.empty()) {
             auto chunk = in.first(std::min<std::size_t>(in.size(), 64 * 1024));
@@ -144,7 +156,8 @@ private:
     const LocatedChain& m_sc;
     const ChainParams& m_params;
     BlockFileReader m_reader;
-    MessageReceiver<Policy> m_rx;
+    const ReadRecordFn m_read_record; ///< the one place the policy is a type: the block's buffer
+    MessageReceiver m_rx;
     std::vector<uint8_t> m_wire;
     const int m_tip_height;
     std::optional<BlockHash> m_bip34_hash;
@@ -207,12 +220,9 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
 
     auto cs = ChainstateHandle::Open(opts.chainstate, opts.policy, opts.dbcache_mib, "ibdkit-replay");
     if (!cs) return cs.error();
-    auto run = VisitPolicy(opts.policy, [&]<typename P>(P) {
-        FileSource<P> source(opts, *sc);
-        auto r = engine::RunEngine<P>(opts, GetChainParams(sc->chain), source, *cs, res);
-        res.bytes_read = source.BytesRead();
-        return r;
-    });
+    FileSource source(opts, *sc);
+    auto run = engine::RunEngine(opts, GetChainParams(sc->chain), source, *cs, res);
+    res.bytes_read = source.BytesRead();
     if (!run) return run.error();
     static_cast<EngineResult&>(res) = std::move(*run);
     res.total_seconds = std::chrono::duration<double>(engine::Clock::now() - t_start).count();

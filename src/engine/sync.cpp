@@ -1,7 +1,7 @@
 // src/engine/sync.cpp — sync from one peer: the handshake, the block download (in a window, in
 // chain order, getblocks when the peer ignores getheaders), the blocks of a stale branch for a
-// reorganisation, and Sync() running the engine over that source. The header chain is
-// peer_headers.h.
+// reorganisation, and Sync() running the engine over that source. The header chain is a part of
+// its own (PeerHeaders, peer_headers.h), beside the download.
 #include <ibdkit/engine/sync.h>
 
 #include "peer_headers.h"
@@ -24,78 +24,72 @@ using sync_detail::Secs;
 
 // One peer as a block source: the handshake and header sync in Prepare, then blocks requested in
 // a window and emitted in chain order as they arrive (the engine decodes, checks and connects them).
-template <typename Policy>
-class PeerSource final : public engine::BlockSource<Policy>, sync_detail::PeerHeaders<Policy> {
-    using Headers = sync_detail::PeerHeaders<Policy>;
-    using Headers::m_o, Headers::m_params, Headers::m_chain, Headers::m_res, Headers::m_peer, Headers::m_reorg,
-        Headers::m_stale, Headers::m_persist_from, Headers::m_getblocks, Headers::m_inflight, Headers::m_header_height,
-        Headers::m_target_height, Headers::m_in_flight;
-    using Headers::Fail, Headers::PublishHeights, Headers::Interrupted, Headers::Persist, Headers::SyncHeaders,
-        Headers::CheckMinimumChainWork, Headers::FollowBranch, Headers::ScriptCheckReason;
-
+class PeerSource final : public engine::BlockSource {
 public:
     PeerSource(const SyncOptions& o, const ChainParams& params, HeaderChain& chain, std::filesystem::path headers_file,
                SyncResult& res, Socket socket)
-        : Headers(o, params, chain, std::move(headers_file), res, std::move(socket))
+        : m_link(o, params, chain, res, std::move(socket)), m_headers(m_link, std::move(headers_file))
     {
     }
 
     HeaderInfo HeaderAt(int height) const override
     {
-        const BlockHeader& h = m_chain.Header(height);
+        const BlockHeader& h = m_link.chain.Header(height);
         return HeaderInfo{h.time, h.bits};
     }
 
     std::optional<Error> Prepare(const BlockHash& best) override
     {
         const auto t_start = NetClock::now();
-        std::optional<int> best_height = best.IsNull() ? std::optional<int>(-1) : m_chain.HeightOf(best);
+        std::optional<int> best_height = best.IsNull() ? std::optional<int>(-1) : m_link.chain.HeightOf(best);
 
         // ---- handshake ----
         std::mt19937_64 rng(std::random_device{}());
-        if (auto e = m_peer.Handshake(std::max(0, best_height.value_or(0)), m_o.timeout, rng() | 1)) return Fail(*e);
-        const auto& pv = m_peer.info().version;
-        m_res.peer_user_agent = pv.user_agent;
-        m_res.peer_version = pv.version;
-        m_res.peer_height = pv.start_height;
-        m_res.peer_services = pv.services;
+        if (auto e = m_link.peer.Handshake(std::max(0, best_height.value_or(0)), m_link.o.timeout, rng() | 1)) return m_link.Fail(*e);
+        const auto& pv = m_link.peer.info().version;
+        m_link.res.peer_user_agent = pv.user_agent;
+        m_link.res.peer_version = pv.version;
+        m_link.res.peer_height = pv.start_height;
+        m_link.res.peer_services = pv.services;
         m_block_type = (pv.services & NODE_WITNESS) ? MSG_WITNESS_BLOCK : MSG_BLOCK;
-        m_res.handshake_seconds = Seconds(t_start);
-        PublishHeights();
+        m_link.res.handshake_seconds = Seconds(t_start);
+        m_link.PublishHeights();
 
         // ---- headers ----
         const auto t_headers = NetClock::now();
-        m_getblocks = m_o.force_getblocks;
-        if (!m_getblocks) {
-            if (auto e = SyncHeaders(best_height.value_or(-1))) return e;
-            if (!Failed() && !m_getblocks) CheckMinimumChainWork();
+        m_link.getblocks = m_link.o.force_getblocks;
+        if (!m_link.getblocks) {
+            if (auto e = m_headers.SyncHeaders(best_height.value_or(-1))) return e;
+            if (!Failed() && !m_link.getblocks) m_headers.CheckMinimumChainWork();
         }
-        m_res.mode = m_getblocks ? "getblocks" : "headers";
-        m_res.headers_seconds = Seconds(t_headers);
+        m_link.res.mode = m_link.getblocks ? "getblocks" : "headers";
+        m_link.res.headers_seconds = Seconds(t_headers);
         return std::nullopt;
     }
 
-    bool Failed() const override { return m_res.failure.has_value(); }
-    std::optional<typename engine::BlockSource<Policy>::StaleBranch> Reorganisation() const override { return m_reorg; }
+    bool Failed() const override { return m_link.res.failure.has_value(); }
+    std::optional<StaleBranch> Reorganisation() const override { return m_headers.Reorganisation(); }
 
     // The stale branch's blocks from the peer (Core serves the blocks of a branch it left), tip
     // first, a window at a time.
-    std::optional<Error> ProduceStale(const typename engine::BlockSource<Policy>::StaleBranch& stale,
-                                      const typename engine::BlockSource<Policy>::Emit& emit) override
+    std::optional<Error> ProduceStale(const StaleBranch& stale,
+                                      const Emit& emit) override
     {
         const auto& hashes = stale.hashes;
-        std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> got;
+        std::unordered_map<BlockHash, OwnedBytes, Uint256Hasher> got;
         std::size_t next = 0, requested = 0;
         auto last = NetClock::now();
         while (next < hashes.size()) {
-            if (Interrupted() || Failed()) return std::nullopt;
+            if (m_link.Interrupted() || Failed()) return std::nullopt;
             std::vector<Inv> req;
-            for (; requested < hashes.size() && requested - next < m_o.window; ++requested) req.push_back({m_block_type, hashes[requested].ToUint256()});
+            for (; requested < hashes.size() && requested - next < m_link.o.window; ++requested) {
+                req.push_back({m_block_type, hashes[requested].ToUint256()});
+            }
             if (!req.empty()) {
-                if (auto e = m_peer.Send("getdata", EncodeInv(req))) return Fail(*e);
+                if (auto e = m_link.peer.Send("getdata", EncodeInv(req))) return m_link.Fail(*e);
             }
             if (auto it = got.find(hashes[next]); it != got.end()) {
-                engine::RawBlock<Policy> raw;
+                engine::RawBlock raw;
                 raw.height = stale.tip_height - int(next);
                 raw.hash = hashes[next];
                 raw.bytes = std::move(it->second);
@@ -106,23 +100,23 @@ public:
                 last = NetClock::now();
                 continue;
             }
-            auto m = m_peer.Receive(last + m_o.timeout);
+            auto m = m_link.peer.Receive(last + m_link.o.timeout);
             if (!m) {
                 if (m.error().code == NetErrc::Timeout) {
-                    return Fail({NetErrc::Timeout, "peer stalled: no block for " + Secs(m_o.timeout) + " while fetching block " +
+                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no block for " + Secs(m_link.o.timeout) + " while fetching block " +
                                                        hashes[next].ToHex() + " of the branch it left (needed to disconnect it)"});
                 }
-                return Fail(m.error());
+                return m_link.Fail(m.error());
             }
-            const auto payload = Peer<Policy>::Bytes(*m);
+            const auto payload = Peer::Bytes(*m);
             if (m->command == "block" && payload.size() >= 80) {
-                const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
-                if (m_stale.contains(hash) && !got.contains(hash)) got.emplace(hash, std::move(m->payload));
+                const BlockHash hash = HeaderFromBytes(payload.first<80>()).GetHash();
+                if (m_headers.IsStale(hash) && !got.contains(hash)) got.emplace(hash, std::move(m->payload));
             } else if (m->command == "notfound") {
                 if (auto invs = DecodeInv(payload)) {
                     for (const auto& i : *invs) {
-                        if (i.IsBlock() && m_stale.contains(BlockHash(i.hash))) {
-                            return Fail({NetErrc::Misbehaving, "peer does not serve block " + i.hash.ToHex() +
+                        if (i.IsBlock() && m_headers.IsStale(BlockHash(i.hash))) {
+                            return m_link.Fail({NetErrc::Misbehaving, "peer does not serve block " + i.hash.ToHex() +
                                                                    " of the branch it left (needed to disconnect it)"});
                         }
                     }
@@ -131,26 +125,23 @@ public:
         }
         return std::nullopt;
     }
-    std::optional<int> HeightOf(const BlockHash& hash) const override { return m_chain.HeightOf(hash); }
-    int TipHeight() const override { return m_target_height.load(std::memory_order_relaxed); }
+    std::optional<int> HeightOf(const BlockHash& hash) const override { return m_link.chain.HeightOf(hash); }
+    int TipHeight() const override { return m_link.target_height.load(std::memory_order_relaxed); }
 
-    std::optional<Error> Produce(int from, int to, const typename engine::BlockSource<Policy>::Emit& emit) override
+    std::optional<Error> Produce(int from, int to, const Emit& emit) override
     {
-        if (m_persist_from) {
-            if (auto e = Persist(*m_persist_from)) return e;
-            m_persist_from.reset();
-        }
+        if (auto e = m_headers.PersistHeldBack()) return e;
         m_emit = &emit;
         m_emitted = from - 1;
         m_to = to;
         m_halted = false;
         m_queue.clear();
-        m_inflight.clear();
+        m_link.inflight.clear();
         m_requested.clear();
         m_arrived.clear();
         // Past the known headers, getblocks mode learns the chain from the peer as blocks arrive.
-        m_extend = m_getblocks && to > m_chain.Height();
-        for (int h = from; h <= std::min(to, m_chain.Height()); ++h) m_queue.push_back(m_chain.Hash(h));
+        m_extend = m_link.getblocks && to > m_link.chain.Height();
+        for (int h = from; h <= std::min(to, m_link.chain.Height()); ++h) m_queue.push_back(m_link.chain.Hash(h));
         auto e = DownloadBlocks();
         m_emit = nullptr;
         return e;
@@ -158,13 +149,13 @@ public:
 
     std::optional<Error> Undecodable(int height, const Error& e) override
     {
-        Fail({NetErrc::Misbehaving, "peer sent a block that does not decode (height " + std::to_string(height) + "): " + e.message});
+        m_link.Fail({NetErrc::Misbehaving, "peer sent a block that does not decode (height " + std::to_string(height) + "): " + e.message});
         return std::nullopt;
     }
     std::string NotOurChain(const BlockHash& best) const override
     {
         return "the chainstate's best block " + best.ToHex() + " is not on the peer's chain" +
-               (m_getblocks ? " (and " + std::string(HEADERS_FILE) + " does not know it; the peer did not answer getheaders)" : "") +
+               (m_link.getblocks ? " (and " + std::string(HEADERS_FILE) + " does not know it; the peer did not answer getheaders)" : "") +
                ": use another --chainstate or a peer on the same chain";
     }
     std::string NotOurRecovery() const override
@@ -176,18 +167,18 @@ public:
     /// The peer's side of the progress (safe while Produce runs).
     void FillProgress(SyncProgress& p) const
     {
-        p.header_height = m_header_height.load(std::memory_order_relaxed);
-        p.in_flight = m_in_flight.load(std::memory_order_relaxed);
+        p.header_height = m_link.header_height.load(std::memory_order_relaxed);
+        p.in_flight = m_link.in_flight.load(std::memory_order_relaxed);
     }
 
     void CollectPeerStats()
     {
-        m_res.messages = m_peer.stats().messages;
-        m_res.dropped_messages = m_peer.stats().dropped_checksum + m_peer.stats().dropped_command;
-        m_res.bytes_received = m_peer.stats().bytes;
-        m_res.bytes_sent = m_peer.bytes_sent();
-        m_res.peer_rejects = m_peer.info().rejects;
-        m_res.header_height = m_chain.Height();
+        m_link.res.messages = m_link.peer.stats().messages;
+        m_link.res.dropped_messages = m_link.peer.stats().dropped_checksum + m_link.peer.stats().dropped_command;
+        m_link.res.bytes_received = m_link.peer.stats().bytes;
+        m_link.res.bytes_sent = m_link.peer.bytes_sent();
+        m_link.res.peer_rejects = m_link.peer.info().rejects;
+        m_link.res.header_height = m_link.chain.Height();
     }
 
 private:
@@ -198,31 +189,31 @@ private:
     {
         m_last_progress = NetClock::now();
         for (;;) {
-            if (Interrupted() || m_halted || Failed()) return std::nullopt;
+            if (m_link.Interrupted() || m_halted || Failed()) return std::nullopt;
             if (m_emitted >= m_to) return std::nullopt;
             // Request what fits in the window.
             std::vector<Inv> req;
-            const bool idle = m_inflight.empty();
-            while (m_inflight.size() < m_o.window && !m_queue.empty()) {
+            const bool idle = m_link.inflight.empty();
+            while (m_link.inflight.size() < m_link.o.window && !m_queue.empty()) {
                 // Requests go out in chain order, so the next one is for this height.
-                const int next_height = m_emitted + int(m_inflight.size()) + 1;
+                const int next_height = m_emitted + int(m_link.inflight.size()) + 1;
                 if (next_height > m_to) {
                     m_queue.clear();
                     m_peer_exhausted = true; // nothing more wanted
                     break;
                 }
                 req.push_back({m_block_type, m_queue.front().ToUint256()});
-                m_inflight.push_back(m_queue.front());
+                m_link.inflight.push_back(m_queue.front());
                 m_requested.insert(m_queue.front());
                 m_queue.pop_front();
             }
             if (!req.empty()) {
-                if (auto e = m_peer.Send("getdata", EncodeInv(req))) return Fail(*e);
+                if (auto e = m_link.peer.Send("getdata", EncodeInv(req))) return m_link.Fail(*e);
                 if (idle) m_last_progress = NetClock::now();
             }
             // getblocks: more hashes.
             std::optional<NetClock::time_point> grace;
-            PublishHeights();
+            m_link.PublishHeights();
             if (m_extend && m_queue.empty() && !m_getblocks_pending && !m_peer_exhausted) {
                 if (m_awaiting_continue && m_continue_block_arrived) {
                     grace = *m_continue_block_arrived + std::chrono::seconds(2);
@@ -230,39 +221,39 @@ private:
                 }
                 if (!m_awaiting_continue) {
                     LocatorMessage gb;
-                    gb.locator.push_back(m_inflight.empty() ? m_chain.Tip() : m_inflight.back());
-                    for (const auto& h : m_chain.Locator()) {
+                    gb.locator.push_back(m_link.inflight.empty() ? m_link.chain.Tip() : m_link.inflight.back());
+                    for (const auto& h : m_link.chain.Locator()) {
                         if (h != gb.locator.front()) gb.locator.push_back(h);
                     }
                     if (gb.locator.size() > MAX_LOCATOR_SZ) gb.locator.resize(MAX_LOCATOR_SZ);
-                    if (auto e = m_peer.Send("getblocks", EncodeLocator(gb))) return Fail(*e);
+                    if (auto e = m_link.peer.Send("getblocks", EncodeLocator(gb))) return m_link.Fail(*e);
                     m_getblocks_pending = true;
                     m_getblocks_sent = NetClock::now();
                     if (idle && req.empty()) m_last_progress = NetClock::now();
                 }
             }
-            if (m_queue.empty() && m_inflight.empty() && (!m_extend || m_peer_exhausted)) return std::nullopt;
+            if (m_queue.empty() && m_link.inflight.empty() && (!m_extend || m_peer_exhausted)) return std::nullopt;
 
             // Wait for the next message.
-            auto deadline = m_last_progress + m_o.timeout;
+            auto deadline = m_last_progress + m_link.o.timeout;
             bool short_wait = false;
-            if (m_getblocks_pending && m_inflight.empty() && m_chain.Height() >= m_res.peer_height) {
+            if (m_getblocks_pending && m_link.inflight.empty() && m_link.chain.Height() >= m_link.res.peer_height) {
                 // At (or past) the height the peer announced: a getblocks it leaves unanswered means done.
-                const auto d = m_getblocks_sent + m_o.headers_wait;
+                const auto d = m_getblocks_sent + m_link.o.headers_wait;
                 if (d < deadline) {
                     deadline = d;
                     short_wait = true;
                 }
             }
             if (grace && *grace < deadline) deadline = *grace;
-            auto m = m_peer.Receive(deadline);
+            auto m = m_link.peer.Receive(deadline);
             if (!m) {
                 if (m.error().code == NetErrc::Timeout) {
-                    if (short_wait && NetClock::now() >= m_getblocks_sent + m_o.headers_wait) return std::nullopt;
+                    if (short_wait && NetClock::now() >= m_getblocks_sent + m_link.o.headers_wait) return std::nullopt;
                     if (grace && NetClock::now() >= *grace) continue;
-                    return Fail({NetErrc::Timeout, StallMessage()});
+                    return m_link.Fail({NetErrc::Timeout, StallMessage()});
                 }
-                return Fail(m.error());
+                return m_link.Fail(m.error());
             }
             if (auto e = Handle(*m)) return e;
         }
@@ -270,44 +261,44 @@ private:
 
     std::string StallMessage() const
     {
-        if (!m_inflight.empty()) {
-            return "peer stalled: no block for " + Secs(m_o.timeout) + " with " + std::to_string(m_inflight.size()) +
-                   " requested (waiting for block " + m_inflight.front().ToHex() + " at height " +
+        if (!m_link.inflight.empty()) {
+            return "peer stalled: no block for " + Secs(m_link.o.timeout) + " with " + std::to_string(m_link.inflight.size()) +
+                   " requested (waiting for block " + m_link.inflight.front().ToHex() + " at height " +
                    std::to_string(m_emitted + 1) + ")";
         }
-        return "peer stalled: no answer to getblocks for " + Secs(m_o.timeout) + " (at height " + std::to_string(m_emitted) +
-               ", the peer announced " + std::to_string(m_res.peer_height) + ")";
+        return "peer stalled: no answer to getblocks for " + Secs(m_link.o.timeout) + " (at height " + std::to_string(m_emitted) +
+               ", the peer announced " + std::to_string(m_link.res.peer_height) + ")";
     }
 
-    std::optional<Error> Handle(NetMessage<Policy>& m)
+    std::optional<Error> Handle(NetMessage& m)
     {
-        const auto payload = Peer<Policy>::Bytes(m);
+        const auto payload = Peer::Bytes(m);
         if (m.command == "block") {
             if (payload.size() < 80) {
-                Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + std::to_string(payload.size()) +
+                m_link.Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + std::to_string(payload.size()) +
                                                 " bytes, shorter than a header"});
                 return std::nullopt;
             }
             // The hash from the header alone; the engine's workers decode and check the block.
-            const BlockHash hash = HeaderFromBytes(payload.template first<80>()).GetHash();
+            const BlockHash hash = HeaderFromBytes(payload.first<80>()).GetHash();
             if (!m_requested.contains(hash)) {
                 // Unsolicited (or from a reset queue): ignored — unless it is garbage, which only
                 // a misbehaving peer sends (rare, so decoding it here costs nothing).
                 if (auto b = DecodeBlockMessage(payload); !b) {
-                    Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + b.error().message});
+                    m_link.Fail({NetErrc::Misbehaving, "peer sent a block that does not decode: " + b.error().message});
                 }
                 return std::nullopt;
             }
             m_requested.erase(hash);
             m_last_progress = NetClock::now();
             m_arrived.emplace(hash, std::move(m.payload));
-            while (!m_inflight.empty()) {
-                auto it = m_arrived.find(m_inflight.front());
+            while (!m_link.inflight.empty()) {
+                auto it = m_arrived.find(m_link.inflight.front());
                 if (it == m_arrived.end()) break;
-                DataStream<Policy> bytes = std::move(it->second);
+                OwnedBytes bytes = std::move(it->second);
                 m_arrived.erase(it);
-                const BlockHash bh = m_inflight.front();
-                m_inflight.pop_front();
+                const BlockHash bh = m_link.inflight.front();
+                m_link.inflight.pop_front();
                 if (m_awaiting_continue && bh == *m_awaiting_continue) m_continue_block_arrived = NetClock::now();
                 if (auto e = Process(bh, std::move(bytes))) return e;
                 if (m_halted || Failed()) return std::nullopt;
@@ -319,7 +310,7 @@ private:
             if (!invs) return std::nullopt;
             for (const auto& i : *invs) {
                 if (i.IsBlock() && m_requested.contains(BlockHash(i.hash))) {
-                    Fail({NetErrc::Misbehaving, "peer does not have block " + i.hash.ToHex() + " it announced (notfound)"});
+                    m_link.Fail({NetErrc::Misbehaving, "peer does not have block " + i.hash.ToHex() + " it announced (notfound)"});
                     return std::nullopt;
                 }
             }
@@ -328,7 +319,7 @@ private:
         if (m.command == "inv" && m_extend) {
             auto invs = DecodeInv(payload);
             if (!invs) {
-                Fail({NetErrc::Misbehaving, "peer sent a malformed inv: " + invs.error().message});
+                m_link.Fail({NetErrc::Misbehaving, "peer sent a malformed inv: " + invs.error().message});
                 return std::nullopt;
             }
             std::vector<BlockHash> blocks;
@@ -346,7 +337,7 @@ private:
             m_last_progress = NetClock::now();
             std::size_t fresh = 0;
             for (const auto& h : blocks) {
-                if (m_chain.HeightOf(h) || m_requested.contains(h) || std::find(m_queue.begin(), m_queue.end(), h) != m_queue.end()) {
+                if (m_link.chain.HeightOf(h) || m_requested.contains(h) || std::find(m_queue.begin(), m_queue.end(), h) != m_queue.end()) {
                     continue;
                 }
                 m_queue.push_back(h);
@@ -366,21 +357,21 @@ private:
     }
 
     // Emits the next block in chain order (learning its header first in getblocks mode).
-    std::optional<Error> Process(const BlockHash& hash, DataStream<Policy>&& bytes)
+    std::optional<Error> Process(const BlockHash& hash, OwnedBytes&& bytes)
     {
         const int height = m_emitted + 1;
-        if (m_chain.Height() < height) {
+        if (m_link.chain.Height() < height) {
             // getblocks mode: the block brings its header.
-            const BlockHeader header = HeaderFromBytes(std::span<const uint8_t>(UCharCast(bytes.data()), bytes.size()).template first<80>());
-            if (header.hash_prev_block != m_chain.Tip()) {
+            const BlockHeader header = HeaderFromBytes(bytes.uchars().first<80>());
+            if (header.hash_prev_block != m_link.chain.Tip()) {
                 // The hashes we queued do not continue our chain (e.g. an announcement taken for
                 // an answer): forget them and ask again from our tip.
                 if (++m_resets > 8) {
-                    Fail({NetErrc::Misbehaving, "peer keeps announcing blocks that do not extend our chain"});
+                    m_link.Fail({NetErrc::Misbehaving, "peer keeps announcing blocks that do not extend our chain"});
                     return std::nullopt;
                 }
                 m_queue.clear();
-                m_inflight.clear();
+                m_link.inflight.clear();
                 m_arrived.clear();
                 m_requested.clear();
                 m_getblocks_pending = false;
@@ -388,23 +379,23 @@ private:
                 m_peer_exhausted = false;
                 return std::nullopt;
             }
-            if (auto why = m_chain.Append(header)) {
-                Fail({NetErrc::Misbehaving, "peer sent a block with an invalid header: " + *why});
+            if (auto why = m_link.chain.Append(header)) {
+                m_link.Fail({NetErrc::Misbehaving, "peer sent a block with an invalid header: " + *why});
                 return std::nullopt;
             }
-            if (auto e = Persist(height)) return e;
-            PublishHeights();
-        } else if (m_chain.Hash(height) != hash) {
-            Fail({NetErrc::Misbehaving, "peer sent block " + hash.ToHex() + " where height " + std::to_string(height) + " was expected"});
+            if (auto e = m_headers.Persist(height)) return e;
+            m_link.PublishHeights();
+        } else if (m_link.chain.Hash(height) != hash) {
+            m_link.Fail({NetErrc::Misbehaving, "peer sent block " + hash.ToHex() + " where height " + std::to_string(height) + " was expected"});
             return std::nullopt;
         }
-        engine::RawBlock<Policy> raw;
+        engine::RawBlock raw;
         raw.height = height;
         raw.hash = hash;
         raw.ctx.height = height;
-        const int bip34 = m_params.consensus.bip34_height;
-        if (height > bip34 && bip34 >= 0 && bip34 <= m_chain.Height()) raw.ctx.bip34_ancestor = m_chain.Hash(bip34);
-        if (auto why = ScriptCheckReason(height)) {
+        const int bip34 = m_link.params.consensus.bip34_height;
+        if (height > bip34 && bip34 >= 0 && bip34 <= m_link.chain.Height()) raw.ctx.bip34_ancestor = m_link.chain.Hash(bip34);
+        if (auto why = m_headers.ScriptCheckReason(height)) {
             raw.ctx.check_scripts = true;
             raw.ctx.script_check_reason = *why;
         }
@@ -421,16 +412,18 @@ private:
     }
 
 
+    sync_detail::PeerLink m_link;
+    sync_detail::PeerHeaders m_headers;
     uint32_t m_block_type{MSG_WITNESS_BLOCK};
     // The current Produce call.
-    const typename engine::BlockSource<Policy>::Emit* m_emit{nullptr};
+    const Emit* m_emit{nullptr};
     int m_emitted{0};   ///< height of the last block emitted
     int m_to{0};        ///< last height wanted
     bool m_extend{false};
     bool m_halted{false};
     std::deque<BlockHash> m_queue;
     std::unordered_set<BlockHash, Uint256Hasher> m_requested;
-    std::unordered_map<BlockHash, DataStream<Policy>, Uint256Hasher> m_arrived;
+    std::unordered_map<BlockHash, OwnedBytes, Uint256Hasher> m_arrived;
     bool m_getblocks_pending{false};
     bool m_peer_exhausted{false};
     NetClock::time_point m_getblocks_sent{};
@@ -467,21 +460,18 @@ Result<SyncResult> Sync(const SyncOptions& opts)
         res.total_seconds = Seconds(t_start);
         return res;
     }
-    auto run = VisitPolicy(opts.policy, [&]<typename P>(P) -> Result<EngineResult> {
-        PeerSource<P> source(opts, params, chain, headers_file, res, std::move(*socket));
-        EngineOptions eo = opts;
-        eo.on_progress = [&](const EngineProgress& ep) {
-            if (opts.on_progress) opts.on_progress(ep);
-            if (!opts.on_sync_progress) return;
-            SyncProgress p;
-            static_cast<EngineProgress&>(p) = ep;
-            source.FillProgress(p);
-            opts.on_sync_progress(p);
-        };
-        auto r = engine::RunEngine<P>(eo, params, source, *cs, res);
-        source.CollectPeerStats();
-        return r;
-    });
+    PeerSource source(opts, params, chain, headers_file, res, std::move(*socket));
+    EngineOptions eo = opts;
+    eo.on_progress = [&](const EngineProgress& ep) {
+        if (opts.on_progress) opts.on_progress(ep);
+        if (!opts.on_sync_progress) return;
+        SyncProgress p;
+        static_cast<EngineProgress&>(p) = ep;
+        source.FillProgress(p);
+        opts.on_sync_progress(p);
+    };
+    auto run = engine::RunEngine(eo, params, source, *cs, res);
+    source.CollectPeerStats();
     if (!run) return run.error();
     static_cast<EngineResult&>(res) = std::move(*run);
     res.header_height = chain.Height();

@@ -208,4 +208,92 @@ std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s
     return std::make_pair(std::string(host), port);
 }
 
+Peer::Peer(Socket socket, const ChainParams& params, PolicyId policy, const std::atomic<bool>* interrupt)
+    : m_socket(std::move(socket)), m_params(params), m_interrupt(interrupt), m_rx(params.message_start, policy), m_buf(256 * 1024)
+{
+}
+
+std::optional<NetError> Peer::Send(std::string_view command, std::span<const uint8_t> payload, std::chrono::milliseconds timeout)
+{
+    const auto msg = MakeMessage(m_params.message_start, command, payload);
+    m_bytes_sent += msg.size();
+    return m_socket.SendAll(msg, NetClock::now() + timeout, m_interrupt);
+}
+
+NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)
+{
+    for (;;) {
+        while (!m_pending.empty()) {
+            auto r = m_rx.Feed(m_pending);
+            if (!r) return NetError{NetErrc::Misbehaving, "peer misbehaved: " + r.error().message};
+            if (!*r) continue;
+            NetMessage msg = m_rx.TakeMessage();
+            if (msg.command == "ping") {
+                auto nonce = DecodePing(Bytes(msg));
+                if (nonce) {
+                    const auto pong = EncodePing(*nonce);
+                    if (auto e = Send("pong", pong)) return *e;
+                    ++m_info.pings_answered;
+                }
+                continue;
+            }
+            if (msg.command == "reject") {
+                auto rej = DecodeReject(Bytes(msg));
+                m_info.rejects.push_back(rej ? rej->ToString() : "malformed reject message");
+                continue;
+            }
+            return msg;
+        }
+        auto n = m_socket.Receive(m_buf, deadline, m_interrupt);
+        if (!n) return n.error();
+        m_pending = std::span<const uint8_t>(m_buf.data(), *n);
+    }
+}
+
+std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce)
+{
+    VersionMessage v;
+    v.services = NODE_NONE;
+    v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    v.addr_recv = VersionAddress::FromIPv4({127, 0, 0, 1}, m_params.default_port);
+    v.addr_from = VersionAddress::FromIPv4({0, 0, 0, 0}, 0);
+    v.nonce = nonce;
+    v.start_height = start_height;
+    v.relay = false;
+    if (auto e = Send("version", EncodeVersion(v), timeout)) return e;
+    const auto deadline = NetClock::now() + timeout;
+    bool got_version = false;
+    while (!got_version || !m_info.verack) {
+        auto m = Receive(deadline);
+        if (!m) {
+            if (m.error().code == NetErrc::Timeout) {
+                return NetError{NetErrc::Timeout, std::string("handshake timed out: no ") + (got_version ? "verack" : "version") +
+                                                      " from the peer within " + std::to_string(timeout.count() / 1000) + " s" +
+                                                      RejectSuffix()};
+            }
+            if (m.error().code == NetErrc::Closed) {
+                return NetError{NetErrc::Closed, "the peer closed the connection during the handshake" + RejectSuffix()};
+            }
+            return m.error();
+        }
+        if (m->command == "version") {
+            if (got_version) return NetError{NetErrc::Misbehaving, "peer sent a second version message"};
+            auto pv = DecodeVersion(Bytes(*m));
+            if (!pv) return NetError{NetErrc::Misbehaving, "peer sent a malformed version message: " + pv.error().message};
+            if (pv->version < MIN_PEER_PROTO_VERSION) {
+                return NetError{NetErrc::Misbehaving, "peer's protocol version " + std::to_string(pv->version) + " is too old"};
+            }
+            if (pv->nonce == nonce && nonce != 0) return NetError{NetErrc::Misbehaving, "connected to ourselves"};
+            m_info.version = *pv;
+            got_version = true;
+            if (auto e = Send("verack", {}, timeout)) return e;
+        } else if (m->command == "verack") {
+            if (!got_version) return NetError{NetErrc::Misbehaving, "peer sent verack before version"};
+            m_info.verack = true;
+        }
+        // wtxidrelay, sendaddrv2, sendcmpct, feefilter, ... before verack: accepted, ignored.
+    }
+    return std::nullopt;
+}
+
 } // namespace ibdkit

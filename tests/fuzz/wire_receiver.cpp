@@ -18,7 +18,7 @@ struct Outcome {
 
 Outcome Run(std::span<const uint8_t> stream, std::span<const uint8_t> chunking)
 {
-    MessageReceiver<policy::Hardened> rx(MAGIC, 100'000);
+    MessageReceiver rx(MAGIC, PolicyId::Hardened, 100'000);
     Outcome o;
     std::size_t ci = 0, fed = 0;
     while (!stream.empty()) {

@@ -3,7 +3,8 @@
 // bytes cleansed by the policy are counted on every thread.
 #include "replay_test_util.h"
 
-#include "engine/run.h"
+#include "engine/connect_loop.h"
+#include "engine/pipeline.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
@@ -280,18 +281,19 @@ TEST(Engine, ContextualHeaderRulesRejectWithCoreReason)
 TEST(Engine, PipelineBoundsTheBlocksInFlight)
 {
     using engine::Pipeline;
-    using P = policy::Plain;
     constexpr std::size_t MiB = std::size_t(1) << 20;
     for (const std::size_t block_bytes : {MiB / 2, 3 * MiB}) {
         const ConsensusParams& params = GetChainParams(ChainType::REGTEST).consensus;
-        Pipeline<P> pipe(params, 2, nullptr);
+        Pipeline pipe(params, 2, nullptr);
         std::atomic<int> pushed{0};
         constexpr int BLOCKS = 24;
-        pipe.Start([&](const engine::BlockSource<P>::Emit& emit) -> std::optional<Error> {
+        pipe.Start([&](const engine::BlockSource::Emit& emit) -> std::optional<Error> {
             for (int h = 1; h <= BLOCKS; ++h) {
-                engine::RawBlock<P> raw;
+                engine::RawBlock raw;
                 raw.height = h;
-                raw.bytes.resize(block_bytes); // zeros: does not decode, which the pipeline reports
+                DataStream<policy::Plain> bytes;
+                bytes.resize(block_bytes); // zeros: does not decode, which the pipeline reports
+                raw.bytes = OwnedBytes(std::move(bytes));
                 if (!emit(std::move(raw))) break;
                 pushed.fetch_add(1);
             }
@@ -301,10 +303,10 @@ TEST(Engine, PipelineBoundsTheBlocksInFlight)
         // assumed: under a sanitizer on a busy machine making a block can take longer than the
         // connector's sleep below).
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (pushed.load() < int(Pipeline<P>::MIN_BLOCKS_IN_FLIGHT) && std::chrono::steady_clock::now() < deadline) {
+        while (pushed.load() < int(Pipeline::MIN_BLOCKS_IN_FLIGHT) && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        EXPECT_GE(pushed.load(), int(Pipeline<P>::MIN_BLOCKS_IN_FLIGHT)) << "the producer did not run ahead";
+        EXPECT_GE(pushed.load(), int(Pipeline::MIN_BLOCKS_IN_FLIGHT)) << "the producer did not run ahead";
         int popped = 0, most_in_flight = 0;
         while (auto rb = pipe.Pop()) {
             ++popped;
@@ -316,8 +318,8 @@ TEST(Engine, PipelineBoundsTheBlocksInFlight)
         }
         EXPECT_EQ(popped, BLOCKS);
         EXPECT_FALSE(pipe.Stop().has_value());
-        const int by_bytes = int(Pipeline<P>::MAX_BYTES_IN_FLIGHT / block_bytes);
-        const int bound = std::max(int(Pipeline<P>::MIN_BLOCKS_IN_FLIGHT), by_bytes);
+        const int by_bytes = int(Pipeline::MAX_BYTES_IN_FLIGHT / block_bytes);
+        const int bound = std::max(int(Pipeline::MIN_BLOCKS_IN_FLIGHT), by_bytes);
         EXPECT_LE(most_in_flight, bound) << block_bytes << "-byte blocks";
     }
 }

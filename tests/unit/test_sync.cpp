@@ -140,14 +140,14 @@ private:
     void Serve(Socket s)
     {
         const auto& chain = *m_chain;
-        Peer<policy::Plain> p(std::move(s), Regtest());
+        Peer p(std::move(s), Regtest(), PolicyId::Plain);
         auto raw = [&](const std::vector<uint8_t>& bytes) { (void)p.socket().SendAll(bytes, NetClock::now() + std::chrono::seconds(5)); };
         bool continue_pending = false;
         BlockHash continue_hash;
         for (;;) {
             auto m = p.Receive(NetClock::now() + std::chrono::seconds(30));
             if (!m) return; // the client closed (or went silent)
-            const auto payload = Peer<policy::Plain>::Bytes(*m);
+            const auto payload = Peer::Bytes(*m);
             if (m->command == "version") {
                 VersionMessage v;
                 v.services = NODE_NETWORK | NODE_WITNESS;

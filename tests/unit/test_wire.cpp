@@ -23,11 +23,11 @@ struct Got {
     std::optional<Errc> error;
 };
 
-template <typename P = policy::Hardened>
-Got FeedInChunks(const std::vector<uint8_t>& stream, const std::vector<std::size_t>& cuts, MessageReceiver<P>* keep = nullptr)
+Got FeedInChunks(const std::vector<uint8_t>& stream, const std::vector<std::size_t>& cuts, MessageReceiver* keep = nullptr,
+                 PolicyId policy = PolicyId::Hardened)
 {
-    MessageReceiver<P> local(REGTEST);
-    MessageReceiver<P>& rx = keep ? *keep : local;
+    MessageReceiver local(REGTEST, policy);
+    MessageReceiver& rx = keep ? *keep : local;
     Got g;
     std::size_t start = 0;
     auto feed = [&](std::size_t end) {
@@ -82,7 +82,7 @@ TEST(Wire, EverySplitPointDecodesIdentically)
     for (int round = 0; round < 200; ++round) {
         std::vector<std::size_t> cuts;
         for (std::size_t p = 0; p < stream.size(); p += 1 + rng() % 40) cuts.push_back(p);
-        ASSERT_EQ(FeedInChunks<policy::ZeroAfterFree>(stream, cuts).msgs, whole.msgs);
+        ASSERT_EQ(FeedInChunks(stream, cuts, nullptr, PolicyId::ZeroAfterFree).msgs, whole.msgs);
     }
 }
 
@@ -95,7 +95,7 @@ TEST(Wire, BadChecksumAndCommandAreDroppedNotFatal)
     gap_cmd[4 + 5] = 'x'; // "ping\0x..." — a non-NUL after the first NUL
     std::vector<uint8_t> stream;
     for (auto& part : {bad_sum, bad_cmd, gap_cmd, Msg("pong", {9})}) stream.insert(stream.end(), part.begin(), part.end());
-    MessageReceiver<policy::Plain> rx(REGTEST);
+    MessageReceiver rx(REGTEST, PolicyId::Plain);
     auto g = FeedInChunks(stream, {}, &rx);
     ASSERT_FALSE(g.error);
     ASSERT_EQ(g.msgs.size(), 1u);
@@ -113,7 +113,7 @@ TEST(Wire, WrongMagicAndOversizeDisconnect)
     // A header that announces 4,000,001 bytes: rejected at the header, before any allocation.
     auto hdr = Msg("block", {});
     WriteLE32(hdr.data() + 16, MAX_PROTOCOL_MESSAGE_LENGTH + 1);
-    MessageReceiver<policy::Hardened> rx(REGTEST);
+    MessageReceiver rx(REGTEST, PolicyId::Hardened);
     auto g2 = FeedInChunks(hdr, {}, &rx);
     EXPECT_EQ(g2.error, Errc::OversizedMessage);
     EXPECT_TRUE(rx.failed());
@@ -127,7 +127,7 @@ TEST(Wire, LyingLengthDoesNotAllocateAhead)
     auto hdr = Msg("block", {});
     WriteLE32(hdr.data() + 16, 3'900'000);
     hdr.insert(hdr.end(), 1000, 0xab);
-    MessageReceiver<policy::Plain> rx(REGTEST);
+    MessageReceiver rx(REGTEST, PolicyId::Plain);
     std::span<const uint8_t> in(hdr);
     auto r = rx.Feed(in);
     ASSERT_TRUE(r.ok());
@@ -145,14 +145,14 @@ TEST(Wire, ProcessMessageBlockEndToEnd)
     const auto& params = GetChainParams(ChainType::MAIN);
     auto msg = Msg("block", block, params.message_start);
 
-    auto ok = ProcessMessageBlock<policy::Hardened>(msg, params);
+    auto ok = ProcessMessageBlock(msg, params, PolicyId::Hardened);
     ASSERT_TRUE(ok.block) << ok.state.GetRejectReason();
     EXPECT_EQ(ok.block->block().vtx.size(), 1557u);
 
     // A flipped payload byte with the old checksum: dropped at the frame, never decoded.
     auto corrupt = msg;
     corrupt[24 + 500] ^= 1;
-    auto dropped = ProcessMessageBlock<policy::Plain>(corrupt, params);
+    auto dropped = ProcessMessageBlock(corrupt, params, PolicyId::Plain);
     EXPECT_FALSE(dropped.block);
     EXPECT_EQ(dropped.dropped, 1u);
 
@@ -160,13 +160,13 @@ TEST(Wire, ProcessMessageBlockEndToEnd)
     // CheckBlock with Core's reason.
     auto bad_root = block;
     bad_root[36] ^= 1;
-    auto rejected = ProcessMessageBlock<policy::ZeroAfterFree>(Msg("block", bad_root, params.message_start), params,
-                                                               CheckBlockOptions{.check_pow = false, .check_merkle_root = true});
+    auto rejected = ProcessMessageBlock(Msg("block", bad_root, params.message_start), params, PolicyId::ZeroAfterFree,
+                                           CheckBlockOptions{.check_pow = false, .check_merkle_root = true});
     EXPECT_FALSE(rejected.block);
     EXPECT_FALSE(rejected.error);
     EXPECT_EQ(rejected.state.GetRejectReason(), "bad-txnmrklroot");
 
-    auto wrong_cmd = ProcessMessageBlock<policy::Plain>(Msg("tx", block, params.message_start), params);
+    auto wrong_cmd = ProcessMessageBlock(Msg("tx", block, params.message_start), params, PolicyId::Plain);
     ASSERT_TRUE(wrong_cmd.error);
     EXPECT_EQ(wrong_cmd.error->code, Errc::BadCommand);
 }

@@ -2,8 +2,8 @@
 //
 // Blocks are read from Bitcoin Core block files (any order; xor.dat honoured), ordered by following
 // prev-hashes — or located through a Core data directory's block index (blockfile/locate.h) — read
-// from disk once each, copied into a DataStream<Policy> (or, with via_p2p, framed as P2P `block` messages and
-// received through MessageReceiver<Policy>, as Core's IBD receives them), then handed to the engine
+// from disk once each, copied into a DataStream<Policy> of opts.policy (or, with via_p2p, framed as P2P `block` messages
+// and received through a MessageReceiver of that policy, as Core's IBD receives them), then handed to the engine
 // (engine/engine.h): decoded, checked with CheckBlock (proof of work included), connected with
 // ConnectBlock (every rule; scripts where Core's assumevalid rule does not skip them:
 // consensus/assumevalid.h) and flushed to a chainstate in Core's LevelDB format whenever the cache exceeds its budget. A run

@@ -16,8 +16,8 @@
 //    (btcd and Core ignore it while their tip is older than ~24 h) is synced with the older
 //    getblocks/inv protocol instead: hashes from `inv`, headers learnt from the blocks.
 // 3. Blocks: getdata (MSG_WITNESS_BLOCK when the peer has NODE_WITNESS) in a window of at most
-//    `window` blocks in flight; each `block` message goes through MessageReceiver<Policy> into a
-//    DataStream<Policy> and goes to the engine (engine/engine.h), which decodes, checks (CheckBlock,
+//    `window` blocks in flight; each `block` message goes through a MessageReceiver into a
+//    DataStream<Policy> of opts.policy and goes to the engine (engine/engine.h), which decodes, checks (CheckBlock,
 //    PoW included), connects (every rule; scripts where assumevalid does not skip them) and
 //    flushes within the dbcache budget, exactly as for `ibdkit replay`.
 // 4. Stop: when the peer has nothing more, on Ctrl-C (interrupt flag), or on a peer failure

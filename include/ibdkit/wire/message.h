@@ -2,7 +2,8 @@
 //
 // 24-byte header `magic[4] | command[12] | payload length LE32 | checksum[4]`, then the payload.
 // MessageReceiver is the incremental decoder a connection feeds with byte chunks of any size; it keeps
-// the payload in a DataStream<Policy>, as Bitcoin Core does, and grows it only as bytes arrive.
+// the payload in a DataStream<Policy> of the buffer policy it was made with, as Bitcoin Core does,
+// grows it only as bytes arrive, and hands it out as OwnedBytes (freed by that policy's release).
 //
 // Error classes, as Core's V1Transport:
 //  - disconnect: wrong magic (Errc::BadMagic), payload length above the limit
@@ -13,10 +14,13 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
+#include <ibdkit/stream/owned_bytes.h>
 #include <ibdkit/stream/streams.h>
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -62,11 +66,10 @@ void WriteMessage(Out& out, const MessageStart& magic, std::string_view command,
     out.write(MakeByteSpan(payload));
 }
 
-/// A complete, checksum-verified message.
-template <typename Policy>
+/// A complete, checksum-verified message; its payload is still in the receiver's policy buffer.
 struct NetMessage {
     std::string command;
-    DataStream<Policy> payload;
+    OwnedBytes payload;
 };
 
 /// Counters of a receiver.
@@ -77,112 +80,49 @@ struct ReceiverStats {
     uint64_t dropped_command{0};    ///< messages dropped for a malformed command
 };
 
-template <typename Policy = DefaultPolicy>
+namespace detail {
+/// The payload being received, in a DataStream of one policy (src/wire/message.cpp).
+class PayloadBuffer;
+} // namespace detail
+
 class MessageReceiver {
 public:
-    explicit MessageReceiver(const MessageStart& magic, uint32_t max_length = MAX_PROTOCOL_MESSAGE_LENGTH)
-        : m_magic(magic), m_max_length(max_length)
-    {
-    }
+    /// Receives payloads into DataStream<P> of the policy `policy`; payloads longer than
+    /// `max_length` disconnect.
+    explicit MessageReceiver(const MessageStart& magic, PolicyId policy = DefaultPolicy::id,
+                             uint32_t max_length = MAX_PROTOCOL_MESSAGE_LENGTH);
+    MessageReceiver(MessageReceiver&&) noexcept;
+    MessageReceiver& operator=(MessageReceiver&&) noexcept;
+    ~MessageReceiver();
 
     /// Consumes bytes from the front of `data` until a message is complete or `data` is empty.
     /// Returns true when a message is ready (take it with TakeMessage()). On a disconnect-class
     /// error returns the error; the receiver then stays failed.
-    Result<bool> Feed(std::span<const uint8_t>& data)
-    {
-        if (m_failed) return *m_failed;
-        while (!data.empty() && !m_ready) {
-            if (m_header_pos < MESSAGE_HEADER_SIZE) {
-                const std::size_t n = std::min(data.size(), MESSAGE_HEADER_SIZE - m_header_pos);
-                std::memcpy(m_header_bytes.data() + m_header_pos, data.data(), n);
-                m_header_pos += n;
-                Advance(data, n);
-                if (m_header_pos == MESSAGE_HEADER_SIZE) {
-                    if (auto err = ParseHeader()) return Fail(std::move(*err));
-                    if (m_header.length == 0) Complete();
-                }
-                continue;
-            }
-            const std::size_t n = std::min<std::size_t>(data.size(), m_header.length - m_payload.size());
-            const auto chunk = data.first(n);
-            m_payload.write(MakeByteSpan(chunk)); // grows only by what arrived
-            m_hasher.Write(chunk);
-            Advance(data, n);
-            if (m_payload.size() == m_header.length) Complete();
-        }
-        return m_ready;
-    }
+    Result<bool> Feed(std::span<const uint8_t>& data);
 
     /// The completed message; precondition: the last Feed returned true.
-    NetMessage<Policy> TakeMessage()
-    {
-        NetMessage<Policy> m{m_header.Command(), std::move(m_payload)};
-        Reset();
-        return m;
-    }
+    NetMessage TakeMessage();
 
     /// Bytes of the current message received so far (header + payload).
-    std::size_t PendingBytes() const noexcept { return m_header_pos + m_payload.size(); }
+    std::size_t PendingBytes() const noexcept;
     const ReceiverStats& stats() const noexcept { return m_stats; }
     bool failed() const noexcept { return m_failed.has_value(); }
+    PolicyId policy() const noexcept { return m_policy; }
 
 private:
-    void Advance(std::span<const uint8_t>& data, std::size_t n)
-    {
-        data = data.subspan(n);
-        m_stats.bytes += n;
-    }
-
-    std::optional<Error> ParseHeader()
-    {
-        SpanReader r{std::span<const uint8_t>(m_header_bytes)};
-        r >> m_header;
-        if (m_header.magic != m_magic) return Error{Errc::BadMagic, "P2P message with the wrong network magic: disconnect"};
-        if (m_header.length > m_max_length) {
-            return Error{Errc::OversizedMessage, "P2P message of " + std::to_string(m_header.length) +
-                                                     " bytes exceeds the limit of " + std::to_string(m_max_length) + ": disconnect"};
-        }
-        m_hasher.Reset();
-        return std::nullopt;
-    }
-
-    void Complete()
-    {
-        uint8_t digest[32];
-        m_hasher.Finalize(digest);
-        if (std::memcmp(digest, m_header.checksum.data(), 4) != 0) {
-            ++m_stats.dropped_checksum;
-            Reset();
-            return;
-        }
-        if (!m_header.IsCommandValid()) {
-            ++m_stats.dropped_command;
-            Reset();
-            return;
-        }
-        ++m_stats.messages;
-        m_ready = true;
-    }
-
-    void Reset()
-    {
-        m_header_pos = 0;
-        m_payload.clear();
-        m_ready = false;
-    }
-
-    Result<bool> Fail(Error e)
-    {
-        m_failed = e;
-        return e;
-    }
+    void Advance(std::span<const uint8_t>& data, std::size_t n);
+    std::optional<Error> ParseHeader();
+    void Complete();
+    void Reset();
+    Result<bool> Fail(Error e);
 
     MessageStart m_magic;
+    PolicyId m_policy;
     uint32_t m_max_length;
     std::array<uint8_t, MESSAGE_HEADER_SIZE> m_header_bytes{};
     std::size_t m_header_pos{0};
     MessageHeader m_header;
-    DataStream<Policy> m_payload;
+    std::unique_ptr<detail::PayloadBuffer> m_payload;
     Sha256d m_hasher;
     bool m_ready{false};
     std::optional<Error> m_failed;

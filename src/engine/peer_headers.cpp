@@ -1,0 +1,251 @@
+// src/engine/peer_headers.cpp — one peer's header chain (peer_headers.h).
+#include "peer_headers.h"
+
+#include <ibdkit/consensus/assumevalid.h>
+#include <ibdkit/consensus/pow.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ibdkit::sync_detail {
+
+std::string Secs(std::chrono::milliseconds d)
+{
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f s", double(d.count()) / 1000.0);
+    return b;
+}
+
+PeerLink::PeerLink(const SyncOptions& options, const ChainParams& chain_params, HeaderChain& header_chain, SyncResult& result,
+                   Socket socket)
+    : o(options), params(chain_params), chain(header_chain), res(result),
+      peer(std::move(socket), chain_params, options.policy, options.interrupt)
+{
+    PublishHeights();
+}
+
+// A peer failure ends the run cleanly (the engine flushes); an interrupt is the engine's to see.
+std::optional<Error> PeerLink::Fail(NetError e)
+{
+    if (e.code != NetErrc::Interrupted) {
+        if (!peer.info().rejects.empty()) e.message += " (the peer sent: " + peer.info().rejects.back() + ")";
+        res.failure = std::move(e);
+    }
+    return std::nullopt;
+}
+
+void PeerLink::PublishHeights()
+{
+    header_height.store(chain.Height(), std::memory_order_relaxed);
+    target_height.store(std::max(chain.Height(), res.peer_height), std::memory_order_relaxed);
+    in_flight.store(inflight.size(), std::memory_order_relaxed);
+}
+
+bool PeerLink::Interrupted() const { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
+
+PeerHeaders::PeerHeaders(PeerLink& link, std::filesystem::path headers_file)
+    : m_link(link), m_headers_file(std::move(headers_file)), m_av_params(link.params.consensus),
+      m_assumevalid(ResolveAssumeValid(link.o.assumevalid, link.params.consensus))
+{
+    // The assumevalid rule compares the best header's work with the minimum this run uses.
+    if (link.o.minimum_chain_work) m_av_params.minimum_chain_work = *link.o.minimum_chain_work;
+}
+
+std::optional<Error> PeerHeaders::PersistHeldBack()
+{
+    if (!m_persist_from) return std::nullopt;
+    if (auto e = Persist(*m_persist_from)) return e;
+    m_persist_from.reset();
+    return std::nullopt;
+}
+
+std::optional<Error> PeerHeaders::Persist(int from)
+{
+    if (auto e = m_link.chain.Persist(m_headers_file, from)) return engine::EnvError(*e);
+    return std::nullopt;
+}
+
+// getheaders until a short answer. Falls back to getblocks when the first request gets no
+// answer within headers_wait.
+std::optional<Error> PeerHeaders::SyncHeaders(int connected)
+{
+    bool first = true;
+    for (;;) {
+        LocatorMessage gh;
+        gh.locator = m_link.chain.Locator();
+        if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
+        const auto wait = first ? m_link.o.headers_wait : m_link.o.timeout;
+        const auto deadline = NetClock::now() + wait;
+        std::optional<std::vector<BlockHeader>> headers;
+        while (!headers) {
+            auto m = m_link.peer.Receive(deadline);
+            if (!m) {
+                if (m.error().code == NetErrc::Timeout && first) {
+                    m_link.getblocks = true; // the peer ignores getheaders (e.g. its tip is old): use getblocks
+                    return std::nullopt;
+                }
+                if (m.error().code == NetErrc::Timeout) {
+                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + Secs(wait)});
+                }
+                return m_link.Fail(m.error());
+            }
+            if (m->command != "headers") continue;
+            auto hs = DecodeHeaders(Peer::Bytes(*m));
+            if (!hs) return m_link.Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
+            headers = std::move(*hs);
+        }
+        first = false;
+        m_link.res.headers_received += headers->size();
+        if (headers->empty()) return std::nullopt;
+        auto prev = m_link.chain.HeightOf(headers->front().hash_prev_block);
+        if (!prev) {
+            return m_link.Fail({NetErrc::Misbehaving, "peer sent headers that do not connect to our chain (first header's parent " +
+                                                   headers->front().hash_prev_block.ToHex() + " is unknown)"});
+        }
+        std::size_t i = 0;
+        int h = *prev;
+        while (i < headers->size() && h + 1 <= m_link.chain.Height() && m_link.chain.Hash(h + 1) == (*headers)[i].GetHash()) {
+            ++i;
+            ++h;
+        }
+        const int persist_from = h + 1;
+        if (i < headers->size() && h < m_link.chain.Height()) {
+            // The peer's chain forks from ours after height h: take its whole branch, then follow
+            // it only if it has more work than ours above the fork.
+            std::vector<BlockHeader> branch(headers->begin() + std::ptrdiff_t(i), headers->end());
+            return FollowBranch(h, connected, std::move(branch), headers->size() == MAX_HEADERS_RESULTS);
+        }
+        for (; i < headers->size(); ++i) {
+            if (auto why = m_link.chain.Append((*headers)[i])) {
+                if (auto e = Persist(persist_from)) return e;
+                return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+            }
+        }
+        if (auto e = Persist(persist_from)) return e;
+        ReportHeaders();
+        if (headers->size() < MAX_HEADERS_RESULTS) return std::nullopt;
+        if (m_link.Interrupted()) return std::nullopt;
+    }
+}
+
+// Core does not download a header chain below the network's minimum chain work.
+void PeerHeaders::CheckMinimumChainWork()
+{
+    const arith_uint256 minimum = UintToArith256(m_link.o.minimum_chain_work.value_or(m_link.params.consensus.minimum_chain_work));
+    const arith_uint256& work = m_link.chain.ChainWork().back();
+    if (work < minimum) {
+        m_link.Fail({NetErrc::Misbehaving, "the peer's best header chain (height " + std::to_string(m_link.chain.Height()) + ", work " +
+                                        ArithToUint256(work).ToHex() + ") has less work than the network's minimum chain work " +
+                                        ArithToUint256(minimum).ToHex() + ": not downloading it"});
+    }
+}
+
+// A competing branch forking after height `fork`: its first headers in `branch`, more to ask for
+// while `more`. Every header must link and pass Core's header checks on its own branch's
+// ancestors (CheckHeaderOn). The branch replaces ours above the
+// fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
+// that is a reorganisation, which the engine carries out with the undo data (Reorganisation()).
+std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more)
+{
+    // The branch's ancestry: ours up to the fork, then the branch's own headers as they pass.
+    const HeaderAncestry below = m_link.chain.AncestryAt(fork);
+    std::vector<HeaderInfo> ancestry(below.headers.begin(), below.headers.end());
+    const int first_height = below.first_height;
+    auto check = [&](std::size_t from) -> std::optional<std::string> {
+        for (std::size_t k = from; k < branch.size(); ++k) {
+            const BlockHash prev = k == 0 ? m_link.chain.Hash(fork) : branch[k - 1].GetHash();
+            if (branch[k].hash_prev_block != prev) return "header " + branch[k].GetHash().ToHex() + " does not extend the branch it came in";
+            const std::size_t take = std::min<std::size_t>(ancestry.size(), HEADER_ANCESTRY_NEEDED);
+            const HeaderAncestry on{first_height + int(ancestry.size() - take),
+                                    std::span<const HeaderInfo>(ancestry).last(take)};
+            if (auto why = CheckHeaderOn(branch[k], on, m_link.params.consensus)) return why;
+            ancestry.push_back(HeaderInfo{branch[k].time, branch[k].bits});
+        }
+        return std::nullopt;
+    };
+    if (auto why = check(0)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+    while (more && !m_link.Interrupted()) {
+        LocatorMessage gh;
+        gh.locator.push_back(branch.back().GetHash());
+        for (const auto& hh : m_link.chain.Locator()) gh.locator.push_back(hh);
+        if (gh.locator.size() > MAX_LOCATOR_SZ) gh.locator.resize(MAX_LOCATOR_SZ);
+        if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
+        const auto deadline = NetClock::now() + m_link.o.timeout;
+        std::optional<std::vector<BlockHeader>> next;
+        while (!next) {
+            auto m = m_link.peer.Receive(deadline);
+            if (!m) {
+                if (m.error().code == NetErrc::Timeout) return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + Secs(m_link.o.timeout)});
+                return m_link.Fail(m.error());
+            }
+            if (m->command != "headers") continue;
+            auto hs = DecodeHeaders(Peer::Bytes(*m));
+            if (!hs) return m_link.Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
+            next = std::move(*hs);
+        }
+        m_link.res.headers_received += next->size();
+        more = next->size() == MAX_HEADERS_RESULTS;
+        const std::size_t from = branch.size();
+        branch.insert(branch.end(), next->begin(), next->end());
+        if (auto why = check(from)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+    }
+    arith_uint256 ours, theirs;
+    for (int k = fork + 1; k <= m_link.chain.Height(); ++k) ours += GetBlockProof(m_link.chain.Header(k).bits);
+    for (const auto& hdr : branch) theirs += GetBlockProof(hdr.bits);
+    m_link.res.competing_branches++;
+    if (theirs <= ours) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
+    if (fork < connected) {
+        if (m_link.o.undo_dir.empty()) {
+            return m_link.Fail({NetErrc::Misbehaving, "peer's chain forks from ours at height " + std::to_string(fork + 1) +
+                                                   ", below the chainstate's tip " + std::to_string(connected) +
+                                                   ", with more work: reorganising needs the undo data of the blocks above the fork "
+                                                   "(sync with --undo)"});
+        }
+        engine::BlockSource::StaleBranch stale;
+        stale.tip_height = connected;
+        for (int k = connected; k > fork; --k) {
+            stale.hashes.push_back(m_link.chain.Hash(k));
+            m_stale.emplace(m_link.chain.Hash(k), k);
+        }
+        m_reorg = std::move(stale);
+    }
+    m_link.chain.Truncate(fork);
+    for (const auto& hdr : branch) {
+        if (auto why = m_link.chain.Append(hdr)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+    }
+    // Below the tip, the new headers are stored only once the engine has disconnected the stale
+    // branch (Produce): until then the stored headers must still name the chainstate's tip.
+    if (m_reorg) {
+        m_persist_from = fork + 1;
+    } else if (auto e = Persist(fork + 1)) {
+        return e;
+    }
+    ReportHeaders();
+    return std::nullopt;
+}
+
+// Core's assumevalid rule for the block at `height` of the header chain, whose tip is the
+// best header (in getblocks mode the headers are the blocks': each block is then the best
+// header, too recent to skip).
+std::optional<std::string_view> PeerHeaders::ScriptCheckReason(int height) const
+{
+    const HeaderChainView best{0, m_link.chain.Hashes(), m_link.chain.ChainWork()};
+    AssumeValidChain av{m_assumevalid, std::nullopt};
+    if (!av.hash.IsNull()) {
+        if (auto h = m_link.chain.HeightOf(av.hash)) av.chain = HeaderChainView{0, best.hashes.first(std::size_t(*h) + 1), {}};
+    }
+    return ibdkit::ScriptCheckReason(av, best, height, m_link.chain.Hash(height), m_av_params);
+}
+
+void PeerHeaders::ReportHeaders()
+{
+    m_link.PublishHeights();
+    if (!m_link.o.on_sync_progress) return;
+    SyncProgress p;
+    p.headers_phase = true;
+    p.header_height = m_link.chain.Height();
+    p.tip_height = m_link.target_height.load(std::memory_order_relaxed);
+    m_link.o.on_sync_progress(p);
+}
+
+} // namespace ibdkit::sync_detail
