@@ -1,0 +1,83 @@
+// `ibdkit hints`: writes a SwiftSync hintsfile (BIP 456) for the height of a UTXO set — a
+// chainstate's tip or a snapshot's base — from the blocks 1..n of a data or blocks directory.
+#include "commands.h"
+#include "progress.h"
+
+#include <ibdkit/swiftsync/build_hints.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace ibdkit::cli {
+namespace {
+
+const CommandRegistrar hints_cmd([](CLI::App& app) {
+    auto* cmd = app.add_subcommand("hints",
+        "Write a SwiftSync hintsfile (BIP 456): for each block 1..n, which of its spendable outputs are unspent at n,\n"
+        "n being the tip of a chainstate (Core's, read-only, or ibdkit's) or the base of an assumeutxo snapshot.\n"
+        "Written under a temporary name and renamed when complete (docs/swiftsync.md)");
+    struct Args {
+        std::string chainstate, snapshot, datadir, blocks_dir, network, out;
+        unsigned threads{std::max(1u, std::min(4u, std::thread::hardware_concurrency()))};
+        bool json{false}, quiet{false};
+    };
+    auto a = std::make_shared<Args>();
+    auto* cs = cmd->add_option("--chainstate", a->chainstate,
+        "Chainstate directory (Core's DATADIR/chainstate or ibdkit's; a datadir is accepted). Default: --datadir's");
+    cmd->add_option("--snapshot", a->snapshot, "Or an assumeutxo snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->excludes(cs);
+    auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
+    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the blocks)");
+    cmd->add_option("--out", a->out, "The hintsfile to write")->required();
+    cmd->add_option("--threads", a->threads, "Threads decoding blocks")->capture_default_str();
+    cmd->add_flag("--json", a->json, "Print the result as JSON");
+    cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
+    cmd->callback([a] {
+        if (a->datadir.empty() == a->blocks_dir.empty()) throw CLI::RequiredError("--datadir or --blocks-dir (exactly one)");
+        if (a->chainstate.empty() && a->snapshot.empty() && a->datadir.empty()) {
+            throw CLI::RequiredError("--chainstate or --snapshot (with --blocks-dir)");
+        }
+        swiftsync::BuildHintsOptions o;
+        o.chainstate = a->chainstate;
+        o.snapshot = a->snapshot;
+        o.datadir = a->datadir;
+        o.blocks_dir = a->blocks_dir;
+        o.out = a->out;
+        o.threads = std::max(1u, a->threads);
+        if (!a->network.empty()) {
+            o.chain = ParseChainType(a->network);
+            if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "'");
+        }
+        auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
+        o.progress = [bar](uint32_t h, uint32_t target) {
+            bar->Update(target ? double(h) / target : 1.0, "block " + std::to_string(h) + " of " + std::to_string(target));
+        };
+        auto r = swiftsync::BuildHints(o);
+        bar->Done();
+        if (!r) {
+            std::fprintf(stderr, "ibdkit: hints: %s\n", r.error().message.c_str());
+            ExitCode() = 1;
+            return;
+        }
+        if (a->json) {
+            const nlohmann::json j{{"network", std::string(ChainTypeName(r->chain))}, {"height", r->height},
+                                   {"tip", r->tip.ToHex()}, {"coins", r->coins}, {"outputs", r->outputs},
+                                   {"bytes", r->bytes}, {"key_bytes", r->key_bytes}, {"attempts", r->attempts},
+                                   {"out", a->out}};
+            std::printf("%s\n", j.dump(2).c_str());
+        } else {
+            std::printf("hintsfile          %s\nnetwork            %s\nheight             %u\ntip                %s\n"
+                        "unspent outputs    %llu of %llu spendable\nbytes              %llu\n",
+                        a->out.c_str(), std::string(ChainTypeName(r->chain)).c_str(), r->height, r->tip.ToHex().c_str(),
+                        (unsigned long long)r->coins, (unsigned long long)r->outputs, (unsigned long long)r->bytes);
+        }
+    });
+});
+
+} // namespace
+} // namespace ibdkit::cli

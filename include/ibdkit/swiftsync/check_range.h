@@ -1,0 +1,96 @@
+// ibdkit/swiftsync/check_range.h — SwiftSync's check of a range of blocks in outpoints mode
+// (BIP 457's extension to assume-valid), and the verdict over ranges that cover 1..n.
+//
+// For each block of the range: Core's context-free CheckBlock (proof of work, merkle root,
+// transaction rules, sigop limit; Core's reject reasons); every input of a non-coinbase
+// transaction adds H(outpoint) to agg_in; every spendable output (hints.h says which count) is
+// either hinted unspent — it becomes a coin of the UTXO set at n — or adds H(outpoint) to agg_out.
+// Ranges are independent: they may run in any order, on any machine, with the same salt; their
+// partials combine by addition (aggregate.h). The verdict: the ranges cover 1..n once each, no
+// block failed, agg_in = agg_out, and the UTXO set's value is at most the subsidies of 1..n.
+//
+// What this does NOT check (docs/swiftsync.md, *Trust*): scripts and signatures, amounts of the
+// inputs (fees, the coinbase's claim), sigops of inputs, coinbase maturity, lock times, BIP 30/34,
+// the witness commitment, block weight, header rules needing context (difficulty, time): much less
+// than Core's assumevalid, which skips only scripts.
+#pragma once
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/coins/coin.h>
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/swiftsync/aggregate.h>
+#include <ibdkit/swiftsync/hints.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ibdkit::swiftsync {
+
+struct RangeCounts {
+    uint64_t blocks{0};
+    uint64_t transactions{0};
+    uint64_t inputs{0};       ///< inputs of non-coinbase transactions (added to agg_in)
+    uint64_t outputs{0};      ///< spendable outputs
+    uint64_t unspent{0};      ///< of which hinted unspent
+    uint64_t unspendable{0};  ///< outputs left out (OP_RETURN, oversized, BIP 30's two coinbases)
+
+    RangeCounts& operator+=(const RangeCounts& o) noexcept;
+    friend bool operator==(const RangeCounts&, const RangeCounts&) = default;
+};
+
+/// Why a block of the range is refused.
+struct BlockFailure {
+    uint32_t height{0};
+    BlockHash hash;
+    std::string reason; ///< Core's reject reason, or "swiftsync-hint-out-of-range"
+};
+
+/// What a range contributes to the verdict.
+struct Partial {
+    uint32_t from{0}, to{0};           ///< the range, inclusive
+    Aggregate agg_in, agg_out;
+    RangeCounts counts;
+    uint64_t supply{0};                ///< value of the hinted-unspent outputs (saturating)
+    /// The hinted-unspent coins (collected unless told not to), in block order.
+    std::vector<std::pair<OutPoint, Coin>> unspent;
+    std::optional<BlockFailure> failure; ///< the first refused block; the walk stops there
+};
+
+/// Adds one block at `height` to `partial` (aggregates, counts, supply, unspent coins) without
+/// CheckBlock: the step CheckRange runs, for a driver whose blocks come from elsewhere. `hints`
+/// are the block's unspent indices (Hints::Indices). An index past the block's spendable outputs
+/// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing.
+void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
+                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial);
+
+struct CheckRangeOptions {
+    unsigned threads{1};
+    bool collect_unspent{true};
+    std::function<void(uint32_t height, uint32_t to)> progress;
+};
+
+/// Checks blocks `from`..`to` (1 ≤ from ≤ to ≤ hints.height()) of `blocks` against `hints` with
+/// `salt` in outpoints mode. A refused block is not an error (partial.failure says which and why);
+/// errors are environment failures and blocks that are missing or do not decode.
+Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
+                           const CheckRangeOptions& options = {});
+
+struct Verdict {
+    bool ok{false};
+    std::string reason;                 ///< empty when ok
+    Aggregate agg_in, agg_out;
+    RangeCounts counts;
+    uint64_t supply{0};
+    uint64_t supply_bound{0};           ///< the subsidies of blocks 1..n
+};
+
+/// The verdict over `partials` for height n (the hintsfile's) on `chain`.
+Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType chain);
+
+} // namespace ibdkit::swiftsync

@@ -1,0 +1,225 @@
+// Making a hintsfile from a UTXO set and the blocks that made it (swiftsync/build_hints.h): the
+// salted key array of the set, then one walk over the blocks.
+#include <ibdkit/swiftsync/build_hints.h>
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/swiftsync/aggregate.h>
+#include <ibdkit/swiftsync/hints.h>
+#include <ibdkit/utxo/snapshot.h>
+
+#include "common/task_pool.h"
+#include "swiftsync/block_walk.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string>
+
+namespace ibdkit::swiftsync {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The salted 64-bit key of an output: the first 8 bytes of SHA-256(salt ‖ txid ‖ LE32 vout ‖ LE32 height).
+uint64_t KeyOf(const SaltedHasher& hasher, const OutPoint& op, uint32_t height) noexcept
+{
+    uint8_t e[40];
+    std::memcpy(e, op.hash.data(), 32);
+    WriteLE32(e + 32, op.n);
+    WriteLE32(e + 36, height);
+    const auto d = hasher.Hash(e);
+    return ReadLE64(d.data());
+}
+
+// A sorted array of keys with a table of where each run of top bits starts, so that a lookup
+// searches a handful of entries (the keys are uniform: the salt sees to that).
+class KeySet {
+public:
+    void Add(uint64_t k) { m_keys.push_back(k); }
+    void Seal()
+    {
+        std::sort(m_keys.begin(), m_keys.end());
+        m_bits = m_keys.size() < 4 ? 1 : unsigned(std::bit_width(m_keys.size() / 4));
+        m_start.assign((std::size_t(1) << m_bits) + 1, 0);
+        std::size_t i = 0;
+        for (std::size_t b = 0; b < (std::size_t(1) << m_bits); ++b) {
+            m_start[b] = i;
+            while (i < m_keys.size() && Bucket(m_keys[i]) == b) ++i;
+        }
+        m_start.back() = m_keys.size();
+    }
+    bool Contains(uint64_t k) const noexcept
+    {
+        const std::size_t b = Bucket(k);
+        return std::binary_search(m_keys.begin() + long(m_start[b]), m_keys.begin() + long(m_start[b + 1]), k);
+    }
+    std::size_t size() const noexcept { return m_keys.size(); }
+    std::size_t Bytes() const noexcept { return (m_keys.capacity() + m_start.capacity()) * sizeof(uint64_t); }
+
+private:
+    std::size_t Bucket(uint64_t k) const noexcept { return std::size_t(k >> (64 - m_bits)); }
+    std::vector<uint64_t> m_keys;
+    std::vector<std::size_t> m_start;
+    unsigned m_bits{1};
+};
+
+// Core's layout: DATADIR/chainstate (main) or DATADIR/<network>/chainstate; a chainstate itself.
+Result<fs::path> ResolveChainstate(const fs::path& dir, std::optional<ChainType> chain)
+{
+    std::error_code ec;
+    if (fs::exists(dir / "CURRENT", ec)) return dir;
+    if (fs::exists(dir / "chainstate" / "CURRENT", ec)) return dir / "chainstate";
+    auto layout = ResolveDatadir(dir, chain);
+    if (layout && fs::exists(layout->blocks_dir.parent_path() / "chainstate" / "CURRENT", ec)) {
+        return layout->blocks_dir.parent_path() / "chainstate";
+    }
+    return Error{Errc::InvalidValue, "no chainstate (a LevelDB directory) at " + dir.string()};
+}
+
+// The UTXO set's block and its keys.
+struct KeyedSet {
+    BlockHash tip;
+    KeySet keys;
+    uint32_t max_height{0};
+};
+
+Result<KeyedSet> KeysOfChainstate(const fs::path& dir, const SaltedHasher& hasher)
+{
+    CoinsDBOptions opt;
+    opt.read_only = true;
+    StoreStatus st;
+    auto db = CoinsDB::Open(dir, opt, &st);
+    if (!db) return Error{Errc::Corrupt, "cannot open the chainstate " + dir.string() + ": " + st.message};
+    auto replay = db->NeedsReplay();
+    if (!replay) return replay.error();
+    if (*replay) return Error{Errc::InvalidValue, "the chainstate " + dir.string() + " holds an interrupted flush: replay it first"};
+    auto best = db->GetBestBlock();
+    if (!best) return best.error();
+    KeyedSet s;
+    s.tip = *best;
+    auto walked = db->ForEachCoin([&](const OutPoint& op, const Coin& coin) {
+        s.keys.Add(KeyOf(hasher, op, coin.height));
+        s.max_height = std::max(s.max_height, coin.height);
+        return true;
+    });
+    if (!walked) return walked.error();
+    return s;
+}
+
+Result<KeyedSet> KeysOfSnapshot(const fs::path& file, ChainType chain, const SaltedHasher& hasher)
+{
+    auto reader = SnapshotReader::Open(file, GetChainParams(chain).message_start);
+    if (!reader) return reader.error();
+    KeyedSet s;
+    s.tip = (*reader)->metadata().base_blockhash;
+    OutPoint op;
+    Coin coin;
+    while (true) {
+        auto next = (*reader)->Next(op, coin);
+        if (!next) return next.error();
+        if (!*next) break;
+        s.keys.Add(KeyOf(hasher, op, coin.height));
+        s.max_height = std::max(s.max_height, coin.height);
+    }
+    return s;
+}
+
+// What the walk makes of one block.
+struct BlockHints {
+    std::vector<uint8_t> encoded;
+    uint64_t outputs{0}, unspent{0};
+};
+
+// One build with one salt; `collision` is set when more outputs hit the set than it holds coins.
+Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChain& loc, const fs::path& chainstate,
+                                   bool& collision)
+{
+    const Salt salt = Salt::Random();
+    const SaltedHasher hasher(salt);
+    auto keyed = o.snapshot.empty() ? KeysOfChainstate(chainstate, hasher) : KeysOfSnapshot(o.snapshot, loc.chain, hasher);
+    if (!keyed) return keyed.error();
+    keyed->keys.Seal();
+    BuildHintsResult r;
+    r.chain = loc.chain;
+    r.tip = keyed->tip;
+    r.coins = keyed->keys.size();
+    r.key_bytes = keyed->keys.Bytes();
+    auto height = HeightInChain(loc, keyed->tip);
+    if (!height) return height.error();
+    r.height = *height;
+    if (keyed->max_height > r.height) {
+        return Error{Errc::InvalidValue, "the UTXO set holds a coin of height " + std::to_string(keyed->max_height) +
+                                             " above its block's height " + std::to_string(r.height)};
+    }
+    auto writer = HintsWriter::Create(o.out, r.height);
+    if (!writer) return writer.error();
+    uint64_t hinted = 0;
+    auto walked = WalkBlocks<BlockHints>(
+        loc, 1, r.height, o.threads, o.progress,
+        [&](const Block& block, uint32_t h, const BlockHash& hash) {
+            BlockHints out;
+            std::vector<uint32_t> unspent;
+            ForEachSpendableOutput(block, IsBip30Unspendable(loc.chain, int(h), hash), [&](std::size_t t, uint32_t vout, uint32_t index) {
+                ++out.outputs;
+                if (keyed->keys.Contains(KeyOf(hasher, OutPoint{block.vtx[t].GetHash(), vout}, h))) unspent.push_back(index);
+            });
+            out.unspent = unspent.size();
+            AppendEliasFano(out.encoded, unspent);
+            return out;
+        },
+        [&](uint32_t, BlockHints& b) {
+            r.outputs += b.outputs;
+            hinted += b.unspent;
+            return (*writer)->AppendEncoded(b.encoded);
+        });
+    if (!walked) return walked.error();
+    if (hinted > r.coins) {
+        collision = true;
+        return r;
+    }
+    if (hinted < r.coins) {
+        return Error{Errc::InvalidValue, "the UTXO set holds " + std::to_string(r.coins - hinted) +
+                                             " coins that blocks 1.." + std::to_string(r.height) + " never create"};
+    }
+    auto bytes = (*writer)->Finish();
+    if (!bytes) return bytes.error();
+    r.bytes = *bytes;
+    return r;
+}
+
+} // namespace
+
+Result<BuildHintsResult> BuildHints(const BuildHintsOptions& o)
+{
+    if (!o.chainstate.empty() && !o.snapshot.empty()) return Error{Errc::InvalidValue, "a chainstate or a snapshot, not both"};
+    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "a data directory or a blocks directory (exactly one)"};
+    if (o.chainstate.empty() && o.snapshot.empty() && o.datadir.empty()) {
+        return Error{Errc::InvalidValue, "no UTXO set: name a chainstate, a snapshot or a data directory"};
+    }
+    auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+    if (!loc) return loc.error();
+    fs::path chainstate;
+    if (o.snapshot.empty()) {
+        auto cs = ResolveChainstate(o.chainstate.empty() ? o.datadir : o.chainstate, loc->chain);
+        if (!cs) return cs.error();
+        chainstate = *cs;
+    }
+    constexpr unsigned MAX_ATTEMPTS = 4;
+    for (unsigned attempt = 1;; ++attempt) {
+        bool collision = false;
+        auto r = BuildOnce(o, *loc, chainstate, collision);
+        if (!r || !collision) {
+            if (r) r->attempts = attempt;
+            return r;
+        }
+        if (attempt == MAX_ATTEMPTS) {
+            return Error{Errc::InvalidValue, "more outputs matched the UTXO set than it holds coins, with " +
+                                                 std::to_string(MAX_ATTEMPTS) + " salts: the set and the blocks disagree"};
+        }
+    }
+}
+
+} // namespace ibdkit::swiftsync
