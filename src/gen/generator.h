@@ -11,9 +11,9 @@
 #include "gen/signer.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <array>
