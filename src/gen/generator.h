@@ -124,8 +124,6 @@ inline constexpr int64_t COINBASE_ONLY_BYTES = 200;                            /
 inline constexpr Amount DUST = 546;
 inline constexpr double BYTES_PER_WU = 0.275;                                 // typical of the generated blocks
 
-inline std::size_t CompactSizeLen(std::size_t n) noexcept { return n < 253 ? 1 : n <= 0xffff ? 3 : 5; }
-
 /// The era of a height in the mainnet profile (docs/generator.md): which output types it makes.
 enum class Era : uint8_t { LEGACY, SEGWIT, TAPROOT };
 
