@@ -14,6 +14,7 @@
 #include "bench.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/primitives/block.h>

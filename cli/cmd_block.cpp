@@ -6,6 +6,7 @@
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>

@@ -16,9 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The chain `run` replays is the default chain (DefaultChainOptions, gen/chain_gen.h), generated
-// once and cached; the stamp records the options that made it. The default --dbcache 8 (6 MiB of
-// UTXO cache) holds about an eighth of its UTXO set, so every run flushes and reads coins back from
-// the chainstate through DataStream<Policy>, as IBD does.
+// once and cached; the stamp records the options that made it. The default --dbcache 8 holds a
+// fraction of its UTXO set, so every run flushes and reads coins back from the chainstate through
+// DataStream<Policy>, as IBD does.
 std::string Stamp(const ChainGenOptions& o)
 {
     std::ostringstream s;

@@ -1,6 +1,6 @@
 // Script verification for Python: one input (verify_input) or every input of a block
 // (Block.verify_scripts), through the library's VerifyInput and GetBlockScriptFlags
-// (include/ibdkit/script/verify.h), with Core's error strings and reject reasons.
+// (include/ibdkit/script/verify.h, consensus/script_flags.h), with Core's error strings and reject reasons.
 //
 // Transactions and blocks come in as bytes or as the package's objects (their `raw` bytes, one
 // copy); spent outputs as (value, script_pubkey) pairs, objects with .value/.script_pubkey
@@ -11,6 +11,7 @@
 #include "errors.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>

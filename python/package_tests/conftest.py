@@ -6,11 +6,14 @@ IBDKIT_CLI=BUILD/ibdkit (to generate the chain and compare with the CLI).
 import json
 import os
 import pathlib
-import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python" / "tests"))
+
+import ibdkit_cli  # noqa: E402 (python/tests/ibdkit_cli.py: the binary under test, shared with python/tests)
 
 
 def _need(module, what):
@@ -35,18 +38,12 @@ def ibdkit():
 
 @pytest.fixture(scope="session")
 def cli():
-    path = pathlib.Path(os.environ.get("IBDKIT_CLI", ROOT / "build" / "release" / "ibdkit"))
-    if not path.exists():
-        pytest.fail(f"ibdkit binary not found at {path}; build first (make build)")
-    return path
+    return ibdkit_cli.cli_path()
 
 
 def run_cli(cli, *args):
-    # Under the asan preset LD_PRELOAD holds the sanitizer runtime for the interpreter; the CLI
-    # links its own.
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    return subprocess.run([str(cli), *map(str, args)], check=True, capture_output=True, text=True,
-                          env=env).stdout
+    """ibdkit's standard output for args; a failing run raises."""
+    return ibdkit_cli.run_cli(cli, *args).stdout
 
 
 @pytest.fixture(scope="session")

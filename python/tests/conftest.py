@@ -1,10 +1,11 @@
 """Shared fixtures for differential tests against Bitcoin Core's engine (py-bitcoinkernel)."""
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
+
+from ibdkit_cli import cli_path, run_cli  # noqa: F401 (run_cli: the tests import it from here)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("IBDKIT_TEST_DATA", ROOT / "tests" / "data"))
@@ -13,10 +14,7 @@ DATA = pathlib.Path(os.environ.get("IBDKIT_TEST_DATA", ROOT / "tests" / "data"))
 @pytest.fixture(scope="session")
 def cli():
     """Path of the ibdkit binary under test (IBDKIT_CLI, else build/release/ibdkit)."""
-    path = pathlib.Path(os.environ.get("IBDKIT_CLI", ROOT / "build" / "release" / "ibdkit"))
-    if not path.exists():
-        pytest.fail(f"ibdkit binary not found at {path}; build first (make build)")
-    return path
+    return cli_path()
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +66,3 @@ def import_ibdkit():
     return ibdkit
 
 
-def run_cli(cli, *args, check=True, input=None):
-    """Runs ibdkit with args; returns CompletedProcess (text mode unless input is bytes)."""
-    return subprocess.run([str(cli), *map(str, args)], check=check, capture_output=True,
-                          input=input, text=not isinstance(input, bytes))

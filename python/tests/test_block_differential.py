@@ -8,7 +8,6 @@ same result category (the C API gives the BlockValidationResult, not the reason 
 Core's `pbk.Block(raw)` copies its input slowly, so the bulk of the mutations use the small blocks
 of the block files; everything runs in one ibdkit process (`block check --lines`).
 """
-import hashlib
 import random
 import struct
 
@@ -19,6 +18,7 @@ from conftest import import_pbk  # noqa: E402
 pbk = import_pbk()
 
 from conftest import run_cli  # noqa: E402
+from chain_model import compact_size, read_compact_size, sha256d  # noqa: E402
 
 MAGICS = {b"\xf9\xbe\xb4\xd9": "main", b"\x0a\x03\xcf\x40": "signet", b"\xfa\xbf\xb5\xda": "regtest"}
 CHAIN = {"main": pbk.ChainType.MAINNET, "signet": pbk.ChainType.SIGNET, "regtest": pbk.ChainType.REGTEST}
@@ -26,31 +26,6 @@ RESULT_NAMES = {"consensus": "CONSENSUS", "invalid-header": "INVALID_HEADER", "m
 
 
 # ---- a minimal block codec (enough to build mutations) ------------------------------------------
-
-def sha256d(b):
-    return hashlib.sha256(hashlib.sha256(b).digest()).digest()
-
-
-def read_cs(b, i):
-    f = b[i]
-    if f < 253:
-        return f, i + 1
-    if f == 253:
-        return struct.unpack_from("<H", b, i + 1)[0], i + 3
-    if f == 254:
-        return struct.unpack_from("<I", b, i + 1)[0], i + 5
-    return struct.unpack_from("<Q", b, i + 1)[0], i + 9
-
-
-def cs(n):
-    if n < 253:
-        return bytes([n])
-    if n <= 0xFFFF:
-        return b"\xfd" + struct.pack("<H", n)
-    if n <= 0xFFFFFFFF:
-        return b"\xfe" + struct.pack("<I", n)
-    return b"\xff" + struct.pack("<Q", n)
-
 
 class Tx:
     def __init__(self, version=1, vin=None, vout=None, wit=None, locktime=0):
@@ -61,36 +36,36 @@ class Tx:
     def parse(b, i):
         version = struct.unpack_from("<I", b, i)[0]
         i += 4
-        n, i = read_cs(b, i)
+        n, i = read_compact_size(b, i)
         flag = 0
         if n == 0:
             flag = b[i]
             i += 1
-            n, i = read_cs(b, i)
+            n, i = read_compact_size(b, i)
         vin = []
         for _ in range(n):
             prev = b[i:i + 36]
             i += 36
-            ln, i = read_cs(b, i)
+            ln, i = read_compact_size(b, i)
             script = b[i:i + ln]
             i += ln
             seq = struct.unpack_from("<I", b, i)[0]
             i += 4
             vin.append([prev, script, seq])
-        m, i = read_cs(b, i)
+        m, i = read_compact_size(b, i)
         vout = []
         for _ in range(m):
             value = struct.unpack_from("<q", b, i)[0]
             i += 8
-            ln, i = read_cs(b, i)
+            ln, i = read_compact_size(b, i)
             vout.append([value, b[i:i + ln]])
             i += ln
         wit = [[] for _ in vin]
         if flag & 1:
             for k in range(n):
-                cnt, i = read_cs(b, i)
+                cnt, i = read_compact_size(b, i)
                 for _ in range(cnt):
-                    ln, i = read_cs(b, i)
+                    ln, i = read_compact_size(b, i)
                     wit[k].append(b[i:i + ln])
                     i += ln
         locktime = struct.unpack_from("<I", b, i)[0]
@@ -102,11 +77,11 @@ class Tx:
     def ser(self, witness=True):
         w = witness and self.has_witness()
         out = struct.pack("<I", self.version) + (b"\x00\x01" if w else b"")
-        out += cs(len(self.vin)) + b"".join(p + cs(len(s)) + s + struct.pack("<I", q) for p, s, q in self.vin)
-        out += cs(len(self.vout)) + b"".join(struct.pack("<q", v) + cs(len(s)) + s for v, s in self.vout)
+        out += compact_size(len(self.vin)) + b"".join(p + compact_size(len(s)) + s + struct.pack("<I", q) for p, s, q in self.vin)
+        out += compact_size(len(self.vout)) + b"".join(struct.pack("<q", v) + compact_size(len(s)) + s for v, s in self.vout)
         if w:
             for st in self.wit:
-                out += cs(len(st)) + b"".join(cs(len(x)) + x for x in st)
+                out += compact_size(len(st)) + b"".join(compact_size(len(x)) + x for x in st)
         return out + struct.pack("<I", self.locktime)
 
     def txid(self):
@@ -118,7 +93,7 @@ class Tx:
 
 
 def parse_block(b):
-    n, i = read_cs(b, 80)
+    n, i = read_compact_size(b, 80)
     txs = []
     for _ in range(n):
         tx, i = Tx.parse(b, i)
@@ -141,7 +116,7 @@ def ser_block(header, txs, fix_merkle=True):
     header = bytearray(header)
     if fix_merkle:
         header[36:68] = merkle([t.txid() for t in txs])
-    return bytes(header) + cs(len(txs)) + b"".join(t.ser() for t in txs)
+    return bytes(header) + compact_size(len(txs)) + b"".join(t.ser() for t in txs)
 
 
 def block_file_records(path, limit=None):

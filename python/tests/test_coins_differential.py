@@ -18,6 +18,7 @@ from conftest import import_pbk  # noqa: E402
 pbk = import_pbk()
 
 from conftest import run_cli  # noqa: E402
+from chain_model import compact_size, connect_block, core_transactions, sha256d  # noqa: E402
 
 EMPTY_HASH = "56944c5d3f98413ef45cf54545538103cc9f298e0575820ad3591376e2e0f65d"
 EMPTY_MUHASH = "dd5ad2a105c2d29495f577245c357409002329b9f4d6182c0af3dc2f462555c8"
@@ -85,20 +86,6 @@ def script_type(script):
     return "nonstandard"
 
 
-def sha256d(b):
-    return hashlib.sha256(hashlib.sha256(b).digest()).digest()
-
-
-def compact_size(n):
-    if n < 253:
-        return bytes([n])
-    if n <= 0xFFFF:
-        return b"\xfd" + struct.pack("<H", n)
-    if n <= 0xFFFFFFFF:
-        return b"\xfe" + struct.pack("<I", n)
-    return b"\xff" + struct.pack("<Q", n)
-
-
 def build_chainstate(datadir, chain_type, block_files):
     """Imports block files with Core's engine; returns (tip height, tip hash hex, expected utxo map)."""
     cm = pbk.load_chainman(datadir, chain_type)
@@ -113,17 +100,7 @@ def build_chainstate(datadir, chain_type, block_files):
         block = cm.blocks[entry]
         if h == height:
             tip_hash = bytes(entry.block_hash)[::-1].hex()
-        for i, tx in enumerate(block.transactions):
-            txid = bytes(tx.txid)
-            if i > 0:
-                for txin in tx.inputs:
-                    op = txin.out_point
-                    del utxo[(bytes(op.txid), op.index)]
-            for n, out in enumerate(tx.outputs):
-                script = bytes(out.script_pubkey)
-                if (len(script) > 0 and script[0] == 0x6A) or len(script) > 10000:
-                    continue  # unspendable: never added (Core's AddCoin)
-                utxo[(txid, n)] = (h, i == 0, out.amount, script)
+        connect_block(utxo, h, core_transactions(block))
         del block, entry
     del chain
     del cm  # flushes the chainstate

@@ -20,6 +20,7 @@ import json
 import struct
 
 from conftest import run_cli
+from chain_model import sha256d  # noqa: E402
 
 REGTEST_MAGIC = bytes.fromhex("fabfb5da")
 GENESIS_HASH = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
@@ -34,9 +35,6 @@ PINNED_HASH = "17dcc016d188d16068907cdeb38b75691a118d43053b8cd6a25969419381d13a"
 PINNED_BLOCK = "385901ccbd69dff6bbd00065d01fb8a9e464dede7cfe0372443884f9b1dcf6b9"
 PINNED_CHAIN_TX_COUNT = 201
 
-
-def sha256d(b):
-    return hashlib.sha256(hashlib.sha256(b).digest()).digest()
 
 
 def push_int(n):

@@ -13,6 +13,7 @@ from conftest import import_pbk, run_cli
 pbk = import_pbk()
 
 from test_coins_differential import expected_stats  # noqa: E402
+from chain_model import connect_block, core_transactions  # noqa: E402
 
 START = 1_700_000_000
 FIELDS = ("txouts", "transactions", "bogosize", "total_amount_sat", "hash_serialized_3")
@@ -75,17 +76,7 @@ def core_datadir(tmp_path, blocks, seed):
     utxo = {}
     for h in range(1, height + 1):
         block = cm.blocks[chain.block_tree_entries[h]]
-        for i, tx in enumerate(block.transactions):
-            txid = bytes(tx.txid)
-            if i > 0:
-                for txin in tx.inputs:
-                    op = txin.out_point
-                    del utxo[(bytes(op.txid), op.index)]
-            for n, out in enumerate(tx.outputs):
-                script = bytes(out.script_pubkey)
-                if (script and script[0] == 0x6A) or len(script) > 10000:
-                    continue
-                utxo[(txid, n)] = (h, i == 0, out.amount, script)
+        connect_block(utxo, h, core_transactions(block))
         del block
     del chain
     del cm  # flushes and closes: the datadir is complete and unlocked

@@ -12,6 +12,7 @@ pbk = import_pbk()
 
 from conftest import run_cli  # noqa: E402
 from test_coins_differential import build_chainstate, expected_stats  # noqa: E402
+from chain_model import connect_block  # noqa: E402
 
 FIELDS = ("txouts", "transactions", "bogosize", "total_amount_sat", "hash_serialized_3")
 
@@ -210,7 +211,7 @@ def _with_txs(raw, extra):
 
 
 def _utxos(records):
-    """Outputs of blocks 1.. not spent by later blocks: {(txid, n): (height, coinbase, value, spk)}."""
+    """Coins of blocks 1.. not spent by later blocks: {(txid, n): (height, coinbase, value, spk)}."""
     from test_block_differential import parse_block
 
     utxo = {}
@@ -218,12 +219,8 @@ def _utxos(records):
         if h == 0:
             continue
         _, txs = parse_block(raw)
-        for i, tx in enumerate(txs):
-            if i > 0:
-                for prev, _, _ in tx.vin:
-                    utxo.pop((prev[:32], int.from_bytes(prev[32:], "little")), None)
-            for n, (value, spk) in enumerate(tx.vout):
-                utxo[(tx.txid(), n)] = (h, i == 0, value, spk)
+        connect_block(utxo, h, [(tx.txid(), [(prev[:32], int.from_bytes(prev[32:], "little")) for prev, _, _ in tx.vin],
+                                 [tuple(out) for out in tx.vout]) for tx in txs])
     return utxo
 
 

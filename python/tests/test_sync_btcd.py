@@ -26,6 +26,7 @@ import urllib.request
 import pytest
 
 from conftest import GO_INSTALL, import_pbk, missing  # noqa: E402
+from chain_model import sha256d  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REGTEST_MAGIC = bytes.fromhex("fabfb5da")
@@ -115,7 +116,7 @@ class Btcd:
         n = 0
         for f in blk_files:
             for block in read_blocks(f):
-                if n == 0 and hashlib_sha256d(block[:80])[::-1].hex() == REGTEST_GENESIS:
+                if n == 0 and sha256d(block[:80])[::-1].hex() == REGTEST_GENESIS:
                     continue
                 result = self.rpc("submitblock", block.hex())
                 if result is not None:
@@ -138,11 +139,6 @@ class Btcd:
                 self.proc.wait(timeout=10)
         self.log.close()
         self.proc = None
-
-
-def hashlib_sha256d(b):
-    import hashlib
-    return hashlib.sha256(hashlib.sha256(b).digest()).digest()
 
 
 # ---- fixtures ------------------------------------------------------------------------------------

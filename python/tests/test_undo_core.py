@@ -1,7 +1,6 @@
 """Differential: the undo data `ibdkit replay --undo DIR` writes equals, byte for byte and block by block,
 the rev-file records Bitcoin Core's own engine writes for the same chain; `ibdkit undo --datadir` reads
 Core's records back through its block index; and no undo directory is ever placed inside Core's."""
-import hashlib
 import json
 
 from conftest import import_pbk, run_cli
@@ -9,12 +8,10 @@ from conftest import import_pbk, run_cli
 pbk = import_pbk()
 
 from test_replay_datadir import START, block_hash, core_datadir, framed_records, records, snapshot  # noqa: E402
+from chain_model import sha256d  # noqa: E402
 
 MAGIC = bytes.fromhex("fabfb5da")
 
-
-def sha256d(b):
-    return hashlib.sha256(hashlib.sha256(b).digest()).digest()
 
 
 def rev_records(blocks_dir):

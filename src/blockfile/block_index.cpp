@@ -1,15 +1,14 @@
 // Bitcoin Core's block index, read through the store's read-only overlay (or a snapshot of it).
 #include <ibdkit/blockfile/block_index.h>
 
-#include <ibdkit/kv/store.h>
-#include <ibdkit/consensus/pow.h>
+#include <ibdkit/consensus/best_chain.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
+#include <ibdkit/kv/store.h>
 #include <ibdkit/stream/streams.h>
 
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
 
 namespace ibdkit {
 
@@ -102,55 +101,39 @@ Result<BestChain> SelectBestChain(const BlockIndex& index, const BlockHash& gene
 {
     BestChain out;
     const auto& es = index.entries;
-    auto usable = [&](std::size_t i) { return (es[i].status & BLOCK_HAVE_DATA) && !(es[i].status & BLOCK_FAILED_MASK); };
-    std::unordered_map<BlockHash, std::vector<std::size_t>, Uint256Hasher> children;
-    std::size_t g = SIZE_MAX;
-    uint64_t usable_count = 0;
+    // The candidates: blocks with data and no FAILED flag, in disk order (file, then position), so
+    // that ties go to the tip whose data comes first.
+    std::vector<std::size_t> usable;
+    bool genesis_usable = false;
     for (std::size_t i = 0; i < es.size(); ++i) {
         if (es[i].status & BLOCK_HAVE_DATA) ++out.with_data;
         if (es[i].status & BLOCK_FAILED_MASK) ++out.failed;
-        if (!usable(i)) continue;
-        ++usable_count;
-        if (es[i].hash == genesis) {
-            g = i;
-        } else {
-            children[es[i].Prev()].push_back(i);
-        }
+        if (!(es[i].status & BLOCK_HAVE_DATA) || (es[i].status & BLOCK_FAILED_MASK)) continue;
+        usable.push_back(i);
+        genesis_usable |= es[i].hash == genesis;
     }
-    if (g == SIZE_MAX) {
-        out.orphans = usable_count;
+    if (!genesis_usable) {
+        out.orphans = usable.size();
         return out;
     }
-    if (es[g].height != 0) return Error{Errc::Corrupt, "block index: the genesis block is stored at height " + std::to_string(es[g].height)};
-    std::vector<arith_uint256> work(es.size());
-    std::vector<std::size_t> parent(es.size(), SIZE_MAX);
-    std::vector<std::size_t> frontier{g};
-    work[g] = GetBlockProof(es[g].Bits());
-    for (std::size_t k = 0; k < frontier.size(); ++k) {
-        const std::size_t i = frontier[k];
-        auto it = children.find(es[i].hash);
-        if (it == children.end()) continue;
-        for (std::size_t c : it->second) {
-            if (es[c].height != es[i].height + 1) {
-                return Error{Errc::Corrupt, "block index: block " + es[c].hash.ToHex() + " is stored at height " +
-                                                std::to_string(es[c].height) + " but its parent is at " + std::to_string(es[i].height)};
-            }
-            work[c] = work[i] + GetBlockProof(es[c].Bits());
-            parent[c] = i;
-            frontier.push_back(c);
+    std::stable_sort(usable.begin(), usable.end(), [&](std::size_t a, std::size_t b) {
+        return std::pair(es[a].file, es[a].data_pos) < std::pair(es[b].file, es[b].data_pos);
+    });
+    std::vector<ChainCandidate> candidates;
+    candidates.reserve(usable.size());
+    for (std::size_t i : usable) candidates.push_back({es[i].hash, es[i].Prev(), es[i].Bits()});
+    const MostWorkChain best = SelectMostWorkChain(candidates, genesis);
+    for (std::size_t k = 0; k < usable.size(); ++k) {
+        const auto& e = es[usable[k]];
+        if (best.heights[k] >= 0 && e.height != best.heights[k]) {
+            return Error{Errc::Corrupt, "block index: block " + e.hash.ToHex() + " is stored at height " +
+                                            std::to_string(e.height) + " but is block " + std::to_string(best.heights[k]) +
+                                            " of the chain from the genesis"};
         }
     }
-    auto earlier = [&](std::size_t a, std::size_t b) {
-        return std::pair(es[a].file, es[a].data_pos) < std::pair(es[b].file, es[b].data_pos);
-    };
-    std::size_t best = g;
-    for (std::size_t i : frontier) {
-        if (work[i] > work[best] || (work[i] == work[best] && earlier(i, best))) best = i;
-    }
-    for (std::size_t i = best; i != SIZE_MAX; i = parent[i]) out.entries.push_back(i);
-    std::reverse(out.entries.begin(), out.entries.end());
-    out.orphans = usable_count - frontier.size();
-    out.stale = frontier.size() - out.entries.size();
+    for (std::size_t k : best.chain) out.entries.push_back(usable[k]);
+    out.orphans = best.orphans;
+    out.stale = best.stale;
     return out;
 }
 

@@ -11,12 +11,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
-#include <unordered_map>
 
 namespace ibdkit {
 
@@ -265,80 +263,25 @@ Result<BlockRecordPos> BlockFileReader::ReadFrame(uint32_t file, uint64_t data_o
     return BlockRecordPos{file, data_offset, size};
 }
 
-double BlockProofApprox(uint32_t bits) noexcept
-{
-    const uint32_t exponent = bits >> 24;
-    const uint32_t mantissa = bits & 0x007fffff;
-    if (mantissa == 0 || (bits & 0x00800000)) return 0; // zero or negative target: no work
-    const double target = double(mantissa) * std::ldexp(1.0, 8 * (int(exponent) - 3));
-    return std::ldexp(1.0, 256) / (target + 1);
-}
-
 void ChainOrderer::Add(const BlockRecordPos& pos, std::span<const uint8_t, 80> header)
 {
-    Node n;
-    n.pos = pos;
-    n.hash = BlockHash(HashSha256d(std::span<const uint8_t>(header)));
-    n.prev = BlockHash(uint256(header.subspan<4, 32>()));
-    n.bits = ReadLE32(header.data() + 72);
-    m_nodes.push_back(n);
+    m_positions.push_back(pos);
+    m_headers.push_back({BlockHash(HashSha256d(std::span<const uint8_t>(header))),
+                         BlockHash(uint256(header.subspan<4, 32>())), ReadLE32(header.data() + 72)});
 }
 
 ChainOrder ChainOrderer::Finish() const
 {
+    // Records come in file order, so ties go to the tip whose record comes first on disk.
+    const MostWorkChain best = SelectMostWorkChain(m_headers, m_genesis);
     ChainOrder out;
-    std::unordered_map<BlockHash, std::size_t, Uint256Hasher> index;
-    std::vector<bool> dup(m_nodes.size(), false);
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
-        if (!index.emplace(m_nodes[i].hash, i).second) {
-            dup[i] = true;
-            ++out.duplicates;
-        }
+    for (std::size_t i : best.chain) {
+        out.blocks.push_back(m_positions[i]);
+        out.hashes.push_back(m_headers[i].hash);
     }
-    // Children by parent; the genesis may be a record (height 0) or only the parent of height 1.
-    std::unordered_map<BlockHash, std::vector<std::size_t>, Uint256Hasher> children;
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
-        if (!dup[i] && m_nodes[i].hash != m_genesis) children[m_nodes[i].prev].push_back(i);
-    }
-    std::vector<double> work(m_nodes.size(), -1);
-    std::vector<std::size_t> parent(m_nodes.size(), SIZE_MAX);
-    std::vector<std::size_t> frontier;
-    if (auto g = index.find(m_genesis); g != index.end()) {
-        work[g->second] = BlockProofApprox(m_nodes[g->second].bits);
-        frontier.push_back(g->second);
-    }
-    auto visit_children_of = [&](const BlockHash& h, double base, std::size_t from) {
-        auto it = children.find(h);
-        if (it == children.end()) return;
-        for (std::size_t c : it->second) {
-            work[c] = base + BlockProofApprox(m_nodes[c].bits);
-            parent[c] = from;
-            frontier.push_back(c);
-        }
-    };
-    if (frontier.empty()) visit_children_of(m_genesis, 0, SIZE_MAX);
-    for (std::size_t k = 0; k < frontier.size(); ++k) {
-        const std::size_t i = frontier[k];
-        visit_children_of(m_nodes[i].hash, work[i], i);
-    }
-    std::size_t best = SIZE_MAX;
-    uint64_t reached = 0;
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
-        if (dup[i]) continue;
-        if (work[i] < 0) {
-            ++out.orphans;
-            continue;
-        }
-        ++reached;
-        if (best == SIZE_MAX || work[i] > work[best]) best = i;
-    }
-    for (std::size_t i = best; i != SIZE_MAX; i = parent[i]) {
-        out.blocks.push_back(m_nodes[i].pos);
-        out.hashes.push_back(m_nodes[i].hash);
-    }
-    std::reverse(out.blocks.begin(), out.blocks.end());
-    std::reverse(out.hashes.begin(), out.hashes.end());
-    out.stale = reached - out.blocks.size();
+    out.orphans = best.orphans;
+    out.stale = best.stale;
+    out.duplicates = best.duplicates;
     return out;
 }
 

@@ -1,9 +1,8 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/encoding/hex.h>
 
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/amount.h>
-#include <ibdkit/script/interpreter.h>
+#include <ibdkit/script/flags.h>
 
 #include <algorithm>
 #include <cctype>
@@ -50,7 +49,8 @@ Block CreateGenesisBlock(std::string_view timestamp, std::span<const uint8_t> pu
     genesis.nonce = nonce;
     genesis.version = version;
     genesis.vtx.emplace_back(std::move(tx));
-    genesis.hash_merkle_root = BlockMerkleRoot(genesis);
+    // The merkle root of a block of one transaction is that transaction's txid.
+    genesis.hash_merkle_root = genesis.vtx[0].GetHash().ToUint256();
     return genesis;
 }
 

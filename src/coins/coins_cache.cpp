@@ -29,9 +29,9 @@ uint64_t* CoinsMap::NewSlots(std::size_t n)
     // second fault and a TLB flush on every core that ran the process.
     // A table of whole huge pages asks for transparent huge pages (THP in `always` or `madvise`
     // mode): every lookup touches a random slot, with 4 KiB pages nearly always a TLB miss too.
-    // Best effort: without THP the pages stay small. (Node slabs stay small: on the benchmark
-    // machine the kernel's zeroing of fresh 2 MiB pages cost more than the TLB saved there, and
-    // part-used slabs added 26 MiB of RSS; CHANGELOG.md, 2026-11-24.)
+    // Best effort: without THP the pages stay small. (Node slabs stay small: the kernel's zeroing of
+    // fresh huge pages cost more than the TLB saved there, and part-used slabs grew the RSS;
+    // docs/chainstate.md.)
     const std::size_t bytes = n * sizeof(uint64_t);
     void* p = nullptr;
     if (bytes % HUGE_PAGE_BYTES == 0) {

@@ -38,8 +38,8 @@ inline constexpr std::array<std::array<char, 2>, 100> DEC_PAIRS = [] {
 }();
 
 /// Page-cache hygiene for exports of many GB: pages already written back (or already parsed) are
-/// dropped, so the kernel recycles warm pages instead of taking fresh ones for every 4 KiB; on a
-/// VM that halves the kernel's share of a dump (CHANGELOG.md, 2026-11-22). It also makes the re-read
+/// dropped, so the kernel recycles warm pages instead of taking fresh ones for every page, which
+/// cuts the kernel's share of a dump. It also makes the re-read
 /// check read the device, not the copy in memory. `fd` may be a pipe or tmpfs: errors are ignored.
 inline void DropCachedRange(int fd, uint64_t from, uint64_t to)
 {

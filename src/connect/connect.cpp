@@ -3,8 +3,9 @@
 #include "coins/coins_cache_access.h"
 
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/consensus/tx_verify.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/script/interpreter.h>
 #include <ibdkit/script/verify.h>
 

@@ -1,7 +1,7 @@
 #include <ibdkit/connect/disconnect.h>
 
 #include <ibdkit/coins/compressor.h>
-#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/primitives/consensus_constants.h>
 
 namespace ibdkit {
 

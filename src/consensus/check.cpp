@@ -1,10 +1,10 @@
 #include <ibdkit/consensus/check.h>
 
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <algorithm>

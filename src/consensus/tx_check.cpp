@@ -2,7 +2,7 @@
 
 #include "consensus/tx_check_internal.h"
 
-#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <algorithm>

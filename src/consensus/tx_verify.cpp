@@ -1,7 +1,7 @@
 #include <ibdkit/consensus/tx_verify.h>
 
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/tx_check.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <algorithm>

@@ -108,9 +108,9 @@ constexpr LaneKernel ARM_X2{2, arm::StepX2};
 constexpr Engine ARM_SHA2{"arm-sha2", arm::Transform, arm::D64, {2, {ARM_X2, ARM_X1}, {2, 0}}};
 #endif
 
-// The automatic choice, ordered by measurement (docs/crypto.md): single streams on SHA-NI when
-// present (4x portable); Sha256d64 on AVX-512 16-lane (2x SHA-NI 2-way), else SHA-NI 2-way (which
-// beats AVX2 8-lane on CPUs that have both), else AVX2 8-lane, else portable.
+// The automatic choice, ordered by measurement (the figures: docs/crypto.md): single streams on
+// SHA-NI when present; Sha256d64 on AVX-512 16-lane, else SHA-NI 2-way (which beats AVX2 8-lane on
+// CPUs that have both), else AVX2 8-lane, else portable.
 const Engine& AutoEngine() noexcept
 {
     static const Engine engine = [] {

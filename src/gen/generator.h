@@ -11,9 +11,9 @@
 #include "gen/signer.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <array>
@@ -123,8 +123,6 @@ inline constexpr int64_t SIGOPS_CAP = MAX_BLOCK_SIGOPS_COST - 800;
 inline constexpr int64_t COINBASE_ONLY_BYTES = 200;                            // rough size of a coinbase-only block
 inline constexpr Amount DUST = 546;
 inline constexpr double BYTES_PER_WU = 0.275;                                 // typical of the generated blocks
-
-inline std::size_t CompactSizeLen(std::size_t n) noexcept { return n < 253 ? 1 : n <= 0xffff ? 3 : 5; }
 
 /// The era of a height in the mainnet profile (docs/generator.md): which output types it makes.
 enum class Era : uint8_t { LEGACY, SEGWIT, TAPROOT };

@@ -270,7 +270,7 @@ void ChainGenerator::Impl::AddOut(TxDraft& d, OutKind kind, Amount value)
 {
     PlannedOut po{kind};
     Script s = MakeScript(kind, po);
-    d.bound += uint64_t(4 * (8 + CompactSizeLen(s.size()) + s.size()));
+    d.bound += uint64_t(4 * (8 + GetSizeOfCompactSize(s.size()) + s.size()));
     d.mtx.vout.push_back(TxOut{value, std::move(s)});
     d.planned.push_back(po);
 }

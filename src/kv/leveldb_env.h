@@ -36,8 +36,8 @@ public:
 /// really holds (docs/chainstate.md, "The budget").
 ///
 /// It also checks every block's checksum, which LevelDB's ReadOptions::verify_checksums would do
-/// with a byte-table CRC (Debian's LevelDB has no CRC instruction: 13% of all CPU time at
-/// `--dbcache 100`). LevelDB reads a table in two kinds of call (table/format.cc, table.cc): the
+/// with a byte-table CRC (Debian's LevelDB has no CRC instruction; docs/chainstate.md, *Block
+/// checksums*). LevelDB reads a table in two kinds of call (table/format.cc, table.cc): the
 /// 48-byte footer at the end of the file, and a block with its 5-byte trailer — the compression
 /// type, then the masked CRC-32C of the block and that type byte. Every read but the footer's is
 /// checked here, so a block LevelDB has not checked itself is never handed to it unchecked.

@@ -3,8 +3,8 @@
 #include "primitives/tx_builder.h"
 #include "primitives/tx_parser.h"
 
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/stream/streams.h>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
 
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/primitives/consensus_constants.h>
 
 #include <string>
 

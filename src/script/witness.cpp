@@ -9,6 +9,7 @@
 #include "script/secp.h"
 
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/encoding/serialize.h>
 
 #include <algorithm>
 #include <string_view>
@@ -37,21 +38,11 @@ Sha256 TaggedHasher(std::string_view tag)
 
 void WriteCompactSizeTo(Sha256& h, uint64_t n)
 {
-    uint8_t buf[9];
-    std::size_t len = 0;
-    if (n < 253) {
-        buf[len++] = uint8_t(n);
-    } else if (n <= 0xffff) {
-        buf[len++] = 253;
-        for (int i = 0; i < 2; ++i) buf[len++] = uint8_t(n >> (8 * i));
-    } else if (n <= 0xffffffff) {
-        buf[len++] = 254;
-        for (int i = 0; i < 4; ++i) buf[len++] = uint8_t(n >> (8 * i));
-    } else {
-        buf[len++] = 255;
-        for (int i = 0; i < 8; ++i) buf[len++] = uint8_t(n >> (8 * i));
-    }
-    h.Write(buf, len);
+    struct Sha256Stream { // Sha256 as a WriteStream (encoding/serialize.h)
+        Sha256& sha;
+        void write(std::span<const std::byte> bytes) noexcept { sha.Write(bytes); }
+    } s{h};
+    WriteCompactSize(s, n);
 }
 
 uint256 Finish(Sha256& h)
@@ -59,11 +50,6 @@ uint256 Finish(Sha256& h)
     uint256 out;
     h.Finalize(out.data());
     return out;
-}
-
-uint64_t CompactSizeLength(uint64_t n) noexcept
-{
-    return n < 253 ? 1 : n <= 0xffff ? 3 : n <= 0xffffffff ? 5 : 9;
 }
 
 /// Runs a witness script on the witness stack `args` and requires exactly one true element after.
@@ -134,8 +120,8 @@ bool VerifyTaprootCommitment(View control, View program, const uint256& tapleaf_
 
 uint64_t WitnessSerializedSize(const ScriptWitness& witness) noexcept
 {
-    uint64_t size = CompactSizeLength(witness.stack.size());
-    for (const auto& elem : witness.stack) size += CompactSizeLength(elem.size()) + elem.size();
+    uint64_t size = GetSizeOfCompactSize(witness.stack.size());
+    for (const auto& elem : witness.stack) size += GetSizeOfCompactSize(elem.size()) + elem.size();
     return size;
 }
 

@@ -1,13 +1,13 @@
 #include <ibdkit/spent/spent_block.h>
 
+#include <ibdkit/encoding/serialize.h>
+
 #include <string>
 #include <utility>
 
 namespace ibdkit {
 
 namespace {
-
-std::size_t CompactSizeLength(uint64_t n) noexcept { return n < 253 ? 1 : n <= 0xffff ? 3 : n <= 0xffffffffu ? 5 : 9; }
 
 Error BlockError(Errc code, const BlockHash& hash, int height, const std::string& what)
 {
@@ -30,7 +30,7 @@ Result<SpentBlock> SpentBlock::Make(std::vector<uint8_t> bytes, int height, Bloc
 
     const std::size_t n = b.m_view.tx_count();
     b.m_txs.reserve(n);
-    b.m_stripped_size = BlockHeader::SIZE + CompactSizeLength(n);
+    b.m_stripped_size = BlockHeader::SIZE + GetSizeOfCompactSize(n);
     for (TxView tx : b.m_view.txs()) {
         b.m_txs.push_back(tx.layout());
         b.m_stripped_size += tx.GetStrippedSize();

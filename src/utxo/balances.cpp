@@ -3,7 +3,7 @@
 // sort, or a heap for a small top).
 #include <ibdkit/utxo/balances.h>
 
-#include <ibdkit/consensus/consensus.h>
+#include <ibdkit/primitives/consensus_constants.h>
 
 #include "common/external_sort.h"
 

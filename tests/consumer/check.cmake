@@ -30,6 +30,13 @@ if(LAUNCHER)
 endif()
 if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+  # The chain generator and the benchmarks are targets of their own, no part of the package.
+  file(GLOB_RECURSE archive ${WORK_DIR}/prefix/libibdkit.a)
+  find_program(IBDKIT_AR NAMES ar llvm-ar REQUIRED)
+  run(${IBDKIT_AR} t ${archive})
+  if(EXISTS ${WORK_DIR}/prefix/include/ibdkit/gen OR last_output MATCHES "chain_gen|bench_")
+    message(FATAL_ERROR "consumer (install): the package holds the chain generator or the benchmarks:\n${last_output}")
+  endif()
   run(${CMAKE_COMMAND} ${args} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 elseif(MODE STREQUAL "subdir")
   # No build type: CMake's default flags (no optimisation), the cheapest full library build.

@@ -10,8 +10,8 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/connect/connect.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/merkle.h>
+#include <ibdkit/primitives/consensus_constants.h>
 
 #include <gtest/gtest.h>
 

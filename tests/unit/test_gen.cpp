@@ -4,9 +4,9 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/gen/chain_gen.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include "test_util.h"

@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/script/verify.h>
 

@@ -61,7 +61,7 @@ struct BlockIndex {
 /// hash, Errc::Corrupt.
 Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir, bool snapshot = false);
 
-/// The best chain of an index: the most-work chain (exact 256-bit work, Core's GetBlockProof) of
+/// The best chain of an index: the most-work chain (SelectMostWorkChain, consensus/best_chain.h) of
 /// entries that have HAVE_DATA, no FAILED flag and every ancestor likewise, starting at `genesis`.
 /// Ties go to the chain whose tip's data comes first on disk (file, then position) — Core's
 /// arrival order is not stored. Returns indexes into `index.entries`, genesis first, in height

@@ -5,6 +5,7 @@
 // `xor.dat` at the byte's absolute file offset. Files are opened read-only and never written.
 #pragma once
 
+#include <ibdkit/consensus/best_chain.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/stream/obfuscation.h>
@@ -109,8 +110,8 @@ struct ChainOrder {
     uint64_t duplicates{0};             ///< records of a block already seen
 };
 
-/// Orders blocks by following prev-hashes from `genesis` and picks the chain with the most work
-/// (ties: the first seen). Input: each record's position and 80-byte header.
+/// Orders scanned blocks into the most-work chain from `genesis` (consensus/best_chain.h; ties: the
+/// first seen). Input: each record's position and 80-byte header.
 class ChainOrderer {
 public:
     explicit ChainOrderer(const BlockHash& genesis) : m_genesis(genesis) {}
@@ -119,18 +120,9 @@ public:
     ChainOrder Finish() const;
 
 private:
-    struct Node {
-        BlockRecordPos pos;
-        BlockHash hash;
-        BlockHash prev;
-        uint32_t bits;
-    };
     BlockHash m_genesis;
-    std::vector<Node> m_nodes;
+    std::vector<BlockRecordPos> m_positions;
+    std::vector<ChainCandidate> m_headers; ///< same order as m_positions
 };
-
-/// Approximate proof-of-work of a compact target (2^256 / (target + 1)), as a double: enough to
-/// compare chains in a block-file ordering, not for consensus.
-double BlockProofApprox(uint32_t bits) noexcept;
 
 } // namespace ibdkit

@@ -41,8 +41,8 @@ struct ConsensusParams {
     /// (mainnet's taproot exception keeps them), which is what sigop counting reads.
     std::vector<BlockHash> bip16_exceptions;
     /// Core's script_flag_exceptions in full, for script verification (GetBlockScriptFlags,
-    /// script/verify.h): a listed block is connected under `flags` (a ScriptFlags value of
-    /// script/interpreter.h) instead of P2SH|WITNESS|TAPROOT, before the height-activated flags
+    /// consensus/script_flags.h): a listed block is connected under `flags` (a ScriptFlags value of
+    /// script/flags.h) instead of P2SH|WITNESS|TAPROOT, before the height-activated flags
     /// are added. Mainnet: the BIP16 exception (no flags) and the taproot exception
     /// (P2SH|WITNESS: a block from before taproot's activation whose witness v1 spend breaks its
     /// rules); testnet3: its BIP16 exception. bip16_exceptions lists the blocks where P2SH is off.

@@ -13,10 +13,10 @@
 //                    OP_RETURN and the bytes are skipped, as Core does)
 #pragma once
 
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>

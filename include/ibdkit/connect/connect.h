@@ -54,7 +54,7 @@ struct ConnectContext {
     /// Hash of this chain's block at params.bip34_height, when height > bip34_height (BIP30 rule).
     std::optional<BlockHash> bip34_ancestor;
     /// Verify every input's scripts (Core's fScriptChecks) under GetBlockScriptFlags of this block
-    /// (script/verify.h). The engine sets it from the assumevalid rule (consensus/assumevalid.h);
+    /// (consensus/script_flags.h). The engine sets it from the assumevalid rule (consensus/assumevalid.h);
     /// off, no per-input work is done for scripts at all.
     bool check_scripts{false};
     /// Why (Core's script_check_reason, for reports): static text, empty when not checked.

@@ -7,10 +7,10 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/consensus.h>
 #include <ibdkit/consensus/tx_verify.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
+#include <ibdkit/primitives/consensus_constants.h>
 
 #include <cstdint>
 #include <optional>

@@ -64,13 +64,13 @@ struct ChainGenOptions {
 };
 
 /// The default chain: what `ibdkit run` (`make run`) generates, caches and replays. Mainnet-shaped
-/// and deterministic (seed 1, a fixed start time), `blocks` blocks of ~333 kB: 120 blocks end with
-/// ~400 k coins, ~50 MiB in the cache, so `run`'s --dbcache 8 holds about an eighth of it.
+/// and deterministic (seed 1, a fixed start time): its UTXO set is several times what `run`'s
+/// --dbcache 8 holds, so a run flushes and reads coins back (its size: docs/generator.md).
 ChainGenOptions DefaultChainOptions(int blocks = 120);
-/// `gen-chain --preset default`: the default profile, 2,500 blocks, ~180 MB (the chain
-/// docs/benchmarks.md measured as "the default chain" before `run` replayed DefaultChainOptions).
+/// `gen-chain --preset default`: the default profile, 2,500 blocks (the chain docs/benchmarks.md
+/// calls "the default chain" in its older figures).
 ChainGenOptions GenChainPresetOptions();
-/// `gen-chain --preset tiny`, and the tests' chain: 150 blocks, ~2 MB.
+/// `gen-chain --preset tiny`, and the tests' chain: 150 blocks.
 ChainGenOptions TinyChainGenOptions();
 /// The mainnet profile at 0.8 MB per block on average: `blocks` blocks (2,000 when 0).
 ChainGenOptions MainnetChainGenOptions(int blocks = 0);

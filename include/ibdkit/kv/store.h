@@ -68,17 +68,17 @@ private:
 };
 
 /// Bits of Bloom filter per key in the tables ibdkit writes. LevelDB keeps every open table's
-/// filter in memory, 0.3-0.4% of the chainstate's bytes per bit, outside any cache; 5 bits
-/// (9% false positives, against 1% for Core's 10) halve that and, at --dbcache 100 on the 8 GB
-/// chain, leave the coins cache more room than the extra block reads cost (docs/chainstate.md).
+/// filter in memory, outside any cache; half of Core's 10 bits halves that and, where the chainstate
+/// is much larger than the cache, leaves the coins cache more room than the extra block reads that
+/// its false positives cost (the figures: docs/chainstate.md).
 inline constexpr int BLOOM_BITS_PER_KEY = 5;
 
 /// Bytes of a table block in the tables ibdkit writes (LevelDB's block_size; Core: 4 KiB, and its
 /// LevelDB reads any size). A lookup reads, copies and checksums one whole block for one coin; every
-/// open table keeps one index entry per block in memory, outside any cache (~2.7 per mille of the
-/// tables' bytes at 16 KiB, ~11 at 4 KiB). Smaller blocks ran faster where the cache has room and
-/// slower at --dbcache 100 on the 8 GB chain, where the index takes the cache's room
-/// (docs/chainstate.md, *Table block size*).
+/// open table keeps one index entry per block in memory, outside any cache, four times as many at
+/// Core's size. Smaller blocks are faster where the cache has room and slower where the chainstate
+/// is much larger than the cache, whose room the index then takes (docs/chainstate.md, *Table block
+/// size*).
 inline constexpr std::size_t TABLE_BLOCK_BYTES = 16 << 10;
 
 struct StoreOptions {

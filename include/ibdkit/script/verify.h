@@ -1,5 +1,5 @@
-// ibdkit/script/verify.h — verifying inputs' scripts: one input for tools, a block's flags for the
-// engine.
+// ibdkit/script/verify.h — verifying inputs' scripts: one input for tools, a block's inputs for the
+// engine (under the block's flags: consensus/script_flags.h).
 //
 // VerifyInput is the whole of Core's per-input script check (CScriptCheck): the input's scriptSig
 // and witness against the output it spends, under a block's flags, with Core's verdict and reject
@@ -7,7 +7,6 @@
 // with spent outputs they got elsewhere (a UTXO set, Core's rev files, a JSON file).
 #pragma once
 
-#include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
@@ -53,10 +52,5 @@ struct BlockInputFailure {
 /// failing inputs in block order (empty when every input passes). Throws std::invalid_argument if
 /// spent.size() differs from the block's input count.
 std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags);
-
-/// The script flags Core connects the block at `height` with hash `hash` under (Core's
-/// GetBlockScriptFlags): P2SH, WITNESS and TAPROOT everywhere but the networks' exception blocks,
-/// then DERSIG, CHECKLOCKTIMEVERIFY, CHECKSEQUENCEVERIFY and NULLDUMMY from their activation heights.
-ScriptFlags GetBlockScriptFlags(const ConsensusParams& params, int height, const BlockHash& hash);
 
 } // namespace ibdkit

@@ -1,4 +1,5 @@
-// ibdkit/consensus/consensus.h — consensus constants, named as in Bitcoin Core.
+// ibdkit/primitives/consensus_constants.h — consensus constants, named as in Bitcoin Core (its
+// consensus/consensus.h and script/script.h). A leaf: the byte formats, scripts and rules all read them.
 #pragma once
 
 #include <cstddef>
