@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections import Counter
 
 import pytest
 
@@ -59,6 +60,15 @@ def kill_round(cli, args, rng, budget):
     return sig, p.returncode, err, delay
 
 
+def outcome(sig, rc):
+    """How a round ended, for the campaign's summary line."""
+    return "finished" if rc == 0 else "killed" if sig == signal.SIGKILL else "caught" if rc == 130 else "at start"
+
+
+def report(name, outcomes, states):
+    print(f"{name}: seed {SEED}: {dict(sorted(Counter(outcomes).items()))}, left {dict(sorted(Counter(states).items()))}")
+
+
 def check_exit(sig, rc, err, delay, what):
     """Exit 0 (finished first), 130 with the message (caught), or death by SIGKILL; a catchable
     signal may kill the process only while it is still starting (before main)."""
@@ -89,10 +99,13 @@ def campaign_on_file(cli, tmp_path, args_for, check_complete, name):
     budget = 1.2 * timed(cli, args_for(ref))
     check_complete(ref)
     out = tmp_path / name
+    outcomes, states = [], []
     for i in range(KILLS):
         out.write_bytes(OLD)
         sig, rc, err, delay = kill_round(cli, args_for(out), rng, budget)
         where = check_exit(sig, rc, err, delay, f"{name} round {i}")
+        outcomes.append(outcome(sig, rc))
+        states.append("old" if out.read_bytes() == OLD else "new")
         if out.read_bytes() != OLD:
             check_complete(out)
         elif rc == 0:
@@ -104,6 +117,7 @@ def campaign_on_file(cli, tmp_path, args_for, check_complete, name):
         run_cli(cli, *args_for(out))
         check_complete(out)
         assert {p.name for p in tmp_path.iterdir()} == {out.name, ref.name}, "the rerun removed the dead run's temporary"
+    report(name, outcomes, states)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "sqlite"])
@@ -149,10 +163,13 @@ def test_gen_chain(cli, base, tmp_path):
     ref_json.pop("seconds")
     out = tmp_path / "chain"
     budget = 1.2 * timed(cli, ["gen-chain", "--out", out, *GEN])
+    outcomes, states = [], []
     for i in range(KILLS):
         sig, rc, err, delay = kill_round(cli, ["gen-chain", "--out", out, *GEN], rng, budget)
         where = check_exit(sig, rc, err, delay, f"gen-chain round {i}")
         blocks = out / "blocks"
+        outcomes.append(outcome(sig, rc))
+        states.append("marked incomplete" if (blocks / "gen-chain.incomplete").exists() else "complete")
         if (blocks / "gen-chain.incomplete").exists():
             assert rc != 0, where
             r = run_cli(cli, "replay", "-q", "--blocks-dir", blocks, check=False)
@@ -166,6 +183,7 @@ def test_gen_chain(cli, base, tmp_path):
         run_cli(cli, "gen-chain", "--out", out, *GEN)
         assert files_of(blocks) == reference, where
         assert sorted(p.name for p in out.iterdir()) == ["blocks", "chain.json"], where
+    report("gen-chain", outcomes, states)
 
 
 def test_replay(cli, base, tmp_path):
@@ -179,15 +197,19 @@ def test_replay(cli, base, tmp_path):
     budget = 1.2 * timed(cli, args(tmp_path / "ref-cs", ref))
     expected = ref.read_bytes()
     out = tmp_path / "h.csv"
+    outcomes, states = [], []
     for i in range(KILLS):
         cs = tmp_path / f"cs{i}"
         out.write_bytes(OLD)
         sig, rc, err, delay = kill_round(cli, args(cs, out), rng, budget)
         where = check_exit(sig, rc, err, delay, f"replay round {i}")
         assert out.read_bytes() in (OLD, expected), where
+        outcomes.append(outcome(sig, rc))
+        states.append("old" if out.read_bytes() == OLD else "new")
         if rc == 130 and out.read_bytes() == OLD and "resume" not in err and "nothing written" not in err:
             assert "interrupted again" in err or "not written" in err, where
         r = run_cli(cli, *args(cs, out), check=False)
         assert r.returncode == 0, (r.stderr, where)
         assert out.read_bytes() == expected, where
         assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name], where
+    report("replay", outcomes, states)
