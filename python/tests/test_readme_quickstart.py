@@ -49,7 +49,7 @@ def test_line_pattern_keeps_what_is_fixed():
 def test_readme_quickstart_runs_as_written(cli, shared, tmp_path):
     steps = console_examples(README.read_text())
     assert len(steps) >= 2 and any("replay" in c for c, _ in steps)
-    env_path = f"{pathlib.Path(cli).parent}:/usr/bin:/bin"
+    env_path = f"{pathlib.Path(cli).resolve().parent}:/usr/bin:/bin"
     for command, expected in steps:
         run = command.replace("/tmp/", f"{tmp_path}/").replace("tests/data/", f"{DATA}/")
         r = subprocess.run(["bash", "-o", "pipefail", "-c", run], cwd=tmp_path, capture_output=True, text=True,
