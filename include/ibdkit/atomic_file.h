@@ -8,7 +8,7 @@
 // the final name holds either its previous file (or nothing) or the complete new one. A kill that
 // gives no chance to clean up (SIGKILL, power loss) can leave a temporary behind, never a partial
 // file under the final name; the next AtomicFile for the same final name removes the temporaries
-// of processes that no longer run. docs/formats.md, *Result files*.
+// of processes that no longer run. docs/formats.md §11, *Result files*.
 #pragma once
 
 #include <ibdkit/error.h>
