@@ -18,6 +18,8 @@ out="$root/build/wheel"
 rm -rf "$out/raw"
 mkdir -p "$out/raw"
 start=$(date +%s)
+# scikit-build-core runs the build with CMake's default parallelism unless told; JOBS as `make build`.
+export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}}
 "$py" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$out/raw" "$root"
 raw=$(ls "$out"/raw/ibdkit-*.whl)
 rm -f "$out"/ibdkit-*manylinux*.whl
