@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test test-clang test-arm64 sanitize fuzz bench clean
+.PHONY: all deps build run test test-clang test-arm64 sanitize fuzz bench wheel test-wheel clean
 
 all: build
 
@@ -44,6 +44,15 @@ fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 	scripts/fuzz.sh build/fuzz/fuzz $(FUZZ_SECONDS)
+
+# A self-contained manylinux wheel in build/wheel/ (auditwheel repair from PyPI; docs/python.md,
+# *The wheel*); test-wheel installs it into a fresh venv with the system's libraries hidden and runs
+# the README's Python example.
+wheel: deps
+	@JOBS=$(JOBS) scripts/wheel.sh >/dev/null
+
+test-wheel: wheel
+	scripts/wheel_check.sh "$$(ls build/wheel/ibdkit-*manylinux*.whl)" build/wheel/check
 
 bench: build
 	./$(BUILD)/ibdkit bench --policy all

@@ -1,6 +1,9 @@
 // `ibdkit gen-chain`: writes a deterministic regtest chain as Core-format blk files.
 #include "commands.h"
+#include "interrupt.h"
 
+#include <ibdkit/atomic_file.h>
+#include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/gen/chain_gen.h>
 
 #include <nlohmann/json.hpp>
@@ -148,7 +151,14 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
                          tty && !final ? "   " : "\n");
             std::fflush(stderr);
         };
+        // chain.json describes a finished chain: the old one goes first, the new one comes last.
+        const std::filesystem::path summary = std::filesystem::path(o->out) / "chain.json";
+        std::error_code ec;
+        std::filesystem::remove(summary, ec);
+        SetInterruptNote((std::filesystem::path(o->out) / "blocks").string() + " holds an incomplete chain, marked so (" +
+                         INCOMPLETE_BLOCKS_MARKER + "; replay refuses it): rerun gen-chain with the same options");
         auto r = WriteGeneratedChain(o->out, g, w, progress);
+        SetInterruptNote(r ? (std::filesystem::path(o->out) / "blocks").string() + " holds the complete chain" : "");
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
 
@@ -159,8 +169,12 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         }
         const nlohmann::json j = StatsJson(*r, *o, g, secs);
         {
-            std::ofstream f(std::filesystem::path(o->out) / "chain.json");
+            AtomicFile file(summary);
+            std::ofstream f(file.Temp());
             f << j.dump(2) << "\n";
+            f.close();
+            if (!f) throw std::runtime_error("cannot write " + file.Temp().string());
+            if (auto e = file.Commit()) throw std::runtime_error(e->message);
         }
         if (o->json) {
             std::printf("%s\n", j.dump(2).c_str());

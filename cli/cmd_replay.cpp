@@ -1,5 +1,6 @@
 // `ibdkit replay`: the IBD pipeline over block files.
 #include "commands.h"
+#include "interrupt.h"
 #include "progress.h"
 #include "replay_cli.h"
 #include "utxo_export_cli.h"
@@ -13,19 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
-
-#include <csignal>
 #include <cstdio>
 
 namespace ibdkit::cli {
 namespace {
 
 std::atomic<bool> g_interrupt{false};
-
-extern "C" void OnSignal(int)
-{
-    if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
-}
 
 const CommandRegistrar replay_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("replay",
@@ -106,11 +100,11 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_progress = ProgressPrinter(bar, "");
-        std::signal(SIGINT, OnSignal);
-        std::signal(SIGTERM, OnSignal);
+        StopOnInterrupt(&g_interrupt, a->chainstate);
         o.interrupt = &g_interrupt;
         auto r = Replay(o);
         bar->Done();
+        ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
         if (!r) {
             std::fprintf(stderr, "ibdkit: replay failed: %s\n", r.error().message.c_str());
             ExitCode() = 1;
@@ -123,7 +117,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             PrintHuman(*r);
         }
         if (r->reject_reason) ExitCode() = 2;
-        if (r->interrupted) ExitCode() = 130;
+        if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });
 });

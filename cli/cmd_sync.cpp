@@ -1,5 +1,6 @@
 // `ibdkit sync`: initial block download from one P2P peer.
 #include "commands.h"
+#include "interrupt.h"
 #include "replay_cli.h"
 #include "utxo_export_cli.h"
 #include "progress.h"
@@ -9,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,11 +18,6 @@ namespace ibdkit::cli {
 namespace {
 
 std::atomic<bool> g_interrupt{false};
-
-extern "C" void OnSyncSignal(int)
-{
-    if (g_interrupt.exchange(true)) std::_Exit(130); // second Ctrl-C: leave at once
-}
 
 void PrintHuman(const SyncResult& r)
 {
@@ -121,11 +116,11 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             }
             bar->Update(p.tip_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.tip_height : -1, text);
         };
-        std::signal(SIGINT, OnSyncSignal);
-        std::signal(SIGTERM, OnSyncSignal);
+        StopOnInterrupt(&g_interrupt, a->chainstate);
         o.interrupt = &g_interrupt;
         auto r = Sync(o);
         bar->Done();
+        ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
         if (!r) {
             std::fprintf(stderr, "ibdkit: sync failed: %s\n", r.error().message.c_str());
             ExitCode() = 1;
@@ -141,7 +136,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             ExitCode() = 1;
         }
         if (r->reject_reason) ExitCode() = 2;
-        if (r->interrupted) ExitCode() = 130;
+        if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });
 });

@@ -1,6 +1,7 @@
 // `ibdkit utxo stats|get|dump|balances|snapshot|load-snapshot`: views of a chainstate in Core's format
 // (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
+#include "interrupt.h"
 #include "progress.h"
 #include "utxo_export_cli.h"
 
@@ -299,8 +300,10 @@ void AddLoadSnapshot(CLI::App* utxo)
             opt.expected_hash = uint256::FromHex(*lhash);
             if (!opt.expected_hash) throw CLI::ValidationError("--expect-hash", "expected 64 hex digits");
         }
+        SetInterruptNote("chainstate " + *ldir + " is incomplete: remove it, then load the snapshot again");
         ProgressBar bar(!*lprog);
         auto r = LoadUtxoSnapshot(*lfile, params, *ldir, opt, [&](uint64_t n, double f) { bar.Update(n, f); });
+        SetInterruptNote(r ? "chainstate " + *ldir + " is complete" : "");
         bar.Done();
         if (!r) Fail(r.error());
         std::printf("chainstate         %s\nbase_blockhash     %s\n", ldir->c_str(), r->metadata.base_blockhash.ToHex().c_str());

@@ -1,5 +1,6 @@
 // ibdkit — command-line front end over the public API.
 #include "commands.h"
+#include "interrupt.h"
 
 #include <ibdkit/memory/policy.h>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv)
     app.set_version_flag("--version", IBDKIT_VERSION);
     app.require_subcommand(1);
     ibdkit::cli::RegisterCommands(app);
+    ibdkit::cli::InstallInterruptExit(); // a command that stops cleanly by itself installs its own
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

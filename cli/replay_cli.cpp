@@ -1,5 +1,6 @@
 // Shared pieces of the replay-driven commands (`replay`, `run`).
 #include "replay_cli.h"
+#include "interrupt.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -91,6 +92,29 @@ void PrintScripts(const EngineResult& r)
     } else if (r.blocks) {
         std::printf("scripts            not verified: every block connected is below the assumevalid block (--assumevalid 0 verifies)\n");
     }
+}
+
+void StopOnInterrupt(std::atomic<bool>* flag, const std::string& chainstate)
+{
+    SetInterruptNote(chainstate.empty()
+                         ? "interrupted again during the flush; the temporary chainstate is left in the temporary directory"
+                         : "interrupted again during the flush; a rerun with --chainstate " + chainstate +
+                               " completes it (no block is lost)");
+    InstallInterruptFlag(flag);
+}
+
+void ReportInterrupted(const EngineResult& r, const std::string& chainstate)
+{
+    InstallInterruptExit();
+    SetInterruptNote("");
+    if (!r.interrupted) return;
+    if (chainstate.empty()) {
+        std::fprintf(stderr, "ibdkit: interrupted: stopped at height %d; the temporary chainstate is removed, nothing kept\n", r.height);
+    } else {
+        std::fprintf(stderr, "ibdkit: interrupted: chainstate %s flushed at height %d; rerun with the same --chainstate to resume\n",
+                     chainstate.c_str(), r.height);
+    }
+    ExitCode() = EXIT_INTERRUPTED;
 }
 
 void PrintTip(const EngineResult& r)

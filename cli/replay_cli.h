@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,15 @@ std::optional<BlockHash> ParseAssumeValid(const std::string& value);
 /// The line about scripts (for PrintHuman): how many inputs were verified from which height and
 /// why, or that the assumevalid rule skipped them.
 void PrintScripts(const EngineResult& r);
+
+/// SIGINT/SIGTERM for a block-connecting run: the first sets `flag` (the engine stops after the
+/// block it is connecting and flushes), a second exits at once saying that a rerun on the same
+/// chainstate finishes the flush. `chainstate` is the --chainstate given (empty: temporary).
+void StopOnInterrupt(std::atomic<bool>* flag, const std::string& chainstate);
+/// After a run that stopped on a signal: "ibdkit: interrupted: ..." with the state left (the
+/// height flushed, how to resume); sets ExitCode() to EXIT_INTERRUPTED. Afterwards a signal exits
+/// at once (InstallInterruptExit).
+void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

@@ -58,7 +58,8 @@ bool BlockFileWriter::Close(std::string* err)
     const bool drained = m_out->Drain();
     const int write_errno = m_out->Errno();
     m_out.reset();
-    const bool closed = m_file->Close(/*fsync=*/false);
+    // Durable before the generator declares the chain complete (INCOMPLETE_BLOCKS_MARKER).
+    const bool closed = m_file->Close(/*fsync=*/true);
     m_file.reset();
     if (err && !drained) *err = m_path.string() + ": write failed: " + std::strerror(write_errno);
     if (err && drained && !closed) *err = m_path.string() + ": close failed";

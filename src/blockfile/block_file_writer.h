@@ -1,8 +1,8 @@
 // src/blockfile/block_file_writer.h (internal) — block files written as Core writes them: records
 // of magic, size and block, obfuscated with the directory's key, in blkNNNNN.dat files of at most
-// a given size (BlockFilePath), through the one buffered writer (common/buffered_writer.h). No
-// fsync: a generated chain is made again from its seed. The chain generator writes through it
-// (src/gen/).
+// a given size (BlockFilePath), through the one buffered writer (common/buffered_writer.h). Each
+// file is fsynced when closed, so that the generator (src/gen/, which writes through it) removes
+// its incomplete-chain marker (INCOMPLETE_BLOCKS_MARKER) only over durable files.
 #pragma once
 
 #include "common/buffered_writer.h"

@@ -84,6 +84,18 @@ std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& d
     return out;
 }
 
+std::optional<Error> CheckBlocksComplete(const std::filesystem::path& dir_or_file)
+{
+    std::error_code ec;
+    const auto dir = std::filesystem::is_directory(dir_or_file, ec) ? dir_or_file : dir_or_file.parent_path();
+    const auto marker = dir / INCOMPLETE_BLOCKS_MARKER;
+    if (!std::filesystem::exists(marker, ec)) return std::nullopt;
+    const std::string out = dir.filename() == "blocks" ? dir.parent_path().string() : dir.string();
+    return Error{Errc::InvalidValue, dir.string() + " holds an incomplete generated chain (" + marker.string() +
+                                         ": gen-chain was interrupted or is still running); rerun `ibdkit gen-chain --out " +
+                                         out + "` with the same options"};
+}
+
 namespace {
 
 /// A read-only file descriptor, closed on scope exit.

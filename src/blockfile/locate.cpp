@@ -61,6 +61,7 @@ std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& 
 Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir, std::optional<ChainType> chain)
 {
     LocatedChain s;
+    if (auto e = CheckBlocksComplete(blocks_dir)) return *e;
     s.files = ListBlockFiles(blocks_dir);
     if (s.files.empty()) {
         return Error{Errc::InvalidValue, "no blkNNNNN.dat files in " + blocks_dir.string() +

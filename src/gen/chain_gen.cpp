@@ -12,11 +12,17 @@
 #include <ibdkit/stream/obfuscation.h>
 #include <ibdkit/stream/streams.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ibdkit {
 
@@ -395,6 +401,28 @@ private:
     std::vector<uint8_t>& m_v;
 };
 
+/// fsync of a directory, so that a file created or removed in it stays so after a crash.
+bool SyncDirectory(const std::filesystem::path& dir)
+{
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
+    ::close(fd);
+    return ok;
+}
+
+/// Creates the incomplete-chain marker durably: its text says what it means.
+bool WriteMarker(const std::filesystem::path& marker)
+{
+    static constexpr std::string_view TEXT =
+        "ibdkit gen-chain is writing the blk files of this directory, or was interrupted doing so:\n"
+        "the chain here is incomplete. Rerun `ibdkit gen-chain` with the same options.\n";
+    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, TEXT.data(), TEXT.size()) == ssize_t(TEXT.size()) && ::fsync(fd) == 0;
+    return ::close(fd) == 0 && ok && SyncDirectory(marker.parent_path());
+}
+
 } // namespace
 
 Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
@@ -412,6 +440,10 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return Error{Errc::Corrupt, dir.string() + ": " + ec.message()};
+    // Until the last block file is durable the directory is marked incomplete, and readers refuse
+    // it: an interrupted run must not pass for a shorter chain.
+    const fs::path marker = dir / INCOMPLETE_BLOCKS_MARKER;
+    if (!WriteMarker(marker)) return Error{Errc::Corrupt, marker.string() + ": cannot write: " + std::strerror(errno)};
     // Replace a previous chain: stale blk files after the new last one would be read as more blocks.
     for (const fs::path& p : ListBlockFiles(dir)) fs::remove(p, ec);
     fs::remove(dir / "xor.dat", ec);
@@ -420,7 +452,8 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
     if (wopts.xor_files) {
         key.bytes = GeneratedXorKey(opts.seed);
         std::FILE* f = std::fopen((dir / "xor.dat").c_str(), "wb");
-        if (!f || std::fwrite(key.bytes.data(), 1, 8, f) != 8 || std::fclose(f) != 0) {
+        if (!f || std::fwrite(key.bytes.data(), 1, 8, f) != 8 || std::fflush(f) != 0 || ::fsync(fileno(f)) != 0 ||
+            std::fclose(f) != 0) {
             return Error{Errc::Corrupt, (dir / "xor.dat").string() + ": cannot write"};
         }
     }
@@ -438,6 +471,9 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
         if (progress) progress(gen->Stats());
     }
     if (!writer.Close(&err)) return Error{Errc::Corrupt, err};
+    if (!fs::remove(marker, ec) || !SyncDirectory(dir)) {
+        return Error{Errc::Corrupt, marker.string() + ": cannot remove: " + (ec ? ec.message() : std::strerror(errno))};
+    }
     ChainWriteResult res;
     res.stats = gen->Stats();
     res.file_bytes = writer.total();

@@ -1,6 +1,8 @@
 // BIP 456's hintsfile: Elias-Fano lists, the file's parser and its atomic writer.
 #include <ibdkit/swiftsync/hints.h>
 
+#include <ibdkit/atomic_file.h>
+
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/stream/streams.h>
@@ -240,19 +242,17 @@ std::vector<uint32_t> Hints::Indices(uint32_t h) const
 // ---- HintsWriter -----------------------------------------------------------------------------
 
 struct HintsWriter::Impl {
-    fs::path out, partial;
+    explicit Impl(const fs::path& out) : file(out), partial(file.Temp()) {}
+    AtomicFile file; ///< written under file.Temp(), renamed by Finish() (or removed)
+    const fs::path& partial;
     int fd{-1};
     std::unique_ptr<BufferedFileWriter> w;
     uint32_t height{0}, written{0};
-    bool finished{false};
 };
 
 Result<std::unique_ptr<HintsWriter>> HintsWriter::Create(const fs::path& out, uint32_t height)
 {
-    auto impl = std::make_unique<Impl>();
-    impl->out = out;
-    impl->partial = out;
-    impl->partial += ".partial";
+    auto impl = std::make_unique<Impl>(out);
     impl->height = height;
     impl->fd = ::open(impl->partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (impl->fd < 0) return Error{Errc::Corrupt, "cannot create " + impl->partial.string() + ": " + std::strerror(errno)};
@@ -271,10 +271,6 @@ HintsWriter::~HintsWriter()
 {
     if (!m_impl) return;
     if (m_impl->fd >= 0) ::close(m_impl->fd);
-    if (!m_impl->finished) {
-        std::error_code ec;
-        fs::remove(m_impl->partial, ec);
-    }
 }
 
 std::optional<Error> HintsWriter::AppendEncoded(std::span<const uint8_t> list)
@@ -302,10 +298,7 @@ Result<uint64_t> HintsWriter::Finish()
     const uint64_t bytes = m.w->Bytes();
     ::close(m.fd);
     m.fd = -1;
-    std::error_code ec;
-    fs::rename(m.partial, m.out, ec);
-    if (ec) return Error{Errc::Corrupt, "cannot rename " + m.partial.string() + " to " + m.out.string() + ": " + ec.message()};
-    m.finished = true;
+    if (auto e = m.file.Commit()) return Error{Errc::Corrupt, e->message};
     return bytes;
 }
 

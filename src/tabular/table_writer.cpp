@@ -2,6 +2,8 @@
 // buffered file writer, SQLite through prepared inserts in one transaction.
 #include <ibdkit/tabular/table.h>
 
+#include <ibdkit/atomic_file.h>
+
 #include "common/buffered_writer.h"
 
 #include <sqlite3.h>
@@ -39,13 +41,6 @@ std::string_view TableFormatName(TableFormat f)
 
 namespace {
 
-fs::path PartialPath(const fs::path& out)
-{
-    fs::path p = out;
-    p += ".partial";
-    return p;
-}
-
 /// Column and table names go into SQL and JSON unquoted by us: letters, digits and '_' only.
 bool IsPlainName(std::string_view s)
 {
@@ -70,17 +65,12 @@ bool NeedsQuotes(std::string_view v)
     return any;
 }
 
-/// What every format does with the columns and the partial file.
+/// What every format does with the columns and the temporary file (AtomicFile: removed unless
+/// Finish() published it).
 class WriterBase : public TableWriter {
 protected:
-    WriterBase(fs::path out, std::span<const Column> columns) : m_out(std::move(out)), m_columns(columns.begin(), columns.end()) {}
-    ~WriterBase() override
-    {
-        if (!m_finished) {
-            std::error_code ec;
-            fs::remove(PartialPath(m_out), ec);
-        }
-    }
+    WriterBase(const fs::path& out, std::span<const Column> columns) : m_atomic(out), m_columns(columns.begin(), columns.end()) {}
+    const fs::path& Partial() const noexcept { return m_atomic.Temp(); }
 
     /// The column the next cell belongs to (asserting the producer's order and types).
     const Column& Next([[maybe_unused]] ColumnType t)
@@ -103,18 +93,15 @@ protected:
     }
     std::optional<Error> Rename()
     {
+        if (auto e = m_atomic.Commit()) return e;
         std::error_code ec;
-        fs::rename(PartialPath(m_out), m_out, ec);
-        if (ec) return Error{Errc::InvalidValue, "cannot rename " + PartialPath(m_out).string() + " to " + m_out.string() + ": " + ec.message()};
-        m_finished = true;
-        m_bytes = uint64_t(fs::file_size(m_out, ec));
+        m_bytes = uint64_t(fs::file_size(m_atomic.Final(), ec));
         return std::nullopt;
     }
 
-    fs::path m_out;
+    AtomicFile m_atomic;
     std::vector<Column> m_columns;
     std::size_t m_col{0};
-    bool m_finished{false};
 };
 
 /// CSV and JSON lines.
@@ -124,7 +111,7 @@ public:
     {
         auto w = std::unique_ptr<TextWriter>(new TextWriter(out, format == TableFormat::Jsonl, columns));
         if (!w->m_file.get()) {
-            return Error{Errc::InvalidValue, "cannot create " + PartialPath(out).string() + ": " + std::strerror(errno)};
+            return Error{Errc::InvalidValue, "cannot create " + w->Partial().string() + ": " + std::strerror(errno)};
         }
         w->m_writer.emplace(w->m_file.get());
         if (!w->m_json) {
@@ -199,14 +186,14 @@ public:
     }
     std::optional<Error> Finish() override
     {
-        if (!m_writer->Drain() || !m_file.Close()) return Error{Errc::InvalidValue, "writing " + PartialPath(m_out).string() + ": " + std::strerror(m_writer->Errno() ? m_writer->Errno() : errno)};
+        if (!m_writer->Drain() || !m_file.Close()) return Error{Errc::InvalidValue, "writing " + Partial().string() + ": " + std::strerror(m_writer->Errno() ? m_writer->Errno() : errno)};
         return Rename();
     }
     bool ok() const noexcept override { return m_writer->ok(); }
 
 private:
     TextWriter(const fs::path& out, bool json, std::span<const Column> columns)
-        : WriterBase(out, columns), m_json(json), m_file(PartialPath(out), "wb")
+        : WriterBase(out, columns), m_json(json), m_file(Partial(), "wb")
     {
         for (const Column& c : columns) m_keys.push_back("\"" + std::string(c.name) + "\":");
     }
@@ -263,10 +250,8 @@ class SqliteWriter final : public WriterBase {
 public:
     static Result<std::unique_ptr<TableWriter>> Create(const fs::path& out, std::string_view table, std::span<const Column> columns)
     {
-        const fs::path partial = PartialPath(out);
-        std::error_code ec;
-        fs::remove(partial, ec);
         auto w = std::unique_ptr<SqliteWriter>(new SqliteWriter(out, columns));
+        const fs::path& partial = w->Partial();
         sqlite3* raw = nullptr;
         const int rc = sqlite3_open_v2(partial.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
         w->m_db.reset(raw);
@@ -315,15 +300,15 @@ public:
     void EndRow() override
     {
         RowDone();
-        if (!m_failure && sqlite3_step(m_insert.get()) != SQLITE_DONE) m_failure = SqlError("inserting into " + PartialPath(m_out).string());
+        if (!m_failure && sqlite3_step(m_insert.get()) != SQLITE_DONE) m_failure = SqlError("inserting into " + Partial().string());
         sqlite3_reset(m_insert.get());
     }
     std::optional<Error> Finish() override
     {
         if (m_failure) return m_failure;
         m_insert.reset();
-        if (!Exec("COMMIT")) return SqlError("committing " + PartialPath(m_out).string());
-        if (sqlite3_close(m_db.release()) != SQLITE_OK) return Error{Errc::InvalidValue, "closing " + PartialPath(m_out).string()};
+        if (!Exec("COMMIT")) return SqlError("committing " + Partial().string());
+        if (sqlite3_close(m_db.release()) != SQLITE_OK) return Error{Errc::InvalidValue, "closing " + Partial().string()};
         return Rename();
     }
     bool ok() const noexcept override { return !m_failure; }

@@ -3,6 +3,8 @@
 // export_sqlite.cpp.
 #include "utxo/export_internal.h"
 
+#include <ibdkit/atomic_file.h>
+
 #include <cstring>
 #include <string>
 
@@ -51,18 +53,21 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
     UtxoStatsBuilder builder;
     const auto t0 = Clock::now();
     const double c0 = ProcessCpuSeconds();
+    // Written, re-read and checked under a temporary name; `out` appears only once it has passed.
+    AtomicFile file(out);
+    const fs::path& temp = file.Temp();
     if (format == ExportFormat::Sqlite) {
-        auto w = WriteSqlite(db, out, net, builder, progress, res.chainstate_stats);
+        auto w = WriteSqlite(db, temp, net, builder, progress, res.chainstate_stats);
         if (!w) return w.error();
         res.bytes = *w;
     } else {
-        auto w = WriteText(db, format, out, net, builder, progress, res.chainstate_stats);
+        auto w = WriteText(db, format, temp, net, builder, progress, res.chainstate_stats);
         if (!w) return w.error();
         res.bytes = *w;
     }
     const auto t1 = Clock::now();
     const double c1 = ProcessCpuSeconds();
-    auto back = ComputeExportStats(format, out, progress);
+    auto back = ComputeExportStats(format, temp, progress);
     if (!back) return Error{back.error().code, "verifying " + out.string() + ": " + back.error().message};
     res.file_stats = *back;
     res.write_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -77,6 +82,7 @@ Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const
                                         " vs " + FormatMoney(a.total_amount) + ", hash_serialized_3 " +
                                         b.hash_serialized.ToHex() + " vs " + a.hash_serialized.ToHex()};
     }
+    if (auto e = file.Commit()) return *e;
     if (progress) progress("verify", b.txouts, 1.0);
     return res;
 }

@@ -99,9 +99,7 @@ Result<UtxoStats> SqliteStats(const fs::path& file, const ExportProgress& progre
 Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetwork net, UtxoStatsBuilder& builder,
                              const ExportProgress& progress, UtxoStats& chain_stats)
 {
-    std::error_code ec;
-    fs::remove(out, ec);
-    auto sdb = OpenSqlite(out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    auto sdb = OpenSqlite(out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE); // `out`: a fresh temporary (AtomicFile)
     if (!sdb) return sdb.error();
     sqlite3* s = sdb->get();
     if (!Exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;") ||
@@ -169,6 +167,7 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
     meta.reset();
     if (!Exec(s, "COMMIT")) return SqlError(s, "committing " + out.string());
     sdb->reset();
+    std::error_code ec;
     return uint64_t(fs::file_size(out, ec));
 }
 

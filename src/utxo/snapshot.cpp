@@ -1,6 +1,7 @@
 // assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
 #include <ibdkit/utxo/snapshot.h>
 
+#include <ibdkit/atomic_file.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
@@ -325,8 +326,10 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
     res.metadata.network_magic = params.message_start;
     res.metadata.base_blockhash = *best;
 
-    File f(out, "wb");
-    if (!f.get()) return Error{Errc::InvalidValue, "cannot open " + out.string() + " for writing: " + std::strerror(errno)};
+    // Written, re-read and checked under a temporary name; `out` appears only once it has passed.
+    AtomicFile atomic(out);
+    File f(atomic.Temp(), "wb");
+    if (!f.get()) return Error{Errc::InvalidValue, "cannot open " + atomic.Temp().string() + " for writing: " + std::strerror(errno)};
     BufferedFileWriter w(f.get(), /*drop_behind=*/false);
     const auto placeholder = SerializeSnapshotMetadata(res.metadata); // count patched below
     w.write(std::as_bytes(std::span(placeholder)));
@@ -369,7 +372,7 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
     }
 
     // Re-read what was written and check it against the chainstate.
-    auto file_stats = ComputeSnapshotStats(out, params.message_start);
+    auto file_stats = ComputeSnapshotStats(atomic.Temp(), params.message_start);
     if (!file_stats) return Error{file_stats.error().code, "re-reading " + out.string() + ": " + file_stats.error().message};
     res.file_stats = *file_stats;
     const UtxoStats& a = res.chainstate_stats;
@@ -381,6 +384,7 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
                                         ", hash_serialized_3 " + b.hash_serialized.ToHex() + " vs " +
                                         a.hash_serialized.ToHex()};
     }
+    if (auto e = atomic.Commit()) return *e;
     if (progress) progress(coins, 1.0);
     return res;
 }

@@ -2,6 +2,7 @@
 // that hold (checked here with a plain map, independently of the replay code), the xor variant and
 // file splitting. Core's full validation of generated chains: python/tests/test_gen_chain_core.py.
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/crypto/sha256.h>
@@ -108,6 +109,30 @@ TEST(Gen, RegeneratingReplacesThePreviousChain)
     ASSERT_TRUE(WriteGeneratedChain(d.path, small, {}).ok());
     EXPECT_EQ(ListBlockFiles(d.path / "blocks").size(), 1u);
     EXPECT_EQ(ReadRecords(d.path / "blocks").size(), 21u);
+}
+
+TEST(Gen, AnInterruptedChainIsMarkedIncompleteAndRefused)
+{
+    TempDir d;
+    const auto o = SmallOptions();
+    struct Stop {};
+    EXPECT_THROW(WriteGeneratedChain(d.path, o, {}, [](const ChainGenStats& s) { if (s.height == 5) throw Stop{}; }), Stop);
+    const auto blocks = d.path / "blocks";
+    EXPECT_TRUE(std::filesystem::exists(blocks / INCOMPLETE_BLOCKS_MARKER));
+    EXPECT_FALSE(ReadRecords(blocks).empty()) << "the records written so far look like a shorter chain";
+    for (const auto& p : {blocks, blocks / "blk00000.dat"}) {
+        auto located = LocateFromBlocksDir(p, std::nullopt);
+        ASSERT_FALSE(located.ok()) << p;
+        EXPECT_EQ(located.error().code, Errc::InvalidValue);
+        EXPECT_NE(located.error().message.find("rerun `ibdkit gen-chain --out " + d.path.string()), std::string::npos)
+            << located.error().message;
+    }
+    ASSERT_TRUE(WriteGeneratedChain(d.path, o, {}).ok());
+    EXPECT_FALSE(std::filesystem::exists(blocks / INCOMPLETE_BLOCKS_MARKER));
+    EXPECT_FALSE(CheckBlocksComplete(blocks));
+    auto located = LocateFromBlocksDir(blocks, std::nullopt);
+    ASSERT_TRUE(located.ok()) << located.error().message;
+    EXPECT_EQ(located->TipHeight(), o.blocks);
 }
 
 TEST(Gen, RejectsBadOptions)

@@ -5,6 +5,8 @@
 #include <ibdkit/swiftsync/hints.h>
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -165,7 +167,7 @@ TEST(SwiftSyncHints, WriterIsAtomicAndByteExact)
         EXPECT_EQ(*size, FileOf(3, lists).size());
     }
     EXPECT_EQ(ibdkit::test::ReadFile(out), FileOf(3, lists));
-    EXPECT_FALSE(std::filesystem::exists(t.path / "h.hints.partial"));
+    EXPECT_FALSE(std::filesystem::exists(t.path / ("h.hints.partial-" + std::to_string(::getpid()))));
     auto h = Hints::Read(out);
     ASSERT_TRUE(h.ok());
     EXPECT_EQ(h->Indices(3), lists[2]);
@@ -179,7 +181,7 @@ TEST(SwiftSyncHints, WriterIsAtomicAndByteExact)
         EXPECT_FALSE((*w)->Finish().ok());
     }
     EXPECT_FALSE(std::filesystem::exists(out2));
-    EXPECT_FALSE(std::filesystem::exists(t.path / "short.hints.partial"));
+    EXPECT_FALSE(std::filesystem::exists(t.path / ("short.hints.partial-" + std::to_string(::getpid()))));
     EXPECT_EQ(Hints::Read(t.path / "absent").error().code, Errc::Corrupt);
 }
 

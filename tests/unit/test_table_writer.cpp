@@ -4,6 +4,8 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include <array>
@@ -58,12 +60,12 @@ std::string WriteFile(const fs::path& out, TableFormat f)
     EXPECT_TRUE(w) << (w ? "" : w.error().message);
     WriteRows(**w);
     EXPECT_FALSE(fs::exists(out)) << "the file appears only when finished";
-    EXPECT_TRUE(fs::exists(fs::path(out.string() + ".partial")));
+    EXPECT_TRUE(fs::exists(fs::path(out.string() + ".partial-" + std::to_string(::getpid()))));
     auto err = (*w)->Finish();
     EXPECT_FALSE(err) << err->message;
     EXPECT_EQ((*w)->Rows(), 3u);
     EXPECT_EQ((*w)->Bytes(), fs::file_size(out));
-    EXPECT_FALSE(fs::exists(fs::path(out.string() + ".partial")));
+    EXPECT_FALSE(fs::exists(fs::path(out.string() + ".partial-" + std::to_string(::getpid()))));
     const auto bytes = test::ReadFile(out);
     return std::string(bytes.begin(), bytes.end());
 }

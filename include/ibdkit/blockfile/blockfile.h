@@ -29,6 +29,14 @@ Result<ObfuscationKey> ReadXorKey(const std::filesystem::path& blocks_dir);
 /// blkNNNNN.dat files of a directory (or a single file path) in numeric order. Files of other names
 /// are ignored; a plain file path is returned as the only element.
 std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file);
+/// A file of this name in a blocks directory says that its blk files are being written or that
+/// their writer stopped before the end (`gen-chain` creates it before the first block file and
+/// removes it after the last one is durable). Core never writes it.
+inline constexpr const char* INCOMPLETE_BLOCKS_MARKER = "gen-chain.incomplete";
+/// An error (Errc::InvalidValue, saying to rerun gen-chain) if the blocks directory of `dir_or_file`
+/// (the directory itself, or the directory holding the one blk file) holds
+/// INCOMPLETE_BLOCKS_MARKER; nullopt otherwise.
+std::optional<Error> CheckBlocksComplete(const std::filesystem::path& dir_or_file);
 /// `dir`/blkNNNNN.dat, Core's name of block file `n` (five digits at least).
 std::filesystem::path BlockFilePath(const std::filesystem::path& dir, int n);
 

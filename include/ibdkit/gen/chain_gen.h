@@ -156,8 +156,11 @@ struct ChainWriteResult {
 };
 
 /// Generates the chain into `out_dir`/blocks/blkNNNNN.dat (records: regtest magic fabfb5da, LE32
-/// size, block). Existing blk*.dat and xor.dat files in that directory are replaced. `progress`
-/// (optional) is called after every block. Errors: Errc::InvalidValue for bad options, Errc::Corrupt
+/// size, block). Existing blk*.dat and xor.dat files in that directory are replaced. From before
+/// the first file is touched until every file is durable, the directory holds
+/// INCOMPLETE_BLOCKS_MARKER (blockfile.h), which readers refuse: an interrupted run leaves a chain
+/// marked incomplete, never a shorter one that looks whole. `progress` (optional) is called after
+/// every block. Errors: Errc::InvalidValue for bad options, Errc::Corrupt
 /// (with the path) when a file cannot be written.
 Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
                                              const ChainWriteOptions& wopts,

@@ -106,9 +106,10 @@ private:
     uint64_t m_total{0};
 };
 
-/// Writes a hintsfile list by list to `out` + ".partial", renamed to `out` once the n-th list is
-/// written and synced: a reader never sees a partial file under the final name. Destroying an
-/// unfinished writer removes the partial file.
+/// Writes a hintsfile list by list under a temporary name (AtomicFile, ibdkit/atomic_file.h:
+/// `out.partial-PID`), renamed to `out` once the n-th list is written and synced: a reader never
+/// sees a partial file under the final name. Destroying an unfinished writer, or a signal the CLI
+/// catches, removes the partial file.
 class HintsWriter {
 public:
     /// Creates the partial file and writes the header for height `height`.

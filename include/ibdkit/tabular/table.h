@@ -12,8 +12,9 @@
 //    string; Null (and a Real that is not finite) as null.
 //  - SQLite: one table (INTEGER, REAL, INTEGER 0/1, TEXT, BLOB; NOT NULL unless the column is
 //    nullable) filled in one transaction.
-// The file is written as OUT.partial and renamed onto OUT only when Finish() succeeds, so an
-// interrupted export never leaves a truncated file under the name asked for.
+// The file is written under a temporary name (OUT.partial-PID, ibdkit/atomic_file.h) and renamed
+// onto OUT only when Finish() succeeds, so an interrupted export never leaves a truncated file
+// under the name asked for.
 #pragma once
 
 #include <ibdkit/error.h>
@@ -57,11 +58,11 @@ concept RowSink = requires(S& s, int64_t i, double d, bool b, std::string_view t
 /// error otherwise, asserted). I/O errors are kept and returned by Finish().
 class TableWriter {
 public:
-    /// Creates OUT.partial. `table` names the SQLite table (CSV and JSON lines have no name).
+    /// Creates the temporary file. `table` names the SQLite table (CSV and JSON lines have no name).
     /// Errors: no column, an unusable column or table name, a file that cannot be created.
     static Result<std::unique_ptr<TableWriter>> Create(const std::filesystem::path& out, TableFormat format,
                                                        std::string_view table, std::span<const Column> columns);
-    virtual ~TableWriter() = default; ///< without a successful Finish(), OUT.partial is removed
+    virtual ~TableWriter() = default; ///< without a successful Finish(), the temporary file is removed
 
     virtual void Int(int64_t v) = 0;
     virtual void Real(double v) = 0;
@@ -71,7 +72,7 @@ public:
     virtual void Null() = 0;
     virtual void EndRow() = 0;
 
-    /// Flushes, commits, fsyncs and renames OUT.partial onto OUT. Returns the first error of the
+    /// Flushes, commits, fsyncs and renames the temporary file onto OUT. Returns the first error of the
     /// whole run (nothing is renamed then).
     virtual std::optional<Error> Finish() = 0;
     /// Whether no write has failed yet (a long export can stop early).

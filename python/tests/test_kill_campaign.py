@@ -1,0 +1,215 @@
+"""Kill campaign: every command that writes results is killed at random moments (SIGKILL, SIGINT,
+SIGTERM) and must leave either the old state or the complete new one under the final names, never
+a partial file; a signal it can catch ends it with exit 130 and an "ibdkit: interrupted:" message;
+a rerun completes with the reference output. A handful of kills per command by default, 50 with
+IBDKIT_LONG_TESTS=1; the seed is printed and IBDKIT_TEST_SEED replays it. (`hints` is not covered
+yet.)"""
+import hashlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import run_cli
+
+SEED = int(os.environ.get("IBDKIT_TEST_SEED", random.randrange(1 << 32)))
+LONG = os.environ.get("IBDKIT_LONG_TESTS", "") not in ("", "0")
+KILLS = 50 if LONG else 4
+OLD = b"an earlier file under the final name\n"
+HEIGHT = 180  # replay --height
+GEN = ["--blocks", "240", "--target-mb", "24", "--seed", "11", "--start-time", "1700000000", "--no-progress"]
+SIGNALS = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM]
+
+
+def files_of(d):
+    """{relative path: sha256} of every file under d."""
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def sqlite_rows(path):
+    with sqlite3.connect(path) as db:
+        table = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchone()[0]
+        return db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+
+
+@pytest.fixture(scope="module")
+def base(cli, tmp_path_factory):
+    """A generated chain, its chainstate at the tip and one at HEIGHT."""
+    print(f"kill campaign: seed {SEED} (IBDKIT_TEST_SEED={SEED} replays it), {KILLS} kills per command")
+    d = tmp_path_factory.mktemp("kills")
+    run_cli(cli, "gen-chain", "--out", d / "chain", *GEN)
+    run_cli(cli, "replay", "-q", "--blocks-dir", d / "chain" / "blocks", "--chainstate", d / "cs")
+    return d
+
+
+def kill_round(cli, args, rng, budget):
+    """Starts ibdkit ARGS, signals it after a random fraction of `budget` seconds, returns
+    (signal, returncode, stderr, delay)."""
+    sig = rng.choice(SIGNALS)
+    delay = rng.uniform(0, budget)
+    p = subprocess.Popen([str(cli), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=300)
+    return sig, p.returncode, err, delay
+
+
+def outcome(sig, rc):
+    """How a round ended, for the campaign's summary line."""
+    return "finished" if rc == 0 else "killed" if sig == signal.SIGKILL else "caught" if rc == 130 else "at start"
+
+
+def report(name, outcomes, states):
+    print(f"{name}: seed {SEED}: {dict(sorted(Counter(outcomes).items()))}, left {dict(sorted(Counter(states).items()))}")
+
+
+def check_exit(sig, rc, err, delay, what):
+    """Exit 0 (finished first), 130 with the message (caught), or death by SIGKILL; a catchable
+    signal may kill the process only while it is still starting (before main)."""
+    where = f"{what}: seed {SEED}, {signal.Signals(sig).name} after {delay:.3f} s, exit {rc}: {err[-800:]}"
+    if rc == 0:
+        return where
+    if sig == signal.SIGKILL:
+        assert rc == -signal.SIGKILL, where
+    elif rc == -sig:
+        assert delay < 0.05, where
+    else:
+        assert rc == 130, where
+        assert "ibdkit: interrupted:" in err, where
+    return where
+
+
+def timed(cli, args):
+    t = time.monotonic()
+    run_cli(cli, *args)
+    return time.monotonic() - t
+
+
+def campaign_on_file(cli, tmp_path, args_for, check_complete, name):
+    """Kills `args_for(out)` KILLS times with OLD under `out`: afterwards `out` is OLD or complete
+    and only temporaries (NAME.partial-PID) are beside it; the rerun completes."""
+    rng = random.Random(f"{SEED}-{name}")
+    ref = tmp_path / ("ref-" + name)
+    budget = 1.2 * timed(cli, args_for(ref))
+    check_complete(ref)
+    out = tmp_path / name
+    outcomes, states = [], []
+    for i in range(KILLS):
+        out.write_bytes(OLD)
+        sig, rc, err, delay = kill_round(cli, args_for(out), rng, budget)
+        where = check_exit(sig, rc, err, delay, f"{name} round {i}")
+        outcomes.append(outcome(sig, rc))
+        states.append("old" if out.read_bytes() == OLD else "new")
+        if out.read_bytes() != OLD:
+            check_complete(out)
+        elif rc == 0:
+            pytest.fail(f"finished, yet the old file is still there ({where})")
+        others = {p.name for p in tmp_path.iterdir()} - {out.name, ref.name}
+        assert all(o.startswith(out.name + ".partial-") for o in others), (others, where)
+        if sig != signal.SIGKILL:
+            assert not others, f"a caught signal leaves no temporary: {others} ({where})"
+        run_cli(cli, *args_for(out))
+        check_complete(out)
+        assert {p.name for p in tmp_path.iterdir()} == {out.name, ref.name}, "the rerun removed the dead run's temporary"
+    report(name, outcomes, states)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "sqlite"])
+def test_utxo_dump(cli, base, tmp_path, fmt):
+    args = lambda out: ["utxo", "dump", "--chainstate", base / "cs", "--format", fmt, "--out", out, "--network", "regtest",
+                        "--no-progress"]
+    ref = {}
+
+    def complete(path):
+        rows = sqlite_rows(path) if fmt == "sqlite" else path.read_bytes()
+        ref.setdefault("rows", rows)
+        assert rows == ref["rows"], f"{path} differs from the reference (seed {SEED})"
+    campaign_on_file(cli, tmp_path, args, complete, f"utxo.{fmt}")
+
+
+def test_utxo_snapshot(cli, base, tmp_path):
+    args = lambda out: ["utxo", "snapshot", "--chainstate", base / "cs", "--out", out, "--network", "regtest", "--no-progress"]
+    ref = {}
+
+    def complete(path):
+        ref.setdefault("bytes", path.read_bytes())
+        assert path.read_bytes() == ref["bytes"], f"{path} differs from the reference (seed {SEED})"
+    campaign_on_file(cli, tmp_path, args, complete, "utxo.snapshot")
+
+
+def test_export_transactions(cli, base, tmp_path):
+    args = lambda out: ["export", "transactions", "--blocks-dir", base / "chain" / "blocks", "--format", "csv", "--out", out,
+                        "--quiet"]
+    ref = {}
+
+    def complete(path):
+        ref.setdefault("bytes", path.read_bytes())
+        assert path.read_bytes() == ref["bytes"], f"{path} differs from the reference (seed {SEED})"
+    campaign_on_file(cli, tmp_path, args, complete, "txs.csv")
+
+
+def test_gen_chain(cli, base, tmp_path):
+    """Killed, a generated chain is either complete (identical to the reference) or marked
+    incomplete, and then replay refuses it; rerun, it is identical to the reference."""
+    rng = random.Random(f"{SEED}-gen-chain")
+    reference = files_of(base / "chain" / "blocks")
+    ref_json = json.loads((base / "chain" / "chain.json").read_text())
+    ref_json.pop("seconds")
+    out = tmp_path / "chain"
+    budget = 1.2 * timed(cli, ["gen-chain", "--out", out, *GEN])
+    outcomes, states = [], []
+    for i in range(KILLS):
+        sig, rc, err, delay = kill_round(cli, ["gen-chain", "--out", out, *GEN], rng, budget)
+        where = check_exit(sig, rc, err, delay, f"gen-chain round {i}")
+        blocks = out / "blocks"
+        outcomes.append(outcome(sig, rc))
+        states.append("marked incomplete" if (blocks / "gen-chain.incomplete").exists() else "complete")
+        if (blocks / "gen-chain.incomplete").exists():
+            assert rc != 0, where
+            r = run_cli(cli, "replay", "-q", "--blocks-dir", blocks, check=False)
+            assert r.returncode == 1 and "incomplete generated chain" in r.stderr and "rerun" in r.stderr, (r.stderr, where)
+        else:
+            assert files_of(blocks) == reference, f"no marker, so the chain must be whole ({where})"
+        if (out / "chain.json").exists():
+            got = json.loads((out / "chain.json").read_text())
+            got.pop("seconds")
+            assert got == ref_json, where
+        run_cli(cli, "gen-chain", "--out", out, *GEN)
+        assert files_of(blocks) == reference, where
+        assert sorted(p.name for p in out.iterdir()) == ["blocks", "chain.json"], where
+    report("gen-chain", outcomes, states)
+
+
+def test_replay(cli, base, tmp_path):
+    """replay --chainstate CS --height H --dump csv --out F, killed: the chainstate resumes and F is
+    the old file or the complete export at H."""
+    rng = random.Random(f"{SEED}-replay")
+    blocks = base / "chain" / "blocks"
+    ref = tmp_path / "ref.csv"
+    args = lambda cs, out: ["replay", "-q", "--blocks-dir", blocks, "--chainstate", cs, "--height", HEIGHT, "--dump", "csv",
+                            "--out", out]
+    budget = 1.2 * timed(cli, args(tmp_path / "ref-cs", ref))
+    expected = ref.read_bytes()
+    out = tmp_path / "h.csv"
+    outcomes, states = [], []
+    for i in range(KILLS):
+        cs = tmp_path / f"cs{i}"
+        out.write_bytes(OLD)
+        sig, rc, err, delay = kill_round(cli, args(cs, out), rng, budget)
+        where = check_exit(sig, rc, err, delay, f"replay round {i}")
+        assert out.read_bytes() in (OLD, expected), where
+        outcomes.append(outcome(sig, rc))
+        states.append("old" if out.read_bytes() == OLD else "new")
+        if rc == 130 and out.read_bytes() == OLD and "resume" not in err and "nothing written" not in err:
+            assert "interrupted again" in err or "not written" in err, where
+        r = run_cli(cli, *args(cs, out), check=False)
+        assert r.returncode == 0, (r.stderr, where)
+        assert out.read_bytes() == expected, where
+        assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name], where
+    report("replay", outcomes, states)
