@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test test-clang test-arm64 sanitize fuzz bench wheel test-wheel clean
+.PHONY: all deps build run test test-clang test-arm64 test-libcxx sanitize fuzz bench wheel test-wheel clean
 
 all: build
 
@@ -33,6 +33,15 @@ test-arm64: build
 	@cmake --preset arm64 >/dev/null
 	@cmake --build --preset arm64 -j $(JOBS) --target ibdkit_tests ibdkit_cli
 	scripts/test_arm64.sh build/arm64 $(BUILD)/ibdkit
+
+# clang 14 with libc++ (macOS's standard library, which Core's macOS builds use): the parts of ibdkit
+# that need no C++ library from Debian (no LevelDB: cmake/libcxx_subset.cmake), their unit tests,
+# the seed's benchmarks (build/libcxx/ibdkit bench) and contrib/core's tests (docs/core-allocators.md).
+test-libcxx:
+	@scripts/deps.sh --libcxx
+	@cmake --preset libcxx >/dev/null
+	@cmake --build --preset libcxx -j $(JOBS)
+	ctest --preset libcxx
 
 sanitize: deps
 	@scripts/pydeps.sh >/dev/null

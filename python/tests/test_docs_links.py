@@ -6,7 +6,7 @@ include/ibdkit/**/*.h:
   directory (web links and `#anchors` are not checked);
 - every file reference resolves from the repository's root: a path that starts with one of the
   repository's top-level directories (`docs/x.md`, `src/...`, `include/ibdkit/...`, `scripts/...`,
-  `tests/...`, `python/...`, `cli/...`, `bench/...`, `cmake/...`), with or without backticks.
+  `tests/...`, `python/...`, `cli/...`, `bench/...`, `cmake/...`, `contrib/...`), with or without backticks.
   Patterns (`*`, `<area>`, `{h,cpp}`, `…`) are not paths and are skipped. Another project's path
   is written with its project in front (`bitcoin/src/validation.cpp`), which this check skips.
 And README.md has at most 160 lines, docs/benchmarks.md at most 300.
@@ -18,7 +18,7 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-TOP_DIRS = ("docs", "src", "include", "scripts", "tests", "python", "cli", "bench", "cmake")
+TOP_DIRS = ("docs", "src", "include", "scripts", "tests", "python", "cli", "bench", "cmake", "contrib")
 LIMITS = {"README.md": 160, "docs/benchmarks.md": 300}
 
 # A path that starts with a top-level directory; not preceded by a character that would make it

@@ -186,7 +186,7 @@ private:
     void Grow(std::size_t extra)
     {
         const std::size_t used = std::size_t(m_p - m_buf.get()), cap = used + extra;
-        auto nb = std::make_unique_for_overwrite<char[]>(cap);
+        auto nb = std::unique_ptr<char[]>(new char[cap]);
         if (used) std::memcpy(nb.get(), m_buf.get(), used);
         m_buf = std::move(nb);
         m_p = m_buf.get() + used;

@@ -61,7 +61,7 @@ struct TxStorage {
             }
         }
         const std::size_t cap = std::max({need, hint, chunks.empty() ? 0 : chunks.back().capacity});
-        chunks.push_back(Chunk{std::make_unique_for_overwrite<uint8_t[]>(cap), cap});
+        chunks.push_back(Chunk{std::unique_ptr<uint8_t[]>(new uint8_t[cap]), cap});
         used = need;
         return chunks.back().bytes.get();
     }

@@ -12,6 +12,7 @@
 #include <ibdkit/encoding/serialize.h>
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -113,9 +114,14 @@ public:
     {
         return a.Size() == b.Size() && (a.Size() == 0 || std::memcmp(a.data(), b.data(), a.Size()) == 0);
     }
-    friend auto operator<=>(const Script& a, const Script& b) noexcept
+    /// Lexicographic over the bytes, shorter first on a common prefix (as std::vector's).
+    /// (memcmp rather than std::lexicographical_compare_three_way, which libc++ 14 lacks.)
+    friend std::strong_ordering operator<=>(const Script& a, const Script& b) noexcept
     {
-        return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
+        const std::size_t common = std::min(a.Size(), b.Size());
+        const int c = common == 0 ? 0 : std::memcmp(a.data(), b.data(), common);
+        if (c != 0) return c < 0 ? std::strong_ordering::less : std::strong_ordering::greater;
+        return a.Size() <=> b.Size();
     }
 
     /// CompactSize length + bytes; reads are bounded by MAX_SIZE and grow only as bytes arrive.
