@@ -370,7 +370,7 @@ void AddBalances(CLI::App* utxo)
         ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
         ->capture_default_str();
     bal->add_option("--out", *bout, "Output file (replaced when complete; its folder must exist)")->required();
-    bal->add_option("--top", *btop, "Keep only the N largest balances")->check(IntegerIn(1, MAX_COUNT));
+    bal->add_option("--top", *btop, "Keep only the N largest balances")->check(IntegerIn(0, MAX_COUNT));
     bal->add_option("--memory", *bmem, "Memory for each sort's buffer, beyond which runs spill to disk: MiB, or with a K/M/G suffix")
         ->capture_default_str();
     bal->add_option("--tmpdir", *btmp, "Directory for the sort's run files (default: the directory of --out)");

@@ -352,7 +352,7 @@ class Chainstate(_ibdkit._Chainstate):
             fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".sqlite": "sqlite", ".db": "sqlite"}.get(
                 suffix, suffix.lstrip("."))
         tmp = None if tmpdir is None else os.path.expanduser(os.fspath(tmpdir))
-        _whole("top", top, 1, 10**12, optional=True)
+        _whole("top", top, 0, 10**12, optional=True)
         _whole("memory", memory, 1, MAX_DBCACHE_MIB)
         bar = _Bar(progress, "balances", unit="")
         try:

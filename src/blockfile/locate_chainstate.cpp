@@ -33,12 +33,16 @@ bool Exists(const fs::path& p)
 
 std::string Name(ChainType c) { return std::string(ChainTypeName(c)); }
 
-/// The network a chainstate folder's place says: DIR/<net>/chainstate is <net>'s; DIR/chainstate
-/// beside DIR/blocks is main's, unless DIR is itself a network's folder.
+/// The network a chainstate folder's place says, as for blocks (ResolveDatadir): the magic of the
+/// blk files beside it in DIR/blocks; else DIR/<net>/chainstate is <net>'s and DIR/chainstate
+/// beside DIR/blocks/index is main's.
 std::optional<ChainType> ChainOfPlace(const fs::path& chainstate)
 {
     std::error_code ec;
     const fs::path parent = fs::weakly_canonical(fs::absolute(chainstate, ec), ec).parent_path();
+    if (Exists(parent / "blocks")) {
+        if (auto magic = DetectChainFromBlockFiles(parent / "blocks")) return magic;
+    }
     const std::string name = parent.filename().string();
     for (const auto& n : NETWORK_FOLDERS) {
         if (*n.sub && name == n.sub && Exists(parent / "blocks")) return n.chain;

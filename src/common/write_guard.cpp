@@ -3,6 +3,8 @@
 
 #include <ibdkit/kv/store.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -166,6 +168,9 @@ std::optional<Error> CheckChainstateWritable(const fs::path& dir)
     if (!fs::is_directory(st)) {
         return Refused(dir.string() + " is a file, not a folder: a chainstate is a folder; give a new folder's path");
     }
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        return Refused("cannot write into " + dir.string() + ": permission denied (check its owner and mode)");
+    }
     if (Exists(dir / CHAINSTATE_MARKER)) return std::nullopt;
     fs::directory_iterator it(dir, ec);
     if (ec) {
@@ -232,6 +237,9 @@ std::optional<Error> CheckOutputFile(const fs::path& file)
     const auto st = fs::status(parent, ec);
     if (!fs::exists(st)) return Refused("the folder " + parent.string() + " does not exist: create it first (mkdir -p " + parent.string() + ")");
     if (!fs::is_directory(st)) return Refused(parent.string() + " is a file, not a folder: " + file.string() + " cannot be written");
+    if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+        return Refused("cannot write into " + parent.string() + ": permission denied (check its owner and mode)");
+    }
     return std::nullopt;
 }
 
@@ -243,6 +251,9 @@ std::optional<Error> CheckUndoDirWritable(const fs::path& dir)
     const auto st = fs::status(dir, ec);
     if (!fs::exists(st)) return std::nullopt;
     if (!fs::is_directory(st)) return Refused(dir.string() + " is a file, not a folder: undo data goes into a folder; give a new folder's path");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        return Refused("cannot write into " + dir.string() + ": permission denied (check its owner and mode)");
+    }
     if (Exists(dir / "revindex.dat")) return std::nullopt;
     fs::directory_iterator it(dir, ec);
     if (ec) return Refused("cannot look into " + dir.string() + " (" + ec.message() + "): check its permissions");
