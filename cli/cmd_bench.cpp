@@ -3,9 +3,12 @@
 
 #include "bench.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/memory/policy.h>
 
 #include <cstdio>
+#include <optional>
+#include <regex>
 #include <sstream>
 
 namespace ibdkit::cli {
@@ -26,13 +29,28 @@ std::vector<std::string> ParsePolicyList(const std::string& arg)
     return out;
 }
 
+/// A filter that is no regular expression, or matches no benchmark, is a usage error.
+void CheckFilter(const std::string& filter)
+{
+    std::regex re;
+    try {
+        re = std::regex(filter);
+    } catch (const std::regex_error& e) {
+        throw UsageError("--filter '" + filter + "' is not a regular expression: " + e.what());
+    }
+    for (const auto& c : bench::Registry()) {
+        if (std::regex_search(c.name(), re)) return;
+    }
+    throw UsageError("--filter '" + filter + "' matches no benchmark (ibdkit bench --list names them)");
+}
+
 const CommandRegistrar bench_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("bench", "Run benchmarks; every buffer policy side by side, interleaved");
     auto opts = std::make_shared<bench::Options>();
     auto policies = std::make_shared<std::string>("all");
     cmd->add_option("--filter", opts->filter, "Regular expression over benchmark names")->capture_default_str();
-    cmd->add_option("--min-time", opts->min_time_ms, "Target milliseconds per sample")->capture_default_str();
-    cmd->add_option("--epochs", opts->epochs, "Interleaved samples per benchmark")->capture_default_str();
+    cmd->add_option("--min-time", opts->min_time_ms, "Target milliseconds per sample")->check(CLI::Range(0.001, 3.6e6))->capture_default_str();
+    cmd->add_option("--epochs", opts->epochs, "Interleaved samples per benchmark")->check(IntegerIn(1, 100000))->capture_default_str();
     cmd->add_option("--max-group-time", opts->max_group_s,
                     "Seconds a benchmark's variants may take together; slow ones get fewer epochs (min 3; 0 = no cap)")
         ->capture_default_str();
@@ -52,6 +70,12 @@ const CommandRegistrar bench_cmd([](CLI::App& app) {
     cmd->add_option("--iterations", opts->fixed_iters)->group("");
     cmd->callback([opts, policies] {
         opts->policies = ParsePolicyList(*policies);
+        CheckFilter(opts->filter);
+        if (!opts->json_path.empty()) CheckOutput(opts->json_path);
+        if (auto core = opts->report_dir.empty() ? std::nullopt : CoreDataDirAround(opts->report_dir)) {
+            throw UsageError("--report " + opts->report_dir + " is inside the Bitcoin Core data directory " + core->string() +
+                             ": ibdkit never writes there; give the report a folder of its own");
+        }
         bench::Run(*opts);
     });
 });

@@ -89,8 +89,7 @@ Block DecodeOrExplain(const std::vector<uint8_t>& bytes, const std::string& path
         } else {
             hint = " — expected one serialized block (80-byte header, transaction count, transactions with witness)";
         }
-        throw InputError("cannot decode '" + path + "' as a block: " + std::string(ErrcName(block.error().code)) + " (" +
-                         block.error().message + ")" + hint);
+        throw InputError("cannot decode '" + path + "' as a block: " + block.error().message + hint);
     }
     return std::move(*block);
 }
@@ -232,7 +231,7 @@ int RunCheck(const CheckArgs& a)
             std::printf("verdict       invalid: %s (%s)\n", state.GetRejectReason().c_str(), state.GetDebugMessage().c_str());
         }
     }
-    return valid ? 0 : 1;
+    return valid ? EXIT_OK : EXIT_INVALID_CHAIN;
 }
 
 // Amounts are printed as Core prints them (a JSON number with 8 decimals): nlohmann has no raw
@@ -452,7 +451,7 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
             std::printf("verdict       invalid: %s\n", failures.front().verdict.BlockRejectReason().c_str());
         }
     }
-    return valid ? 0 : 1;
+    return valid ? EXIT_OK : EXIT_INVALID_CHAIN;
 }
 
 template <typename Fn>
@@ -461,8 +460,8 @@ void Guarded(Fn&& fn)
     try {
         ExitCode() = fn();
     } catch (const InputError& e) {
-        std::fprintf(stderr, "ibdkit block: %s\n", e.what());
-        ExitCode() = 2;
+        PrintError(e.what());
+        ExitCode() = EXIT_FAILED;
     }
 }
 

@@ -9,6 +9,8 @@
 #include <ibdkit/spent/tables.h>
 #include <ibdkit/tabular/table.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -24,10 +26,10 @@ struct ExportArgs {
     int from{0};
     std::optional<int> to;
     std::size_t dbcache{200};
-    bool quiet{false};
+    bool quiet{false}, json{false};
 };
 
-std::string Failure(const Error& e) { return std::string(ErrcName(e.code)) + ": " + e.message; }
+std::string Failure(const Error& e) { return e.message; }
 
 void RunExport(const ExportArgs& a)
 {
@@ -35,13 +37,12 @@ void RunExport(const ExportArgs& a)
     if (!table) throw CLI::ValidationError("TABLE", "unknown table '" + a.table + "': blocks, transactions, inputs or outputs");
     const auto format = ParseTableFormat(a.format);
     if (!format) throw CLI::ValidationError("--format", "unknown format '" + a.format + "': csv, jsonl or sqlite");
+    CheckOutput(a.out);
+    if (a.to && *a.to < a.from) throw UsageError("--to " + std::to_string(*a.to) + " is below --from " + std::to_string(a.from));
     SpentReaderOptions o;
     o.datadir = a.datadir;
     o.blocks_dir = a.blocks_dir;
-    if (!a.network.empty()) {
-        o.chain = ParseChainType(a.network);
-        if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a.network + "': main, test, testnet4, signet or regtest");
-    }
+    o.chain = ParseNetworkOption(a.network);
     o.from_height = a.from;
     o.to_height = a.to;
     o.dbcache_mib = a.dbcache;
@@ -79,6 +80,13 @@ void RunExport(const ExportArgs& a)
     }
     bar.Done();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (a.json) {
+        const nlohmann::json j{{"out", a.out}, {"table", std::string(BlockTableName(*table))}, {"rows", (*writer)->Rows()},
+                               {"blocks", blocks}, {"from_height", (*reader)->first_height()}, {"to_height", height},
+                               {"block_bytes", bytes}, {"seconds", secs}};
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
     std::fprintf(stderr, "wrote %s: %s, %llu rows from %llu blocks (heights %d to %d, %.1f MB of blocks) in %.2f s\n", a.out.c_str(),
                  std::string(BlockTableName(*table)).c_str(), (unsigned long long)(*writer)->Rows(), (unsigned long long)blocks,
                  (*reader)->first_height(), height, double(bytes) / 1e6, secs);
@@ -97,16 +105,17 @@ const CommandRegistrar export_cmd([](CLI::App& app) {
     auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory (its block index and rev files)");
     auto* bd = cmd->add_option("--blocks-dir", a->blocks_dir, "A directory of blk files, or one blk file (replayed)");
     dd->excludes(bd);
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files)");
+    AddNetworkOption(cmd, a->network, "from the files' magic or the datadir layout");
     cmd->add_option("--format", a->format, "csv, jsonl or sqlite")->required()->check(CLI::IsMember({"csv", "jsonl", "sqlite"}));
-    cmd->add_option("--out", a->out, "The file to write (replaced only once complete)")->required();
-    cmd->add_option("--from", a->from, "First height (default 0)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--to", a->to, "Last height (default: the tip; a datadir's last block with undo data)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--dbcache", a->dbcache, "With --blocks-dir: the replay's UTXO cache in MiB (default 200)");
-    cmd->add_flag("--quiet", a->quiet, "No progress line on stderr");
+    cmd->add_option("--out", a->out, "The file to write (replaced only once complete; its folder must exist)")->required();
+    cmd->add_option("--from", a->from, "First height (default 0)")->check(IntegerIn(0, MAX_HEIGHT));
+    cmd->add_option("--to", a->to, "Last height (default: the tip; a datadir's last block with undo data)")->check(IntegerIn(0, MAX_HEIGHT));
+    cmd->add_option("--dbcache", a->dbcache, "With --blocks-dir: the replay's UTXO cache in MiB (default 200)")->check(IntegerIn(1, MAX_DBCACHE_MIB));
+    AddQuietOption(cmd, a->quiet);
+    cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
     cmd->callback([a] {
         if (a->datadir.empty() && a->blocks_dir.empty()) {
-            throw CLI::ValidationError("--datadir", "give --datadir DIR (a Core data directory) or --blocks-dir DIR (blk files)");
+            throw UsageError("give --datadir DIR (a Core data directory) or --blocks-dir DIR (blk files)");
         }
         RunExport(*a);
     });

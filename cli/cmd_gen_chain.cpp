@@ -4,6 +4,7 @@
 
 #include <ibdkit/atomic_file.h>
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/gen/chain_gen.h>
 
 #include <nlohmann/json.hpp>
@@ -113,7 +114,7 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
                   "P2WSH, tapscript), so full validation checks a signature for every input");
     cmd->add_flag("--xor", o->xor_files, "Obfuscate like Core >= 28: write blocks/xor.dat and XOR the blk files with it");
     cmd->add_flag("--no-genesis", o->no_genesis, "Do not write the genesis block as the first record");
-    cmd->add_flag("--no-progress", o->no_progress, "No progress on stderr");
+    AddQuietOption(cmd, o->no_progress);
     cmd->add_flag("--json", o->json, "Print the summary as JSON");
     cmd->callback([o] {
         ChainGenOptions g = o->preset == "tiny" ? TinyChainGenOptions() : GenChainPresetOptions();
@@ -136,11 +137,15 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         w.xor_files = o->xor_files;
         w.include_genesis = !o->no_genesis;
 
+        if (auto core = CoreDataDirAround(o->out)) {
+            throw UsageError("--out " + o->out + " is inside the Bitcoin Core data directory " + core->string() +
+                             ": ibdkit never writes there; give the generated chain a folder of its own");
+        }
         const bool tty = ::isatty(STDERR_FILENO);
         const auto start = std::chrono::steady_clock::now();
         auto last = start;
         auto progress = [&](const ChainGenStats& s) {
-            if (o->no_progress) return;
+            if (o->no_progress || !(tty || ProgressForced())) return;
             const auto now = std::chrono::steady_clock::now();
             const bool final = s.height == g.blocks;
             if (!final && now - last < std::chrono::milliseconds(tty ? 200 : 2000)) return;
@@ -160,12 +165,11 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         auto r = WriteGeneratedChain(o->out, g, w, progress);
         SetInterruptNote(r ? (std::filesystem::path(o->out) / "blocks").string() + " holds the complete chain" : "");
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+        if (!r) throw std::runtime_error(r.error().message);
 
         if (r->stats.tip_time > int64_t(std::time(nullptr)) + 2 * 60 * 60) {
-            std::fprintf(stderr,
-                         "gen-chain: warning: the tip is stamped more than 2 hours ahead of this clock; Bitcoin Core "
-                         "rejects such blocks (time-too-new) until its clock catches up\n");
+            PrintNote("warning: the tip is stamped more than 2 hours ahead of this clock; Bitcoin Core "
+                      "rejects such blocks (time-too-new) until its clock catches up");
         }
         const nlohmann::json j = StatsJson(*r, *o, g, secs);
         {

@@ -44,21 +44,21 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Bitcoin Core data directory (e.g. ~/.bitcoin): blocks located through its block index\n"
         "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; while bitcoind runs, from a snapshot of its block index")
         ->excludes(blocks_opt);
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the files' magic or the datadir layout)");
+    AddNetworkOption(cmd, a->network, "from the files' magic or the datadir layout");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
         "Write each connected block's undo data to this directory: revNNNNN.dat records in Bitcoin Core's\n"
         "format plus ibdkit's revindex.dat (docs/undo.md); never inside --datadir or --blocks-dir");
-    cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
+    AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
     cmd->add_option("--dbbatchsize", a->dbbatchsize,
                     "Bytes of one chainstate write batch in a flush (Core's -dbbatchsize debug option; default:\n"
-                    "--dbcache/64 within 4-8 MiB)");
+                    "--dbcache/64 within 4-8 MiB)")
+        ->check(IntegerIn(0, 1 << 30));
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
-    cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
-    cmd->add_option("--threads", a->threads, "Threads (read, decode+check workers, connect); 1 = all on one thread, 0 = every core")
-        ->capture_default_str();
     AddConnectOutputOptions(cmd, a->out);
-    cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->capture_default_str();
+    cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")
+        ->check(IntegerIn(1, 1000))
+        ->capture_default_str();
     cmd->add_flag("--skip-scripts", a->skip_scripts,
                   "Trust every block's scripts (a benchmark of the rest of the pipeline, as a node below its assumevalid\n"
                   "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)")
@@ -70,10 +70,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
         o.blocks_dir = a->blocks_dir;
         o.datadir = a->datadir;
-        if (!a->network.empty()) {
-            o.chain = ParseChainType(a->network);
-            if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");
-        }
+        o.chain = ParseNetworkOption(a->network);
         o.chainstate = a->chainstate;
         o.undo_dir = a->undo;
         o.dbcache_mib = a->dbcache;
@@ -97,6 +94,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             ExitCode() = ReplayAllPolicies(o, a->out.quiet, a->rounds);
             return;
         }
+        CheckEngineOutputs(o);
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_progress = ProgressPrinter(bar, "");
@@ -106,17 +104,18 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         bar->Done();
         ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
         if (!r) {
-            std::fprintf(stderr, "ibdkit: replay failed: %s\n", r.error().message.c_str());
-            ExitCode() = 1;
+            PrintError(r.error().message);
+            ExitCode() = EXIT_FAILED;
             return;
         }
-        if (r->live_height >= 0) std::fprintf(stderr, "ibdkit: %s\n", LiveDatadirMessage(r->live_height, r->live_hash).c_str());
+        RecordNetwork(o, r->chain);
+        if (r->live_height >= 0) PrintNote(LiveDatadirMessage(r->live_height, r->live_hash));
         if (a->out.json) {
             std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
         } else {
             PrintHuman(*r);
         }
-        if (r->reject_reason) ExitCode() = 2;
+        if (r->reject_reason) ExitCode() = EXIT_INVALID_CHAIN;
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });

@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "replay_cli.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/gen/chain_gen.h>
 
 #include <cstdio>
@@ -51,7 +52,7 @@ bool EnsureChain(const fs::path& dir, const ChainGenOptions& o, bool quiet)
     });
     bar.Done();
     if (!r) {
-        std::fprintf(stderr, "ibdkit: generating the default chain failed: %s\n", r.error().message.c_str());
+        PrintError("generating the default chain failed: " + r.error().message);
         return false;
     }
     std::ofstream(stamp_path) << Stamp(o);
@@ -76,13 +77,16 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
     auto a = std::make_shared<Args>();
     a->dir = (fs::path(IBDKIT_SOURCE_DIR) / "build" / "default-chain").string();
     cmd->add_option("--dir", a->dir, "Where the default chain is cached")->capture_default_str();
-    cmd->add_option("--blocks", a->blocks, "Blocks in the default chain")->capture_default_str();
+    cmd->add_option("--blocks", a->blocks, "Blocks in the default chain")->check(IntegerIn(1, 1'000'000))->capture_default_str();
     cmd->add_option("--dbcache", a->dbcache,
                     "dbcache budget in MiB (the default holds about an eighth of the chain's UTXO set, so chainstate reads count)")
+        ->check(IntegerIn(0, MAX_DBCACHE_MIB))
         ->capture_default_str();
-    cmd->add_option("--rounds", a->rounds, "Interleaved rounds (every policy once per round; medians reported)")->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads per replay (0 = every core)")->capture_default_str();
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress bars");
+    cmd->add_option("--rounds", a->rounds, "Interleaved rounds (every policy once per round; medians reported)")
+        ->check(IntegerIn(1, 1000))
+        ->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads per replay (0 = every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    AddQuietOption(cmd, a->quiet);
     cmd->add_flag("--verify-scripts", a->verify_scripts, "Verify every input's scripts in each replay (the default skips them)");
     cmd->callback([a] {
         std::printf("ibdkit run — what does buffer hygiene cost a node?\n"
@@ -90,9 +94,13 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
                     "mainnet-shaped regtest chain whose UTXO set is ~8x the cache,\n"
                     "once per buffer policy per round, each run in its own process; rounds interleave the policies,\n"
                     "and 'vs plain' is the median [min-max] of the per-round ratios of wall times.\n\n");
+        if (auto core = CoreDataDirAround(a->dir)) {
+            throw UsageError("--dir " + a->dir + " is inside the Bitcoin Core data directory " + core->string() +
+                             ": ibdkit never writes there; give the default chain a folder of its own");
+        }
         const auto opts = DefaultChainOptions(a->blocks);
         if (!EnsureChain(a->dir, opts, a->quiet)) {
-            ExitCode() = 1;
+            ExitCode() = EXIT_FAILED;
             return;
         }
         ReplayOptions o;

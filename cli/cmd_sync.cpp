@@ -5,6 +5,7 @@
 #include "utxo_export_cli.h"
 #include "progress.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy.h>
 
@@ -44,7 +45,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
     struct Args {
-        std::string connect, network{"regtest"}, chainstate, undo, policy{"hardened"};
+        std::string connect, network, chainstate, undo, policy{"hardened"};
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
@@ -57,12 +58,12 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
     cmd->add_option("--connect", a->connect, "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted)")->required();
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest")->capture_default_str();
+    AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate, else regtest");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
         "Write each connected block's undo data to this directory (rev files in Bitcoin Core's format, docs/undo.md);\n"
         "a later run with the same --undo can reorganise below the chainstate's tip");
-    cmd->add_option("--dbcache", a->dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")->capture_default_str();
+    AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
         ->check(CLI::PositiveNumber)
@@ -71,17 +72,16 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     cmd->add_option("--window", a->window, "Blocks in flight")->check(CLI::Range(1, 1024))->capture_default_str();
-    cmd->add_option("--stop-height", a->stop_height, "Stop (and flush) after this height");
-    cmd->add_option("--threads", a->threads, "Threads (peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
-        ->capture_default_str();
     AddConnectOutputOptions(cmd, a->out);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
         SyncOptions o;
-        auto chain = ParseChainType(a->network);
-        if (!chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "' (main, test, testnet4, signet, regtest)");
-        o.chain = *chain;
+        auto chain = ParseNetworkOption(a->network);
+        if (!chain && !a->chainstate.empty()) {
+            if (auto recorded = ChainstateNetworkRecord(a->chainstate)) chain = ParseChainType(*recorded);
+        }
+        o.chain = chain.value_or(ChainType::REGTEST);
         auto hp = SplitHostPort(a->connect, GetChainParams(o.chain).default_port);
         if (!hp) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + a->connect + "'");
         o.host = hp->first;
@@ -100,6 +100,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.force_getblocks = a->getblocks;
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
+        CheckEngineOutputs(o);
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_sync_progress = [bar](const SyncProgress& p) {
@@ -122,20 +123,21 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         bar->Done();
         ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
         if (!r) {
-            std::fprintf(stderr, "ibdkit: sync failed: %s\n", r.error().message.c_str());
-            ExitCode() = 1;
+            PrintError(r.error().message);
+            ExitCode() = EXIT_FAILED;
             return;
         }
+        RecordNetwork(o, o.chain);
         if (a->out.json) {
             std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
         } else {
             PrintHuman(*r);
         }
         if (r->failure) {
-            std::fprintf(stderr, "ibdkit: sync stopped at height %d: %s\n", r->height, r->failure->message.c_str());
-            ExitCode() = 1;
+            PrintError("sync stopped at height " + std::to_string(r->height) + ": " + r->failure->message);
+            ExitCode() = EXIT_FAILED;
         }
-        if (r->reject_reason) ExitCode() = 2;
+        if (r->reject_reason) ExitCode() = EXIT_INVALID_CHAIN;
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });

@@ -27,24 +27,20 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory (while bitcoind runs: a snapshot of its block index)")->required();
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the layout)");
-    cmd->add_option("--height", a->height, "Only the block at this height");
+    AddNetworkOption(cmd, a->network, "from the datadir layout");
+    cmd->add_option("--height", a->height, "Only the block at this height")->check(IntegerIn(0, MAX_HEIGHT));
     cmd->add_flag("--json", a->json, "Print JSON: per block height, hash, rev file, position, size, transactions, coins");
     cmd->add_flag("--hex", a->hex, "With --json: each record's undo bytes in hex");
     cmd->callback([a] {
-        std::optional<ChainType> chain;
-        if (!a->network.empty()) {
-            chain = ParseChainType(a->network);
-            if (!chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "'");
-        }
+        const std::optional<ChainType> chain = ParseNetworkOption(a->network);
         auto loc = LocateUndoInDatadir(a->datadir, chain);
         if (!loc) {
-            std::fprintf(stderr, "ibdkit: undo: %s\n", loc.error().message.c_str());
-            ExitCode() = 1;
+            PrintError(loc.error().message);
+            ExitCode() = EXIT_FAILED;
             return;
         }
         if (loc->live && !loc->blocks.empty()) {
-            std::fprintf(stderr, "ibdkit: %s\n", LiveDatadirMessage(loc->blocks.back().height, loc->blocks.back().hash).c_str());
+            PrintNote(LiveDatadirMessage(loc->blocks.back().height, loc->blocks.back().hash));
         }
         UndoFileReader reader(loc->blocks_dir, loc->key, GetChainParams(loc->chain).message_start);
         nlohmann::json blocks = nlohmann::json::array();
@@ -53,16 +49,14 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
             if (a->height >= 0 && b.height != a->height) continue;
             auto bytes = reader.ReadBytes(b.file, b.undo_pos, b.prev);
             if (!bytes) {
-                std::fprintf(stderr, "ibdkit: undo: block %s at height %d: %s\n", b.hash.ToHex().c_str(), b.height,
-                             bytes.error().message.c_str());
-                ExitCode() = 1;
+                PrintError("block " + b.hash.ToHex() + " at height " + std::to_string(b.height) + ": " + bytes.error().message);
+                ExitCode() = EXIT_FAILED;
                 return;
             }
             auto undo = DecodeBlockUndo(*bytes);
             if (!undo) {
-                std::fprintf(stderr, "ibdkit: undo: block %s at height %d: %s\n", b.hash.ToHex().c_str(), b.height,
-                             undo.error().message.c_str());
-                ExitCode() = 1;
+                PrintError("block " + b.hash.ToHex() + " at height " + std::to_string(b.height) + ": " + undo.error().message);
+                ExitCode() = EXIT_FAILED;
                 return;
             }
             ++records;

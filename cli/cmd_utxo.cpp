@@ -5,14 +5,19 @@
 #include "progress.h"
 #include "utxo_export_cli.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/memory/policy.h>
+#include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
+
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -30,40 +35,62 @@ namespace {
 namespace fs = std::filesystem;
 
 struct CommonOpts {
-    std::string chainstate;
+    std::string chainstate, datadir, network;
     std::string policy{DefaultPolicy::name};
     std::size_t dbcache_mib{64};
-    bool no_progress{false};
+    bool quiet{false}, json{false};
 };
 
 void AddCommon(CLI::App* cmd, CommonOpts& o)
 {
-    cmd->add_option("--chainstate", o.chainstate, "Chainstate directory (Core's DATADIR/chainstate; a datadir is accepted)")
-        ->required();
+    auto* cs = cmd->add_option("--chainstate", o.chainstate,
+                               "Chainstate folder: one ibdkit wrote, or Core's DATADIR/chainstate (a data directory is accepted)");
+    auto* dd = cmd->add_option("--datadir", o.datadir, "Bitcoin Core data directory: its network's chainstate is read");
+    cs->excludes(dd);
+    AddNetworkOption(cmd, o.network, "what ibdkit recorded in its chainstate, else the data directory's layout, else main");
     cmd->add_option("--policy", o.policy, "Buffer policy for database keys/values: " + PolicyNameList())->capture_default_str();
-    cmd->add_option("--dbcache", o.dbcache_mib, "LevelDB cache in MiB")->capture_default_str();
-    cmd->add_flag("--no-progress", o.no_progress, "Do not draw a progress bar on stderr");
+    cmd->add_option("--dbcache", o.dbcache_mib, "LevelDB cache in MiB")->check(IntegerIn(1, MAX_DBCACHE_MIB))->capture_default_str();
+    AddQuietOption(cmd, o.quiet);
+    cmd->add_flag("--json", o.json, "Print the result as JSON");
 }
 
-std::unique_ptr<CoinsDB> OpenReadOnly(const CommonOpts& o)
+struct OpenedChainstate {
+    std::unique_ptr<CoinsDB> db;
+    std::optional<ChainType> chain; ///< given, recorded by ibdkit, or from the data directory's layout
+    fs::path dir;
+};
+
+/// The chainstate --chainstate or --datadir names, opened read-only (nothing in it is written).
+OpenedChainstate OpenReadOnly(const CommonOpts& o)
 {
-    fs::path dir = o.chainstate;
-    if (!fs::exists(dir / "CURRENT") && fs::exists(dir / "chainstate" / "CURRENT")) dir /= "chainstate";
+    if (o.chainstate.empty() == o.datadir.empty()) {
+        throw UsageError("give --chainstate DIR (a chainstate folder) or --datadir DIR (Bitcoin Core's data directory)");
+    }
     auto policy = ParsePolicy(o.policy);
     if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + o.policy + "' (" + PolicyNameList() + ")");
+    auto loc = LocateChainstate(o.chainstate.empty() ? o.datadir : o.chainstate, ParseNetworkOption(o.network));
+    if (!loc) throw std::runtime_error(loc.error().message);
     CoinsDBOptions opt;
     opt.read_only = true;
     opt.policy = *policy;
     opt.cache_bytes = o.dbcache_mib << 20;
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, opt, &st);
-    if (!db) throw std::runtime_error(st.message);
+    auto db = CoinsDB::Open(loc->dir, opt, &st);
+    if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);
     if (db->store().FromSnapshot()) {
         auto best = db->GetBestBlock();
-        std::fprintf(stderr, "ibdkit: bitcoind is running: reading a snapshot of its chainstate; consistent at best block %s\n",
-                     best ? best->ToHex().c_str() : "(unreadable)");
+        PrintNote(std::string("bitcoind is running: reading a snapshot of its chainstate; consistent at best block ") +
+                  (best ? best->ToHex() : "(unreadable)"));
     }
-    return db;
+    return {std::move(db), loc->chain, loc->dir};
+}
+
+/// The network of addresses: the chainstate's, else main (said once on stderr).
+AddressNetwork AddressNetworkFor(const OpenedChainstate& c, const CommonOpts& o)
+{
+    if (c.chain) return AddressNetworkOf(*c.chain);
+    if (!o.quiet) PrintNote("nothing says which network " + c.dir.string() + " is of: addresses are mainnet's (pass --network)");
+    return AddressNetwork::Main;
 }
 
 class ProgressBar {
@@ -143,14 +170,7 @@ void PrintStats(const UtxoStats& s, bool json)
     }
 }
 
-[[noreturn]] void Fail(const Error& e) { throw std::runtime_error(std::string(ErrcName(e.code)) + ": " + e.message); }
-
-const ChainParams& NetworkParams(const std::string& name)
-{
-    const auto t = ParseChainType(name);
-    if (!t) throw CLI::ValidationError("--network", "unknown network '" + name + "'");
-    return GetChainParams(*t);
-}
+[[noreturn]] void Fail(const Error& e) { throw std::runtime_error(e.message); }
 
 /// "TXID:VOUT" with the txid in Core's display form.
 OutPoint ParseOutPoint(const std::string& s)
@@ -197,7 +217,6 @@ void AddStats(CLI::App* utxo)
 {
     auto* stats = utxo->add_subcommand("stats", "UTXO set statistics like gettxoutsetinfo (hash_serialized_3)");
     auto so = std::make_shared<CommonOpts>();
-    auto json = std::make_shared<bool>(false);
     auto height = std::make_shared<std::optional<uint32_t>>();
     auto hash_type = std::make_shared<std::string>("hash_serialized_3");
     AddCommon(stats, *so);
@@ -205,15 +224,14 @@ void AddStats(CLI::App* utxo)
                       "Set hash as gettxoutsetinfo's hash_type: hash_serialized_3, muhash, none; or both (one walk)")
         ->check(CLI::IsMember({"hash_serialized_3", "muhash", "none", "both"}))
         ->capture_default_str();
-    stats->add_flag("--json", *json, "JSON output with gettxoutsetinfo's field names");
-    stats->add_option("--height", *height, "Report this height (default: the highest coin height)");
-    stats->callback([so, json, height, hash_type] {
-        auto db = OpenReadOnly(*so);
-        ProgressBar bar(!so->no_progress);
-        auto r = ComputeUtxoStats(*db, ParseHashType(*hash_type), *height, [&](uint64_t n, double f) { bar.Update(n, f); });
+    stats->add_option("--height", *height, "Report this height (default: the highest coin height)")->check(IntegerIn(0, MAX_HEIGHT));
+    stats->callback([so, height, hash_type] {
+        auto cs = OpenReadOnly(*so);
+        ProgressBar bar(!so->quiet);
+        auto r = ComputeUtxoStats(*cs.db, ParseHashType(*hash_type), *height, [&](uint64_t n, double f) { bar.Update(n, f); });
         bar.Done();
-        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
-        PrintStats(*r, *json);
+        if (!r) Fail(r.error());
+        PrintStats(*r, so->json);
         if (!r->BreakdownAddsUp()) throw std::runtime_error("script-type breakdown does not add up to the totals");
     });
 }
@@ -224,30 +242,25 @@ void AddGet(CLI::App* utxo)
     auto* get = utxo->add_subcommand("get", "Look up one coin (gettxout on the chainstate)");
     auto gopt = std::make_shared<CommonOpts>();
     auto gout = std::make_shared<std::string>();
-    auto gnet = std::make_shared<std::string>("main");
-    auto gjson = std::make_shared<bool>(false);
     AddCommon(get, *gopt);
     get->add_option("outpoint", *gout, "TXID:VOUT (txid as Core displays it)")->required();
-    get->add_option("--network", *gnet, "Network for the address: main, test, signet, regtest")->capture_default_str();
-    get->add_flag("--json", *gjson, "JSON output");
-    get->callback([gopt, gout, gnet, gjson] {
+    get->callback([gopt, gout] {
         const OutPoint op = ParseOutPoint(*gout);
-        const auto net = ParseAddressNetwork(*gnet);
-        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *gnet + "'");
-        auto db = OpenReadOnly(*gopt);
-        auto r = db->GetCoin(op);
+        auto cs = OpenReadOnly(*gopt);
+        const bool json = gopt->json;
+        auto r = cs.db->GetCoin(op);
         if (!r) Fail(r.error());
         if (!*r) {
-            if (*gjson) std::printf("null\n");
+            if (json) std::printf("null\n");
             else std::printf("%s:%u is not in the UTXO set\n", op.hash.ToHex().c_str(), op.n);
             throw CLI::RuntimeError(1);
         }
         const Coin& c = **r;
         const TxoutType tt = Solver(c.out.script_pubkey.span());
-        const auto addr = EncodeAddress(c.out.script_pubkey, tt, *net);
+        const auto addr = EncodeAddress(c.out.script_pubkey, tt, AddressNetworkFor(cs, *gopt));
         const auto type = GetTxnOutputType(tt);
         const std::string hex = HexStr(c.out.script_pubkey.span());
-        if (*gjson) {
+        if (json) {
             std::printf("{\"txid\": \"%s\", \"vout\": %u, \"height\": %u, \"coinbase\": %s, \"value\": %s, "
                         "\"amount_sat\": %lld, \"scriptPubKey\": {\"hex\": \"%s\", \"type\": \"%.*s\"%s%s%s}}\n",
                         op.hash.ToHex().c_str(), op.n, c.height, c.coinbase ? "true" : "false",
@@ -267,15 +280,13 @@ void AddSnapshot(CLI::App* utxo)
     auto* snap = utxo->add_subcommand("snapshot", "Write an assumeutxo snapshot in Core's dumptxoutset format, then verify it");
     auto sopt = std::make_shared<CommonOpts>();
     auto sout = std::make_shared<std::string>();
-    auto snet = std::make_shared<std::string>();
     AddCommon(snap, *sopt);
-    snap->add_option("--out", *sout, "Snapshot file to write")->required();
-    snap->add_option("--network", *snet, "Network of the chainstate (its magic goes into the metadata): main, test, testnet4, signet, regtest")
-        ->required();
-    snap->callback([sopt, sout, snet] {
-        const ChainParams& params = NetworkParams(*snet);
-        auto db = OpenReadOnly(*sopt);
-        WriteUtxoExport(*db, "snapshot", *sout, params, AddressNetwork::Main, !sopt->no_progress, stdout);
+    snap->add_option("--out", *sout, "Snapshot file to write (its folder must exist)")->required();
+    snap->callback([sopt, sout] {
+        CheckOutput(*sout);
+        auto cs = OpenReadOnly(*sopt);
+        if (!cs.chain) throw UsageError("nothing says which network " + cs.dir.string() + " is of (its magic goes into the snapshot): pass --network");
+        WriteUtxoExport(*cs.db, "snapshot", *sout, GetChainParams(*cs.chain), AddressNetwork::Main, !sopt->quiet, stdout, sopt->json);
     });
 }
 
@@ -288,13 +299,16 @@ void AddLoadSnapshot(CLI::App* utxo)
     auto lnet = std::make_shared<std::string>();
     auto lhash = std::make_shared<std::string>();
     auto lprog = std::make_shared<bool>(false);
+    auto ljson = std::make_shared<bool>(false);
     load->add_option("file", *lfile, "Snapshot file")->required();
     load->add_option("--chainstate", *ldir, "New chainstate directory (must not exist or be empty)")->required();
-    load->add_option("--network", *lnet, "Network this node runs: main, test, testnet4, signet, regtest")->required();
+    AddNetworkOption(load, *lnet, "")->required();
     load->add_option("--expect-hash", *lhash, "hash_serialized_3 the set must have (required unless Core pins the base block)");
-    load->add_flag("--no-progress", *lprog, "Do not draw a progress bar on stderr");
-    load->callback([lfile, ldir, lnet, lhash, lprog] {
-        const ChainParams& params = NetworkParams(*lnet);
+    AddQuietOption(load, *lprog);
+    load->add_flag("--json", *ljson, "Print the result as JSON");
+    load->callback([lfile, ldir, lnet, lhash, lprog, ljson] {
+        const ChainParams& params = GetChainParams(*ParseNetworkOption(*lnet));
+        if (auto refused = CheckChainstateWritable(*ldir)) throw UsageError("--chainstate: " + refused->message);
         SnapshotLoadOptions opt;
         if (!lhash->empty()) {
             opt.expected_hash = uint256::FromHex(*lhash);
@@ -306,6 +320,15 @@ void AddLoadSnapshot(CLI::App* utxo)
         SetInterruptNote(r ? "chainstate " + *ldir + " is complete" : "");
         bar.Done();
         if (!r) Fail(r.error());
+        (void)RecordChainstateNetwork(*ldir, ChainTypeName(params.type));
+        if (*ljson) {
+            nlohmann::json j{{"chainstate", *ldir}, {"base_blockhash", r->metadata.base_blockhash.ToHex()},
+                             {"coins_loaded", r->stats.txouts}, {"total_amount_sat", r->stats.total_amount},
+                             {"hash_serialized_3", r->stats.hash_serialized.ToHex()}};
+            if (r->height) j["base_height"] = *r->height;
+            std::printf("%s\n", j.dump(2).c_str());
+            return;
+        }
         std::printf("chainstate         %s\nbase_blockhash     %s\n", ldir->c_str(), r->metadata.base_blockhash.ToHex().c_str());
         if (r->height) std::printf("base_height        %d (Core's assumeutxo parameters)\n", *r->height);
         std::printf("coins_loaded       %llu\ntotal_amount       %s\nhash_serialized_3  %s (verified)\n",
@@ -321,18 +344,16 @@ void AddDump(CLI::App* utxo)
     auto dopt = std::make_shared<CommonOpts>();
     auto format = std::make_shared<std::string>("csv");
     auto out = std::make_shared<std::string>();
-    auto network = std::make_shared<std::string>("main");
     AddCommon(dump, *dopt);
     dump->add_option("--format", *format, "csv, jsonl or sqlite (schemas: docs/utxo-export.md)")
         ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
         ->capture_default_str();
-    dump->add_option("--out", *out, "Output file (replaced); it is re-read and verified afterwards")->required();
-    dump->add_option("--network", *network, "Network for addresses: main, test, signet, regtest")->capture_default_str();
-    dump->callback([dopt, format, out, network] {
-        const auto net = ParseAddressNetwork(*network);
-        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *network + "'");
-        auto db = OpenReadOnly(*dopt);
-        WriteUtxoExport(*db, *format, *out, GetChainParams(ChainType::MAIN), *net, !dopt->no_progress, stderr);
+    dump->add_option("--out", *out, "Output file (replaced; its folder must exist); it is re-read and verified afterwards")->required();
+    dump->callback([dopt, format, out] {
+        CheckOutput(*out);
+        auto cs = OpenReadOnly(*dopt);
+        const AddressNetwork net = AddressNetworkFor(cs, *dopt);
+        WriteUtxoExport(*cs.db, *format, *out, GetChainParams(cs.chain.value_or(ChainType::MAIN)), net, !dopt->quiet, stderr, dopt->json);
     });
 }
 
@@ -344,7 +365,6 @@ void AddBalances(CLI::App* utxo)
     auto bopt = std::make_shared<CommonOpts>();
     auto bformat = std::make_shared<std::string>("csv");
     auto bout = std::make_shared<std::string>();
-    auto bnet = std::make_shared<std::string>("main");
     auto btop = std::make_shared<std::optional<uint64_t>>();
     auto bmem = std::make_shared<std::string>("64");
     auto btmp = std::make_shared<std::string>();
@@ -352,27 +372,34 @@ void AddBalances(CLI::App* utxo)
     bal->add_option("--format", *bformat, "csv, jsonl or sqlite (columns: docs/utxo-export.md)")
         ->check(CLI::IsMember({"csv", "jsonl", "sqlite"}))
         ->capture_default_str();
-    bal->add_option("--out", *bout, "Output file (replaced when complete)")->required();
-    bal->add_option("--network", *bnet, "Network for addresses: main, test, signet, regtest")->capture_default_str();
-    bal->add_option("--top", *btop, "Keep only the N largest balances");
+    bal->add_option("--out", *bout, "Output file (replaced when complete; its folder must exist)")->required();
+    bal->add_option("--top", *btop, "Keep only the N largest balances")->check(IntegerIn(0, MAX_COUNT));
     bal->add_option("--memory", *bmem, "Memory for each sort's buffer, beyond which runs spill to disk: MiB, or with a K/M/G suffix")
         ->capture_default_str();
     bal->add_option("--tmpdir", *btmp, "Directory for the sort's run files (default: the directory of --out)");
-    bal->callback([bopt, bformat, bout, bnet, btop, bmem, btmp] {
-        const auto net = ParseAddressNetwork(*bnet);
-        if (!net) throw CLI::ValidationError("--network", "unknown network '" + *bnet + "'");
-        auto db = OpenReadOnly(*bopt);
+    bal->callback([bopt, bformat, bout, btop, bmem, btmp] {
+        CheckOutput(*bout);
         BalancesOptions opt;
         opt.memory_bytes = ParseMemory(*bmem);
+        if (!btmp->empty() && !fs::is_directory(*btmp)) throw UsageError("--tmpdir " + *btmp + " is not an existing folder");
+        auto cs = OpenReadOnly(*bopt);
+        const AddressNetwork net = AddressNetworkFor(cs, *bopt);
         opt.top = *btop;
         opt.tmp_dir = btmp->empty() ? fs::absolute(*bout).parent_path() : fs::path(*btmp);
-        ProgressLine line(!bopt->no_progress);
-        const auto r = WriteBalances(*db, *ParseTableFormat(*bformat), *bout, *net, opt,
+        ProgressLine line(!bopt->quiet);
+        const auto r = WriteBalances(*cs.db, *ParseTableFormat(*bformat), *bout, net, opt,
                                      [&](std::string_view phase, uint64_t n, double f) {
                                          line.Update(f, std::string(phase) + "  " + std::to_string(n));
                                      });
         line.Done();
         if (!r) Fail(r.error());
+        if (bopt->json) {
+            const nlohmann::json j{{"out", *bout}, {"rows", r->rows}, {"scripts", r->scripts}, {"coins", r->coins},
+                                   {"txouts", r->stats.txouts}, {"value_sat", r->value}, {"total_amount_sat", r->stats.total_amount},
+                                   {"runs", r->runs}};
+            std::printf("%s\n", j.dump(2).c_str());
+            return;
+        }
         std::printf("rows               %llu\nscripts            %llu\n", (unsigned long long)r->rows,
                     (unsigned long long)r->scripts);
         std::printf("coins              %llu (txouts %llu)\n", (unsigned long long)r->coins,

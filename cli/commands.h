@@ -1,9 +1,18 @@
-// cli/commands.h — each subcommand registers itself on the CLI11 app.
+// cli/commands.h — each subcommand registers itself on the CLI11 app; what every command shares:
+// its exit code (cli/exit_codes.h) and its one way of saying what went wrong.
 #pragma once
+
+#include "exit_codes.h"
 
 #include <CLI/CLI.hpp>
 
+#include <ibdkit/chain/params.h>
+
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ibdkit::cli {
@@ -16,7 +25,45 @@ struct CommandRegistrar {
 };
 
 void RegisterCommands(CLI::App& app);
-/// Exit code set by the command that ran (0 by default).
+/// Exit code set by the command that ran (EXIT_OK by default).
 int& ExitCode();
+
+/// A wrong command line found in a command's callback (a combination of options, a value outside
+/// what it names): main prints it with PrintError and exits with EXIT_USAGE. Thrown before any
+/// block is read or any file written.
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// "ibdkit: error: MESSAGE" on stderr: the one form of every failure's line.
+void PrintError(const std::string& message);
+/// "ibdkit: MESSAGE" on stderr: something the user should know that is not a failure.
+void PrintNote(const std::string& message);
+/// Bounds of the numbers options take (docs/cli.md): every size and count is positive and bounded,
+/// so that a typo such as `--dbcache -5` is a usage error, never a wrapped-around value.
+inline constexpr long long MAX_DBCACHE_MIB = 1 << 20; ///< 1 TiB
+inline constexpr long long MAX_HEIGHT = 100'000'000;
+inline constexpr long long MAX_COUNT = 1'000'000'000'000LL;
+inline constexpr long long MAX_THREADS = 1024;
+/// A CLI11 check: the value is a whole number (no sign other than a leading '-', no fraction, no
+/// suffix) in [lo, hi].
+CLI::Validator IntegerIn(long long lo, long long hi);
+
+/// Adds `--network NAME` (main, test, testnet4, signet, regtest) to `cmd`; `default_from` says
+/// where the network comes from when it is not given ("" when it must be). Returns the option.
+CLI::Option* AddNetworkOption(CLI::App* cmd, std::string& network, const std::string& default_from);
+/// The network named by a `--network` value; nullopt for "". Throws CLI::ValidationError if unknown.
+std::optional<ChainType> ParseNetworkOption(const std::string& network);
+/// Adds `-q,--quiet` (no progress, no notes) and, hidden, its older spelling `--no-progress`.
+void AddQuietOption(CLI::App* cmd, bool& quiet);
+/// Progress lines are drawn on a terminal only; `--progress` (ProgressForced) draws them on any stderr.
+bool& ProgressForced();
+/// Refuses (UsageError) an output file ibdkit may not write (common/write_guard.h): inside a Core data
+/// directory, in a folder that does not exist, or a folder itself. Called before any work.
+void CheckOutput(const std::string& file);
+
+/// The subcommand path that was parsed ("utxo stats "), for the hint after a usage error.
+std::string UsageCommand(const CLI::App& app);
 
 } // namespace ibdkit::cli

@@ -3,13 +3,12 @@
 // partial under their final names (ibdkit/atomic_file.h): the signal removes their temporaries.
 #pragma once
 
+#include "exit_codes.h"
+
 #include <atomic>
 #include <string_view>
 
 namespace ibdkit::cli {
-
-/// Exit status after SIGINT or SIGTERM (128 + SIGINT, as a shell reports a Ctrl-C).
-inline constexpr int EXIT_INTERRUPTED = 130;
 
 /// The default of every command (main installs it): a signal removes the temporaries of results
 /// not complete yet, prints one "ibdkit: interrupted: FILE: ..." line for each of them and the

@@ -6,25 +6,36 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cstdio>
 #include <exception>
 
 int main(int argc, char** argv)
 {
+    using namespace ibdkit::cli;
     CLI::App app{"ibdkit — the initial-block-download data path of a Bitcoin node, byte-compatible with "
                  "Bitcoin Core, with the buffer-memory policy as a first-class choice.\n"
-                 "Policies: " + ibdkit::PolicyNameList(", ", ", ", /*mark_default=*/true) + "."};
+                 "Policies: " + ibdkit::PolicyNameList(", ", ", ", /*mark_default=*/true) + ".\n"
+                 "Exit codes: 0 done, 1 failed, 2 invalid chain, 64 usage error, 130 interrupted (docs/cli.md)."};
     app.set_version_flag("--version", IBDKIT_VERSION);
     app.require_subcommand(1);
-    ibdkit::cli::RegisterCommands(app);
-    ibdkit::cli::InstallInterruptExit(); // a command that stops cleanly by itself installs its own
+    RegisterCommands(app);
+    InstallInterruptExit(); // a command that stops cleanly by itself installs its own
     try {
         app.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+        return app.exit(e); // --help, --version
+    } catch (const CLI::RuntimeError& e) {
+        // A command's own outcome (e.g. `utxo get` of a coin not in the set), already printed.
+        return e.get_exit_code();
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        PrintError(e.what());
+        PrintNote("see ibdkit " + UsageCommand(app) + "--help");
+        return EXIT_USAGE;
+    } catch (const UsageError& e) {
+        PrintError(e.what());
+        return EXIT_USAGE;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "ibdkit: error: %s\n", e.what());
-        return 1;
+        PrintError(e.what());
+        return EXIT_FAILED;
     }
-    return ibdkit::cli::ExitCode();
+    return ExitCode();
 }

@@ -1,6 +1,8 @@
-// cli/progress.h — one progress line on stderr: redrawn in place on a terminal, a plain line every
-// few seconds otherwise (so logs of long runs still show progress).
+// cli/progress.h — one progress line on stderr: redrawn in place on a terminal; elsewhere nothing,
+// unless asked (`--progress`: a plain line every few seconds, so logs of long runs show progress).
 #pragma once
+
+#include "commands.h"
 
 #include <unistd.h>
 
@@ -12,7 +14,10 @@ namespace ibdkit::cli {
 
 class ProgressLine {
 public:
-    explicit ProgressLine(bool enabled) : m_enabled(enabled), m_tty(::isatty(STDERR_FILENO) != 0) {}
+    explicit ProgressLine(bool enabled)
+        : m_enabled(enabled && (::isatty(STDERR_FILENO) != 0 || ProgressForced())), m_tty(::isatty(STDERR_FILENO) != 0)
+    {
+    }
     ProgressLine(const ProgressLine&) = delete;
     ProgressLine& operator=(const ProgressLine&) = delete;
     ~ProgressLine() { Done(); }

@@ -2,6 +2,8 @@
 #include "replay_cli.h"
 #include "interrupt.h"
 
+#include <ibdkit/common/write_guard.h>
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,7 +74,35 @@ void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args)
                   "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
                   "Core's -reindex-chainstate does; height and best block are still printed");
     cmd->add_flag("--json", args.json, "Print the result as JSON (gettxoutsetinfo field names plus timing)");
-    cmd->add_flag("-q,--quiet", args.quiet, "No progress bar");
+    AddQuietOption(cmd, args.quiet);
+}
+
+void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height, unsigned& threads)
+{
+    cmd->add_option("--dbcache", dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")
+        ->check(IntegerIn(0, MAX_DBCACHE_MIB))
+        ->capture_default_str();
+    cmd->add_option("--stop-height", stop_height, "Stop (and flush) after this height")->check(IntegerIn(0, MAX_HEIGHT));
+    cmd->add_option("--threads", threads, "Threads (read or peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
+        ->check(IntegerIn(0, MAX_THREADS))
+        ->capture_default_str();
+}
+
+void CheckEngineOutputs(const EngineOptions& o)
+{
+    if (auto refused = CheckChainstateWritable(o.chainstate)) throw UsageError("--chainstate: " + refused->message);
+    if (auto refused = CheckUndoDirWritable(o.undo_dir)) throw UsageError("--undo: " + refused->message);
+    if (!o.chainstate.empty() && !o.undo_dir.empty() &&
+        (IsSameOrInside(o.undo_dir, o.chainstate) || IsSameOrInside(o.chainstate, o.undo_dir))) {
+        throw UsageError("--undo and --chainstate share a folder: give each a folder of its own");
+    }
+}
+
+void RecordNetwork(const EngineOptions& o, ChainType chain)
+{
+    std::error_code ec;
+    if (o.chainstate.empty() || !std::filesystem::exists(o.chainstate / CHAINSTATE_MARKER, ec)) return;
+    (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(chain)); // a hint for later readers only
 }
 
 std::optional<BlockHash> ParseAssumeValid(const std::string& value)
@@ -242,7 +272,7 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
                     (unsigned long long)runs.front().result.utxo->txouts, runs.front().result.utxo->hash_serialized.ToHex().c_str(),
                     same ? "identical under every policy" : "DIFFERS between policies (bug!)");
     }
-    if (!same) ExitCode() = 1;
+    if (!same) ExitCode() = EXIT_FAILED;
 }
 
 
@@ -264,9 +294,8 @@ int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds)
             all[k].push_back(RunReplayInChild(po));
             bar->Done();
             if (!all[k].back().error.empty()) {
-                std::fprintf(stderr, "ibdkit: replay with %s failed: %s\n", std::string(PolicyName(id)).c_str(),
-                             all[k].back().error.c_str());
-                return 1;
+                PrintError("replay with " + std::string(PolicyName(id)) + " failed: " + all[k].back().error);
+                return EXIT_FAILED;
             }
         }
     }

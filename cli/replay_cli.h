@@ -28,11 +28,20 @@ struct ConnectOutputArgs {
     std::string assumevalid; ///< `--assumevalid HASH|0` as given (ParseAssumeValid reads it)
     bool no_stats{false}, json{false}, quiet{false};
 };
-/// Adds `--assumevalid`, `--no-stats`, `--json` and `-q,--quiet` to `cmd`, into `args`.
+/// Adds `--assumevalid`, `--no-stats`, `--json` and `-q,--quiet` (AddQuietOption) to `cmd`, into `args`.
 void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args);
 /// EngineOptions::assumevalid from the option's text: nullopt when not given (the network's
 /// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
 std::optional<BlockHash> ParseAssumeValid(const std::string& value);
+/// Adds the sizes and counts every block-connecting command takes, each checked (IntegerIn):
+/// `--dbcache`, `--stop-height`, `--threads`.
+void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height, unsigned& threads);
+/// Before any block is read: refuses (UsageError, saying what to do) a chainstate or undo folder
+/// ibdkit may not write (common/write_guard.h), or the two in one folder.
+void CheckEngineOutputs(const EngineOptions& o);
+/// After a run into a chainstate the user named: records its network there, so that `utxo`
+/// commands and later runs know it (common/write_guard.h, RecordChainstateNetwork).
+void RecordNetwork(const EngineOptions& o, ChainType chain);
 /// The line about scripts (for PrintHuman): how many inputs were verified from which height and
 /// why, or that the assumevalid rule skipped them.
 void PrintScripts(const EngineResult& r);

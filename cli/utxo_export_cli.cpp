@@ -7,6 +7,8 @@
 
 #include "progress.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -29,7 +31,7 @@ std::string CoinsText(uint64_t coins, double secs)
 } // namespace
 
 void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::path& out, const ChainParams& params,
-                     AddressNetwork net, bool progress, std::FILE* summary)
+                     AddressNetwork net, bool progress, std::FILE* summary, bool json)
 {
     ProgressLine bar(progress && ::isatty(STDERR_FILENO));
     const auto start = std::chrono::steady_clock::now();
@@ -37,7 +39,14 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
     if (format == "snapshot") {
         auto r = WriteUtxoSnapshot(db, params, out, [&](uint64_t n, double f) { bar.Update(f, CoinsText(n, secs())); });
         bar.Done();
-        if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+        if (!r) throw std::runtime_error(r.error().message);
+        if (json) {
+            const nlohmann::json j{{"snapshot", out.string()}, {"base_blockhash", r->metadata.base_blockhash.ToHex()},
+                                   {"coins_written", r->metadata.coins_count}, {"bytes", r->bytes},
+                                   {"txoutset_hash", r->chainstate_stats.hash_serialized.ToHex()}, {"verified_coins", r->file_stats.txouts}};
+            std::printf("%s\n", j.dump(2).c_str());
+            return;
+        }
         std::fprintf(summary,
                      "snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
                      "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
@@ -60,8 +69,16 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
         bar.Update(frac, phase + ": " + CoinsText(n, secs()));
     });
     bar.Done();
-    if (!r) throw std::runtime_error(std::string(ErrcName(r.error().code)) + ": " + r.error().message);
+    if (!r) throw std::runtime_error(r.error().message);
     const UtxoStats& s = r->chainstate_stats;
+    if (json) {
+        const nlohmann::json j{{"out", out.string()}, {"format", format}, {"coins", s.txouts}, {"bytes", r->bytes},
+                               {"write_seconds", r->write_seconds}, {"verify_seconds", r->verify_seconds},
+                               {"verified_coins", r->file_stats.txouts},
+                               {"hash_serialized_3", r->file_stats.hash_serialized.ToHex()}};
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
     std::fprintf(summary,
                  "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
                  "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
@@ -85,10 +102,10 @@ void HeightExport::AddOptions(CLI::App* cmd)
     auto* h = cmd->add_option("--height", m_height,
                               "Export the UTXO set as it stood at this height: stop there (into a temporary chainstate\n"
                               "unless --chainstate is given) and write --dump FORMAT to --out, verified as `utxo dump` does")
-                  ->check(CLI::NonNegativeNumber);
+                  ->check(IntegerIn(0, MAX_HEIGHT));
     auto* d = cmd->add_option("--dump", m_format, std::string("With --height: ") + EXPORT_FORMATS_HELP)
                   ->check(CLI::IsMember({"csv", "jsonl", "sqlite", "snapshot"}));
-    auto* o = cmd->add_option("--out", m_out, "With --height: the export file (replaced; re-read and checked afterwards)");
+    auto* o = cmd->add_option("--out", m_out, "With --height: the export file (replaced; its folder must exist; re-read and checked afterwards)");
     h->needs(d)->needs(o);
     d->needs(h);
     o->needs(h);
@@ -97,8 +114,9 @@ void HeightExport::AddOptions(CLI::App* cmd)
 void HeightExport::Prepare(EngineOptions& o)
 {
     if (!Enabled()) return;
+    CheckOutput(m_out);
     if (o.stop_height && *o.stop_height != m_height) {
-        throw CLI::ValidationError("--stop-height", "--height " + std::to_string(m_height) + " stops the run there; drop --stop-height");
+        throw UsageError("--height " + std::to_string(m_height) + " stops the run there; drop --stop-height");
     }
     o.stop_height = m_height;
     m_policy = o.policy;
@@ -115,7 +133,7 @@ void HeightExport::Finish(const EngineResult& r, bool progress)
 {
     if (!Enabled()) return;
     if (ExitCode() != 0) { // rejected, interrupted, or the peer failed: the run says why
-        std::fprintf(stderr, "ibdkit: --height %d: the run did not end cleanly; nothing exported\n", m_height);
+        PrintNote("--height " + std::to_string(m_height) + ": the run did not end cleanly; nothing exported");
         return;
     }
     if (r.height != m_height) {

@@ -19,6 +19,8 @@ std::string_view ErrcName(Errc e) noexcept
     case Errc::OversizedMessage: return "OversizedMessage";
     case Errc::InvalidValue: return "InvalidValue";
     case Errc::Corrupt: return "Corrupt";
+    case Errc::Refused: return "Refused";
+    case Errc::NotFound: return "NotFound";
     }
     return "Unknown";
 }

@@ -32,6 +32,8 @@ enum class Errc : uint16_t {
     OversizedMessage,        ///< P2P payload length above the limit
     InvalidValue,            ///< a field holds a value its format forbids
     Corrupt,                 ///< stored data is inconsistent (database, block file)
+    Refused,                 ///< a path ibdkit will not write: the user's data (common/write_guard.h)
+    NotFound,                ///< a path that does not exist, or holds nothing of what was asked
 };
 
 /// Stable, human-readable name of an error code ("EndOfData", …).

@@ -3,10 +3,12 @@
 #include "bindings.h"
 #include "coin_cursor.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/engine/result_fields.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/stats.h>
@@ -58,11 +60,12 @@ class Chainstate {
 public:
     Chainstate(const std::string& path, const std::string& policy, std::size_t dbcache, const std::string& network)
     {
-        fs::path dir = path;
-        if (!fs::exists(dir / "CURRENT") && fs::exists(dir / "chainstate" / "CURRENT")) dir /= "chainstate";
-        auto net = ParseAddressNetwork(network);
-        if (!net) throw PyError{"InvalidArgument", "unknown network '" + network + "'"};
-        m_net = *net;
+        // The chainstate `path` names (a datadir's, for its network), and the network of its
+        // addresses: given, else what ibdkit recorded or the datadir's layout says, else main.
+        auto loc = LocateChainstate(path, network.empty() ? std::nullopt : std::optional<ChainType>(ParseNetwork(network)));
+        if (!loc) Throw(loc.error());
+        const fs::path dir = loc->dir;
+        m_net = AddressNetworkOf(loc->chain.value_or(ChainType::MAIN));
         CoinsDBOptions opt;
         opt.read_only = true;
         opt.policy = ParsePolicyName(policy);
@@ -312,7 +315,7 @@ void BindChainstate(nb::module_& m)
 
     nb::class_<Chainstate>(m, "_Chainstate")
         .def(nb::init<const std::string&, const std::string&, std::size_t, const std::string&>(), "path"_a,
-             "policy"_a = "zero-after-free", "dbcache"_a = 64, "network"_a = "main")
+             "policy"_a = "zero-after-free", "dbcache"_a = 64, "network"_a = "")
         .def("_stats", &Chainstate::Stats, "hash_type"_a, "height"_a, "progress"_a.none())
         .def("_balances", &Chainstate::Balances, "out"_a.none(), "format"_a, "top"_a.none(), "memory"_a, "tmpdir"_a.none(),
              "progress"_a.none())

@@ -4,6 +4,7 @@
 #include "bindings.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/result_fields.h>
 #include <ibdkit/engine/sync.h>
@@ -66,7 +67,17 @@ nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToField
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
+    // The network goes into the chainstate ibdkit wrote, for whoever reads it next.
+    if (!o.chainstate.empty() && fs::exists(o.chainstate / CHAINSTATE_MARKER)) {
+        (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(r->chain));
+    }
     return FieldsDict(to_fields(*r, o.policy));
+}
+
+/// Before any block is read: the chainstate folder must be one ibdkit may write (common/write_guard.h).
+void CheckWritable(const EngineOptions& o)
+{
+    if (auto refused = CheckChainstateWritable(o.chainstate)) throw PyError{"Refused", refused->message};
 }
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
@@ -92,6 +103,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     o.policy = ParsePolicyName(policy);
     o.stop_height = stop_height;
     o.via_p2p = via_p2p;
+    CheckWritable(o);
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
     o.on_progress = [&](const ReplayProgress& p) { bridge.Call([&](nb::dict& d) { ProgressInto(d, p); }); };
@@ -121,6 +133,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.window = window;
     o.stop_height = stop_height;
     o.force_getblocks = getblocks;
+    CheckWritable(o);
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
     o.on_sync_progress = [&](const SyncProgress& p) {

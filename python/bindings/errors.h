@@ -28,6 +28,7 @@ inline std::string StoreCodeName(StoreStatus::Code c)
     case StoreStatus::Code::Corruption: return "Corrupt";
     case StoreStatus::Code::Locked: return "Locked";
     case StoreStatus::Code::InvalidArgument: return "InvalidArgument";
+    case StoreStatus::Code::Refused: return "Refused";
     }
     return "IoError";
 }

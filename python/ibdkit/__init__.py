@@ -13,23 +13,30 @@ read-only and exports to Arrow without a Python object per coin.
     cs = ibdkit.Chainstate("cs")
     table = pyarrow.Table.from_batches(cs.to_arrow())
 
-Failures raise ``ibdkit.Error`` with ``kind`` (the typed error: "EndOfData", "NotFound", ...)
-and ``message``.
+Failures raise ``ibdkit.Error`` with ``kind`` (the typed error: "EndOfData", "Corrupt", ...)
+and ``message``; three causes have their own subclasses, which are also Python's own kinds:
+``NotFoundError`` (a ``FileNotFoundError``), ``RefusedError`` (a ``PermissionError``: a path ibdkit
+will not write, such as anything inside a Bitcoin Core data directory) and ``ArgumentError`` (a
+``ValueError``). Arguments are checked before any work starts.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from ._ibdkit import (  # noqa: F401  (re-exported)
     Block,
     BlockReader,
+    ArgumentError,
     Coin,
     Error,
     Input,
     InputVerdict,
+    NotFoundError,
     Output,
+    RefusedError,
     Transaction,
     __version__,
     block_script_flags,
@@ -40,13 +47,44 @@ from ._ibdkit import (  # noqa: F401  (re-exported)
 from . import _ibdkit
 
 __all__ = [
-    "Block", "BlockReader", "SpentBlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict", "Output", "Transaction",
+    "ArgumentError", "Block", "BlockReader", "SpentBlockReader", "Chainstate", "Coin", "Error", "Input", "InputVerdict",
+    "NotFoundError", "Output", "RefusedError", "Transaction",
     "block_script_flags", "decode_block", "format_script_flags", "parse_script_flags", "policies",
     "read_blocks", "table_schema", "to_arrow", "replay", "sync", "verify_input", "__version__",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
-Progress = Union[bool, Callable[[Dict[str, Any]], None]]
+Progress = Union[None, bool, Callable[[Dict[str, Any]], None]]
+
+MAX_DBCACHE_MIB = 1 << 20
+MAX_HEIGHT = 100_000_000
+MAX_THREADS = 1024
+
+
+def _error(cls: Any, kind: str, message: str) -> Exception:
+    e = cls(message)
+    e.kind = kind
+    e.message = message
+    return e
+
+
+def _whole(name: str, value: Any, lo: int, hi: int, optional: bool = False) -> Any:
+    """``value`` if it is an int in [lo, hi] (None too when ``optional``); else TypeError/ArgumentError."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument", f"{name} must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def _existing(name: str, path: PathLike) -> str:
+    """``path`` expanded; NotFoundError naming the argument when nothing is there."""
+    where = os.path.expanduser(os.fspath(path))
+    if not os.path.exists(where):
+        raise _error(_ibdkit.NotFoundError, "NotFound", f"{name}: {where} does not exist")
+    return where
 
 
 def decode_block(data: Union[bytes, bytearray, memoryview], network: str = "main") -> Block:
@@ -100,7 +138,9 @@ def read_blocks(path: PathLike, network: Optional[str] = None, spent_outputs: bo
     them. Without them those attributes raise ``ibdkit.Error`` (kind ``"NoSpentOutputs"``).
     ``from_height``/``to_height`` bound the heights read (inclusive).
     """
-    where = os.path.expanduser(os.fspath(path))
+    where = _existing("path", path)
+    _whole("from_height", from_height, 0, MAX_HEIGHT, optional=True)
+    _whole("to_height", to_height, 0, MAX_HEIGHT, optional=True)
     if spent_outputs:
         return SpentBlockReader(where, network, from_height, to_height)
     reader = BlockReader(where, network)
@@ -149,12 +189,14 @@ def _height_range(reader: BlockReader, first: int, last: Optional[int]) -> Itera
 
 
 class _Bar:
-    """Progress bar over a callback: tqdm when installed and wanted, else nothing."""
+    """Progress bar over a callback: tqdm when installed and wanted (None: when stderr is a terminal;
+    True: always), else nothing."""
 
     def __init__(self, progress: Progress, desc: str, unit: str = "block") -> None:
         self.user = progress if callable(progress) else None
         self.bar = None
-        if progress is True:
+        wanted = progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty())
+        if wanted:
             try:
                 from tqdm.auto import tqdm  # type: ignore
                 self.bar = tqdm(desc=desc, unit=unit, total=0, dynamic_ncols=True)
@@ -186,7 +228,7 @@ class _Bar:
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
            via_p2p: bool = False, threads: int = 0, statistics: bool = True,
-           assumevalid: Optional[Union[str, int]] = None, progress: Progress = True) -> Dict[str, Any]:
+           assumevalid: Optional[Union[str, int]] = None, progress: Progress = None) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
@@ -197,8 +239,10 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     statistics: False skips the final walk over the UTXO set (``--no-stats``): the dict then has
     height and bestblock but no txouts/hash_serialized_3. assumevalid: as ``--assumevalid`` (None:
     the network's default, none on regtest; 0 or "0": verify every script; a block hash: skip the
-    scripts below it where Core would). progress: True for a tqdm bar (when installed), a callable
-    receiving a dict about 4 times a second, or False.
+    scripts below it where Core would). progress: None for a tqdm bar (when installed) when stderr is
+    a terminal, True for one anyway, a callable receiving a dict about 4 times a second, or False.
+    chainstate must be new, empty or one ibdkit made, and outside any Bitcoin Core data directory
+    (else ``RefusedError``).
 
     Returns the statistics as a dict (the CLI's ``--json`` fields: height, bestblock, txouts,
     hash_serialized_3, total_amount, blocks_connected, seconds, flushes, reject_reason,
@@ -206,9 +250,13 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     A block failing its checks is not an exception: ``reject_reason``/``reject_height`` say which.
     Ctrl-C stops cleanly (the chainstate is flushed) and then raises KeyboardInterrupt.
     """
+    where = _existing("blocks", blocks)
+    _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
+    _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
+    _whole("threads", threads, 0, MAX_THREADS)
     bar = _Bar(progress, "replay")
     try:
-        return _ibdkit._replay(os.path.expanduser(os.fspath(blocks)), network,
+        return _ibdkit._replay(where, network,
                                None if chainstate is None else os.fspath(chainstate), dbcache, policy,
                                stop_height, via_p2p, threads, statistics,
                                None if assumevalid is None else str(assumevalid), bar if bar.active else None)
@@ -220,7 +268,7 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
-         progress: Progress = True) -> Dict[str, Any]:
+         progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -228,6 +276,10 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     getblocks = use getblocks/inv instead of headers-first). Returns the statistics as a dict
     (with ``mode``, ``peer``, ``failure`` — a dict with kind and message when the peer failed us).
     """
+    _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
+    _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
+    _whole("threads", threads, 0, MAX_THREADS)
+    _whole("window", window, 1, 1024)
     bar = _Bar(progress, "sync")
     try:
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
@@ -242,15 +294,18 @@ class Chainstate(_ibdkit._Chainstate):
     """A chainstate in Bitcoin Core's LevelDB format (DATADIR/chainstate or a datadir), read-only.
 
     policy: the buffer policy of the database's key/value streams. dbcache: LevelDB cache in MiB.
-    network: the network used to encode addresses (main, test, signet, regtest).
+    network: the network used to encode addresses (main, test, testnet4, signet, regtest); by
+    default the one ibdkit recorded in its chainstate, else the data directory's layout, else main.
+    A data directory is accepted: its (network's) chainstate is read. Nothing is ever written.
 
     Iterating yields :class:`Coin` objects in database (txid) order; ``get(txid, vout)`` looks one
     up; ``stats()`` is ``gettxoutsetinfo``; ``to_arrow()`` yields ``pyarrow.RecordBatch`` es.
     """
 
     def __init__(self, path: PathLike, *, policy: str = "zero-after-free", dbcache: int = 64,
-                 network: str = "main") -> None:
-        super().__init__(os.path.expanduser(os.fspath(path)), policy, dbcache, network)
+                 network: Optional[str] = None) -> None:
+        _whole("dbcache", dbcache, 1, MAX_DBCACHE_MIB)
+        super().__init__(_existing("path", path), policy, dbcache, network or "")
 
     def __enter__(self) -> "Chainstate":
         return self
@@ -297,6 +352,8 @@ class Chainstate(_ibdkit._Chainstate):
             fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".sqlite": "sqlite", ".db": "sqlite"}.get(
                 suffix, suffix.lstrip("."))
         tmp = None if tmpdir is None else os.path.expanduser(os.fspath(tmpdir))
+        _whole("top", top, 0, 10**12, optional=True)
+        _whole("memory", memory, 1, MAX_DBCACHE_MIB)
         bar = _Bar(progress, "balances", unit="")
         try:
             return self._balances(path, fmt, top, memory, tmp, bar if bar.active else None)

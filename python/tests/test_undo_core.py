@@ -91,7 +91,7 @@ def test_replay_undo_matches_cores_rev_records(cli, tmp_path):
 
     # Never into Core's directories.
     r = run_cli(cli, "replay", "-q", "--datadir", datadir, "--undo", core_blocks / "undo", check=False)
-    assert r.returncode != 0 and "never writes into a Bitcoin Core directory" in r.stderr
+    assert r.returncode == 64 and "is inside the Bitcoin Core data directory" in r.stderr
     r = run_cli(cli, "replay", "-q", "--blocks-dir", core_blocks, "--undo", core_blocks, check=False)
     assert r.returncode != 0
     assert snapshot(datadir) == before

@@ -108,7 +108,12 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
 Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) return Error{Errc::InvalidValue, "data directory " + dir.string() + " does not exist"};
+    if (!std::filesystem::exists(dir, ec)) {
+        return Error{Errc::NotFound, "data directory " + dir.string() + " does not exist: give Bitcoin Core's data directory (e.g. ~/.bitcoin)"};
+    }
+    if (!std::filesystem::is_directory(dir, ec)) {
+        return Error{Errc::InvalidValue, dir.string() + " is a file, not a folder: --datadir names Bitcoin Core's data directory (e.g. ~/.bitcoin)"};
+    }
     auto finish = [&](ChainType layout_chain, const std::filesystem::path& blocks_dir, bool magic_decides) -> Result<DatadirLayout> {
         DatadirLayout l;
         l.chain = layout_chain;
@@ -151,10 +156,16 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
         }
         // DIR may be a network's own directory (e.g. ~/.bitcoin/testnet3): its blocks are DIR/blocks.
         if (!found.empty() && found.front().chain == ChainType::MAIN) return finish(*chain, dir / "blocks", true);
-        return Error{Errc::InvalidValue, "no " + Name(*chain) + " block index in " + dir.string() + " (looked for " + looked() + ")"};
+        if (!found.empty()) {
+            std::string names;
+            for (const auto& n : found) names += (names.empty() ? "" : " and ") + Name(n.chain);
+            return Error{Errc::InvalidValue, dir.string() + " is a " + names + " data directory, not " + Name(*chain) +
+                                                 ": drop --network, or pass --network " + Name(found.front().chain)};
+        }
+        return Error{Errc::NotFound, "no " + Name(*chain) + " block index in " + dir.string() + " (looked for " + looked() + ")"};
     }
     if (found.empty()) {
-        return Error{Errc::InvalidValue, "no Bitcoin Core block index in " + dir.string() + " (looked for " + looked() + ")"};
+        return Error{Errc::NotFound, "no Bitcoin Core block index in " + dir.string() + " (looked for " + looked() + ")"};
     }
     if (found.size() > 1) {
         std::string names;

@@ -6,6 +6,7 @@
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
+#include <ibdkit/common/write_guard.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -216,6 +217,7 @@ Result<std::vector<UndoIndexEntry>> ReadUndoIndex(const std::filesystem::path& d
 
 Result<std::unique_ptr<UndoFileWriter>> UndoFileWriter::Open(const std::filesystem::path& dir, const MessageStart& magic)
 {
+    if (auto refused = CheckUndoDirWritable(dir)) return *refused;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return FileError(dir, "cannot create the undo directory: " + ec.message());

@@ -1,5 +1,7 @@
 #include <ibdkit/coins/coins_db.h>
 
+#include <ibdkit/common/write_guard.h>
+
 #include <ibdkit/memory/cleanse.h>
 #include <ibdkit/stream/streams.h>
 
@@ -418,8 +420,21 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
     so.create_if_missing = !options.read_only;
     // Core's chainstate lies in its network's datadir, whose `.lock` bitcoind holds while it runs.
     so.snapshot = options.read_only && IsFileLocked(path.parent_path() / ".lock");
+    // A chainstate is written only where ibdkit made one, never into what a user keeps.
+    if (!options.read_only) {
+        if (auto refused = CheckChainstateWritable(path)) {
+            if (status) *status = StoreStatus::Error(StoreStatus::Code::Refused, refused->message);
+            return nullptr;
+        }
+    }
     auto store = Store::Open(path, so, status);
     if (!store) return nullptr;
+    if (!options.read_only) {
+        if (auto e = MarkChainstate(path)) {
+            if (status) *status = StoreStatus::Error(StoreStatus::Code::Refused, e->message);
+            return nullptr;
+        }
+    }
     std::unique_ptr<CoinsDB> db(new CoinsDB);
     db->m_store = std::move(store);
     db->m_options = options;

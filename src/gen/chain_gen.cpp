@@ -5,6 +5,7 @@
 #include "blockfile/block_file_writer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>

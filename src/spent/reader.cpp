@@ -210,6 +210,15 @@ Result<std::unique_ptr<SpentBlockReader>> OpenDatadir(const SpentReaderOptions& 
     if (!loc) return loc.error();
     auto undo = LocateUndoInDatadir(o.datadir, loc->chain);
     if (!undo) return undo.error();
+    // The spent outputs come from the rev files: without them, say where the blocks can be replayed from.
+    std::error_code ec;
+    const bool no_rev = undo->blocks.empty() ? loc->TipHeight() > 0
+                                             : !fs::exists(UndoFilePath(undo->blocks_dir, undo->blocks.front().file), ec);
+    if (no_rev) {
+        return Error{Errc::NotFound, o.datadir.string() + " holds no undo data (rev files) for its blocks, and the spent outputs "
+                                         "come from there: export from its blk files instead, which ibdkit replays: --blocks-dir " +
+                                         loc->blocks_dir.string()};
+    }
     // Blocks have undo data once Core has connected them: the last such block ends the default range.
     int tip = std::min(loc->TipHeight(), undo->blocks.empty() ? loc->base_height : undo->blocks.back().height);
     if (o.to_height) {

@@ -1,6 +1,7 @@
 // TableWriter's three formats (include/ibdkit/tabular/table.h): CSV and JSON lines through the one
 // buffered file writer, SQLite through prepared inserts in one transaction.
 #include <ibdkit/tabular/table.h>
+#include <ibdkit/common/write_guard.h>
 
 #include <ibdkit/atomic_file.h>
 
@@ -337,6 +338,7 @@ private:
 Result<std::unique_ptr<TableWriter>> TableWriter::Create(const fs::path& out, TableFormat format, std::string_view table,
                                                          std::span<const Column> columns)
 {
+    if (auto refused = CheckOutputFile(out)) return *refused;
     if (columns.empty()) return Error{Errc::InvalidValue, "a table needs at least one column"};
     for (const Column& c : columns) {
         if (!IsPlainName(c.name)) return Error{Errc::InvalidValue, "unusable column name \"" + std::string(c.name) + "\""};

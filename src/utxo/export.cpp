@@ -2,6 +2,7 @@
 // checked against the chainstate walk that produced it. The formats: export_text.cpp and
 // export_sqlite.cpp.
 #include "utxo/export_internal.h"
+#include <ibdkit/common/write_guard.h>
 
 #include <ibdkit/atomic_file.h>
 
@@ -46,6 +47,7 @@ Result<UtxoStats> ComputeExportStats(ExportFormat format, const fs::path& file, 
 Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const fs::path& out, AddressNetwork net,
                                    const ExportProgress& progress)
 {
+    if (auto refused = CheckOutputFile(out)) return *refused;
     ExportResult res;
     auto best = db.GetBestBlock();
     if (!best) return best.error();

@@ -10,6 +10,7 @@
 #include "common/buffered_writer.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
 
 #include <cerrno>
 #include <cstring>
@@ -315,6 +316,7 @@ Result<UtxoStats> ComputeSnapshotStats(const fs::path& path, const MessageStart&
 Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainParams& params, const fs::path& out,
                                               const SnapshotProgress& progress)
 {
+    if (auto refused = CheckOutputFile(out)) return *refused;
     SnapshotWriteResult res;
     auto replay = db.NeedsReplay();
     if (!replay) return replay.error();
@@ -394,6 +396,7 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
 Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainParams& params, const fs::path& dir,
                                             const SnapshotLoadOptions& options, const SnapshotProgress& progress)
 {
+    if (auto refused = CheckChainstateWritable(dir)) return *refused;
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
         return Error{Errc::InvalidValue, "chainstate directory " + dir.string() + " exists and is not empty"};

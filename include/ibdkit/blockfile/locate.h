@@ -101,4 +101,19 @@ struct DatadirUndo {
 std::string LiveDatadirMessage(int height, const BlockHash& hash);
 Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
+/// The chainstate a path names, for reading: `path` itself when it holds a LevelDB database
+/// (CURRENT); else, as for blocks (ResolveDatadir), a data directory's DIR/chainstate (main) or
+/// DIR/testnet3|testnet4|signet|regtest/chainstate, the one of `chain` when given. The network is
+/// `chain`, else the one ibdkit recorded in its own chainstate (common/write_guard.h), else the one
+/// the data directory's layout says; nullopt when nothing says.
+struct ChainstateLocation {
+    std::filesystem::path dir;
+    std::optional<ChainType> chain;
+};
+/// Errors (each naming the path and what to do): Errc::NotFound (no such path; no chainstate in
+/// it), Errc::InvalidValue (a file where a folder is expected; several networks' chainstates and no
+/// `chain`; `chain` other than the one the layout or ibdkit's record says, naming that one),
+/// Errc::Refused (a folder that cannot be read: its permissions).
+Result<ChainstateLocation> LocateChainstate(const std::filesystem::path& path, std::optional<ChainType> chain);
+
 } // namespace ibdkit

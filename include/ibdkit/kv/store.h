@@ -48,7 +48,7 @@ namespace ibdkit {
 
 /// Environment failure at the LevelDB boundary.
 struct StoreStatus {
-    enum class Code { Ok, NotFound, IoError, Corruption, Locked, InvalidArgument };
+    enum class Code { Ok, NotFound, IoError, Corruption, Locked, InvalidArgument, Refused };
     Code code{Code::Ok};
     std::string message;
 

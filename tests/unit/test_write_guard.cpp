@@ -1,0 +1,172 @@
+// Where ibdkit may write (common/write_guard.h): never into a Core data directory, a LevelDB it did
+// not create, or a folder holding other files; the refusals leave everything byte-identical.
+#include "test_util.h"
+
+#include <ibdkit/blockfile/undo_file.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
+#include <ibdkit/kv/store.h>
+#include <ibdkit/tabular/table.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ibdkit {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+void WriteText(const fs::path& p, const std::string& text)
+{
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string ReadText(const fs::path& p)
+{
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+/// A data directory in Core's layout: DATADIR/regtest/{blocks/index,chainstate}.
+fs::path MakeCoreDatadir(const fs::path& root)
+{
+    const fs::path dd = root / "core";
+    WriteText(dd / "regtest" / "blocks" / "index" / "CURRENT", "MANIFEST-000002\n");
+    WriteText(dd / "regtest" / "chainstate" / "CURRENT", "MANIFEST-000002\n");
+    return dd;
+}
+
+TEST(WriteGuard, RecognisesACoreDataDirectoryByItsLayoutFromAnyPathInside)
+{
+    TempDir t;
+    const fs::path dd = MakeCoreDatadir(t.path);
+    EXPECT_EQ(CoreDataDirAround(dd / "regtest" / "chainstate"), fs::canonical(dd / "regtest"));
+    EXPECT_EQ(CoreDataDirAround(dd), fs::canonical(dd));
+    EXPECT_EQ(CoreDataDirAround(dd / "new" / "deeper"), fs::canonical(dd)) << "a path that does not exist yet";
+    EXPECT_EQ(CoreDataDirAround(dd / "regtest" / "blocks"), fs::canonical(dd / "regtest"));
+    EXPECT_FALSE(CoreDataDirAround(t.path / "elsewhere"));
+    WriteText(t.path / "conf" / "bitcoin.conf", "regtest=1\n");
+    EXPECT_TRUE(CoreDataDirAround(t.path / "conf" / "cs"));
+    // A blocks directory on its own (index/ beside blk files), as tests/data holds them.
+    WriteText(t.path / "blocks" / "index" / "CURRENT", "x");
+    WriteText(t.path / "blocks" / "blk00000.dat", "x");
+    EXPECT_TRUE(CoreDataDirAround(t.path / "blocks" / "undo"));
+    // gen-chain's output (blk files without an index) is no Core directory.
+    TempDir g;
+    WriteText(g.path / "gen" / "blocks" / "blk00000.dat", "x");
+    EXPECT_FALSE(CoreDataDirAround(g.path / "gen" / "chainstate"));
+}
+
+TEST(WriteGuard, ChainstateWritesOnlyIntoNewEmptyOrMarkedFolders)
+{
+    TempDir t;
+    EXPECT_FALSE(CheckChainstateWritable(t.path / "new"));
+    EXPECT_FALSE(CheckChainstateWritable(t.path)) << "an empty folder";
+    const fs::path dd = MakeCoreDatadir(t.path);
+    for (const fs::path& p : {dd / "regtest" / "chainstate", dd, dd / "regtest" / "mine"}) {
+        auto e = CheckChainstateWritable(p);
+        ASSERT_TRUE(e) << p;
+        EXPECT_EQ(e->code, Errc::Refused);
+        EXPECT_NE(e->message.find("inside the Bitcoin Core data directory"), std::string::npos) << e->message;
+    }
+    WriteText(t.path / "notes" / "todo.txt", "my notes");
+    auto notes = CheckChainstateWritable(t.path / "notes");
+    ASSERT_TRUE(notes);
+    EXPECT_NE(notes->message.find("not a chainstate"), std::string::npos) << notes->message;
+    WriteText(t.path / "afile", "x");
+    ASSERT_TRUE(CheckChainstateWritable(t.path / "afile"));
+    EXPECT_NE(CheckChainstateWritable(t.path / "afile")->message.find("is a file"), std::string::npos);
+    // A LevelDB database without the marker (a copy of Core's chainstate): refused, saying how to mark it.
+    WriteText(t.path / "copy" / "CURRENT", "MANIFEST-000002\n");
+    auto copy = CheckChainstateWritable(t.path / "copy");
+    ASSERT_TRUE(copy);
+    EXPECT_NE(copy->message.find(std::string("touch ") + (t.path / "copy" / CHAINSTATE_MARKER).string()), std::string::npos)
+        << copy->message;
+    ASSERT_FALSE(MarkChainstate(t.path / "copy"));
+    EXPECT_FALSE(CheckChainstateWritable(t.path / "copy"));
+}
+
+TEST(WriteGuard, CoinsDBRefusesAFolderOfNotesAndLeavesItAlone)
+{
+    TempDir t;
+    WriteText(t.path / "notes" / "todo.txt", "my notes");
+    CoinsDBOptions o;
+    StoreStatus st;
+    EXPECT_FALSE(CoinsDB::Open(t.path / "notes", o, &st));
+    EXPECT_EQ(st.code, StoreStatus::Code::Refused);
+    EXPECT_EQ(ReadText(t.path / "notes" / "todo.txt"), "my notes");
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(t.path / "notes")) ++files;
+    EXPECT_EQ(files, 1u);
+    // A new chainstate is marked, and opens again for writing.
+    ASSERT_TRUE(CoinsDB::Open(t.path / "cs", o, &st)) << st.message;
+    EXPECT_TRUE(fs::exists(t.path / "cs" / CHAINSTATE_MARKER));
+    EXPECT_TRUE(CoinsDB::Open(t.path / "cs", o, &st)) << st.message;
+    // Read-only opens need no marker and write none.
+    o.read_only = true;
+    auto ro = CoinsDB::Open(t.path / "cs", o, &st);
+    EXPECT_TRUE(ro) << st.message;
+}
+
+TEST(WriteGuard, AChainstateIbdkitWroteBeforeTheMarkerIsRecognisedByItsTableBlocks)
+{
+    TempDir t;
+    const fs::path dir = t.path / "legacy";
+    {
+        StoreStatus st;
+        auto store = Store::Open(dir, StoreOptions{}, &st);
+        ASSERT_TRUE(store) << st.message;
+        auto load = store->BeginBulkLoad(1, {}, false);
+        ASSERT_TRUE(load);
+        const std::string value(1000, 'v');
+        for (int i = 0; i < 200; ++i) {
+            char key[16];
+            std::snprintf(key, sizeof key, "C%08d", i);
+            ASSERT_TRUE(load->Add(0, std::as_bytes(std::span<const char>(key, 9)),
+                                  std::as_bytes(std::span<const char>(value.data(), value.size())))
+                            .ok());
+        }
+        ASSERT_TRUE(store->CommitBulkLoad(std::move(load)).ok());
+    }
+    ASSERT_FALSE(fs::exists(dir / CHAINSTATE_MARKER));
+    EXPECT_FALSE(CheckChainstateWritable(dir)) << CheckChainstateWritable(dir)->message;
+    StoreStatus st;
+    ASSERT_TRUE(CoinsDB::Open(dir, CoinsDBOptions{}, &st)) << st.message;
+    EXPECT_TRUE(fs::exists(dir / CHAINSTATE_MARKER)) << "marked once recognised";
+}
+
+TEST(WriteGuard, OutputFilesAndUndoFolders)
+{
+    TempDir t;
+    EXPECT_FALSE(CheckOutputFile(t.path / "u.csv"));
+    auto nodir = CheckOutputFile(t.path / "nodir" / "u.csv");
+    ASSERT_TRUE(nodir);
+    EXPECT_EQ(nodir->code, Errc::Refused);
+    EXPECT_NE(nodir->message.find("does not exist"), std::string::npos);
+    EXPECT_TRUE(CheckOutputFile(t.path)) << "a folder";
+    const fs::path dd = MakeCoreDatadir(t.path);
+    EXPECT_TRUE(CheckOutputFile(dd / "u.csv"));
+    EXPECT_FALSE(TableWriter::Create(dd / "u.csv", TableFormat::Csv, "t", std::span<const Column>{}));
+    EXPECT_FALSE(fs::exists(dd / "u.csv"));
+
+    EXPECT_FALSE(CheckUndoDirWritable(t.path / "undo"));
+    EXPECT_TRUE(CheckUndoDirWritable(dd / "undo"));
+    WriteText(t.path / "notes" / "todo.txt", "my notes");
+    EXPECT_TRUE(CheckUndoDirWritable(t.path / "notes"));
+    auto w = UndoFileWriter::Open(dd / "regtest" / "undo", GetChainParams(ChainType::REGTEST).message_start);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().code, Errc::Refused);
+    EXPECT_FALSE(fs::exists(dd / "regtest" / "undo"));
+}
+
+} // namespace
+} // namespace ibdkit
