@@ -79,8 +79,13 @@ def core_datadir_and_hints(tmp_path, blocks):
         del block
     del chain
     del cm  # flushes and closes: the datadir is complete and unlocked
-    body = b"".join(elias_fano([i for i, op in enumerate(created[h]) if op in utxo]) for h in range(1, height + 1))
-    return datadir, height, b"UTXO\x00" + height.to_bytes(4, "little") + body, len(utxo)
+    lists = [[i for i, op in enumerate(created[h]) if op in utxo] for h in range(1, height + 1)]
+    return datadir, height, hintsfile(lists), len(utxo), [len(created[h]) for h in range(1, height + 1)]
+
+
+def hintsfile(lists):
+    """A hintsfile for heights 1..len(lists)."""
+    return b"UTXO\x00" + len(lists).to_bytes(4, "little") + b"".join(elias_fano(lst) for lst in lists)
 
 
 def test_hints_from_cores_chainstate_equal_ibdkits(cli, tmp_path):
@@ -90,7 +95,7 @@ def test_hints_from_cores_chainstate_equal_ibdkits(cli, tmp_path):
     blocks = records(bdir)
     if blocks and block_hash(blocks[0]) == "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206":
         blocks = blocks[1:]  # Core writes its own genesis
-    datadir, height, expected, coins = core_datadir_and_hints(tmp_path, blocks)
+    datadir, height, expected, coins, _ = core_datadir_and_hints(tmp_path, blocks)
     assert height == 140 and coins > 140, "the chain spends and keeps coins"
 
     before = snapshot(datadir)
@@ -112,6 +117,70 @@ def test_hints_from_cores_chainstate_equal_ibdkits(cli, tmp_path):
     assert (tmp_path / "ours.hints").read_bytes() == got
     assert (tmp_path / "snap.hints").read_bytes() == got
     assert not list(tmp_path.glob("*.partial*"))
+
+
+def test_swiftsync_accepts_cores_chain_and_refuses_a_wrong_hint(cli, tmp_path):
+    """`ibdkit swiftsync` (outpoints mode) over Core's datadir: the hints from its chainstate pass in
+    any split into ranges; one spent output hinted unspent, or one unspent output left out, fails."""
+    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "120", "--target-mb", "2", "--seed", "32",
+            "--start-time", str(START), "--no-progress", "--json")
+    blocks = records(tmp_path / "chain" / "blocks")[1:]
+    datadir, height, expected, coins, spendable = core_datadir_and_hints(tmp_path, blocks)
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+    assert good.read_bytes() == expected
+    for ranges in ("1", "3", "7"):
+        r = run_cli(cli, "swiftsync", "--json", "--hints", good, "--datadir", datadir, "--ranges", ranges, "--threads", "2")
+        v = json.loads(r.stdout)
+        assert v["ok"] and v["reason"] == "", v
+        assert v["counts"]["blocks"] == height and v["counts"]["unspent"] == coins
+        assert v["counts"]["inputs"] > 0 and v["supply_sat"] <= v["supply_bound_sat"]
+
+    lists = parse_lists(expected, height)
+    h = next(h for h in range(height, 0, -1) if len(lists[h - 1]) < spendable[h - 1] and lists[h - 1])
+    spent = next(i for i in range(spendable[h - 1]) if i not in lists[h - 1])
+    for wrong in (sorted(lists[h - 1] + [spent]), lists[h - 1][1:]):
+        bad = list(lists)
+        bad[h - 1] = wrong
+        (tmp_path / "bad.hints").write_bytes(hintsfile(bad))
+        r = run_cli(cli, "swiftsync", "--json", "--hints", tmp_path / "bad.hints", "--datadir", datadir, check=False)
+        assert r.returncode == 2, r.stderr
+        assert "aggregates differ" in json.loads(r.stdout)["reason"]
+
+
+def parse_lists(data, height):
+    """The lists of a hintsfile, decoded here from BIP 456's text (the BIP's reading order)."""
+    pos, lists = 9, []
+
+    def cs():
+        nonlocal pos
+        first = data[pos]
+        size = {0xFD: 2, 0xFE: 4, 0xFF: 8}.get(first, 0)
+        value = int.from_bytes(data[pos + 1:pos + 1 + size], "little") if size else first
+        pos += 1 + size
+        return value
+
+    for _ in range(height):
+        n = cs()
+        if n == 0:
+            lists.append([])
+            continue
+        m = cs()
+        low = ((m + 1) // n).bit_length() - 1
+        lbytes, hbytes = (n * low + 7) // 8, (n + (m >> low) + 7) // 8
+        lbits = [(data[pos + i // 8] >> (7 - i % 8)) & 1 for i in range(lbytes * 8)]
+        hbits = [(data[pos + lbytes + i // 8] >> (7 - i % 8)) & 1 for i in range(hbytes * 8)]
+        pos += lbytes + hbytes
+        values, high, at = [], 0, 0
+        for k in range(n):
+            while not hbits[at]:
+                high += 1
+                at += 1
+            at += 1
+            values.append((high << low) | sum(lbits[k * low + b] << b for b in range(low)))
+        lists.append(values)
+    assert pos == len(data)
+    return lists
 
 
 def test_hints_cli_errors(cli, tmp_path):
