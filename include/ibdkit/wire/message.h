@@ -81,8 +81,8 @@ struct ReceiverStats {
 };
 
 namespace detail {
-/// The payload being received, in a DataStream of one policy (src/wire/message.cpp).
-class PayloadBuffer;
+/// The receiver of one policy (src/wire/message.cpp): its payload is a DataStream of that policy.
+class ReceiverState;
 } // namespace detail
 
 class MessageReceiver {
@@ -105,28 +105,13 @@ public:
 
     /// Bytes of the current message received so far (header + payload).
     std::size_t PendingBytes() const noexcept;
-    const ReceiverStats& stats() const noexcept { return m_stats; }
-    bool failed() const noexcept { return m_failed.has_value(); }
+    const ReceiverStats& stats() const noexcept;
+    bool failed() const noexcept;
     PolicyId policy() const noexcept { return m_policy; }
 
 private:
-    void Advance(std::span<const uint8_t>& data, std::size_t n);
-    std::optional<Error> ParseHeader();
-    void Complete();
-    void Reset();
-    Result<bool> Fail(Error e);
-
-    MessageStart m_magic;
     PolicyId m_policy;
-    uint32_t m_max_length;
-    std::array<uint8_t, MESSAGE_HEADER_SIZE> m_header_bytes{};
-    std::size_t m_header_pos{0};
-    MessageHeader m_header;
-    std::unique_ptr<detail::PayloadBuffer> m_payload;
-    Sha256d m_hasher;
-    bool m_ready{false};
-    std::optional<Error> m_failed;
-    ReceiverStats m_stats;
+    std::unique_ptr<detail::ReceiverState> m_state;
 };
 
 } // namespace ibdkit
