@@ -224,7 +224,9 @@ TEST(Datadir, LayoutPicksTheNetworkOrAsks)
     EXPECT_EQ(own->chain, ChainType::TESTNET);
     auto wrong = ResolveDatadir(d.path, ChainType::SIGNET);
     ASSERT_FALSE(wrong.ok());
-    EXPECT_NE(wrong.error().message.find("no signet block index"), std::string::npos) << wrong.error().message;
+    EXPECT_NE(wrong.error().message.find("is a test data directory, not signet: drop --network, or pass --network test"),
+              std::string::npos)
+        << wrong.error().message;
 
     MakeDatadir(d.path, *sig, "signet");
     auto two = ResolveDatadir(d.path, std::nullopt);

@@ -452,7 +452,7 @@ TEST_F(VerifyScriptsCli, FlippedSignatureByteIsReported)
     }
     int status = -1;
     const std::string out = RunCli("block verify-scripts " + path.string() + " --spent " + spent->string() + " --json", &status);
-    EXPECT_EQ(status, 1) << out;
+    EXPECT_EQ(status, 2) << out; // an invalid block: cli/exit_codes.h
     const auto j = nlohmann::json::parse(out);
     EXPECT_EQ(j["valid"], false);
     EXPECT_EQ(j["failure_count"], 1);
@@ -461,12 +461,12 @@ TEST_F(VerifyScriptsCli, FlippedSignatureByteIsReported)
     EXPECT_EQ(j["failures"][0]["input"], input);
     EXPECT_EQ(j["failures"][0]["error"], "SCHNORR_SIG");
     const std::string text = RunCli("block verify-scripts " + path.string() + " --spent " + spent->string(), &status);
-    EXPECT_EQ(status, 1);
+    EXPECT_EQ(status, 2);
     EXPECT_NE(text.find("tx " + txid), std::string::npos) << text;
     EXPECT_NE(text.find("invalid: block-script-verify-flag-failed (Invalid Schnorr signature)"), std::string::npos) << text;
-    // Unusable input: exit 2.
+    // Unusable input: a failure, exit 1.
     RunCli("block verify-scripts " + path.string() + " --spent /nonexistent.json 2>/dev/null", &status);
-    EXPECT_EQ(status, 2);
+    EXPECT_EQ(status, 1);
 }
 
 } // namespace

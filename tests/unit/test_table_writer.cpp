@@ -146,7 +146,8 @@ TEST(TableWriter, RejectsUnusableNamesAndPaths)
     EXPECT_FALSE(TableWriter::Create(dir.path / "x.csv", TableFormat::Csv, "t", std::span<const Column>{}));
     auto w = TableWriter::Create(dir.path / "missing" / "x.csv", TableFormat::Csv, "t", COLUMNS);
     ASSERT_FALSE(w);
-    EXPECT_NE(w.error().message.find("cannot create"), std::string::npos) << w.error().message;
+    EXPECT_EQ(w.error().code, Errc::Refused);
+    EXPECT_NE(w.error().message.find("does not exist: create it first"), std::string::npos) << w.error().message;
 }
 
 TEST(TableWriter, ParsesFormatNames)

@@ -264,7 +264,8 @@ TEST(Undo, WriterRefusesCoreAndForeignDirectories)
     fs::create_directories(t.path / "core" / "index");
     auto r = UndoFileWriter::Open(t.path / "core", REGTEST_MAGIC);
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("Bitcoin Core blocks directory"), std::string::npos);
+    EXPECT_EQ(r.error().code, Errc::Refused);
+    EXPECT_NE(r.error().message.find("not an ibdkit undo folder"), std::string::npos) << r.error().message;
     fs::create_directories(t.path / "blk");
     std::ofstream(t.path / "blk" / "blk00000.dat") << "x";
     EXPECT_FALSE(UndoFileWriter::Open(t.path / "blk", REGTEST_MAGIC).ok());

@@ -2,6 +2,7 @@
 // not create, or a folder holding other files; the refusals leave everything byte-identical.
 #include "test_util.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
@@ -166,6 +167,39 @@ TEST(WriteGuard, OutputFilesAndUndoFolders)
     ASSERT_FALSE(w);
     EXPECT_EQ(w.error().code, Errc::Refused);
     EXPECT_FALSE(fs::exists(dd / "regtest" / "undo"));
+}
+
+TEST(WriteGuard, LocateChainstateFindsADatadirsNetworkAndSaysWhatIsWrong)
+{
+    TempDir t;
+    const fs::path dd = MakeCoreDatadir(t.path);
+    auto loc = LocateChainstate(dd, std::nullopt);
+    ASSERT_TRUE(loc) << loc.error().message;
+    EXPECT_EQ(loc->dir, dd / "regtest" / "chainstate");
+    EXPECT_EQ(loc->chain, ChainType::REGTEST);
+    auto direct = LocateChainstate(dd / "regtest" / "chainstate", std::nullopt);
+    ASSERT_TRUE(direct);
+    EXPECT_EQ(direct->chain, ChainType::REGTEST) << "the layout names the network";
+    auto wrong = LocateChainstate(dd, ChainType::MAIN);
+    ASSERT_FALSE(wrong);
+    EXPECT_EQ(wrong.error().code, Errc::InvalidValue);
+    EXPECT_NE(wrong.error().message.find("is a regtest data directory, not main"), std::string::npos) << wrong.error().message;
+    auto missing = LocateChainstate(t.path / "missing", std::nullopt);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, Errc::NotFound);
+    WriteText(t.path / "afile", "x");
+    auto file = LocateChainstate(t.path / "afile", std::nullopt);
+    ASSERT_FALSE(file);
+    EXPECT_NE(file.error().message.find("is a file, not a folder"), std::string::npos);
+    // What ibdkit recorded in its own chainstate names the network.
+    StoreStatus st;
+    ASSERT_TRUE(CoinsDB::Open(t.path / "cs", CoinsDBOptions{}, &st)) << st.message;
+    ASSERT_FALSE(RecordChainstateNetwork(t.path / "cs", "signet"));
+    EXPECT_EQ(ChainstateNetworkRecord(t.path / "cs"), "signet");
+    auto recorded = LocateChainstate(t.path / "cs", std::nullopt);
+    ASSERT_TRUE(recorded);
+    EXPECT_EQ(recorded->chain, ChainType::SIGNET);
+    EXPECT_FALSE(CheckChainstateWritable(t.path / "cs")) << "the record keeps the marker";
 }
 
 } // namespace
