@@ -1,8 +1,6 @@
 // Where ibdkit may write (common/write_guard.h).
 #include <ibdkit/common/write_guard.h>
 
-#include <ibdkit/kv/store.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -142,7 +140,7 @@ bool WrittenWithIbdkitBlocks(const fs::path& dir)
         if (sizes.size() < 3) continue;
         sizes.pop_back(); // the last block of a table is whatever was left
         std::sort(sizes.begin(), sizes.end());
-        return sizes[sizes.size() / 2] >= TABLE_BLOCK_BYTES * 3 / 4;
+        return sizes[sizes.size() / 2] >= IBDKIT_TABLE_BLOCK_BYTES * 3 / 4;
     }
     return false;
 }

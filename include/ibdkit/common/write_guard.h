@@ -13,12 +13,18 @@
 
 #include <ibdkit/error.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace ibdkit {
+
+/// The table block size of the chainstates ibdkit writes (kv/store.h's TABLE_BLOCK_BYTES, which
+/// src/kv/store.cpp asserts equal): one of the signs that a LevelDB without ibdkit's mark was
+/// written by ibdkit. Repeated here because common/ sits below kv/ (HACKING.md, Floors).
+inline constexpr std::size_t IBDKIT_TABLE_BLOCK_BYTES = std::size_t{16} << 10;
 
 /// The file ibdkit writes into every chainstate directory it creates. LevelDB ignores files it did
 /// not name, and so does Bitcoin Core, so a marked chainstate stays a valid Core chainstate.
