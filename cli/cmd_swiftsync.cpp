@@ -41,21 +41,19 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     cmd->add_option("--hints", a->hints, "The hintsfile (`ibdkit hints`)")->required();
     auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the blocks)");
-    cmd->add_option("--ranges", a->ranges, "Split 1..n into this many ranges, checked apart and combined")->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads per range")->capture_default_str();
+    AddNetworkOption(cmd, a->network, "from the blocks");
+    cmd->add_option("--ranges", a->ranges, "Split 1..n into this many ranges, checked apart and combined")
+        ->check(IntegerIn(1, MAX_HEIGHT))
+        ->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads per range")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
+    AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
-        if (a->datadir.empty() == a->blocks_dir.empty()) throw CLI::RequiredError("--datadir or --blocks-dir (exactly one)");
-        std::optional<ChainType> chain;
-        if (!a->network.empty()) {
-            chain = ParseChainType(a->network);
-            if (!chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "'");
-        }
+        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
+        const std::optional<ChainType> chain = ParseNetworkOption(a->network);
         auto fail = [](const std::string& m) {
-            std::fprintf(stderr, "ibdkit: swiftsync: %s\n", m.c_str());
-            ExitCode() = 1;
+            PrintError(m);
+            ExitCode() = EXIT_FAILED;
         };
         auto hints = swiftsync::Hints::Read(a->hints);
         if (!hints) return fail(hints.error().message);
@@ -91,7 +89,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
                         (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs, (unsigned long long)v.counts.unspent,
                         (long long)v.supply, (long long)v.supply_bound);
         }
-        if (!v.ok) ExitCode() = 2;
+        if (!v.ok) ExitCode() = EXIT_INVALID_CHAIN;
     });
 });
 
