@@ -10,6 +10,8 @@ import pathlib
 import re
 import shlex
 import shutil
+import subprocess
+import tempfile
 
 import pytest
 
@@ -158,13 +160,24 @@ def test_progress_only_on_a_terminal(cli, places, tmp_path):
     assert "height" in r.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
-def test_a_permission_problem_says_so(cli, places, tmp_path):
-    cs = tmp_path / "cs"
-    shutil.copytree(places["COPY"], cs)
-    cs.chmod(0)
+def test_a_permission_problem_says_so(cli, places):
+    # Root reads any folder, so as root the CLI runs as nobody (setpriv, util-linux) on a copy in a
+    # folder nobody may enter.
+    as_user = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to run this as another user: apt-get install util-linux"
+        as_user = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    base = pathlib.Path(tempfile.mkdtemp(prefix="ibdkit-perm-", dir="/tmp"))
     try:
-        r = run_cli(cli, "utxo", "stats", "--chainstate", cs, check=False)
-    finally:
+        base.chmod(0o755)
+        cs = base / "cs"
+        shutil.copytree(places["COPY"], cs)
+        cs.chmod(0)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        r = subprocess.run([*as_user, str(cli), "utxo", "stats", "--chainstate", str(cs)],
+                           capture_output=True, text=True, env=env)
         cs.chmod(0o755)
-    assert r.returncode == 1 and "permission denied" in r.stderr and "LOCK" not in r.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert r.returncode == 1 and "permission denied" in r.stderr and "LOCK" not in r.stderr, r.stderr
