@@ -12,10 +12,14 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# The release build's Python module is importable from build/venv afterwards (a .pth file naming
+# build/release/python): `build/venv/bin/python -c 'import ibdkit'` (docs/python.md).
 build: deps
 	@scripts/pydeps.sh >/dev/null
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
+	@if [ "$(PRESET)" = release ] && [ -d "$(BUILD)/python/ibdkit" ]; then \
+	  echo "$(CURDIR)/$(BUILD)/python" > "$$(build/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/ibdkit-build.pth"; fi
 
 run: build
 	./$(BUILD)/ibdkit run
