@@ -11,7 +11,8 @@ set(IBDKIT_LIBCXX_TESTS test_memory test_stream test_encoding test_policy_list t
     test_primitives_blocks test_sha256 test_crc32c test_wire test_protocol test_consensus
     test_header_check test_bench)
 
-set(IBDKIT_SOURCES ${PROJECT_SOURCE_DIR}/src/error.cpp)
+# engine/process.cpp: ProcessMessageBlock (the seed's benchmark) needs only wire/ and consensus/.
+set(IBDKIT_SOURCES ${PROJECT_SOURCE_DIR}/src/error.cpp ${PROJECT_SOURCE_DIR}/src/engine/process.cpp)
 foreach(area ${IBDKIT_LIBCXX_AREAS})
   file(GLOB area_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${area}/*.cpp)
   list(APPEND IBDKIT_SOURCES ${area_sources})

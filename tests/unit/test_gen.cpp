@@ -116,7 +116,7 @@ TEST(Gen, AnInterruptedChainIsMarkedIncompleteAndRefused)
     TempDir d;
     const auto o = SmallOptions();
     struct Stop {};
-    EXPECT_THROW(WriteGeneratedChain(d.path, o, {}, [](const ChainGenStats& s) { if (s.height == 5) throw Stop{}; }), Stop);
+    EXPECT_THROW((void)WriteGeneratedChain(d.path, o, {}, [](const ChainGenStats& s) { if (s.height == 5) throw Stop{}; }), Stop);
     const auto blocks = d.path / "blocks";
     EXPECT_TRUE(std::filesystem::exists(blocks / INCOMPLETE_BLOCKS_MARKER));
     EXPECT_FALSE(ReadRecords(blocks).empty()) << "the records written so far look like a shorter chain";
