@@ -421,20 +421,22 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
     // Core's chainstate lies in its network's datadir, whose `.lock` bitcoind holds while it runs.
     so.snapshot = options.read_only && IsFileLocked(path.parent_path() / ".lock");
     // A chainstate is written only where ibdkit made one, never into what a user keeps.
+    // The mark comes before LevelDB's first file, so that a run killed at any moment leaves a
+    // folder the next run recognises as its own and resumes.
     if (!options.read_only) {
-        if (auto refused = CheckChainstateWritable(path)) {
+        auto refused = CheckChainstateWritable(path);
+        if (!refused) {
+            std::error_code ec;
+            std::filesystem::create_directories(path, ec);
+            refused = MarkChainstate(path);
+        }
+        if (refused) {
             if (status) *status = StoreStatus::Error(StoreStatus::Code::Refused, refused->message);
             return nullptr;
         }
     }
     auto store = Store::Open(path, so, status);
     if (!store) return nullptr;
-    if (!options.read_only) {
-        if (auto e = MarkChainstate(path)) {
-            if (status) *status = StoreStatus::Error(StoreStatus::Code::Refused, e->message);
-            return nullptr;
-        }
-    }
     std::unique_ptr<CoinsDB> db(new CoinsDB);
     db->m_store = std::move(store);
     db->m_options = options;

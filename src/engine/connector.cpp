@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -49,9 +52,14 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     h.m_dir = dir;
     h.m_temporary = dir.empty();
     if (h.m_temporary) {
-        static std::atomic<int> counter{0};
-        h.m_dir = std::filesystem::temp_directory_path() /
-                  (temp_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        // A fresh folder every time: a name from the process id could meet the leftover of a
+        // killed run that had the same id, and continue (or refuse) that run's chainstate.
+        std::string tmpl = (std::filesystem::temp_directory_path() / (temp_prefix + "-XXXXXX")).string();
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            return Error{Errc::Corrupt, "cannot make a temporary chainstate in " +
+                                            std::filesystem::temp_directory_path().string() + ": " + std::strerror(errno)};
+        }
+        h.m_dir = tmpl;
     }
     CoinsDBOptions dbo;
     dbo.policy = policy;
