@@ -7,6 +7,7 @@ the kernel (the child's rusage) and compared with what replay reports itself.
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 from conftest import run_cli
@@ -15,17 +16,29 @@ MiB = 1 << 20
 HEADROOM = 200 * MiB  # the fixed part: code, blocks in flight, LevelDB's memtables during a flush
 
 
+# Linux carries a process's peak RSS across exec from the image it replaced, and a child that
+# pytest spawns (vfork) replaces pytest's own image, hundreds of MiB late in the suite. So the
+# replay is started by a small launcher process, whose child's peak is the replay's alone.
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def child_peak_rss(cmd):
-    """Runs cmd to completion; returns (stdout, the child's own peak RSS in bytes, from wait4)."""
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode()
-        proc.stderr.close()
-        assert proc.returncode == 0, err
+    """Runs cmd to completion; returns (stdout, its own peak RSS in bytes, from wait4 in a launcher)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory() as tmp:
+        peak_file = os.path.join(tmp, "peak")
+        proc = subprocess.run([sys.executable, "-c", LAUNCHER, peak_file, *cmd], stdout=out, stderr=subprocess.PIPE)
+        assert proc.returncode == 0, proc.stderr.decode()
+        with open(peak_file) as f:
+            peak_kib = int(f.read())  # Linux: KiB
         out.seek(0)
-        return out.read().decode(), usage.ru_maxrss * 1024  # Linux: KiB
+        return out.read().decode(), peak_kib * 1024
 
 
 def test_peak_rss_stays_within_dbcache_plus_headroom(cli, tmp_path):
