@@ -6,6 +6,7 @@
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
+#include <ibdkit/primitives/script.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
 #include <ibdkit/stream/streams.h>
@@ -447,3 +448,17 @@ TEST(Script, TypesAndHeights)
 
 } // namespace
 } // namespace ibdkit
+
+// Script's ordering (utxo balances sort by it) is std::vector's: bytewise unsigned, a proper
+// prefix first, the empty script least.
+TEST(Script, OrdersLikeAVectorOfBytes)
+{
+    const std::vector<std::vector<uint8_t>> sorted{{}, {0x00}, {0x01}, {0x01, 0x00}, {0x01, 0xff}, {0x7f}, {0x80}, {0xff}};
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+        for (std::size_t j = 0; j < sorted.size(); ++j) {
+            const ibdkit::Script a(sorted[i].data(), sorted[i].size());
+            const ibdkit::Script b(sorted[j].data(), sorted[j].size());
+            EXPECT_EQ(a <=> b, i <=> j) << i << " " << j;
+        }
+    }
+}
