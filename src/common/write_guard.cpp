@@ -1,4 +1,5 @@
 // Where ibdkit may write (common/write_guard.h).
+#include <ibdkit/common/chainstate_format.h>
 #include <ibdkit/common/write_guard.h>
 
 #include <unistd.h>
@@ -140,7 +141,7 @@ bool WrittenWithIbdkitBlocks(const fs::path& dir)
         if (sizes.size() < 3) continue;
         sizes.pop_back(); // the last block of a table is whatever was left
         std::sort(sizes.begin(), sizes.end());
-        return sizes[sizes.size() / 2] >= IBDKIT_TABLE_BLOCK_BYTES * 3 / 4;
+        return sizes[sizes.size() / 2] >= TABLE_BLOCK_BYTES * 3 / 4;
     }
     return false;
 }

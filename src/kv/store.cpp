@@ -1,6 +1,5 @@
 // LevelDB wrapper with Core's options and obfuscation (the environments: leveldb_env.h).
 #include <ibdkit/kv/store.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/endian.h>
 
 #include "kv/bulk_load.h"
@@ -30,7 +29,6 @@
 
 namespace ibdkit {
 
-static_assert(TABLE_BLOCK_BYTES == IBDKIT_TABLE_BLOCK_BYTES, "common/write_guard.h recognises ibdkit's tables by this size");
 
 namespace {
 

@@ -21,11 +21,6 @@
 
 namespace ibdkit {
 
-/// The table block size of the chainstates ibdkit writes (kv/store.h's TABLE_BLOCK_BYTES, which
-/// src/kv/store.cpp asserts equal): one of the signs that a LevelDB without ibdkit's mark was
-/// written by ibdkit. Repeated here because common/ sits below kv/ (HACKING.md, Floors).
-inline constexpr std::size_t IBDKIT_TABLE_BLOCK_BYTES = std::size_t{16} << 10;
-
 /// The file ibdkit writes into every chainstate directory it creates. LevelDB ignores files it did
 /// not name, and so does Bitcoin Core, so a marked chainstate stays a valid Core chainstate.
 inline constexpr const char* CHAINSTATE_MARKER = "IBDKIT_CHAINSTATE";
@@ -41,7 +36,7 @@ std::optional<std::filesystem::path> CoreDataDirAround(const std::filesystem::pa
 /// exist, is an empty directory, or holds CHAINSTATE_MARKER; otherwise Errc::Refused saying why (a
 /// Core data directory around it, a file there, a LevelDB database ibdkit did not create, other
 /// files) and what to do. A chainstate ibdkit wrote before it marked them is recognised by its
-/// table block size (TABLE_BLOCK_BYTES, kv/store.h) where it has a table of several blocks; one
+/// table block size (TABLE_BLOCK_BYTES, common/chainstate_format.h) where it has a table of several blocks; one
 /// too small to tell is refused with the one command that marks it (docs/hostile-input.md).
 std::optional<Error> CheckChainstateWritable(const std::filesystem::path& dir);
 

@@ -26,6 +26,7 @@
 // LevelDB types never appear here: the implementation lives in src/kv/store.cpp.
 #pragma once
 
+#include <ibdkit/common/chainstate_format.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/stream/obfuscation.h>
@@ -73,13 +74,7 @@ private:
 /// its false positives cost (the figures: docs/chainstate.md).
 inline constexpr int BLOOM_BITS_PER_KEY = 5;
 
-/// Bytes of a table block in the tables ibdkit writes (LevelDB's block_size; Core: 4 KiB, and its
-/// LevelDB reads any size). A lookup reads, copies and checksums one whole block for one coin; every
-/// open table keeps one index entry per block in memory, outside any cache, four times as many at
-/// Core's size. Smaller blocks are faster where the cache has room and slower where the chainstate
-/// is much larger than the cache, whose room the index then takes (docs/chainstate.md, *Table block
-/// size*).
-inline constexpr std::size_t TABLE_BLOCK_BYTES = 16 << 10;
+// TABLE_BLOCK_BYTES, the table block size of what ibdkit writes: common/chainstate_format.h.
 
 struct StoreOptions {
     std::size_t cache_bytes{8 << 20};        ///< block cache gets half, write buffer a quarter
