@@ -18,9 +18,7 @@ HISTORY = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b|CHANGELOG")
 
 # Comments still carrying history, in folders another change is rewriting: (path, text) -> why. An
 # entry matches a line of that file containing the text; remove it with the comment.
-ALLOWED = {
-    ("src/engine/connector.cpp", "(CHANGELOG.md, 2026-11-22)"): "the engine's rewrite without policy templates",
-}
+ALLOWED = {}
 
 
 def history_in_comments(root, allowed=()):

@@ -84,8 +84,8 @@ namespace {
 /// more are mmap'd, so a flush's write batches and LevelDB's memtables return when freed (glibc's
 /// default threshold rises after each large free and keeps them in the heap); malloc_trim returns
 /// the free pages inside the heap, which decoded blocks and LevelDB's tables, freed on threads other
-/// than the ones that allocated them, leave scattered. ~50 MiB each at --dbcache 450 on the 8 GB
-/// chain (CHANGELOG.md, 2026-11-22); a trim takes a few milliseconds.
+/// than the ones that allocated them, leave scattered. What it returns on a large chain, and what a
+/// trim costs, are in docs/benchmarks.md (*Memory*).
 void ReturnFreeHeap() noexcept
 {
 #ifdef __GLIBC__

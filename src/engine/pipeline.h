@@ -10,8 +10,8 @@
 //
 // The source thread decodes one block in every N - 1 itself, straight after reading it, while its
 // bytes are still in that core's cache; with two threads, every block. Bytes read on one core and
-// decoded on another cost more: parsing and sigop counting took 46% more CPU samples than on one
-// thread, 13% more when decoded where they were read (docs/benchmarks.md). The workers take the
+// decoded on another cost more to parse and to count sigops in than bytes decoded where they were
+// read (docs/benchmarks.md). The workers take the
 // other blocks, and the prefetch reads first.
 //
 // The source thread is also a helper of the connecting thread's shard tasks (TaskPool::Help):
@@ -23,8 +23,8 @@
 // Blocks in flight (queued, being decoded, decoded and waiting for their turn) are bounded by a
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
 // MiB. A decoded block holds about 3.5 times its raw bytes (every witness item and script is an
-// allocation of its own), so this is part of the fixed memory beside the cache: at 4 MiB of raw
-// bytes about 15 MiB, where 32 MiB cost ~110 MiB of peak RSS and ran slower (docs/benchmarks.md).
+// allocation of its own), so this is part of the fixed memory beside the cache; a larger budget
+// cost peak RSS and did not run faster (docs/benchmarks.md).
 // With one thread the source's emit decodes, checks and connects in place.
 //
 // Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),

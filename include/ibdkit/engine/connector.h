@@ -40,8 +40,8 @@ DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
 /// What LevelDB keeps in memory for the open tables of a chainstate whose records take
 /// `disk_bytes` on disk: each open table's index block (one entry per TABLE_BLOCK_BYTES block) and
 /// Bloom filter (BLOOM_BITS_PER_KEY bits per key, spent coins' deletion markers included), and the
-/// tables a compaction opens before its inputs close — about 2.5% of the tables' bytes with 5-bit
-/// filters (4.5% with 10, measured with heaptrack: docs/chainstate.md). It grows with the chain,
+/// tables a compaction opens before its inputs close — a few percent of the tables' bytes, more with
+/// larger filters (measured with heaptrack: docs/chainstate.md). It grows with the chain,
 /// so the connector takes it out of the cache's share as it grows.
 std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept;
 
