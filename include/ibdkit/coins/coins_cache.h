@@ -30,6 +30,7 @@
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/executor.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 
@@ -40,20 +41,6 @@
 #include <memory>
 
 namespace ibdkit {
-
-/// Runs task(0), ..., task(n - 1), each once, on the calling thread and any helper threads, and
-/// returns when all have run; the first exception a task threw is rethrown then.
-using TaskRunner = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
-
-/// task(0), ..., task(n - 1) on `runner`, or one after another on this thread when it is null.
-inline void RunTasks(const TaskRunner* runner, std::size_t n, const std::function<void(std::size_t)>& task)
-{
-    if (runner) {
-        (*runner)(n, task);
-    } else {
-        for (std::size_t i = 0; i < n; ++i) task(i);
-    }
-}
 
 class CoinsCache {
 public:

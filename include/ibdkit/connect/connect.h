@@ -28,6 +28,7 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/undo.h>
+#include <ibdkit/common/executor.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/validation.h>
