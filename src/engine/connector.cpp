@@ -35,18 +35,8 @@ uint64_t PeakRssBytes() noexcept
     return uint64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
 }
 
-DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept
-{
-    constexpr std::size_t MiB = std::size_t(1) << 20;
-    DbCacheSplit s;
-    s.leveldb_bytes = std::clamp(dbcache_bytes / 8, 2 * MiB, 8 * MiB);
-    s.coins_bytes = dbcache_bytes > s.leveldb_bytes ? dbcache_bytes - s.leveldb_bytes : 0;
-    s.batch_bytes = std::clamp(dbcache_bytes / 64, 4 * MiB, 8 * MiB);
-    return s;
-}
-
 Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir, PolicyId policy,
-                                                std::size_t dbcache_mib, const std::string& temp_prefix)
+                                                const CacheBudget& budget, const std::string& temp_prefix)
 {
     ChainstateHandle h;
     h.m_dir = dir;
@@ -63,9 +53,8 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     }
     CoinsDBOptions dbo;
     dbo.policy = policy;
-    const DbCacheSplit split = SplitDbCache(dbcache_mib << 20);
-    dbo.cache_bytes = split.leveldb_bytes;
-    dbo.batch_write_bytes = split.batch_bytes;
+    budget.ApplyTo(dbo);
+    h.m_budget = budget;
     StoreStatus status;
     h.m_db = CoinsDB::Open(h.m_dir, dbo, &status);
     if (!h.m_db) return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
@@ -96,24 +85,15 @@ void ReturnFreeHeap() noexcept
 }
 } // namespace
 
-std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept
-{
-    // Per mille of the tables' bytes: the filters and what a replay adds (deletion markers, a
-    // compaction's tables open twice) 21, the index entries 4 at 16 KiB blocks, inversely to size.
-    constexpr uint64_t PER_MILLE = 21 + (uint64_t(64) << 10) / TABLE_BLOCK_BYTES;
-    return std::size_t(disk_bytes / 1000 * PER_MILLE);
-}
-
-BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes)
-    : m_params(params), m_budget(budget_bytes), m_cache(db, budget_bytes)
+BlockConnector::BlockConnector(CoinsDB& db, const ChainParams& params, const CacheBudget& budget)
+    : m_params(params), m_budget(budget), m_cache(db, budget.CoinsBytes())
 {
     FitBudget();
 }
 
 void BlockConnector::FitBudget()
 {
-    const std::size_t tables = OpenTablesBytes(m_cache.db().EstimateSize());
-    m_cache.SetBudget(m_budget - std::min(m_budget / 4 * 3, tables));
+    m_cache.SetBudget(m_budget.CacheBytesBeside(m_cache.db().EstimateSize()));
     ReturnFreeHeap();
 }
 

@@ -220,7 +220,7 @@ std::optional<Error> ConnectPipelined(EngineRun& run, ConnectLoop& loop, int nex
 /// The run from the source's Prepare to the final flush. An error is an environment failure; a
 /// rejected block, a failed source or an interrupt end the run cleanly (recorded in `res`).
 std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params, BlockSource& src, CoinsDB& db,
-                               unsigned threads, EngineResult& res, uint64_t& cleansed_elsewhere)
+                               const CacheBudget& budget, unsigned threads, EngineResult& res, uint64_t& cleansed_elsewhere)
 {
     std::unique_ptr<UndoFileWriter> undo;
     if (!o.undo_dir.empty()) {
@@ -228,7 +228,7 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
         if (!w) return w.error();
         undo = std::move(*w);
     }
-    BlockConnector conn(db, params, SplitDbCache(o.dbcache_mib << 20).coins_bytes);
+    BlockConnector conn(db, params, budget);
     conn.SetUndoWriter(undo.get());
     conn.SetConnectedSink(o.on_connected);
     EngineRun run{o, params, src, db, conn, undo.get(), res};
@@ -314,7 +314,7 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
 
     std::optional<Error> err;
     try {
-        err = RunPhases(o, params, src, db, threads, res, cleansed_elsewhere);
+        err = RunPhases(o, params, src, db, cs.budget(), threads, res, cleansed_elsewhere);
     } catch (const StoreError& e) { // a LevelDB failure inside the cache (disk full, corruption)
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
     } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate

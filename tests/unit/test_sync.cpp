@@ -533,7 +533,7 @@ TEST(Sync, RecoversAChainstateInterruptedMidFlush)
         StoreStatus st;
         auto db = CoinsDB::Open(cs.path, dbo, &st);
         ASSERT_TRUE(db) << st.message;
-        BlockConnector conn(*db, Regtest(), 1ull << 30);
+        BlockConnector conn(*db, Regtest(), CacheBudget(1ull << 30));
         const auto& c = TheChain();
         std::vector<HeaderInfo> ancestry;
         for (const auto& b : c.blocks) ancestry.push_back(HeaderInfo{b.time, b.bits});

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/coins/budget.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/consensus/validation.h>
@@ -23,34 +24,12 @@
 
 namespace ibdkit {
 
-/// How one dbcache budget is spent (docs/chainstate.md, "The budget"): LevelDB's block cache and
-/// write buffer get an eighth of it, at least 2 and at most 8 MiB (Core gives its coins database at
-/// most 8 MiB); the UTXO cache gets the rest. A flush writes batches of a 64th of the budget, 4 to
-/// 8 MiB (Core: 16 MiB whatever the budget): a batch passes through LevelDB's memtable, and while
-/// one memtable is compacted the next fills, and with two threads one batch is written while the
-/// next is filled, so a flush holds about four batches' worth of bytes beyond the cache — a fixed
-/// cost the budget's 200 MiB of headroom covers.
-struct DbCacheSplit {
-    std::size_t leveldb_bytes{0};
-    std::size_t coins_bytes{0};
-    std::size_t batch_bytes{0};
-};
-DbCacheSplit SplitDbCache(std::size_t dbcache_bytes) noexcept;
-
-/// What LevelDB keeps in memory for the open tables of a chainstate whose records take
-/// `disk_bytes` on disk: each open table's index block (one entry per TABLE_BLOCK_BYTES block) and
-/// Bloom filter (BLOOM_BITS_PER_KEY bits per key, spent coins' deletion markers included), and the
-/// tables a compaction opens before its inputs close — a few percent of the tables' bytes, more with
-/// larger filters (measured with heaptrack: docs/chainstate.md). It grows with the chain,
-/// so the connector takes it out of the cache's share as it grows.
-std::size_t OpenTablesBytes(uint64_t disk_bytes) noexcept;
-
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
-/// destroyed) when `dir` is empty. LevelDB's cache and the flush's batch size come from
-/// SplitDbCache(dbcache).
+/// destroyed) when `dir` is empty. LevelDB's cache and the flush's batch size come from `budget`,
+/// which the handle keeps for the run (budget()).
 class ChainstateHandle {
 public:
-    static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, std::size_t dbcache_mib,
+    static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, const CacheBudget& budget,
                                          const std::string& temp_prefix);
     ChainstateHandle(ChainstateHandle&&) noexcept = default;
     ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;
@@ -58,11 +37,13 @@ public:
 
     CoinsDB& db() noexcept { return *m_db; }
     const std::filesystem::path& dir() const noexcept { return m_dir; }
+    const CacheBudget& budget() const noexcept { return m_budget; }
 
 private:
     ChainstateHandle() = default;
     std::filesystem::path m_dir;
     bool m_temporary{false};
+    CacheBudget m_budget{0};
     std::unique_ptr<CoinsDB> m_db;
 };
 
@@ -84,13 +65,12 @@ struct ConnectorCounters {
 
 class BlockConnector {
 public:
-    /// `db` must outlive the connector. budget: the UTXO cache's bytes (0: flush after every
-    /// block); an engine passes SplitDbCache(dbcache).coins_bytes. A full cache is written and
-    /// kept warm (CoinsCache::FlushWarm), holding its youngest coins in half the budget. After
-    /// each flush (and at the start) the cache's budget becomes `budget` minus OpenTablesBytes of
-    /// the chainstate, down to a quarter of `budget`, so LevelDB's growing table memory stays inside,
-    /// and the heap's free memory goes back to the kernel (glibc's malloc_trim).
-    BlockConnector(CoinsDB& db, const ChainParams& params, std::size_t budget_bytes);
+    /// `db` must outlive the connector. The UTXO cache gets budget.CoinsBytes() (0: flush after every
+    /// block). A full cache is written and kept warm (CoinsCache::FlushWarm), holding its youngest
+    /// coins in half its share. After each flush (and at the start) the cache's share becomes
+    /// budget.CacheBytesBeside(the chainstate's size), so LevelDB's growing table memory stays
+    /// inside, and the heap's free memory goes back to the kernel (glibc's malloc_trim).
+    BlockConnector(CoinsDB& db, const ChainParams& params, const CacheBudget& budget);
 
     /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache
     /// is flushed if over budget; returns nullopt. On a consensus failure returns Core's reject
@@ -131,7 +111,7 @@ private:
     void FitBudget();
 
     const ChainParams& m_params;
-    const std::size_t m_budget;
+    const CacheBudget m_budget;
     CoinsCache m_cache;
     ConnectorCounters m_counters;
     UndoFileWriter* m_undo_writer{nullptr};
