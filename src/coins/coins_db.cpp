@@ -290,7 +290,7 @@ std::optional<StoreStatus> BulkFlush(Store& store, const CoinsDBOptions& opt, co
             write(sorted.subspan(first, last - first));
         });
     }
-    if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.after_partial_batch);
+    if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.test_hooks.after_partial_batch);
     return st;
 }
 
@@ -320,7 +320,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
             first_written = true;
             b.Clear();
             if (!failed.ok()) return false;
-            if (opt.after_partial_batch) opt.after_partial_batch();
+            if (opt.test_hooks.after_partial_batch) opt.test_hooks.after_partial_batch();
             return true;
         },
         threaded, store);

@@ -66,7 +66,7 @@ bool ConnectLoop::ConnectStep(ReadyBlock& rb)
     m_res.height = rb.height;
     m_res.tip = rb.hash;
     m_tlog.Add(rb.height, m_conn.counters().bytes, std::chrono::duration<double>(Clock::now() - m_t0).count());
-    if (m_o.after_block) m_o.after_block(rb.height);
+    if (m_o.test_hooks.after_block) m_o.test_hooks.after_block(rb.height);
     Report(false);
     return !Interrupted(m_o);
 }

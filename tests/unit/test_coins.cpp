@@ -806,7 +806,7 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
     {
         CoinsDBOptions o2 = o;
         int batches = 0;
-        o2.after_partial_batch = [&] {
+        o2.test_hooks.after_partial_batch = [&] {
             if (++batches == 2) throw std::runtime_error("simulated crash");
         };
         StoreStatus st;
@@ -941,7 +941,7 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
     o.batch_write_bytes = 64 << 10;
     o.flush_threads = 2;
     int batches = 0;
-    o.after_partial_batch = [&] {
+    o.test_hooks.after_partial_batch = [&] {
         if (++batches == 3) throw std::runtime_error("simulated crash");
     };
     StoreStatus st;
@@ -1064,7 +1064,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
     std::mt19937_64 rng(43);
     CoinsDBOptions o;
     o.flush_threads = 2;
-    o.after_partial_batch = [] { throw std::runtime_error("simulated crash"); };
+    o.test_hooks.after_partial_batch = [] { throw std::runtime_error("simulated crash"); };
     StoreStatus st;
     {
         auto db = CoinsDB::Open(d.path, o, &st);
@@ -1082,7 +1082,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
         }
     }
     EXPECT_EQ(unlisted, 2) << "one table per flush thread";
-    o.after_partial_batch = nullptr;
+    o.test_hooks.after_partial_batch = nullptr;
     auto db = CoinsDB::Open(d.path, o, &st);
     ASSERT_TRUE(db) << st.message;
     EXPECT_TRUE(db->GetBestBlock()->IsNull());

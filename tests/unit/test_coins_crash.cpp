@@ -139,7 +139,7 @@ void RunCrashChild(const char* dir)
     const char* fd = std::getenv("IBDKIT_COINS_CRASH_SIGNAL_FD");
     const char* at = std::getenv("IBDKIT_COINS_CRASH_AT_BATCH");
     if (fd && at) {
-        options.after_partial_batch = [fd = std::atoi(fd), at = std::atol(at), n = 0L]() mutable {
+        options.test_hooks.after_partial_batch = [fd = std::atoi(fd), at = std::atol(at), n = 0L]() mutable {
             if (++n != at) return;
             const char c = 'F';
             if (::write(fd, &c, 1) != 1) std::_Exit(4);

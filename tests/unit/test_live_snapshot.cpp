@@ -229,7 +229,7 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
     o.batch_write_bytes = 16 << 10;
     int checked = 0;
     std::string refusal;
-    o.after_partial_batch = [&] {
+    o.test_hooks.after_partial_batch = [&] {
         if (checked++ != 1) return;
         // Between H and B of the writer's flush.
         CoinsDBOptions ro;

@@ -488,7 +488,7 @@ TEST(Sync, InterruptThenResume)
         auto o = Options(node, cs.path);
         o.dbcache_mib = 0; // flush after every block
         o.interrupt = &stop;
-        o.after_block = [&](int h) {
+        o.test_hooks.after_block = [&](int h) {
             if (h == 200) stop = true;
         };
         auto r = Sync(o);
@@ -527,7 +527,7 @@ TEST(Sync, RecoversAChainstateInterruptedMidFlush)
         CoinsDBOptions dbo;
         dbo.batch_write_bytes = 4096;
         int batches = 0;
-        dbo.after_partial_batch = [&] {
+        dbo.test_hooks.after_partial_batch = [&] {
             if (++batches == 3) throw std::runtime_error("simulated crash");
         };
         StoreStatus st;

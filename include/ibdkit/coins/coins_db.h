@@ -15,6 +15,7 @@
 #pragma once
 
 #include <ibdkit/coins/coin.h>
+#include <ibdkit/common/test_hooks.h>
 #include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
@@ -93,10 +94,7 @@ struct CoinsDBOptions {
     /// Write options (docs/chainstate.md): the first batch (H) and the last batch (B) of a flush
     /// are synced, so a power failure leaves either the old state or H + a replayable subset.
     bool sync_markers{true};
-    /// Test hook: called after each intermediate batch of a flush (crash injection); on the
-    /// flush's writing thread when flush_threads > 1. In a bulk load: once, after its tables are
-    /// written and before they become the database.
-    std::function<void()> after_partial_batch;
+    TestHooks test_hooks; ///< for tests only (common/test_hooks.h): after_partial_batch
     /// The first flush into a new database (nothing in it but its obfuscation key) writes LevelDB
     /// table files directly, one slice of the key order per flush thread, and switches the
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/common/test_hooks.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/stats.h>
@@ -64,8 +65,7 @@ struct EngineOptions {
     bool statistics{true};
     std::function<void(const EngineProgress&)> on_progress; ///< called about 4 times a second
     const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
-    /// Test hook: called after each connected block with its height (e.g. to kill at a point).
-    std::function<void(int)> after_block;
+    TestHooks test_hooks; ///< for tests only (common/test_hooks.h): after_block
     /// When set, each connected block's undo data is written to this directory as rev-file records
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
     /// records are made durable before every chainstate flush. Never a Core blocks directory.
