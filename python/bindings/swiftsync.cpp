@@ -77,10 +77,11 @@ struct PyBlocks {
     }
 };
 
-/// A partial without its coins, and the coins as a sorted run (empty when not collected).
+/// A partial without its coins, and the coins as a sorted run (None when not collected): a Python
+/// bytes object, handed out and pickled without copying it again.
 struct PyPartial {
     Partial p;
-    std::optional<std::vector<uint8_t>> run;
+    nb::object run;
 };
 
 /// The check's mode. The one place a mode name is accepted: "coins" needs CheckRange's coins mode.
@@ -139,6 +140,7 @@ PyPartial CheckRange_(const PyBlocks& blocks, const PyHints& hints, const PySalt
     }
     PyPartial out;
     std::optional<Error> error;
+    std::vector<uint8_t> run_bytes;
     {
         nb::gil_scoped_release nogil;
         auto r = swiftsync::CheckRange(*blocks.chain, *hints.hints, salt.salt, first, last, o);
@@ -148,13 +150,14 @@ PyPartial CheckRange_(const PyBlocks& blocks, const PyHints& hints, const PySalt
             out.p = std::move(*r);
             if (collect_unspent) {
                 auto run = swiftsync::SerializeUnspentRun(first, last, out.p.unspent);
-                if (run) out.run = std::move(*run);
+                if (run) run_bytes = std::move(*run);
                 else error = run.error();
             }
             out.p.unspent = {};
         }
     }
     if (error) Throw(*error);
+    out.run = collect_unspent ? nb::object(Bytes(run_bytes)) : nb::none();
     return out;
 }
 
@@ -164,14 +167,14 @@ PyPartial FromParts(const nb::bytes& partial, std::optional<nb::bytes> run)
 {
     auto p = swiftsync::DeserializePartial(View(partial));
     if (!p) Throw(p.error());
-    PyPartial out{std::move(*p), std::nullopt};
+    PyPartial out{std::move(*p), nb::none()};
     if (run) {
         auto reader = swiftsync::UnspentRunReader::Open(View(*run));
         if (!reader) Throw(reader.error());
         if (reader->first() != out.p.from || reader->last() != out.p.to) {
             throw PyError{"InvalidValue", "the unspent run's range is not the partial's"};
         }
-        out.run.emplace(View(*run).begin(), View(*run).end());
+        out.run = *run;
     }
     return out;
 }
@@ -317,7 +320,7 @@ void BindSwiftSync(nb::module_& m)
         .def_prop_ro("supply", [](const PyPartial& p) { return p.p.supply; })
         .def_prop_ro("failure", [](const PyPartial& p) { return FailureDict(p.p.failure); })
         .def("_to_bytes", [](const PyPartial& p) { return Bytes(swiftsync::SerializePartial(p.p)); })
-        .def("_run", [](const PyPartial& p) -> nb::object { return p.run ? nb::object(Bytes(*p.run)) : nb::none(); })
+        .def("_run", [](const PyPartial& p) { return p.run; })
         .def_static("_from_parts", &FromParts, "partial"_a, "run"_a.none());
 
     m.def("_swiftsync_mode", [](const std::string& mode) {
