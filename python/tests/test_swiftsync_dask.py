@@ -20,7 +20,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     missing(f"distributed does not import ({e})",
             "distributed (scripts/pydeps.sh installs it into build/venv: pip install distributed, or pip install .[dask])")
 
-from test_replay_datadir import START, records  # noqa: E402
+from test_replay_datadir import START, framed_records, records  # noqa: E402
 from test_swiftsync_hints import core_datadir_and_hints, hintsfile, parse_lists  # noqa: E402
 
 
@@ -81,16 +81,25 @@ def test_dask_equals_the_in_process_check_and_the_replay(client, generated):
     assert [(c.txid, c.vout, c.amount) for c in coins] == [(c.txid, c.vout, c.amount) for c in ibdkit.Chainstate(cs)]
 
 
-def test_dask_on_a_datadir_cores_engine_wrote(client, cli, tmp_path):
+@pytest.mark.parametrize("chain", ["generated", "core_kernel_blocks_1-206"])
+def test_dask_on_a_datadir_cores_engine_wrote(client, cli, shared, tmp_path, chain):
+    """Core's engine writes a regtest datadir from a generated chain or from Core's own test chain
+    (tests/data, real signed spends); the hints come from its chainstate, the blocks through its
+    block index."""
     pbk = import_pbk()  # noqa: F841 (Core's engine writes the datadir)
-    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "120", "--target-mb", "2", "--seed", "45",
-            "--start-time", str(START), "--no-progress", "--json")
-    datadir, height, expected, coins, _ = core_datadir_and_hints(tmp_path, records(tmp_path / "chain" / "blocks")[1:])
+    if chain == "generated":
+        run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "120", "--target-mb", "2", "--seed", "45",
+                "--start-time", str(START), "--no-progress", "--json")
+        blocks = records(tmp_path / "chain" / "blocks")[1:]
+    else:
+        blocks = [payload for _, _, payload, _ in framed_records(shared / "regtest", pattern=f"{chain}.blk")]
+    datadir, height, expected, coins, _ = core_datadir_and_hints(tmp_path, blocks)
     run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", tmp_path / "core.hints")
     assert (tmp_path / "core.hints").read_bytes() == expected
     run = swiftsync.run_dask(client, datadir, tmp_path / "core.hints", ranges=3, split="blocks", threads_per_task=2)
     assert run.verdict.ok, run.verdict
     assert run.verdict.network == "regtest" and run.verdict.counts["unspent"] == coins
+    assert run.verdict.counts["inputs"] > 0
     replayed = ibdkit.replay(datadir, statistics=True)
     assert run.unspent_stats()["hash_serialized_3"] == replayed["hash_serialized_3"]
     assert replayed["height"] == height
