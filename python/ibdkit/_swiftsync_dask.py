@@ -68,7 +68,13 @@ def _plan(ranges: Any, n: int, split: str, where: Optional[str], network: Option
     for r in ranges:
         if not (isinstance(r, (list, tuple)) and len(r) == 2):
             raise TypeError(f"each range must be a (first, last) pair, got {r!r}")
-        out.append((_whole("first", r[0], 1, MAX_HEIGHT), _whole("last", r[1], 1, MAX_HEIGHT)))
+        first, last = _whole("first", r[0], 1, MAX_HEIGHT), _whole("last", r[1], 1, MAX_HEIGHT)
+        if not first <= last <= n:
+            raise _error(_ibdkit.ArgumentError, "InvalidArgument",
+                         f"ranges: ({first}, {last}) is not within the hintsfile's 1..{n}")
+        out.append((first, last))
+    if not out:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument", "ranges: an empty list")
     return out
 
 

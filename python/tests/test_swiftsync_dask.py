@@ -117,6 +117,21 @@ def test_dask_refuses_wrong_hints(client, generated, tmp_path):
     assert "aggregates differ" in run.verdict.reason
 
 
+def test_dask_arguments_are_checked_before_any_task(client, generated, tmp_path):
+    blocks, hints, _, _ = generated
+    with pytest.raises(ibdkit.ArgumentError, match="not within the hintsfile's 1..220"):
+        swiftsync.run_dask(client, blocks, hints, ranges=[(1, 100), (101, 221)])
+    with pytest.raises(ibdkit.ArgumentError, match="mode='coins'"):
+        swiftsync.run_dask(client, blocks, hints, mode="coins")
+    with pytest.raises(ibdkit.NotFoundError, match="hints"):
+        swiftsync.run_dask(client, blocks, tmp_path / "none.hints")
+    with pytest.raises(TypeError, match="distributed.Client"):
+        swiftsync.run_dask(object(), blocks, hints)
+    # Ranges given as pairs that leave a gap: the run completes and the verdict says so.
+    run = swiftsync.run_dask(client, blocks, hints, ranges=[(1, 100), (102, 220)], collect_unspent=False)
+    assert not run.verdict.ok and "exactly once" in run.verdict.reason
+
+
 def test_a_worker_killed_mid_task_costs_a_retry_not_the_result(generated, tmp_path):
     """A fresh cluster (workers cache the functions they ran); one worker dies inside its first
     range after checking half of it. Dask reschedules the range and the verdict is unchanged."""
