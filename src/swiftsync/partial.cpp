@@ -182,6 +182,7 @@ Result<bool> UnspentRunReader::Next(OutPoint& outpoint, Coin& coin)
         const std::size_t used = m_rest.size() - r.size();
         // The key must be the canonical form (a VARINT has one), so the merge can compare bytes.
         const KeyBytes canonical(key.outpoint);
+        if (used < canonical.size) throw DecodeError(Errc::InvalidValue, "non-canonical coin key");
         const std::span<const uint8_t> key_bytes = m_rest.first(std::min<std::size_t>(canonical.size, used));
         if (!std::equal(key_bytes.begin(), key_bytes.end(), canonical.bytes.begin(), canonical.bytes.begin() + canonical.size)) {
             throw DecodeError(Errc::InvalidValue, "non-canonical coin key");
