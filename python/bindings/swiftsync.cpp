@@ -174,6 +174,10 @@ PyPartial FromParts(const nb::bytes& partial, std::optional<nb::bytes> run)
         if (reader->first() != out.p.from || reader->last() != out.p.to) {
             throw PyError{"InvalidValue", "the unspent run's range is not the partial's"};
         }
+        if (reader->count() != out.p.counts.unspent) {
+            throw PyError{"InvalidValue", "the unspent run holds " + std::to_string(reader->count()) + " coins, the partial counts " +
+                                              std::to_string(out.p.counts.unspent)};
+        }
         out.run = *run;
     }
     return out;

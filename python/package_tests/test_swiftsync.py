@@ -122,6 +122,9 @@ def test_malformed_partials_are_typed_errors(ibdkit, ss, chain, hints):
     other = ss.check_range(chain, hints, ss.Salt.new(), 3, 10).unspent_run()
     with pytest.raises(ibdkit.Error, match="range is not the partial's"):
         ss.Partial.from_bytes(good, other)
+    more = run[:13] + (int.from_bytes(run[13:21], "little") + 1).to_bytes(8, "little") + run[21:]
+    with pytest.raises(ibdkit.Error, match="the partial counts"):
+        ss.Partial.from_bytes(good, more)
     with pytest.raises(ibdkit.Error) as e:
         ss.unspent_stats([run[:-1]])
     assert e.value.kind == "EndOfData"
