@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates build/venv with pytest and py-bitcoinkernel (Bitcoin Core's libbitcoinkernel, the
 # differential-test oracle), and what the Python package needs to build and be tested (nanobind,
-# scikit-build-core, pyarrow, tqdm). Idempotent; prints the venv's python path. With --report,
+# scikit-build-core, pyarrow, tqdm; distributed for ibdkit.swiftsync.run_dask). Idempotent; prints the venv's python path. With --report,
 # also matplotlib (for `ibdkit bench --report`'s chart, scripts/bench_report.py); with --bench, the
 # peers of the Python benchmark (blockchain-parser, duckdb).
 set -euo pipefail
@@ -16,6 +16,9 @@ fi
 if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pyarrow, tqdm" 2>/dev/null; then
   pip "nanobind>=2.0" "scikit-build-core>=0.9" "pyarrow>=14" tqdm \
     || { echo "pydeps: pip install nanobind scikit-build-core pyarrow tqdm failed" >&2; exit 1; }
+fi
+if ! "$venv/bin/python" -c "import distributed" 2>/dev/null; then
+  pip "distributed>=2024.1" || { echo "pydeps: pip install distributed failed" >&2; exit 1; }
 fi
 if [ "${1:-}" = "--report" ] && ! "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
   pip matplotlib

@@ -12,6 +12,7 @@
 #include <nanobind/nanobind.h>
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,9 @@ nanobind::bytes Bytes(ByteSpan s);
 ChainType ParseNetwork(const std::string& name);
 /// The buffer policy of a name; InvalidArgument else.
 PolicyId ParsePolicyName(const std::string& name);
+/// Whether `dir` is a Core data directory (its block index, or a network's subdirectory) rather
+/// than blk files: how every function taking "a datadir or a blocks directory" tells them apart.
+bool LooksLikeDatadir(const std::filesystem::path& dir);
 /// A run's or a UTXO set's result fields as a dict, in their order: the CLI's --json names and types.
 nanobind::dict FieldsDict(const ResultFields& fields);
 
@@ -76,5 +80,7 @@ void BindEngine(nanobind::module_& m);
 void BindChainstate(nanobind::module_& m);
 /// spent_tables.cpp: the block tables as Arrow batches (_TableBatches, _table_columns).
 void BindSpentTables(nanobind::module_& m);
+/// swiftsync.cpp: the salt, hintsfiles, the range check, partials and their unspent runs.
+void BindSwiftSync(nanobind::module_& m);
 
 } // namespace ibdkit::py

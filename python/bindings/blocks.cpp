@@ -46,14 +46,6 @@ AddressNetwork AddressNet(ChainType t) { return AddressNetworkOf(t); }
                                                         "block.with_spent_outputs([...])"};
 }
 
-/// A Core data directory (its block index, or a network's subdirectory) rather than blk files.
-bool LooksLikeDatadir(const fs::path& dir)
-{
-    bool datadir = fs::is_directory(dir / "blocks" / "index");
-    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
-    return datadir;
-}
-
 struct PyOutput {
     Amount value;
     nb::bytes script_pubkey;

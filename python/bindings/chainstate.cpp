@@ -291,6 +291,16 @@ struct BatchIter {
 
 } // namespace
 
+nb::object CoinIterator(nb::object owner, std::unique_ptr<CoinCursor> cur, AddressNetwork net)
+{
+    return nb::cast(CoinIter{std::move(owner), std::move(cur), net});
+}
+
+nb::object BatchIterator(nb::object owner, std::unique_ptr<CoinCursor> cur, AddressNetwork net, std::size_t batch_size, bool script_hex)
+{
+    return nb::cast(BatchIter{std::move(owner), std::move(cur), net, batch_size, script_hex});
+}
+
 void BindChainstate(nb::module_& m)
 {
     nb::class_<PyCoin>(m, "Coin", "An unspent output as stored in the chainstate.")

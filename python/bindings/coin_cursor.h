@@ -8,6 +8,8 @@
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
 
+#include <nanobind/nanobind.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -83,6 +85,12 @@ struct ArrowColumns {
     std::size_t addr_nulls{0};
     ColumnBuffer script_offsets, script_data; // binary (or utf8 hex)
 };
+
+/// Python iterators over any cursor (chainstate.cpp): Coin objects, and the column buffers of
+/// Arrow batches (python/ibdkit/_arrow.py). `owner` keeps what the cursor reads alive.
+nanobind::object CoinIterator(nanobind::object owner, std::unique_ptr<CoinCursor> cur, AddressNetwork net);
+nanobind::object BatchIterator(nanobind::object owner, std::unique_ptr<CoinCursor> cur, AddressNetwork net,
+                               std::size_t batch_size, bool script_hex);
 
 /// Appends up to `max_rows` coins to empty columns.
 void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool script_hex, ArrowColumns& cols);

@@ -10,6 +10,13 @@ namespace nb = nanobind;
 
 namespace ibdkit::py {
 
+bool LooksLikeDatadir(const std::filesystem::path& dir)
+{
+    bool datadir = std::filesystem::is_directory(dir / "blocks" / "index");
+    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || std::filesystem::is_directory(dir / net / "blocks");
+    return datadir;
+}
+
 nb::bytes Bytes(ByteSpan s) { return nb::bytes(reinterpret_cast<const char*>(s.data()), s.size()); }
 
 ChainType ParseNetwork(const std::string& name)

@@ -89,9 +89,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     o.assumevalid = ParseAssumeValid(assumevalid);
     const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
-    bool datadir = fs::is_directory(dir / "blocks" / "index");
-    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || fs::is_directory(dir / net / "blocks");
-    if (datadir) {
+    if (LooksLikeDatadir(dir)) {
         o.datadir = dir;
     } else {
         o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;

@@ -23,5 +23,6 @@ NB_MODULE(_ibdkit, m)
     BindChainstate(m); // chainstate.cpp: _Chainstate, Coin, the coin and batch iterators
     BindScript(m);     // script.cpp: verify_input, Block.verify_scripts (after Block)
     BindSpentTables(m); // spent_tables.cpp: the block tables as Arrow batches
+    BindSwiftSync(m);   // swiftsync.cpp: salt, hints, check_range, partials (after _Chainstate's iterators)
     m.attr("__version__") = IBDKIT_VERSION;
 }

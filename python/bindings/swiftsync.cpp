@@ -1,0 +1,349 @@
+// SwiftSync in the Python module (python/ibdkit/swiftsync.py wraps these): the salt, hintsfiles,
+// located blocks, the range check, partials as bytes with their unspent runs, the verdict, and the
+// runs' coins as statistics, Coin objects or Arrow batches (swiftsync/check_range.h, partial.h).
+//
+// The salt's bytes leave a _Salt only through _copy_for_worker; it has no text form and refuses
+// pickling, so it cannot reach a log or a file by accident (docs/swiftsync.md, *The salt*).
+#include "bindings.h"
+#include "coin_cursor.h"
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/engine/result_fields.h>
+#include <ibdkit/swiftsync/check_range.h>
+#include <ibdkit/swiftsync/hints.h>
+#include <ibdkit/swiftsync/partial.h>
+#include <ibdkit/spent/tables.h> // AddressNetworkOf
+#include <ibdkit/utxo/address.h>
+#include <ibdkit/utxo/stats.h>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ibdkit::py {
+namespace {
+
+namespace fs = std::filesystem;
+using swiftsync::Partial;
+
+struct PySalt {
+    swiftsync::Salt salt;
+};
+
+struct PyHints {
+    std::shared_ptr<const swiftsync::Hints> hints;
+};
+
+struct PyBlocks {
+    std::shared_ptr<const LocatedChain> chain;
+
+    /// Height h's block record size (0 when the chain does not hold it).
+    uint64_t SizeAt(uint32_t h) const
+    {
+        const int64_t i = int64_t(h) - chain->base_height;
+        return i >= 0 && std::size_t(i) < chain->order.blocks.size() ? chain->order.blocks[std::size_t(i)].size : 0;
+    }
+    /// 1..height split into `count` consecutive ranges of about equal block bytes.
+    std::vector<std::pair<uint32_t, uint32_t>> Split(uint32_t height, uint32_t count) const
+    {
+        if (height == 0) return {};
+        count = std::max(1u, std::min(count, height));
+        uint64_t total = 0;
+        for (uint32_t h = 1; h <= height; ++h) total += SizeAt(h) + 1;
+        std::vector<std::pair<uint32_t, uint32_t>> out;
+        uint64_t done = 0;
+        uint32_t first = 1;
+        for (uint32_t h = 1; h <= height; ++h) {
+            done += SizeAt(h) + 1;
+            const uint32_t left = count - uint32_t(out.size()) - 1; // ranges still to start after this one
+            const bool share_reached = done * count >= total * (out.size() + 1);
+            if (h == height || (left > 0 && (share_reached || height - h == left))) {
+                out.emplace_back(first, h);
+                first = h + 1;
+            }
+        }
+        return out;
+    }
+};
+
+/// A partial without its coins, and the coins as a sorted run (None when not collected): a Python
+/// bytes object, handed out and pickled without copying it again.
+struct PyPartial {
+    Partial p;
+    nb::object run;
+};
+
+/// The check's mode. The one place a mode name is accepted: "coins" needs CheckRange's coins mode.
+void ApplyMode(const std::string& mode, swiftsync::CheckRangeOptions&)
+{
+    if (mode == "outpoints") return;
+    if (mode == "coins") {
+        throw PyError{"InvalidArgument", "mode='coins' is not available in this build: CheckRange checks in outpoints mode "
+                                         "only (docs/swiftsync.md); use mode='outpoints'"};
+    }
+    throw PyError{"InvalidArgument", "mode must be 'outpoints' or 'coins', got '" + mode + "'"};
+}
+
+/// A Core data directory (its block index, or a network's subdirectory) or blk files.
+PyBlocks Locate(const std::string& path, std::optional<std::string> network)
+{
+    const fs::path dir = path;
+    const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
+    Result<LocatedChain> located = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        located = LooksLikeDatadir(dir) ? LocateFromDatadir(dir, chain)
+                                        : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
+    }
+    if (!located) Throw(located.error());
+    return PyBlocks{std::make_shared<const LocatedChain>(std::move(*located))};
+}
+
+PyHints ReadHints(const std::string& path)
+{
+    Result<swiftsync::Hints> h = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        h = swiftsync::Hints::Read(path);
+    }
+    if (!h) Throw(h.error());
+    return PyHints{std::make_shared<const swiftsync::Hints>(std::move(*h))};
+}
+
+PyPartial CheckRange_(const PyBlocks& blocks, const PyHints& hints, const PySalt& salt, uint32_t first, uint32_t last,
+                      unsigned threads, bool collect_unspent, const std::string& mode)
+{
+    swiftsync::CheckRangeOptions o;
+    ApplyMode(mode, o);
+    if (threads < 1 || threads > 1024) throw PyError{"InvalidArgument", "threads must be in 1..1024"};
+    o.threads = threads;
+    o.collect_unspent = collect_unspent;
+    const uint32_t n = hints.hints->height();
+    if (first < 1 || first > last || last > n) {
+        throw PyError{"InvalidArgument", "first..last must be within the hintsfile's 1.." + std::to_string(n) + ", got " +
+                                             std::to_string(first) + ".." + std::to_string(last)};
+    }
+    if (blocks.chain->TipHeight() < int(last)) {
+        throw PyError{"InvalidArgument", "the blocks end at height " + std::to_string(blocks.chain->TipHeight()) +
+                                             ", before last=" + std::to_string(last)};
+    }
+    PyPartial out;
+    std::optional<Error> error;
+    std::vector<uint8_t> run_bytes;
+    {
+        nb::gil_scoped_release nogil;
+        auto r = swiftsync::CheckRange(*blocks.chain, *hints.hints, salt.salt, first, last, o);
+        if (!r) {
+            error = r.error();
+        } else {
+            out.p = std::move(*r);
+            if (collect_unspent) {
+                auto run = swiftsync::SerializeUnspentRun(first, last, out.p.unspent);
+                if (run) run_bytes = std::move(*run);
+                else error = run.error();
+            }
+            out.p.unspent = {};
+        }
+    }
+    if (error) Throw(*error);
+    out.run = collect_unspent ? nb::object(Bytes(run_bytes)) : nb::none();
+    return out;
+}
+
+std::span<const uint8_t> View(const nb::bytes& b) { return {static_cast<const uint8_t*>(b.data()), b.size()}; }
+
+PyPartial FromParts(const nb::bytes& partial, std::optional<nb::bytes> run)
+{
+    auto p = swiftsync::DeserializePartial(View(partial));
+    if (!p) Throw(p.error());
+    PyPartial out{std::move(*p), nb::none()};
+    if (run) {
+        auto reader = swiftsync::UnspentRunReader::Open(View(*run));
+        if (!reader) Throw(reader.error());
+        if (reader->first() != out.p.from || reader->last() != out.p.to) {
+            throw PyError{"InvalidValue", "the unspent run's range is not the partial's"};
+        }
+        if (reader->count() != out.p.counts.unspent) {
+            throw PyError{"InvalidValue", "the unspent run holds " + std::to_string(reader->count()) + " coins, the partial counts " +
+                                              std::to_string(out.p.counts.unspent)};
+        }
+        out.run = *run;
+    }
+    return out;
+}
+
+nb::dict CountsDict(const swiftsync::RangeCounts& c)
+{
+    nb::dict d;
+    d["blocks"] = c.blocks;
+    d["transactions"] = c.transactions;
+    d["inputs"] = c.inputs;
+    d["outputs"] = c.outputs;
+    d["unspent"] = c.unspent;
+    d["unspendable"] = c.unspendable;
+    return d;
+}
+
+nb::object FailureDict(const std::optional<swiftsync::BlockFailure>& f)
+{
+    if (!f) return nb::none();
+    nb::dict d;
+    d["height"] = f->height;
+    d["hash"] = f->hash.ToHex();
+    d["reason"] = f->reason;
+    return d;
+}
+
+nb::dict Combine_(const std::vector<const PyPartial*>& parts, uint32_t height, const std::string& network)
+{
+    const ChainType chain = ParseNetwork(network);
+    std::vector<Partial> ps;
+    ps.reserve(parts.size());
+    for (const PyPartial* p : parts) ps.push_back(p->p);
+    const swiftsync::Verdict v = swiftsync::Combine(ps, height, chain);
+    nb::dict d;
+    d["ok"] = v.ok;
+    d["reason"] = v.ok ? nb::none() : nb::object(nb::str(v.reason.c_str()));
+    d["height"] = height;
+    d["network"] = network;
+    d["ranges"] = parts.size();
+    d["counts"] = CountsDict(v.counts);
+    d["supply_sat"] = v.supply;
+    d["supply_bound_sat"] = v.supply_bound;
+    return d;
+}
+
+/// The coins of several runs (Python bytes, kept alive by the cursor's owner) in key order.
+class RunCursor final : public CoinCursor {
+public:
+    explicit RunCursor(const std::vector<nb::bytes>& runs)
+    {
+        std::vector<std::span<const uint8_t>> spans;
+        for (const nb::bytes& b : runs) spans.push_back(View(b));
+        auto m = swiftsync::UnspentRunMerger::Open(spans);
+        if (!m) Throw(m.error());
+        m_merger = std::move(*m);
+    }
+    bool Next(OutPoint& op, Coin& coin) override
+    {
+        if (m_error) return false;
+        auto more = m_merger->Next(op, coin);
+        if (!more) {
+            m_error = more.error();
+            return false;
+        }
+        return *more;
+    }
+
+private:
+    std::unique_ptr<swiftsync::UnspentRunMerger> m_merger;
+};
+
+nb::dict RunStats(const std::vector<nb::bytes>& runs, const std::string& hash_type, std::optional<uint32_t> height)
+{
+    if (hash_type != "hash_serialized_3" && hash_type != "none") {
+        throw PyError{"InvalidArgument", "hash_type must be 'hash_serialized_3' or 'none'"};
+    }
+    RunCursor cur(runs);
+    UtxoStats stats;
+    {
+        nb::gil_scoped_release nogil;
+        UtxoStatsBuilder builder(UtxoHashTypes{hash_type == "hash_serialized_3", false});
+        OutPoint op;
+        Coin coin;
+        while (cur.Next(op, coin)) builder.Add(op, coin);
+        builder.Finish(stats);
+    }
+    cur.ThrowIfFailed();
+    if (height) {
+        stats.height = *height;
+        stats.height_from_coins = false;
+    }
+    return FieldsDict(UtxoStatsFields(stats));
+}
+
+} // namespace
+
+void BindSwiftSync(nb::module_& m)
+{
+    nb::class_<PySalt>(m, "_Salt")
+        .def_static("_random", [] { return PySalt{swiftsync::Salt::Random()}; })
+        .def_static("_from_bytes", [](const nb::bytes& b) {
+            if (b.size() != swiftsync::Salt::SIZE) {
+                throw PyError{"InvalidArgument", "a salt is 32 bytes, got " + std::to_string(b.size())};
+            }
+            return PySalt{swiftsync::Salt::FromBytes(std::span<const uint8_t, 32>(View(b).data(), 32))};
+        })
+        .def("_copy_for_worker", [](const PySalt& s) {
+            std::array<uint8_t, swiftsync::Salt::SIZE> b{};
+            s.salt.CopyForWorker(b);
+            nb::bytes out = Bytes(b);
+            b.fill(0);
+            return out;
+        })
+        .def("__repr__", [](const PySalt&) { return std::string("<ibdkit.swiftsync.Salt (hidden)>"); })
+        .def("__reduce__", [](const PySalt&) -> nb::object {
+            throw nb::type_error("an ibdkit.swiftsync.Salt is not pickled: hand it to a worker with "
+                                 "salt.to_worker_bytes() and Salt.from_worker_bytes(b)");
+        });
+
+    nb::class_<PyHints>(m, "_Hints")
+        .def(nb::new_(&ReadHints), "path"_a)
+        .def_prop_ro("height", [](const PyHints& h) { return h.hints->height(); })
+        .def_prop_ro("total", [](const PyHints& h) { return h.hints->total(); })
+        .def("indices", [](const PyHints& h, uint32_t height) {
+            if (height < 1 || height > h.hints->height()) {
+                throw PyError{"InvalidArgument", "height must be in 1.." + std::to_string(h.hints->height())};
+            }
+            return h.hints->Indices(height);
+        }, "height"_a);
+
+    nb::class_<PyBlocks>(m, "_SwiftSyncBlocks")
+        .def(nb::new_(&Locate), "path"_a, "network"_a.none())
+        .def_prop_ro("network", [](const PyBlocks& b) { return std::string(ChainTypeName(b.chain->chain)); })
+        .def_prop_ro("tip_height", [](const PyBlocks& b) { return b.chain->TipHeight(); })
+        .def("split", &PyBlocks::Split, "height"_a, "count"_a);
+
+    nb::class_<PyPartial>(m, "_Partial")
+        .def_prop_ro("first", [](const PyPartial& p) { return p.p.from; })
+        .def_prop_ro("last", [](const PyPartial& p) { return p.p.to; })
+        .def_prop_ro("agg_in", [](const PyPartial& p) { return Bytes(p.p.agg_in.ToBytes()); })
+        .def_prop_ro("agg_out", [](const PyPartial& p) { return Bytes(p.p.agg_out.ToBytes()); })
+        .def_prop_ro("counts", [](const PyPartial& p) { return CountsDict(p.p.counts); })
+        .def_prop_ro("supply", [](const PyPartial& p) { return p.p.supply; })
+        .def_prop_ro("failure", [](const PyPartial& p) { return FailureDict(p.p.failure); })
+        .def("_to_bytes", [](const PyPartial& p) { return Bytes(swiftsync::SerializePartial(p.p)); })
+        .def("_run", [](const PyPartial& p) { return p.run; })
+        .def_static("_from_parts", &FromParts, "partial"_a, "run"_a.none());
+
+    m.def("_swiftsync_mode", [](const std::string& mode) {
+        swiftsync::CheckRangeOptions o;
+        ApplyMode(mode, o);
+    }, "mode"_a);
+    m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
+          "collect_unspent"_a, "mode"_a);
+    m.def("_combine", &Combine_, "partials"_a, "height"_a, "network"_a);
+    m.def("_unspent_stats", &RunStats, "runs"_a, "hash_type"_a, "height"_a.none());
+    m.def("_unspent_coins", [](std::vector<nb::bytes> runs, const std::string& network) {
+        auto cur = std::make_unique<RunCursor>(runs);
+        return CoinIterator(nb::cast(runs), std::move(cur), AddressNetworkOf(ParseNetwork(network)));
+    }, "runs"_a, "network"_a);
+    m.def("_unspent_batches", [](std::vector<nb::bytes> runs, const std::string& network, std::size_t batch_size, bool script_hex) {
+        if (batch_size == 0 || batch_size > (1u << 24)) throw PyError{"InvalidArgument", "batch_size must be in 1..16777216"};
+        auto cur = std::make_unique<RunCursor>(runs);
+        return BatchIterator(nb::cast(runs), std::move(cur), AddressNetworkOf(ParseNetwork(network)), batch_size, script_hex);
+    }, "runs"_a, "network"_a, "batch_size"_a, "script_hex"_a);
+}
+
+} // namespace ibdkit::py
