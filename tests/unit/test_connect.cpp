@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <stdexcept>
 
@@ -161,15 +163,53 @@ public:
         // With helpers, the block is planned beforehand, as the engine's pipeline does.
         std::optional<ConnectPlan> plan;
         if (m_pool) plan.emplace(checked->block());
+        std::optional<BlockUndo> spent = SpentCoins(checked->block());
         ConnectStats stats;
+        std::string reason;
         if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, &stats, nullptr, m_pool ? &m_runner : nullptr,
                          plan ? &*plan : nullptr)) {
             script_checked_inputs += stats.script_checked_inputs;
-            return "";
+        } else {
+            EXPECT_TRUE(state.IsInvalid());
+            EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
+            reason = state.GetRejectReason();
         }
-        EXPECT_TRUE(state.IsInvalid());
-        EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
-        return state.GetRejectReason();
+        // The same block with its spent coins given, as SwiftSync's coins mode checks it: the same
+        // verdict and reason, except for what only the UTXO set can tell (BIP30, a coin spent twice).
+        if (spent && reason != "bad-txns-BIP30") {
+            BlockValidationState spends_state;
+            ConnectStats spends_stats;
+            const bool ok = CheckBlockSpends(*checked, ctx, *spent, m_params, spends_state, &spends_stats, m_pool ? &m_runner : nullptr);
+            EXPECT_EQ(ok ? std::string() : spends_state.GetRejectReason(), reason) << "CheckBlockSpends differs from ConnectBlock";
+            if (ok) {
+                EXPECT_EQ(spends_stats.fees, stats.fees);
+                EXPECT_EQ(spends_stats.script_checked_inputs, stats.script_checked_inputs);
+            }
+        }
+        return reason;
+    }
+
+    /// The coins `block`'s inputs spend, as its undo data would list them, from the cache before
+    /// the block or from the block's own transactions; nullopt where an input spends a coin that
+    /// neither holds, or two inputs one coin (what only the UTXO set tells).
+    std::optional<BlockUndo> SpentCoins(const Block& block)
+    {
+        BlockUndo undo;
+        std::set<OutPoint> seen;
+        for (std::size_t t = 1; t < block.vtx.size(); ++t) {
+            auto& coins = undo.vtxundo.emplace_back().prevout;
+            for (const TxIn& in : block.vtx[t].vin()) {
+                if (!seen.insert(in.prevout).second) return std::nullopt;
+                if (auto coin = m_cache->GetCoin(in.prevout)) {
+                    coins.push_back(std::move(*coin));
+                    continue;
+                }
+                auto maker = std::find_if(block.vtx.begin(), block.vtx.end(), [&](const Transaction& tx) { return tx.GetHash() == in.prevout.hash; });
+                if (maker == block.vtx.end() || in.prevout.n >= maker->vout().size()) return std::nullopt;
+                coins.emplace_back(maker->vout()[in.prevout.n], uint32_t(m_height), maker == block.vtx.begin());
+            }
+        }
+        return undo;
     }
 
     /// Writes the cache's coins to the chainstate and empties it.
@@ -324,6 +364,20 @@ TEST_P(ConnectBlockTest, InputSpentEarlierInTheBlock)
     f.AddCoin(Prevout(1), 10'000, 10);
     f.AddCoin(Prevout(2), 10'000, 10);
     EXPECT_EQ(f.Connect({Spend({{Prevout(1)}}, 1), Spend({{Prevout(2)}, {Prevout(1)}}, 1)}), "bad-txns-inputs-missingorspent");
+}
+
+// Inside a block, an output exists for the transactions after the one that makes it: for
+// CheckBlockSpends too, whose coins for it say "this height" (the fixture compares the two).
+TEST_P(ConnectBlockTest, SpendsInsideTheBlockFollowBlockOrder)
+{
+    Fixture f(ChainType::REGTEST, H);
+    f.AddCoin(Prevout(1), 10'000, 10);
+    const Transaction parent = Spend({{Prevout(1)}}, 9'000);
+    const Transaction child = Spend({{OutPoint{parent.GetHash(), 0}}}, 8'000);
+    EXPECT_EQ(f.Connect({child, parent}), "bad-txns-inputs-missingorspent");
+    Fixture g(ChainType::REGTEST, H);
+    g.AddCoin(Prevout(1), 10'000, 10);
+    EXPECT_EQ(g.Connect({parent, child}), "");
 }
 
 TEST_P(ConnectBlockTest, CoinbaseMaturity)

@@ -128,10 +128,28 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
                   BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr,
                   const TaskRunner* runner = nullptr, const ConnectPlan* plan = nullptr);
 
+/// ConnectBlock's rules without a UTXO set: for a block whose spent coins are given (a node's undo
+/// data for it, as coins/undo.h lays it out), ContextualCheckBlock and every rule of ConnectBlock
+/// above, in Core's order and with Core's reasons, scripts included when ctx.check_scripts is set
+/// (over `runner`'s threads, if given) — except the two that read the set. Whether each coin is
+/// unspent, and BIP30, are the caller's to prove (SwiftSync's coins mode does it with its
+/// aggregates, swiftsync/check_range.h). What stands for "the inputs exist": a coin is missing
+/// (bad-txns-inputs-missingorspent) unless it is older than the block or made by an earlier
+/// transaction of it. `spent` must hold one TxUndo per transaction after the coinbase and one coin
+/// per input (std::invalid_argument otherwise); its coins are moved out. Returns false with Core's
+/// reason in `state` when a rule fails. Thread-safe for distinct blocks (its scratch is per thread).
+bool CheckBlockSpends(const CheckedBlock& checked, const ConnectContext& ctx, BlockUndo& spent, const ConsensusParams& params,
+                      BlockValidationState& state, ConnectStats* stats = nullptr, const TaskRunner* runner = nullptr);
+
 /// Re-applies a block that was already connected once, without checks and idempotently (spending
 /// a missing coin and overwriting an existing one are fine): recovery after a flush interrupted
 /// between its first and last batch (Core's RollforwardBlock).
 void RollforwardBlock(const Block& block, int height, CoinsCache& view);
+
+/// Whether Core checks BIP30 (no transaction overwrites an unspent coin) for block `hash` at
+/// ctx.height: not in its two historical exceptions, nor while BIP34 guarantees unique coinbases
+/// (ctx.bip34_ancestor is the network's BIP34 block, below height 1,983,702).
+bool Bip30Applies(const ConnectContext& ctx, const BlockHash& hash, const ConsensusParams& params) noexcept;
 
 /// Core's two historical blocks that duplicate an earlier coinbase (BIP30 exceptions).
 bool IsBIP30Repeat(int height, const BlockHash& hash) noexcept;
