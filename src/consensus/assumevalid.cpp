@@ -62,4 +62,31 @@ BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const Cons
     return setting ? *setting : params.default_assume_valid;
 }
 
+AssumeValidRule::AssumeValidRule(int base_height, std::span<const BlockHash> hashes, std::span<const uint32_t> bits,
+                                 bool bits_start_one_early, const std::optional<BlockHash>& setting, const ConsensusParams& params)
+    : m_params(params)
+{
+    // The work of the block below the first, when its bits are given, counts towards every later
+    // block's and is then dropped from the list.
+    m_work = CumulativeChainWork(bits);
+    if (bits_start_one_early && !m_work.empty()) m_work.erase(m_work.begin());
+    m_work.resize(hashes.size());
+    m_best = HeaderChainView{base_height, hashes, m_work};
+    m_assumevalid.hash = ResolveAssumeValid(setting, params);
+    if (m_assumevalid.hash.IsNull()) return;
+    for (std::size_t i = hashes.size(); i-- > 0;) {
+        if (hashes[i] == m_assumevalid.hash) {
+            m_assumevalid.chain = HeaderChainView{base_height, hashes.first(i + 1), {}};
+            break;
+        }
+    }
+}
+
+std::optional<std::string_view> AssumeValidRule::Reason(int height) const
+{
+    const auto hash = m_best.HashAt(height);
+    if (!hash) return "block not in best header chain";
+    return ScriptCheckReason(m_assumevalid, m_best, height, *hash, m_params);
+}
+
 } // namespace ibdkit

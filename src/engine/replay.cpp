@@ -36,24 +36,15 @@ public:
     FileSource(const ReplayOptions& opts, const LocatedChain& sc)
         : m_opts(opts), m_sc(sc), m_params(GetChainParams(sc.chain)), m_reader(sc.files, sc.key),
           m_read_record(VisitPolicy(opts.policy, []<typename P>(P) -> ReadRecordFn { return &ReadRecord<P>; })),
-          m_rx(m_params.message_start, opts.policy), m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1)
+          m_rx(m_params.message_start, opts.policy), m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1),
+          // The assumevalid rule over the whole chain, known from the scan: its best header is the
+          // last block. `bits` starts one block early when the genesis is not a record.
+          m_assumevalid(sc.base_height, sc.order.hashes, sc.bits, !sc.genesis_is_record, opts.assumevalid, m_params.consensus)
     {
         m_height_of.reserve(sc.order.hashes.size());
         for (std::size_t i = 0; i < sc.order.hashes.size(); ++i) m_height_of.emplace(sc.order.hashes[i], sc.base_height + int(i));
         const int bip34 = m_params.consensus.bip34_height;
         if (bip34 >= sc.base_height && bip34 <= m_tip_height) m_bip34_hash = sc.order.hashes[Index(bip34)];
-        // The assumevalid rule over the whole chain, known from the scan: its best header is the
-        // last block. `bits` starts one block early when the genesis is not a record.
-        m_work = CumulativeChainWork(sc.bits);
-        if (!sc.genesis_is_record && !m_work.empty()) m_work.erase(m_work.begin());
-        m_work.resize(sc.order.hashes.size());
-        m_best = HeaderChainView{sc.base_height, sc.order.hashes, m_work};
-        m_assumevalid.hash = ResolveAssumeValid(opts.assumevalid, m_params.consensus);
-        if (!m_assumevalid.hash.IsNull()) {
-            if (auto h = m_height_of.find(m_assumevalid.hash); h != m_height_of.end()) {
-                m_assumevalid.chain = HeaderChainView{sc.base_height, m_best.hashes.first(Index(h->second) + 1), {}};
-            }
-        }
     }
 
     std::optional<Error> Prepare(const BlockHash&) override { return std::nullopt; }
@@ -83,8 +74,7 @@ public:
             raw.ctx.height = h;
             if (m_bip34_hash && h > m_params.consensus.bip34_height) raw.ctx.bip34_ancestor = m_bip34_hash;
             // (Core never connects the genesis block's transactions, so never asks about it.)
-            if (auto why = h == 0 || m_opts.skip_scripts ? std::nullopt
-                                                         : ScriptCheckReason(m_assumevalid, m_best, h, raw.hash, m_params.consensus)) {
+            if (auto why = h == 0 || m_opts.skip_scripts ? std::nullopt : m_assumevalid.Reason(h)) {
                 raw.ctx.check_scripts = true;
                 raw.ctx.script_check_reason = *why;
             }
@@ -162,9 +152,7 @@ private:
     const int m_tip_height;
     std::optional<BlockHash> m_bip34_hash;
     std::unordered_map<BlockHash, int, Uint256Hasher> m_height_of;
-    std::vector<arith_uint256> m_work; ///< chain work by height, as m_sc.order.hashes
-    HeaderChainView m_best;
-    AssumeValidChain m_assumevalid;
+    AssumeValidRule m_assumevalid;
 };
 
 } // namespace

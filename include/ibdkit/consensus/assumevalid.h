@@ -77,4 +77,24 @@ std::optional<std::string_view> ScriptCheckReason(const AssumeValidChain& assume
 /// network's default_assume_valid otherwise.
 BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const ConsensusParams& params) noexcept;
 
+/// The assumevalid rule over a best chain known whole from the start (a replay's block files, a
+/// data directory's block index): its tip is the best header. Holds views of `hashes`, which must
+/// outlive it.
+class AssumeValidRule {
+public:
+    /// `hashes[i]` is the block at base_height + i; `bits` are the same blocks' bits, with one more
+    /// in front (the block below the first) when `bits_start_one_early`. `setting` as for
+    /// ResolveAssumeValid.
+    AssumeValidRule(int base_height, std::span<const BlockHash> hashes, std::span<const uint32_t> bits, bool bits_start_one_early,
+                    const std::optional<BlockHash>& setting, const ConsensusParams& params);
+    /// ScriptCheckReason for the block at `height` (a height of the chain, above the genesis).
+    std::optional<std::string_view> Reason(int height) const;
+
+private:
+    const ConsensusParams& m_params;
+    std::vector<arith_uint256> m_work;
+    HeaderChainView m_best;
+    AssumeValidChain m_assumevalid;
+};
+
 } // namespace ibdkit
