@@ -33,13 +33,16 @@ inline constexpr std::size_t BATCH_BYTES = 32 << 20;
 inline constexpr std::size_t BATCH_BLOCKS = 256;
 
 /// Reads blocks `from`..`to` of `loc`; for each, `work(block, height, hash)` returns an R (on any
-/// thread, blocks of a batch in any order), then `sink(height, R&)` runs on the calling thread in
+/// thread, blocks of a batch in any order; the block is the work's to move), then `sink(height, R&)` runs on the calling thread in
 /// height order and may stop the walk: with an error, or with an Error of code Errc::Ok, which
 /// makes the walk return false (a refused block is not an error). A block that is not on disk, does not decode
-/// or whose hash is not the chain's is an error.
+/// or whose hash is not the chain's is an error. `also_read(height, slot)`, if given, runs on the
+/// calling thread after each block of a batch is read (slot: its place in the batch, from 0), for
+/// what the work needs read beside it in the same pass (undo data); its error ends the walk.
 template <typename R, typename Work, typename Sink>
 Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, unsigned threads,
-                        const std::function<void(uint32_t, uint32_t)>& progress, Work&& work, Sink&& sink)
+                        const std::function<void(uint32_t, uint32_t)>& progress, Work&& work, Sink&& sink,
+                        const std::function<std::optional<Error>(uint32_t height, std::size_t slot)>& also_read = {})
 {
     if (from < uint32_t(std::max(loc.base_height, 0)) || (to >= from && int64_t(to) > int64_t(loc.TipHeight()))) {
         return Error{Errc::InvalidValue, "blocks " + std::to_string(from) + ".." + std::to_string(to) +
@@ -59,6 +62,9 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
             auto got = reader.Read(pos, raw[n]);
             if (!got) return Error{got.error().code, "block at height " + std::to_string(h + n) + ": " + got.error().message};
             bytes += raw[n].size();
+            if (also_read) {
+                if (auto e = also_read(uint32_t(h + n), n)) return *e;
+            }
             ++n;
         }
         results.assign(n, R{});

@@ -5,6 +5,7 @@
 #include <ibdkit/consensus/validation.h>
 
 #include "swiftsync/block_walk.h"
+#include "swiftsync/range_internal.h"
 
 #include <algorithm>
 #include <limits>
@@ -31,6 +32,8 @@ void Merge(Partial& into, Partial&& from)
                             std::make_move_iterator(from.unspent.end()));
     }
     if (!into.failure) into.failure = std::move(from.failure);
+    into.script_checked_inputs += from.script_checked_inputs;
+    into.bip30_coinbases.insert(into.bip30_coinbases.end(), from.bip30_coinbases.begin(), from.bip30_coinbases.end());
 }
 
 } // namespace
@@ -47,8 +50,10 @@ RangeCounts& RangeCounts::operator+=(const RangeCounts& o) noexcept
 }
 
 void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
-                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial)
+                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial,
+                     const BlockUndo* spent)
 {
+    const AggregateMode mode = spent ? AggregateMode::Coins : AggregateMode::OutPoints;
     // Hints are strictly increasing (the decoder makes sure): the last one is the largest.
     const bool bip30 = IsBip30Unspendable(chain, int(height), hash);
     uint64_t spendable = 0, all_outputs = 0;
@@ -72,13 +77,16 @@ void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash,
             const TxOut& out = block.vtx[t].vout()[vout];
             p.supply = SaturatingAdd(p.supply, uint64_t(std::max<Amount>(out.value, 0)));
             if (collect_unspent) p.unspent.emplace_back(op, Coin(out, height, t == 0));
+        } else if (mode == AggregateMode::Coins) {
+            p.agg_out.Add(hasher.HashCoin(op, Coin(block.vtx[t].vout()[vout], height, t == 0)));
         } else {
             p.agg_out.Add(hasher.HashOutPoint(op));
         }
     });
     for (std::size_t t = 1; t < block.vtx.size(); ++t) {
-        for (const TxIn& in : block.vtx[t].vin()) {
-            p.agg_in.Add(hasher.HashOutPoint(in.prevout));
+        const auto& vin = block.vtx[t].vin();
+        for (std::size_t i = 0; i < vin.size(); ++i) {
+            p.agg_in.Add(spent ? hasher.HashCoin(vin[i].prevout, spent->vtxundo[t - 1].prevout[i]) : hasher.HashOutPoint(vin[i].prevout));
             ++p.counts.inputs;
         }
     }
@@ -107,17 +115,24 @@ Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const
                 return p;
             }
             const auto indices = hints.Indices(h);
-            AccumulateBlock(block, h, hash, blocks.chain, indices, hasher, options.collect_unspent, p);
+            AccumulateBlock(block, h, hash, blocks.chain, indices, hasher, options.collect_unspent || bool(options.on_unspent), p);
             return p;
         },
-        [&](uint32_t, Partial& p) -> std::optional<Error> {
-            const bool failed = p.failure.has_value();
-            Merge(partial, std::move(p));
-            if (failed) return Error{Errc::Ok, {}}; // stops the walk: the range is refused
-            return std::nullopt;
-        });
+        [&](uint32_t, Partial& p) { return MergeBlock(partial, p, options); });
     if (!walked) return walked.error();
     return partial;
+}
+
+std::optional<Error> MergeBlock(Partial& partial, Partial& block, const CheckRangeOptions& options)
+{
+    const bool failed = block.failure.has_value();
+    if (options.on_unspent && !block.unspent.empty()) {
+        if (auto e = options.on_unspent(block.unspent)) return e;
+        block.unspent.clear();
+    }
+    Merge(partial, std::move(block));
+    if (failed) return Error{Errc::Ok, {}}; // stops the walk: the range is refused
+    return std::nullopt;
 }
 
 Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType chain)
@@ -140,9 +155,24 @@ Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType ch
         v.supply = SaturatingAdd(v.supply, p->supply);
         if (p->failure && (!failure || p->failure->height < failure->height)) failure = &*p->failure;
     }
+    // A coinbase repeated where BIP30 applies: Core refuses it only if the first still has an
+    // unspent output, which the sums cannot tell.
+    std::vector<std::pair<Txid, uint32_t>> coinbases;
+    for (const Partial* p : sorted) coinbases.insert(coinbases.end(), p->bip30_coinbases.begin(), p->bip30_coinbases.end());
+    std::sort(coinbases.begin(), coinbases.end());
+    BlockFailure repeat;
+    for (std::size_t i = 1; i < coinbases.size(); ++i) {
+        if (coinbases[i].first == coinbases[i - 1].first && (repeat.height == 0 || coinbases[i].second < repeat.height)) {
+            repeat.height = coinbases[i].second;
+            repeat.reason = "swiftsync-bip30-undecided (coinbase " + coinbases[i].first.ToHex() + " repeats the one at height " +
+                            std::to_string(coinbases[i - 1].second) + "; the classic replay decides whether that one was spent)";
+        }
+    }
+    if (repeat.height != 0 && (!failure || repeat.height < failure->height)) failure = &repeat;
     covered = covered && next == height + 1;
     if (failure) {
-        v.reason = "block " + failure->hash.ToHex() + " at height " + std::to_string(failure->height) + ": " + failure->reason;
+        v.reason = (failure->hash.IsNull() ? "block" : "block " + failure->hash.ToHex()) + " at height " +
+                   std::to_string(failure->height) + ": " + failure->reason;
     } else if (!covered) {
         v.reason = "the ranges do not cover blocks 1.." + std::to_string(height) + " exactly once";
     } else if (v.agg_in != v.agg_out) {

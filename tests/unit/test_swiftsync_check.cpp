@@ -184,7 +184,7 @@ TEST(SwiftSyncCheckRange, ADamagedBlockIsRefusedWithCoresReason)
     Replayed r;
     ASSERT_NO_FATAL_FAILURE(Prepare(*dir, r));
     const Salt salt = Salt::Random();
-    auto good = CheckRange(*r.loc, *r.hints, salt, 1, 599, CheckRangeOptions{2, true, {}});
+    auto good = CheckRange(*r.loc, *r.hints, salt, 1, 599, CheckRangeOptions{2, true, {}, {}});
     ASSERT_TRUE(good.ok());
     EXPECT_FALSE(good->failure);
     EXPECT_TRUE(Combine(std::vector<Partial>{*good}, 599, ChainType::MAIN).ok);

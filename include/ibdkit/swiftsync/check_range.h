@@ -1,5 +1,6 @@
-// ibdkit/swiftsync/check_range.h — SwiftSync's check of a range of blocks in outpoints mode
-// (BIP 457's extension to assume-valid), and the verdict over ranges that cover 1..n.
+// ibdkit/swiftsync/check_range.h — SwiftSync's check of a range of blocks, in outpoints mode
+// (BIP 457's extension to assume-valid) or coins mode (CheckRangeCoins: BIP 457's Coin elements
+// and Core's full rules from a datadir's undo data), and the verdict over ranges that cover 1..n.
 //
 // For each block of the range: Core's context-free CheckBlock (proof of work, merkle root,
 // transaction rules, sigop limit; Core's reject reasons); every input of a non-coinbase
@@ -17,6 +18,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coin.h>
+#include <ibdkit/coins/undo.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/swiftsync/aggregate.h>
@@ -60,19 +62,30 @@ struct Partial {
     /// The hinted-unspent coins (collected unless told not to), in block order.
     std::vector<std::pair<OutPoint, Coin>> unspent;
     std::optional<BlockFailure> failure; ///< the first refused block; the walk stops there
+    /// Coins mode only, and not carried by a partial's bytes (partial.h): the inputs whose scripts
+    /// were verified, and the coinbases BIP30 applies to (Core's rule below BIP34's activation),
+    /// by transaction id, for Combine to find a repeated one.
+    uint64_t script_checked_inputs{0};
+    std::vector<std::pair<Txid, uint32_t>> bip30_coinbases;
 };
 
 /// Adds one block at `height` to `partial` (aggregates, counts, supply, unspent coins) without
 /// CheckBlock: the step CheckRange runs, for a driver whose blocks come from elsewhere. `hints`
 /// are the block's unspent indices (Hints::Indices). An index past the block's spendable outputs
-/// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing.
+/// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing. Outpoints mode without
+/// `spent`; coins mode with it: the block's spent coins (its undo data, one per input after the
+/// coinbase, checked for shape by the caller) are the inputs' elements, each output's Coin its own.
 void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
-                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial);
+                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial,
+                     const BlockUndo* spent = nullptr);
 
 struct CheckRangeOptions {
     unsigned threads{1};
     bool collect_unspent{true};
     std::function<void(uint32_t height, uint32_t to)> progress;
+    /// If set, each block's hinted-unspent coins go here instead of into the partial, on the
+    /// calling thread and in height order (a chainstate writer's feed); an error stops the check.
+    std::function<std::optional<Error>(std::span<const std::pair<OutPoint, Coin>> coins)> on_unspent;
 };
 
 /// Checks blocks `from`..`to` (1 ≤ from ≤ to ≤ hints.height()) of `blocks` against `hints` with
@@ -80,6 +93,27 @@ struct CheckRangeOptions {
 /// errors are environment failures and blocks that are missing or do not decode.
 Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
                            const CheckRangeOptions& options = {});
+
+/// What coins mode checks beyond outpoints mode, and from where.
+struct CoinsModeOptions {
+    /// The blocks' undo data: a Core data directory's rev files (LocateUndoInDatadir), each record
+    /// checked against its block's parent hash, none trusted until the aggregates balance.
+    const DatadirUndo* undo{nullptr};
+    std::optional<BlockHash> assumevalid; ///< as ReplayOptions::assumevalid (nullopt: the network's)
+    bool skip_scripts{false};             ///< trust every script (a benchmark, as replay --skip-scripts)
+};
+
+/// Checks blocks `from`..`to` as CheckRange does, in coins mode (BIP 457's Coin elements, the
+/// spent coins from `coins.undo`), and with them every rule Core's ConnectBlock checks that does
+/// not read the UTXO set (connect/connect.h, CheckBlockSpends): the header's contextual rules on
+/// the located chain's headers, ContextualCheckBlock, amounts and fees, coinbase maturity, BIP68,
+/// sigops, the order of spends inside a block, the coinbase claim, and the scripts wherever Core's
+/// assumevalid rule checks them. Whether each spent coin existed and was unspent is what the
+/// aggregates prove at the end (Combine). Errors as CheckRange's, and: a block of the range without
+/// undo data (Errc::NotFound), undo data that fails its checksum or does not fit its block
+/// (Errc::Corrupt, naming the block).
+Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
+                                const CheckRangeOptions& options, const CoinsModeOptions& coins);
 
 struct Verdict {
     bool ok{false};
@@ -90,7 +124,10 @@ struct Verdict {
     uint64_t supply_bound{0};           ///< the subsidies of blocks 1..n
 };
 
-/// The verdict over `partials` for height n (the hintsfile's) on `chain`.
+/// The verdict over `partials` for height n (the hintsfile's) on `chain`. In coins mode, a
+/// coinbase transaction id that repeats where BIP30 applies refuses the history: whether the first
+/// was spent by then is not known to SwiftSync ("swiftsync-bip30-undecided"; the classic replay
+/// decides it). Mainnet's two repeats are Core's exceptions and never collected.
 Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType chain);
 
 } // namespace ibdkit::swiftsync

@@ -1,0 +1,66 @@
+// ibdkit/swiftsync/replay.h — a whole chain checked with SwiftSync (`ibdkit replay --swiftsync`):
+// blocks 1..n against a hintsfile in one range over every thread, then the verdict, and the UTXO
+// set at n — the hinted-unspent coins — written as a new chainstate in Core's format.
+//
+// Coins mode (the default) reads a Core data directory with its rev files and checks what Core's
+// ConnectBlock checks (check_range.h, CheckRangeCoins); outpoints mode reads any blocks and checks
+// much less (docs/swiftsync.md, *Trust*). Blocks are checked in any order: no coin is looked up,
+// none deleted. The coins go to the chainstate as they are found, under a best block that names no
+// block; only an accepted history gets block n as its best block, and a refused one (or an error)
+// removes what was written.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/swiftsync/aggregate.h>
+#include <ibdkit/swiftsync/check_range.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ibdkit::swiftsync {
+
+struct SwiftSyncOptions {
+    std::filesystem::path datadir;    ///< a Bitcoin Core data directory, read-only (coins mode needs its rev files)
+    std::filesystem::path blocks_dir; ///< or a blocks directory / one blk file (outpoints mode only)
+    std::filesystem::path hints;      ///< the hintsfile (BIP 456) for height n
+    /// The new chainstate (a folder that does not exist or is empty; common/write_guard.h's
+    /// refusals apply). Empty: nothing is written, the verdict alone is the result.
+    std::filesystem::path chainstate;
+    std::optional<ChainType> chain;   ///< nullopt: from the datadir's layout or the files' magic
+    AggregateMode mode{AggregateMode::Coins};
+    unsigned threads{1};              ///< at least 1
+    std::size_t dbcache_mib{450};     ///< bounds the coins held before they are written (at least 1)
+    std::optional<BlockHash> assumevalid; ///< coins mode: as ReplayOptions::assumevalid
+    bool skip_scripts{false};         ///< coins mode: trust every script (a benchmark)
+    std::function<void(uint32_t height, uint32_t n)> progress; ///< on the calling thread
+};
+
+struct SwiftSyncResult {
+    ChainType chain{ChainType::MAIN};
+    AggregateMode mode{AggregateMode::Coins};
+    Verdict verdict;
+    uint32_t height{0};               ///< n, the hintsfile's height
+    BlockHash tip;                    ///< the block at n
+    uint64_t script_checked_inputs{0};
+    /// The lowest height whose scripts were verified, and Core's reason (coins mode).
+    std::optional<uint32_t> scripts_from_height;
+    std::string script_check_reason;
+    uint64_t coins_written{0};        ///< into the chainstate (0 without one)
+    double seconds{0};
+};
+
+/// Runs the check (and writes the chainstate). A refused history is not an error (verdict.ok is
+/// false, verdict.reason says why, Core's reject reason for a block's rule). Errors: bad options
+/// (Errc::InvalidValue), an unreadable hintsfile or blocks (their Errcs), a hintsfile above the
+/// blocks' tip, coins mode without undo data for every block 1..n (Errc::NotFound, naming the
+/// block), a chainstate the write guards refuse or that is not empty (Errc::Refused), a failed
+/// write. Not thread-safe with another run on the same chainstate.
+Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
+
+} // namespace ibdkit::swiftsync
