@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <thread>
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
@@ -21,6 +22,33 @@ namespace {
 
 std::atomic<bool> g_interrupt{false};
 
+/// `replay --swiftsync`: the options that make no sense there are refused, the rest handed on.
+template <typename Args>
+void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height_export)
+{
+    if (a.policy == "all" || !a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || a.rounds != 1) {
+        throw UsageError("--swiftsync checks blocks 1..n of its hintsfile into a new chainstate: drop --policy all, --undo, "
+                         "--via-p2p, --stop-height, --rounds and --height");
+    }
+    swiftsync::SwiftSyncOptions s;
+    s.datadir = o.datadir;
+    s.blocks_dir = o.blocks_dir;
+    s.hints = a.swiftsync;
+    s.chainstate = o.chainstate;
+    s.chain = o.chain;
+    s.mode = a.swiftsync_mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
+    if (s.mode == swiftsync::AggregateMode::Coins && s.datadir.empty()) {
+        throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
+                         "or --swiftsync-mode outpoints for bare block files (it checks much less)");
+    }
+    s.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    s.dbcache_mib = std::max<std::size_t>(o.dbcache_mib, 1);
+    s.assumevalid = o.assumevalid;
+    s.skip_scripts = o.skip_scripts;
+    CheckEngineOutputs(o);
+    RunSwiftSyncReplay(std::move(s), a.out);
+}
+
 const CommandRegistrar replay_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("replay",
         "Replay block files through the IBD pipeline: read, decode, check, connect, flush.\n"
@@ -28,7 +56,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Core's assumevalid rule skips (--assumevalid: below the network's assumevalid block, buried\n"
         "under two weeks of work; --assumevalid 0 verifies every script).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"};
+        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, swiftsync, swiftsync_mode{"coins"};
         std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
@@ -65,6 +93,15 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->excludes(cmd->get_option("--assumevalid"));
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     height_export->AddOptions(cmd);
+    cmd->add_option("--swiftsync", a->swiftsync,
+                    "Check the chain with SwiftSync against this hintsfile (`ibdkit hints`, BIP 456): blocks in any order on\n"
+                    "every thread, no UTXO lookups; writes the UTXO set at the hintsfile's height as a new chainstate\n"
+                    "(docs/swiftsync.md)");
+    cmd->add_option("--swiftsync-mode", a->swiftsync_mode,
+                    "coins: every rule Core checks, spent coins from the datadir's rev files (needs --datadir);\n"
+                    "outpoints: any blocks, checks much less than Core's assumevalid (no amounts, maturity, BIP68, sigops)")
+        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->capture_default_str();
     cmd->callback([a, height_export] {
         ReplayOptions o;
         if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
@@ -82,6 +119,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         o.skip_scripts = a->skip_scripts;
         const bool all = a->policy == "all";
+        if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export);
         if (!all) {
             auto id = ParsePolicy(a->policy);
             if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");

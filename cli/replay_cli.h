@@ -6,6 +6,7 @@
 
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/result_fields.h>
+#include <ibdkit/swiftsync/replay.h>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,11 @@ void StopOnInterrupt(std::atomic<bool>* flag, const std::string& chainstate);
 /// height flushed, how to resume); sets ExitCode() to EXIT_INTERRUPTED. Afterwards a signal exits
 /// at once (InstallInterruptExit).
 void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
+
+/// `replay --swiftsync`: runs SwiftSyncReplay with a progress line (unless quiet or JSON), computes
+/// the written chainstate's statistics (into a temporary chainstate when none is named, unless
+/// --no-stats) and prints the verdict; sets ExitCode() (EXIT_INVALID_CHAIN when refused).
+void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

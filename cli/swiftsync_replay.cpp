@@ -1,0 +1,141 @@
+// `ibdkit replay --swiftsync HINTS`: the chain checked with SwiftSync (swiftsync/replay.h), the UTXO
+// set at the hintsfile's height written as a chainstate, and its statistics.
+#include "replay_cli.h"
+
+#include "interrupt.h"
+
+#include <ibdkit/coins/coins_db.h>
+#include <ibdkit/engine/engine.h>
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/utxo/stats.h>
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace ibdkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json VerdictJson(const swiftsync::SwiftSyncResult& r)
+{
+    const auto& v = r.verdict;
+    const auto& c = v.counts;
+    return {{"ok", v.ok},
+            {"reason", v.reason},
+            {"mode", r.mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints"},
+            {"blocks", c.blocks},
+            {"transactions", c.transactions},
+            {"inputs", c.inputs},
+            {"outputs", c.outputs},
+            {"unspent", c.unspent},
+            {"unspendable", c.unspendable},
+            {"supply_sat", v.supply},
+            {"supply_bound_sat", v.supply_bound}};
+}
+
+/// The statistics of the chainstate SwiftSync wrote.
+Result<UtxoStats> StatsOf(const fs::path& dir)
+{
+    CoinsDBOptions o;
+    o.read_only = true;
+    StoreStatus st;
+    auto db = CoinsDB::Open(dir, o, &st);
+    if (!db) return Error{Errc::Corrupt, "cannot read the chainstate written: " + st.message};
+    return ComputeUtxoStats(*db);
+}
+
+void PrintHuman(const swiftsync::SwiftSyncResult& r, const std::optional<UtxoStats>& stats)
+{
+    const auto& v = r.verdict;
+    const bool coins = r.mode == swiftsync::AggregateMode::Coins;
+    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
+    std::printf("swiftsync          %s mode: blocks 1..%u checked in %.2f s, %.1f blocks/s\n", coins ? "coins" : "outpoints", r.height,
+                r.seconds, r.seconds > 0 ? double(v.counts.blocks) / r.seconds : 0.0);
+    std::printf("verdict            %s\n", v.ok ? (coins ? "accepted" : "accepted (outpoints mode: much less than Core's assumevalid, docs/swiftsync.md)")
+                                                : ("REFUSED: " + v.reason).c_str());
+    std::printf("counts             %llu transactions, %llu inputs, %llu spendable outputs of which %llu unspent at %u\n",
+                (unsigned long long)v.counts.transactions, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
+                (unsigned long long)v.counts.unspent, r.height);
+    if (coins && r.scripts_from_height) {
+        std::printf("scripts            %llu inputs verified, from height %u (%s)\n", (unsigned long long)r.script_checked_inputs,
+                    *r.scripts_from_height, r.script_check_reason.c_str());
+    } else if (coins) {
+        std::printf("scripts            not verified: every block is below the assumevalid block (--assumevalid 0 verifies)\n");
+    }
+    std::printf("memory             peak RSS %.0f MiB\n", double(PeakRssBytes()) / double(1 << 20));
+    if (!v.ok) return;
+    std::printf("height             %u\nbestblock          %s\n", r.height, r.tip.ToHex().c_str());
+    if (!stats) {
+        std::printf("statistics         skipped (--no-stats)\n");
+        return;
+    }
+    std::printf("txouts             %llu\ntransactions       %llu\nbogosize           %llu\ntotal_amount       %s\nhash_serialized_3  %s\n",
+                (unsigned long long)stats->txouts, (unsigned long long)stats->transactions, (unsigned long long)stats->bogosize,
+                FormatMoney(stats->total_amount).c_str(), stats->hash_serialized.ToHex().c_str());
+}
+
+} // namespace
+
+void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out)
+{
+    // Without --chainstate the statistics need one: a temporary one, removed after.
+    fs::path temporary;
+    if (o.chainstate.empty() && !out.no_stats) {
+        std::string tmpl = (fs::temp_directory_path() / "ibdkit-swiftsync-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot make a temporary chainstate in " + fs::temp_directory_path().string());
+        temporary = o.chainstate = tmpl;
+    }
+    struct RemoveTemporary {
+        fs::path dir;
+        ~RemoveTemporary()
+        {
+            std::error_code ec;
+            if (!dir.empty()) fs::remove_all(dir, ec);
+        }
+    } remove_temporary{temporary};
+    SetInterruptNote(o.chainstate.empty() ? "" : "the chainstate " + o.chainstate.string() +
+                                                     " is incomplete (its best block names no block): remove it and run again");
+    auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
+    o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
+    auto r = swiftsync::SwiftSyncReplay(o);
+    bar->Done();
+    SetInterruptNote("");
+    if (!r) {
+        PrintError(r.error().message);
+        ExitCode() = r.error().code == Errc::Refused ? EXIT_USAGE : EXIT_FAILED;
+        return;
+    }
+    std::optional<UtxoStats> stats;
+    if (r->verdict.ok && !out.no_stats) {
+        auto s = StatsOf(o.chainstate);
+        if (!s) {
+            PrintError(s.error().message);
+            ExitCode() = EXIT_FAILED;
+            return;
+        }
+        stats = *s;
+    }
+    if (out.json) {
+        nlohmann::json j = stats ? ToJson(UtxoStatsFields(*stats)) : nlohmann::json::object();
+        j["network"] = std::string(ChainTypeName(r->chain));
+        j["height"] = r->height;
+        j["bestblock"] = r->tip.ToHex();
+        j["swiftsync"] = VerdictJson(*r);
+        j["seconds"] = r->seconds;
+        j["script_checked_inputs"] = r->script_checked_inputs;
+        j["script_checks_from_height"] = r->scripts_from_height ? nlohmann::json(*r->scripts_from_height) : nlohmann::json(nullptr);
+        j["script_check_reason"] = r->script_check_reason;
+        j["coins_written"] = r->coins_written;
+        j["peak_rss_bytes"] = PeakRssBytes();
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        PrintHuman(*r, stats);
+    }
+    if (!r->verdict.ok) ExitCode() = EXIT_INVALID_CHAIN;
+}
+
+} // namespace ibdkit::cli

@@ -1,0 +1,167 @@
+"""Differential: `ibdkit replay --swiftsync` in coins mode over data directories that Bitcoin Core's
+engine wrote (blocks, block index, rev files). The UTXO set it writes has Core's statistics and the
+classic replay's; it verifies the same scripts; Core's engine continues from the chainstate it
+wrote; wrong hints and tampered rev data are refused and leave no chainstate behind."""
+import hashlib
+import json
+import shutil
+
+from conftest import import_pbk, run_cli
+
+pbk = import_pbk()
+
+from test_replay_datadir import FIELDS, MAGIC, START, block_hash, core_datadir, framed_records, records, snapshot  # noqa: E402
+from test_swiftsync_hints import parse_lists, hintsfile  # noqa: E402
+
+
+def swiftsync(cli, *args, check=True):
+    return run_cli(cli, "replay", "-q", "--json", *[str(a) for a in args], check=check)
+
+
+def gen_blocks(cli, tmp_path, blocks, seed):
+    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", str(blocks), "--target-mb", "3", "--seed", str(seed),
+            "--start-time", str(START), "--no-progress", "--json")
+    out = records(tmp_path / "chain" / "blocks")
+    if out and block_hash(out[0]) == "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206":
+        out = out[1:]  # Core writes its own genesis
+    return out
+
+
+def test_coins_mode_on_cores_signed_chain_verifies_every_script(cli, shared, tmp_path):
+    """Core's regtest test chain (real signatures): every script verified, as the classic replay
+    verifies them; the UTXO set is Core's; the datadir stays byte-identical."""
+    raw = (shared / "regtest" / "core_kernel_blocks_1-206.blk").read_bytes()
+    blocks, pos = [], 0
+    while pos + 8 <= len(raw) and raw[pos:pos + 4] == MAGIC:
+        size = int.from_bytes(raw[pos + 4:pos + 8], "little")
+        blocks.append(raw[pos + 8:pos + 8 + size])
+        pos += 8 + size
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=11)
+    assert height == 206
+    hints = tmp_path / "utxo.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", hints)
+    before = snapshot(datadir)
+
+    cs = tmp_path / "swift"
+    got = json.loads(swiftsync(cli, "--swiftsync", hints, "--datadir", datadir, "--chainstate", cs, "--assumevalid", "0",
+                               "--threads", "2").stdout)
+    assert got["swiftsync"]["ok"] and got["swiftsync"]["mode"] == "coins", got["swiftsync"]
+    assert (got["height"], got["bestblock"]) == (height, tip)
+    for k in FIELDS:
+        assert got[k] == exp[k], k
+    classic = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", datadir, "--assumevalid", "0").stdout)
+    assert got["hash_serialized_3"] == classic["hash_serialized_3"]
+    assert got["script_checked_inputs"] == classic["script_checked_inputs"] > 0, "the same inputs' scripts verified"
+    assert got["script_check_reason"] == "assumevalid=0 (always verify)"
+    assert snapshot(datadir) == before, "the data directory is byte-identical, with no new file"
+    assert (cs / "IBDKIT_CHAINSTATE").exists()
+
+    # Without --chainstate: the statistics from a temporary chainstate, removed after.
+    again = json.loads(swiftsync(cli, "--swiftsync", hints, "--datadir", datadir, "--threads", "1", "--assumevalid", "0").stdout)
+    assert again["hash_serialized_3"] == exp["hash_serialized_3"]
+
+
+def test_core_continues_from_the_chainstate_swiftsync_wrote(cli, tmp_path):
+    """Hints for height 150 of a 170-block chain; SwiftSync's chainstate at 150 is adopted by Core's
+    engine, which connects 151..170 on its coins (blocks 1..140 wiped from Core's files first)."""
+    blocks = gen_blocks(cli, tmp_path, 170, seed=41)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=12)
+    assert height == 170
+    at150 = tmp_path / "at150"
+    run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", at150, "--stop-height", "150")
+    hints = tmp_path / "h150.hints"
+    run_cli(cli, "hints", "-q", "--chainstate", at150, "--datadir", datadir, "--out", hints)
+
+    ours = tmp_path / "ours"
+    got = json.loads(swiftsync(cli, "--swiftsync", hints, "--datadir", datadir, "--chainstate", ours, "--threads", "2").stdout)
+    assert got["swiftsync"]["ok"] and got["height"] == 150
+    classic = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", at150).stdout)
+    assert got["hash_serialized_3"] == classic["hash_serialized_3"]
+
+    adopt = tmp_path / "adopt"
+    shutil.copytree(datadir, adopt)
+    net = adopt / "regtest"
+    shutil.rmtree(net / "chainstate")
+    shutil.copytree(ours, net / "chainstate")
+    by_height = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
+    wiped = 0
+    for name, offset, payload, _ in framed_records(net / "blocks"):
+        if by_height.get(block_hash(payload), 999) <= 140:
+            with open(net / "blocks" / name, "r+b") as f:
+                f.seek(offset)
+                f.write(bytes(len(payload)))
+            wiped += 1
+    assert wiped == 140
+    ctx = pbk.make_context(pbk.ChainType.REGTEST)
+    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
+    opts.set_worker_threads_num(1)
+    cm = pbk.ChainstateManager(opts)
+    cm.import_blocks([])
+    chain = cm.get_active_chain()
+    assert chain.height == 170, "every block after 150 connects on SwiftSync's coins"
+    assert str(chain.block_tree_entries[170].block_hash) == tip
+    del chain
+    del cm
+    final = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", net / "chainstate", "--network", "regtest").stdout)
+    assert final["hash_serialized_3"] == exp["hash_serialized_3"]
+
+
+def tamper_rev(blocks_dir, blocks):
+    """Changes the last byte (a spent coin's script) of the undo record of the first block with
+    inputs, and writes its checksum again, as an attacker would: the record still checks."""
+    key_path = blocks_dir / "xor.dat"
+    key = key_path.read_bytes() if key_path.exists() else bytes(8)
+    hashes = [bytes(32)] + [bytes.fromhex(block_hash(b))[::-1] for b in blocks]
+    for name, offset, payload, trailer in framed_records(blocks_dir, "rev*.dat", trailer=32):
+        if payload == b"\x00":
+            continue  # a block without inputs
+        prev = next(p for p in hashes if hashlib.sha256(hashlib.sha256(p + payload).digest()).digest() == trailer)
+        tampered = payload[:-1] + bytes([payload[-1] ^ 0x01])
+        checksum = hashlib.sha256(hashlib.sha256(prev + tampered).digest()).digest()
+        path = blocks_dir / name
+        data = bytearray(path.read_bytes())
+        for i, b in enumerate(tampered + checksum):
+            data[offset + i] = b ^ key[(offset + i) % 8]
+        path.write_bytes(bytes(data))
+        return
+    raise AssertionError("no rev record with inputs")
+
+
+def test_wrong_hints_and_tampered_rev_data_are_refused(cli, tmp_path):
+    blocks = gen_blocks(cli, tmp_path, 120, seed=42)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=13)
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+    lists = parse_lists(good.read_bytes(), height)
+
+    def refused(hints_path, data=datadir, *more):
+        cs = tmp_path / "cs"
+        r = swiftsync(cli, "--swiftsync", hints_path, "--datadir", data, "--chainstate", cs, *more, check=False)
+        assert r.returncode == 2, (r.returncode, r.stderr)
+        assert not json.loads(r.stdout)["swiftsync"]["ok"]
+        assert not cs.exists(), "a refused history leaves no chainstate"
+        return json.loads(r.stdout)["swiftsync"]["reason"]
+
+    # An unspent output left out of the hints; a spent one hinted unspent.
+    h = next(h for h in range(height, 0, -1) if lists[h - 1])
+    dropped = [list(lst) for lst in lists]
+    dropped[h - 1] = dropped[h - 1][1:]
+    (tmp_path / "dropped.hints").write_bytes(hintsfile(dropped))
+    assert "aggregates differ" in refused(tmp_path / "dropped.hints")
+    ok = json.loads(swiftsync(cli, "--swiftsync", good, "--datadir", datadir, "--no-stats").stdout)
+    assert ok["swiftsync"]["ok"]
+
+    # Rev data changed with its checksum made good again: the sums (or a rule) refuse it.
+    bad = tmp_path / "bad"
+    shutil.copytree(datadir, bad)
+    tamper_rev(bad / "regtest" / "blocks", blocks)
+    assert "block-script-verify-flag-failed" in refused(good, bad), "the altered script fails its input's check"
+    assert "aggregates differ" in refused(good, bad, "--skip-scripts"), "without scripts, the sums catch it"
+
+    # Coins mode needs rev files; outpoints mode over the bare blocks says what it is.
+    r = run_cli(cli, "replay", "-q", "--swiftsync", good, "--blocks-dir", datadir / "regtest" / "blocks", check=False)
+    assert r.returncode == 64 and "--swiftsync-mode outpoints" in r.stderr
+    out = json.loads(swiftsync(cli, "--swiftsync", good, "--swiftsync-mode", "outpoints", "--blocks-dir",
+                               datadir / "regtest" / "blocks").stdout)
+    assert out["swiftsync"]["ok"] and out["swiftsync"]["mode"] == "outpoints"
+    assert out["hash_serialized_3"] == exp["hash_serialized_3"]
