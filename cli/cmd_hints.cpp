@@ -33,7 +33,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
     cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the blocks)");
-    cmd->add_option("--out", a->out, "The hintsfile to write")->required();
+    cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
     cmd->add_option("--threads", a->threads, "Threads decoding blocks")->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
@@ -42,6 +42,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         if (a->chainstate.empty() && a->snapshot.empty() && a->datadir.empty()) {
             throw CLI::RequiredError("--chainstate or --snapshot (with --blocks-dir)");
         }
+        CheckOutput(a->out); // before any block is read: a refused or impossible --out costs nothing
         swiftsync::BuildHintsOptions o;
         o.chainstate = a->chainstate;
         o.snapshot = a->snapshot;
