@@ -2,8 +2,7 @@
 SIGTERM) and must leave either the old state or the complete new one under the final names, never
 a partial file; a signal it can catch ends it with exit 130 and an "ibdkit: interrupted:" message;
 a rerun completes with the reference output. A handful of kills per command by default, 50 with
-IBDKIT_LONG_TESTS=1; the seed is printed and IBDKIT_TEST_SEED replays it. (`hints` is not covered
-yet.)"""
+IBDKIT_LONG_TESTS=1; the seed is printed and IBDKIT_TEST_SEED replays it."""
 import hashlib
 import json
 import os
@@ -152,6 +151,18 @@ def test_export_transactions(cli, base, tmp_path):
         ref.setdefault("bytes", path.read_bytes())
         assert path.read_bytes() == ref["bytes"], f"{path} differs from the reference (seed {SEED})"
     campaign_on_file(cli, tmp_path, args, complete, "txs.csv")
+
+
+def test_hints(cli, base, tmp_path):
+    """A SwiftSync hintsfile of the chainstate at the tip: the same inputs give the same bytes."""
+    args = lambda out: ["hints", "-q", "--chainstate", base / "cs", "--blocks-dir", base / "chain" / "blocks",
+                        "--out", out]
+    ref = {}
+
+    def complete(path):
+        ref.setdefault("bytes", path.read_bytes())
+        assert path.read_bytes() == ref["bytes"], f"{path} differs from the reference (seed {SEED})"
+    campaign_on_file(cli, tmp_path, args, complete, "utxo.hints")
 
 
 def test_gen_chain(cli, base, tmp_path):
