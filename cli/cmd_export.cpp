@@ -87,6 +87,7 @@ void RunExport(const ExportArgs& a)
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
+    if (a.quiet) return;
     std::fprintf(stderr, "wrote %s: %s, %llu rows from %llu blocks (heights %d to %d, %.1f MB of blocks) in %.2f s\n", a.out.c_str(),
                  std::string(BlockTableName(*table)).c_str(), (unsigned long long)(*writer)->Rows(), (unsigned long long)blocks,
                  (*reader)->first_height(), height, double(bytes) / 1e6, secs);

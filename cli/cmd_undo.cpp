@@ -23,7 +23,7 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
     struct Args {
         std::string datadir, network;
         int height{-1};
-        bool json{false}, hex{false};
+        bool json{false}, hex{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory (while bitcoind runs: a snapshot of its block index)")->required();
@@ -31,6 +31,7 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
     cmd->add_option("--height", a->height, "Only the block at this height")->check(IntegerIn(0, MAX_HEIGHT));
     cmd->add_flag("--json", a->json, "Print JSON: per block height, hash, rev file, position, size, transactions, coins");
     cmd->add_flag("--hex", a->hex, "With --json: each record's undo bytes in hex");
+    cmd->add_flag("-q,--quiet", a->quiet, "No notes on stderr (such as: bitcoind is running, read up to height N)");
     cmd->callback([a] {
         const std::optional<ChainType> chain = ParseNetworkOption(a->network);
         auto loc = LocateUndoInDatadir(a->datadir, chain);
@@ -39,7 +40,7 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
             ExitCode() = EXIT_FAILED;
             return;
         }
-        if (loc->live && !loc->blocks.empty()) {
+        if (loc->live && !loc->blocks.empty() && !a->quiet) {
             PrintNote(LiveDatadirMessage(loc->blocks.back().height, loc->blocks.back().hash));
         }
         UndoFileReader reader(loc->blocks_dir, loc->key, GetChainParams(loc->chain).message_start);

@@ -77,7 +77,7 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     StoreStatus st;
     auto db = CoinsDB::Open(loc->dir, opt, &st);
     if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);
-    if (db->store().FromSnapshot()) {
+    if (db->store().FromSnapshot() && !o.quiet) {
         auto best = db->GetBestBlock();
         PrintNote(std::string("bitcoind is running: reading a snapshot of its chainstate; consistent at best block ") +
                   (best ? best->ToHex() : "(unreadable)"));

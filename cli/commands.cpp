@@ -70,7 +70,7 @@ bool& ProgressForced()
 
 void AddQuietOption(CLI::App* cmd, bool& quiet)
 {
-    cmd->add_flag("-q,--quiet", quiet, "No progress line (drawn only when stderr is a terminal, unless --progress)");
+    cmd->add_flag("-q,--quiet", quiet, "No progress line (drawn only when stderr is a terminal, unless --progress) and no notes on stderr");
     cmd->add_flag("--no-progress", quiet, "Older spelling of --quiet")->group("");
     cmd->add_flag("--progress", ProgressForced(), "Draw the progress line even when stderr is not a terminal (a line every few seconds)");
 }

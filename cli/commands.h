@@ -55,7 +55,7 @@ CLI::Validator IntegerIn(long long lo, long long hi);
 CLI::Option* AddNetworkOption(CLI::App* cmd, std::string& network, const std::string& default_from);
 /// The network named by a `--network` value; nullopt for "". Throws CLI::ValidationError if unknown.
 std::optional<ChainType> ParseNetworkOption(const std::string& network);
-/// Adds `-q,--quiet` (no progress line), `--progress` (ProgressForced) and, hidden, the older spelling
+/// Adds `-q,--quiet` (no progress line, no notes: PrintNote's lines), `--progress` (ProgressForced) and, hidden, the older spelling
 /// of --quiet, `--no-progress`.
 void AddQuietOption(CLI::App* cmd, bool& quiet);
 /// Progress lines are drawn on a terminal only; `--progress` (ProgressForced) draws them on any stderr.

@@ -5,6 +5,7 @@ every row against a data directory Bitcoin Core's engine wrote (from tests/data/
 of its chainstate, then points every reading command of the CLI and of the Python module at them,
 and checks that both are byte-identical afterwards (contents and modification times, no new file).
 """
+import fcntl
 import os
 import pathlib
 import re
@@ -158,6 +159,28 @@ def test_progress_only_on_a_terminal(cli, places, tmp_path):
     assert "blk/s" not in r.stderr, "no progress line when stderr is not a terminal"
     r = run_cli(cli, "replay", "--datadir", places["DD"], "--no-stats", "--progress")
     assert "height" in r.stderr
+
+
+def test_quiet_silences_notes(cli, places, tmp_path):
+    """-q: nothing on stderr but errors. Notes arise here as beside a running bitcoind (the locks it
+    holds, taken on a copy of DD) and from a chainstate of unknown network."""
+    dd = tmp_path / "dd"
+    shutil.copytree(places["DD"], dd)
+    net = dd / "regtest"
+    noisy = {
+        "undo": ["undo", "--datadir", dd],
+        "utxo stats": ["utxo", "stats", "--chainstate", net / "chainstate"],
+        "utxo dump": ["utxo", "dump", "--chainstate", places["COPY"], "--format", "csv", "--out", tmp_path / "u.csv"],
+        "export": ["export", "blocks", "--datadir", dd, "--format", "csv", "--out", tmp_path / "b.csv"],
+    }
+    with open(net / ".lock", "a+") as lock, open(net / "chainstate" / "LOCK", "a+") as db_lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as bitcoind holds them
+        fcntl.lockf(db_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for name, args in noisy.items():
+            loud = run_cli(cli, *args).stderr
+            assert loud.startswith(("ibdkit: ", "wrote ")), (name, loud)
+            quiet = run_cli(cli, *args, "-q").stderr
+            assert quiet == "" or quiet.startswith("wrote ") and name == "utxo dump", (name, quiet)
 
 
 def test_a_permission_problem_says_so(cli, places):
