@@ -36,7 +36,7 @@ namespace fs = std::filesystem;
 
 struct CommonOpts {
     std::string chainstate, datadir, network;
-    std::string policy{DefaultPolicy::name};
+    std::string policy{ibdkit::policy::Hardened::name}; // replay, sync and Python default to it too
     std::size_t dbcache_mib{64};
     bool quiet{false}, json{false};
 };

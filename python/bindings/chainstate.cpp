@@ -325,7 +325,7 @@ void BindChainstate(nb::module_& m)
 
     nb::class_<Chainstate>(m, "_Chainstate")
         .def(nb::init<const std::string&, const std::string&, std::size_t, const std::string&>(), "path"_a,
-             "policy"_a = "zero-after-free", "dbcache"_a = 64, "network"_a = "")
+             "policy"_a = "hardened", "dbcache"_a = 64, "network"_a = "")
         .def("_stats", &Chainstate::Stats, "hash_type"_a, "height"_a, "progress"_a.none())
         .def("_balances", &Chainstate::Balances, "out"_a.none(), "format"_a, "top"_a.none(), "memory"_a, "tmpdir"_a.none(),
              "progress"_a.none())

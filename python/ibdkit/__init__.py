@@ -302,7 +302,7 @@ class Chainstate(_ibdkit._Chainstate):
     up; ``stats()`` is ``gettxoutsetinfo``; ``to_arrow()`` yields ``pyarrow.RecordBatch`` es.
     """
 
-    def __init__(self, path: PathLike, *, policy: str = "zero-after-free", dbcache: int = 64,
+    def __init__(self, path: PathLike, *, policy: str = "hardened", dbcache: int = 64,
                  network: Optional[str] = None) -> None:
         _whole("dbcache", dbcache, 1, MAX_DBCACHE_MIB)
         super().__init__(_existing("path", path), policy, dbcache, network or "")

@@ -29,3 +29,19 @@ def test_replay_no_stats_ends_at_the_flush(cli, shared, tmp_path):
     assert st["hash_serialized_3"] == full["hash_serialized_3"]
     human = run_cli(cli, "replay", "-q", "--no-stats", "--blocks-dir", blocks).stdout
     assert "statistics         skipped (--no-stats)" in human and "hash_serialized_3" not in human
+
+
+def test_one_default_buffer_policy(cli):
+    """replay, sync and the utxo commands default to the same buffer policy, and so does Python."""
+    import inspect
+    import re
+
+    from conftest import import_ibdkit
+
+    for command in (["replay"], ["sync"], ["utxo", "stats"], ["utxo", "dump"]):
+        text = run_cli(cli, *command, "--help").stdout
+        m = re.search(r"--policy TEXT=([a-z-]+)", text)
+        assert m and m.group(1) == "hardened", (command, text)
+    ibdkit = import_ibdkit()
+    for f in (ibdkit.replay, ibdkit.sync, ibdkit.Chainstate.__init__):
+        assert inspect.signature(f).parameters["policy"].default == "hardened", f
