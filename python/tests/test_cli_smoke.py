@@ -31,6 +31,23 @@ def test_replay_no_stats_ends_at_the_flush(cli, shared, tmp_path):
     assert "statistics         skipped (--no-stats)" in human and "hash_serialized_3" not in human
 
 
+def test_export_from_a_datadir_without_rev_files_says_what_to_do(cli, shared, tmp_path):
+    """The README's data (Core v25's testnet3 blocks and block index) has no rev files: `export
+    --datadir` says so and names the --blocks-dir to export from instead, which then works."""
+    import shutil
+
+    blocks = tmp_path / "dd" / "testnet3" / "blocks"
+    shutil.copytree(shared / "testnet3" / "core_v25_0-121", blocks)
+    out = tmp_path / "txs.csv"
+    r = run_cli(cli, "export", "transactions", "--datadir", tmp_path / "dd", "--format", "csv", "--out", out, check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("ibdkit: error: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "holds no undo data (rev files)" in r.stderr and f"--blocks-dir {blocks}" in r.stderr, r.stderr
+    assert not out.exists() and not list(tmp_path.glob("txs.csv*"))
+    r = run_cli(cli, "export", "transactions", "--blocks-dir", blocks, "--format", "csv", "--out", out, "-q")
+    assert r.stderr == "" and len(out.read_text().splitlines()) > 121
+
+
 def test_one_default_buffer_policy(cli):
     """replay, sync and the utxo commands default to the same buffer policy, and so does Python."""
     import inspect
