@@ -32,11 +32,11 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     cmd->add_option("--snapshot", a->snapshot, "Or an assumeutxo snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->excludes(cs);
     auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
-    cmd->add_option("--network", a->network, "main, test, testnet4, signet or regtest (default: from the blocks)");
+    AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
     cmd->add_option("--threads", a->threads, "Threads decoding blocks")->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the result as JSON");
-    cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
+    AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
         if (a->datadir.empty() == a->blocks_dir.empty()) throw CLI::RequiredError("--datadir or --blocks-dir (exactly one)");
         if (a->chainstate.empty() && a->snapshot.empty() && a->datadir.empty()) {
@@ -50,10 +50,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.blocks_dir = a->blocks_dir;
         o.out = a->out;
         o.threads = std::max(1u, a->threads);
-        if (!a->network.empty()) {
-            o.chain = ParseChainType(a->network);
-            if (!o.chain) throw CLI::ValidationError("--network", "unknown network '" + a->network + "'");
-        }
+        o.chain = ParseNetworkOption(a->network);
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
         o.progress = [bar](uint32_t h, uint32_t target) {
             bar->Update(target ? double(h) / target : 1.0, "block " + std::to_string(h) + " of " + std::to_string(target));
@@ -61,8 +58,8 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         auto r = swiftsync::BuildHints(o);
         bar->Done();
         if (!r) {
-            std::fprintf(stderr, "ibdkit: hints: %s\n", r.error().message.c_str());
-            ExitCode() = 1;
+            PrintError(r.error().message);
+            ExitCode() = EXIT_FAILED;
             return;
         }
         if (a->json) {
