@@ -2,8 +2,11 @@
 // salted key array of the set, then one walk over the blocks.
 #include <ibdkit/swiftsync/build_hints.h>
 
+#include <ibdkit/common/write_guard.h>
+
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>
@@ -199,6 +202,7 @@ Result<BuildHintsResult> BuildHints(const BuildHintsOptions& o)
     if (o.chainstate.empty() && o.snapshot.empty() && o.datadir.empty()) {
         return Error{Errc::InvalidValue, "no UTXO set: name a chainstate, a snapshot or a data directory"};
     }
+    if (auto refused = CheckOutputFile(o.out)) return *refused; // before any block is read
     auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
     if (!loc) return loc.error();
     fs::path chainstate;

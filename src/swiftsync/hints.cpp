@@ -2,6 +2,7 @@
 #include <ibdkit/swiftsync/hints.h>
 
 #include <ibdkit/atomic_file.h>
+#include <ibdkit/common/write_guard.h>
 
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
@@ -252,6 +253,7 @@ struct HintsWriter::Impl {
 
 Result<std::unique_ptr<HintsWriter>> HintsWriter::Create(const fs::path& out, uint32_t height)
 {
+    if (auto refused = CheckOutputFile(out)) return *refused;
     auto impl = std::make_unique<Impl>(out);
     impl->height = height;
     impl->fd = ::open(impl->partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

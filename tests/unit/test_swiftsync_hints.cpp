@@ -185,6 +185,17 @@ TEST(SwiftSyncHints, WriterIsAtomicAndByteExact)
     EXPECT_EQ(Hints::Read(t.path / "absent").error().code, Errc::Corrupt);
 }
 
+// The library refuses what the CLI refuses: a hintsfile inside a Bitcoin Core data directory.
+TEST(SwiftSyncHints, WriterRefusesACoreDatadir)
+{
+    TempDir t;
+    std::filesystem::create_directories(t.path / "core" / "blocks" / "index");
+    auto w = HintsWriter::Create(t.path / "core" / "utxo.hints", 1);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().code, Errc::Refused);
+    EXPECT_FALSE(std::filesystem::exists(t.path / "core" / "utxo.hints.partial"));
+}
+
 TEST(SwiftSyncHints, IndexCountsSpendableOutputsOnly)
 {
     auto script = [](std::vector<uint8_t> b) { return Script(std::span<const uint8_t>(b)); };

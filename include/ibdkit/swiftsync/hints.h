@@ -112,7 +112,9 @@ private:
 /// catches, removes the partial file.
 class HintsWriter {
 public:
-    /// Creates the partial file and writes the header for height `height`.
+    /// Creates the partial file and writes the header for height `height`. Errc::Refused for a
+    /// file ibdkit may not write (common/write_guard.h, CheckOutputFile: inside a Core data
+    /// directory, or a folder that does not exist).
     static Result<std::unique_ptr<HintsWriter>> Create(const std::filesystem::path& out, uint32_t height);
     ~HintsWriter();
     HintsWriter(const HintsWriter&) = delete;
