@@ -1,9 +1,10 @@
-// `ibdkit utxo stats|get|dump|balances|snapshot|load-snapshot`: views of a chainstate in Core's format
+// `ibdkit utxo stats|get|dump|balances|snapshot|load-snapshot` (and verify-snapshot: cmd_verify_snapshot.cpp): views of a chainstate in Core's format
 // (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
 #include "interrupt.h"
 #include "progress.h"
 #include "utxo_export_cli.h"
+#include "verify_snapshot_cli.h"
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
@@ -420,6 +421,7 @@ const CommandRegistrar utxo_cmd([](CLI::App& app) {
     AddLoadSnapshot(utxo);
     AddDump(utxo);
     AddBalances(utxo);
+    AddVerifySnapshot(utxo);
 });
 
 } // namespace

@@ -165,3 +165,35 @@ def test_wrong_hints_and_tampered_rev_data_are_refused(cli, tmp_path):
                                datadir / "regtest" / "blocks").stdout)
     assert out["swiftsync"]["ok"] and out["swiftsync"]["mode"] == "outpoints"
     assert out["hash_serialized_3"] == exp["hash_serialized_3"]
+
+
+def test_verify_snapshot_proves_a_snapshot_and_refuses_a_changed_one(cli, tmp_path):
+    """`utxo verify-snapshot`: Core's own chainstate dumped as a snapshot is proven to be the UTXO
+    set at its base block; one byte of a coin's script changed (the file still well formed) is
+    refused in coins mode; a snapshot of an earlier height checks against its own base block."""
+    blocks = gen_blocks(cli, tmp_path, 120, seed=43)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=14)
+    snap = tmp_path / "utxo.dat"
+    run_cli(cli, "utxo", "snapshot", "--chainstate", datadir / "regtest" / "chainstate", "--network", "regtest",
+            "--out", snap, "-q")
+    before = snapshot(datadir)
+    r = json.loads(run_cli(cli, "utxo", "verify-snapshot", snap, "--datadir", datadir, "--json", "--threads", "2",
+                           "--assumevalid", "0").stdout)
+    assert r["ok"] and (r["height"], r["base"], r["coins"]) == (height, tip, exp["txouts"]), r
+    assert r["amount_sat"] == exp["total_amount_sat"] and r["script_checked_inputs"] > 0
+    assert snapshot(datadir) == before
+
+    changed = tmp_path / "changed.dat"
+    data = bytearray(snap.read_bytes())
+    data[-1] ^= 0x01
+    changed.write_bytes(bytes(data))
+    bad = run_cli(cli, "utxo", "verify-snapshot", changed, "--datadir", datadir, "--json", check=False)
+    assert bad.returncode == 2, bad.stderr
+    assert "is not the UTXO set" in json.loads(bad.stdout)["reason"]
+
+    at90 = tmp_path / "at90"
+    run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", at90, "--stop-height", "90")
+    early = tmp_path / "early.dat"
+    run_cli(cli, "utxo", "snapshot", "--chainstate", at90, "--out", early, "-q")
+    r = json.loads(run_cli(cli, "utxo", "verify-snapshot", early, "--datadir", datadir, "--json").stdout)
+    assert r["ok"] and r["height"] == 90

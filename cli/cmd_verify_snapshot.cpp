@@ -1,0 +1,97 @@
+// `ibdkit utxo verify-snapshot FILE --datadir D`: an assumeutxo snapshot proven to be exactly the
+// UTXO set of the chain at its base block, with SwiftSync's sums (swiftsync/verify_snapshot.h).
+#include "verify_snapshot_cli.h"
+
+#include "progress.h"
+
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/swiftsync/verify_snapshot.h>
+#include <ibdkit/utxo/stats.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace ibdkit::cli {
+
+void AddVerifySnapshot(CLI::App* utxo)
+{
+    auto* cmd = utxo->add_subcommand("verify-snapshot",
+        "Prove that an assumeutxo snapshot is exactly the UTXO set of the blocks at its base block: every output\n"
+        "created is an input spent or a coin of the snapshot (SwiftSync's salted sums, no UTXO set in memory); in\n"
+        "coins mode every block passes Core's rules too (docs/swiftsync.md)");
+    struct Args {
+        std::string snapshot, datadir, blocks_dir, network, mode{"coins"}, assumevalid;
+        unsigned threads{std::max(1u, std::thread::hardware_concurrency())};
+        bool json{false}, quiet{false}, skip_scripts{false};
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("snapshot", a->snapshot, "The snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->required();
+    auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks and rev files, read-only");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (outpoints mode only)")->excludes(dd);
+    AddNetworkOption(cmd, a->network, "from the blocks");
+    cmd->add_option("--mode", a->mode, "coins (every Core rule, needs --datadir) or outpoints (much less)")
+        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads checking blocks")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
+    cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
+    cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark)");
+    cmd->add_flag("--json", a->json, "Print the verdict as JSON");
+    AddQuietOption(cmd, a->quiet);
+    cmd->callback([a] {
+        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
+        swiftsync::VerifySnapshotOptions o;
+        o.snapshot = a->snapshot;
+        o.datadir = a->datadir;
+        o.blocks_dir = a->blocks_dir;
+        o.chain = ParseNetworkOption(a->network);
+        o.mode = a->mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
+        if (o.mode == swiftsync::AggregateMode::Coins && o.datadir.empty()) {
+            throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or --mode "
+                             "outpoints for bare block files (it checks much less)");
+        }
+        o.threads = a->threads;
+        if (a->assumevalid == "0") {
+            o.assumevalid = BlockHash{};
+        } else if (!a->assumevalid.empty()) {
+            auto h = BlockHash::FromHex(a->assumevalid);
+            if (!h) throw UsageError("--assumevalid: expected a block hash (64 hex digits) or 0");
+            o.assumevalid = *h;
+        }
+        o.skip_scripts = a->skip_scripts;
+        auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
+        o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
+        auto r = swiftsync::VerifySnapshot(o);
+        bar->Done();
+        if (!r) {
+            PrintError(r.error().message);
+            ExitCode() = EXIT_FAILED;
+            return;
+        }
+        const auto& v = r->verdict;
+        const char* mode = r->mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints";
+        if (a->json) {
+            const nlohmann::json j{{"ok", v.ok},           {"reason", v.reason},           {"mode", mode},
+                                   {"network", std::string(ChainTypeName(r->chain))},     {"base", r->base.ToHex()},
+                                   {"height", r->height},  {"coins", v.counts.unspent},    {"amount_sat", v.supply},
+                                   {"blocks", v.counts.blocks}, {"inputs", v.counts.inputs}, {"outputs", v.counts.outputs},
+                                   {"script_checked_inputs", r->script_checked_inputs},   {"seconds", r->seconds}};
+            std::printf("%s\n", j.dump(2).c_str());
+        } else {
+            std::printf("verdict            %s\nmode               %s\nbase block         %s (height %u)\n"
+                        "snapshot           %llu coins, %s\nblocks             %llu, %llu inputs, %llu spendable outputs\n"
+                        "scripts            %llu inputs verified\n",
+                        v.ok ? "the snapshot is the UTXO set at its base block" : ("REFUSED: " + v.reason).c_str(), mode,
+                        r->base.ToHex().c_str(), r->height, (unsigned long long)v.counts.unspent, FormatMoney(Amount(v.supply)).c_str(),
+                        (unsigned long long)v.counts.blocks, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
+                        (unsigned long long)r->script_checked_inputs);
+        }
+        if (!v.ok) ExitCode() = EXIT_INVALID_CHAIN;
+    });
+}
+
+} // namespace ibdkit::cli

@@ -1,0 +1,58 @@
+// ibdkit/swiftsync/verify_snapshot.h — proving that an assumeutxo snapshot is exactly the UTXO set
+// of a chain at its base block, with SwiftSync's aggregates and no UTXO set in memory
+// (`ibdkit utxo verify-snapshot`).
+//
+// The snapshot is its own hints: every spendable output of blocks 1..n goes into agg_out, every
+// input into agg_in, and every coin of the snapshot into agg_in too, as if spent at the end. The
+// sums are equal exactly when the snapshot holds each output that no input spent, once, and
+// nothing else (up to the salted hash's collisions). In coins mode (a Core data directory with
+// its rev files) the elements are BIP 457's Coins — height, coinbase flag, amount and script are
+// proven too — and every block passes Core's rules as in check_range.h's CheckRangeCoins; in
+// outpoints mode only the outpoints are, and much less is checked (docs/swiftsync.md, *Trust*).
+// Memory does not grow with the set: the snapshot is read as a stream.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/primitives/hash.h>
+#include <ibdkit/swiftsync/aggregate.h>
+#include <ibdkit/swiftsync/check_range.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+namespace ibdkit::swiftsync {
+
+struct VerifySnapshotOptions {
+    std::filesystem::path snapshot;   ///< Core's dumptxoutset format (`ibdkit utxo snapshot`)
+    std::filesystem::path datadir;    ///< a Bitcoin Core data directory (coins mode: its rev files)
+    std::filesystem::path blocks_dir; ///< or a blocks directory (outpoints mode only)
+    std::optional<ChainType> chain;
+    AggregateMode mode{AggregateMode::Coins};
+    unsigned threads{1};
+    std::optional<BlockHash> assumevalid; ///< coins mode, as ReplayOptions::assumevalid
+    bool skip_scripts{false};
+    std::function<void(uint32_t height, uint32_t n)> progress;
+};
+
+struct SnapshotVerdict {
+    ChainType chain{ChainType::MAIN};
+    AggregateMode mode{AggregateMode::Coins};
+    BlockHash base;                   ///< the snapshot's base block
+    uint32_t height{0};               ///< its height in the blocks' best chain
+    Verdict verdict;                  ///< counts.unspent and supply are the snapshot's coins and value
+    uint64_t script_checked_inputs{0};
+    double seconds{0};
+};
+
+/// Checks the snapshot against blocks 1..n of the chain, n its base block's height. A snapshot
+/// that is not the UTXO set, or a block that breaks a rule, is a verdict (ok false, the reason),
+/// not an error. Errors: options (InvalidValue), an unreadable or malformed snapshot (its
+/// reader's errors, Core's messages), a base block not in the blocks' best chain (InvalidValue),
+/// coins mode without undo data (NotFound), unreadable blocks.
+Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& options);
+
+} // namespace ibdkit::swiftsync

@@ -1,0 +1,101 @@
+// An assumeutxo snapshot proven to be a chain's UTXO set with SwiftSync's sums
+// (swiftsync/verify_snapshot.h).
+#include <ibdkit/swiftsync/verify_snapshot.h>
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/swiftsync/hints.h>
+#include <ibdkit/utxo/snapshot.h>
+
+#include "swiftsync/block_walk.h"
+
+#include <chrono>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ibdkit::swiftsync {
+
+namespace {
+
+/// A hintsfile for blocks 1..n that hints no output unspent: every output goes into agg_out.
+Result<Hints> NothingUnspent(uint32_t n)
+{
+    std::vector<uint8_t> bytes(HINTS_HEADER_SIZE + n, 0); // each block's list: a count of 0
+    std::copy(HINTS_MAGIC.begin(), HINTS_MAGIC.end(), bytes.begin());
+    bytes[4] = HINTS_VERSION;
+    WriteLE32(bytes.data() + 5, n);
+    return Hints::Parse(std::move(bytes));
+}
+
+} // namespace
+
+Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "give a data directory or a blocks directory (exactly one)"};
+    if (o.mode == AggregateMode::Coins && o.datadir.empty()) {
+        return Error{Errc::InvalidValue, "coins mode reads the spent coins from a Bitcoin Core data directory's rev files: give one, "
+                                         "or choose outpoints mode for bare block files (it checks much less)"};
+    }
+    auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+    if (!loc) return loc.error();
+    const ChainParams& params = GetChainParams(loc->chain);
+    auto reader = SnapshotReader::Open(o.snapshot, params.message_start);
+    if (!reader) return reader.error();
+    SnapshotVerdict res;
+    res.chain = loc->chain;
+    res.mode = o.mode;
+    res.base = (*reader)->metadata().base_blockhash;
+    auto height = HeightInChain(*loc, res.base);
+    if (!height) return height.error();
+    res.height = *height;
+    if (res.height < 1) return Error{Errc::InvalidValue, "the snapshot's base block is the genesis block: there is nothing to check"};
+    (*reader)->SetBaseHeight(res.height);
+    auto hints = NothingUnspent(res.height);
+    if (!hints) return hints.error();
+
+    std::optional<DatadirUndo> undo;
+    if (o.mode == AggregateMode::Coins) {
+        auto u = LocateUndoInDatadir(o.datadir, loc->chain);
+        if (!u) return u.error();
+        undo = std::move(*u);
+    }
+    const Salt salt = Salt::Random();
+    CheckRangeOptions ro;
+    ro.threads = std::max(1u, o.threads);
+    ro.collect_unspent = false;
+    ro.progress = o.progress;
+    CoinsModeOptions co;
+    co.undo = undo ? &*undo : nullptr;
+    co.assumevalid = o.assumevalid;
+    co.skip_scripts = o.skip_scripts;
+    auto partial = o.mode == AggregateMode::Coins ? CheckRangeCoins(*loc, *hints, salt, 1, res.height, ro, co)
+                                                  : CheckRange(*loc, *hints, salt, 1, res.height, ro);
+    if (!partial) return partial.error();
+
+    // The snapshot's coins, each as if spent after block n.
+    const SaltedHasher hasher(salt);
+    OutPoint op;
+    Coin coin;
+    while (true) {
+        auto more = (*reader)->Next(op, coin);
+        if (!more) return more.error();
+        if (!*more) break;
+        partial->agg_in.Add(hasher.HashElement(o.mode, op, coin));
+        ++partial->counts.unspent;
+        const uint64_t value = uint64_t(std::max<Amount>(coin.out.value, 0));
+        partial->supply = partial->supply > std::numeric_limits<uint64_t>::max() - value ? std::numeric_limits<uint64_t>::max()
+                                                                                          : partial->supply + value;
+    }
+    res.script_checked_inputs = partial->script_checked_inputs;
+    res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
+    if (!res.verdict.ok && res.verdict.agg_in != res.verdict.agg_out && res.verdict.reason.rfind("block ", 0) != 0) {
+        res.verdict.reason = "the snapshot is not the UTXO set of blocks 1.." + std::to_string(res.height) +
+                             ": the outputs created are not the inputs spent plus the snapshot's coins";
+    }
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+}
+
+} // namespace ibdkit::swiftsync
