@@ -182,8 +182,33 @@ std::array<uint8_t, 32> SaltedHasher::HashOutPoint(const OutPoint& outpoint) con
 
 std::array<uint8_t, 32> SaltedHasher::HashCoin(const OutPoint& outpoint, const Coin& coin) const
 {
-    const auto e = CoinElement(outpoint, coin);
-    return Hash(e);
+    // CoinElement's bytes, written piece by piece: no allocation per element.
+    const Script& script = coin.out.script_pubkey;
+    uint8_t head[4 + 9];
+    WriteLE32(head, (coin.height << 1) | uint32_t(coin.coinbase));
+    std::size_t n = 4;
+    const uint64_t len = script.size();
+    if (len < 0xfd) {
+        head[n++] = uint8_t(len);
+    } else if (len <= 0xffff) {
+        head[n++] = 0xfd;
+        WriteLE16(head + n, uint16_t(len));
+        n += 2;
+    } else {
+        head[n++] = 0xfe;
+        WriteLE32(head + n, uint32_t(len));
+        n += 4;
+    }
+    uint8_t tail[8 + 36];
+    WriteLE64(tail, uint64_t(coin.out.value));
+    std::memcpy(tail + 8, outpoint.hash.data(), 32);
+    WriteLE32(tail + 40, outpoint.n);
+    Sha256 h = m_salted;
+    h.Write(head, n).Write(script.data(), script.size()).Write(tail, sizeof tail);
+    std::array<uint8_t, 32> out;
+    h.Finalize(out.data());
+    Cleanse(&h, sizeof(h));
+    return out;
 }
 
 } // namespace ibdkit::swiftsync

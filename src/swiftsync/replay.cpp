@@ -8,6 +8,8 @@
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/swiftsync/hints.h>
 
+#include "common/handoff.h"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -21,11 +23,14 @@ namespace fs = std::filesystem;
 
 /// Bytes one coin takes while it waits in the loader's map (entry, node, script), for the batch size.
 constexpr std::size_t LOADER_BYTES_PER_COIN = 160;
+/// Coins handed to the writing thread at a time.
+constexpr std::size_t HANDOFF_COINS = 1 << 16;
+using CoinBatch = std::vector<std::pair<OutPoint, Coin>>;
 
 /// A new chainstate being filled: removed again unless Keep() is called.
 class NewChainstate {
 public:
-    static Result<std::unique_ptr<NewChainstate>> Create(const fs::path& dir, ChainType chain)
+    static Result<std::unique_ptr<NewChainstate>> Create(const fs::path& dir, ChainType chain, unsigned threads)
     {
         if (auto refused = CheckChainstateWritable(dir)) return *refused;
         std::error_code ec;
@@ -37,6 +42,7 @@ public:
         auto cs = std::unique_ptr<NewChainstate>(new NewChainstate(dir, existed));
         CoinsDBOptions o;
         o.cache_bytes = 16 << 20;
+        o.flush_threads = threads;
         StoreStatus st;
         cs->m_db = CoinsDB::Open(dir, o, &st);
         if (!cs->m_db) return Error{Errc::Corrupt, "cannot create the chainstate " + dir.string() + ": " + st.message};
@@ -117,14 +123,31 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         }
     }
 
+    // The coins go to the chainstate on a thread of their own (a Handoff), while blocks are checked.
     std::unique_ptr<NewChainstate> cs;
     std::unique_ptr<CoinsLoader> loader;
+    std::unique_ptr<Handoff<CoinBatch>> writer;
+    std::optional<Error> write_error;
     if (!o.chainstate.empty()) {
-        auto c = NewChainstate::Create(o.chainstate, loc->chain);
+        auto c = NewChainstate::Create(o.chainstate, loc->chain, o.threads);
         if (!c) return c.error();
         cs = std::move(*c);
         const std::size_t batch = std::max<std::size_t>(10'000, (o.dbcache_mib << 20) / LOADER_BYTES_PER_COIN);
         loader = std::make_unique<CoinsLoader>(cs->db(), batch, IncompleteTip());
+        writer = std::make_unique<Handoff<CoinBatch>>(
+            2,
+            [&](CoinBatch& coins) {
+                for (const auto& [op, coin] : coins) {
+                    if (StoreStatus st = loader->Add(op, coin); !st.ok()) {
+                        write_error = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+                        return false;
+                    }
+                }
+                res.coins_written += coins.size();
+                coins.clear();
+                return true;
+            },
+            o.threads > 1);
     }
 
     const Salt salt = Salt::Random();
@@ -132,12 +155,11 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     ro.threads = o.threads;
     ro.collect_unspent = false;
     ro.progress = o.progress;
-    if (loader) {
+    if (writer) {
         ro.on_unspent = [&](std::span<const std::pair<OutPoint, Coin>> coins) -> std::optional<Error> {
-            for (const auto& [op, coin] : coins) {
-                if (StoreStatus st = loader->Add(op, coin); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
-            }
-            res.coins_written += coins.size();
+            CoinBatch& batch = writer->Current();
+            batch.insert(batch.end(), coins.begin(), coins.end());
+            if (batch.size() >= HANDOFF_COINS && !writer->Hand()) return write_error;
             return std::nullopt;
         };
     }
@@ -147,6 +169,11 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     co.skip_scripts = o.skip_scripts;
     auto partial = o.mode == AggregateMode::Coins ? CheckRangeCoins(*loc, *hints, salt, 1, res.height, ro, co)
                                                   : CheckRange(*loc, *hints, salt, 1, res.height, ro);
+    if (writer) {
+        const bool written = writer->Hand() && writer->Finish();
+        writer.reset();
+        if (!written && write_error) return *write_error;
+    }
     if (!partial) return partial.error();
     res.script_checked_inputs = partial->script_checked_inputs;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);

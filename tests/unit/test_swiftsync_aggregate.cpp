@@ -77,6 +77,20 @@ TEST(SwiftSyncAggregate, HashIsSha256OfSaltThenElement)
     EXPECT_NE(SaltedHasher(Salt::Random()).HashOutPoint(op), h.HashOutPoint(op));
 }
 
+// HashCoin writes the element piece by piece: the same hash as the element's bytes, for scripts
+// whose length takes one, three and five bytes of CompactSize.
+TEST(SwiftSyncAggregate, HashCoinIsTheHashOfCoinElement)
+{
+    const SaltedHasher h(CountingSalt());
+    const OutPoint op = SampleOutPoint();
+    for (std::size_t len : {0, 1, 25, 252, 253, 10'000, 70'000}) {
+        std::vector<uint8_t> script(len);
+        for (std::size_t i = 0; i < len; ++i) script[i] = uint8_t(i * 7 + len);
+        const Coin coin(TxOut{123'456, Script(std::span<const uint8_t>(script))}, uint32_t(len), len % 2 == 0);
+        EXPECT_EQ(h.HashCoin(op, coin), h.Hash(CoinElement(op, coin))) << len;
+    }
+}
+
 TEST(SwiftSyncAggregate, RandomSaltsDiffer)
 {
     std::array<uint8_t, 32> a, b;
