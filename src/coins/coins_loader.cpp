@@ -1,7 +1,10 @@
-// CoinsLoader (include/ibdkit/coins/coins_db.h): coins into a chainstate through the cache's map.
+// CoinsLoader and SortedCoinsLoader (include/ibdkit/coins/coins_db.h): coins into a chainstate
+// through the cache's map, or already sorted straight into table files.
 #include <ibdkit/coins/coins_db.h>
 
 #include "coins/coins_map.h"
+
+#include <vector>
 
 namespace ibdkit {
 
@@ -24,6 +27,43 @@ StoreStatus CoinsLoader::Add(const OutPoint& outpoint, const Coin& coin)
 StoreStatus CoinsLoader::Finish(const BlockHash& tip)
 {
     return m_db.BatchWrite(*m_map, tip, true);
+}
+
+struct SortedCoinsLoader::Impl {
+    Store& store;
+    std::unique_ptr<BulkLoad> load;
+    std::vector<std::byte> value; ///< the record's value, obfuscated here
+};
+
+std::unique_ptr<SortedCoinsLoader> SortedCoinsLoader::Begin(CoinsDB& db, const BlockHash& tip)
+{
+    Store& store = db.store();
+    if (store.ReadOnly()) return nullptr;
+    // The best block goes in with the coins: 'B' and the hash's 32 bytes, obfuscated.
+    std::vector<RawRecord> records(1);
+    records[0].key = {std::byte{DB_BEST_BLOCK}};
+    const uint256 h = tip.ToUint256();
+    records[0].value.assign(reinterpret_cast<const std::byte*>(h.data()), reinterpret_cast<const std::byte*>(h.data()) + 32);
+    XorBytes(records[0].value, store.Obfuscation());
+    auto load = store.BeginBulkLoad(1, std::move(records), /*sync=*/true);
+    if (!load) return nullptr;
+    return std::unique_ptr<SortedCoinsLoader>(new SortedCoinsLoader(std::make_unique<Impl>(Impl{store, std::move(load), {}})));
+}
+
+SortedCoinsLoader::SortedCoinsLoader(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+SortedCoinsLoader::~SortedCoinsLoader() = default;
+
+StoreStatus SortedCoinsLoader::Add(std::span<const uint8_t> key, std::span<const uint8_t> value)
+{
+    auto& v = m_impl->value;
+    v.assign(reinterpret_cast<const std::byte*>(value.data()), reinterpret_cast<const std::byte*>(value.data()) + value.size());
+    XorBytes(v, m_impl->store.Obfuscation());
+    return m_impl->load->Add(0, std::as_bytes(key), v);
+}
+
+StoreStatus SortedCoinsLoader::Commit()
+{
+    return m_impl->store.CommitBulkLoad(std::move(m_impl->load));
 }
 
 } // namespace ibdkit

@@ -5,9 +5,12 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/assumevalid.h>
-#include <ibdkit/crypto/sha256.h>
 #include <ibdkit/swiftsync/hints.h>
 
+#include <ibdkit/primitives/consensus_constants.h>
+#include <ibdkit/stream/streams.h>
+
+#include "common/external_sort.h"
 #include "common/handoff.h"
 
 #include <algorithm>
@@ -21,11 +24,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Bytes one coin takes while it waits in the loader's map (entry, node, script), for the batch size.
-constexpr std::size_t LOADER_BYTES_PER_COIN = 160;
-/// Coins handed to the writing thread at a time.
+/// Coins handed to the sorting thread at a time.
 constexpr std::size_t HANDOFF_COINS = 1 << 16;
 using CoinBatch = std::vector<std::pair<OutPoint, Coin>>;
+
+/// A coin as the sort's record: its key's length (a byte), Core's chainstate key, Core's value.
+constexpr std::size_t MAX_RECORD = 1 + 38 + MAX_SCRIPT_SIZE + 64;
+
+std::span<const uint8_t> RecordKey(std::span<const uint8_t> rec) noexcept { return rec.subspan(1, rec[0]); }
+
+/// Records in chainstate key order (LevelDB's bytewise order of the keys).
+struct KeyOrder {
+    bool operator()(std::span<const uint8_t> a, std::span<const uint8_t> b) const noexcept
+    {
+        const auto ka = RecordKey(a), kb = RecordKey(b);
+        return std::lexicographical_compare(ka.begin(), ka.end(), kb.begin(), kb.end());
+    }
+};
+using CoinSorter = ExternalSorter<KeyOrder>;
+
+/// Appends `coin` at `op` to the sort as one record.
+std::optional<Error> AddRecord(CoinSorter& sorter, std::vector<uint8_t>& rec, const OutPoint& op, const Coin& coin)
+{
+    rec.assign(1, 0);
+    VectorWriter w(rec, 1);
+    w << CoinKey{op};
+    rec[0] = uint8_t(rec.size() - 1);
+    w << coin;
+    return sorter.Add(rec);
+}
 
 /// A new chainstate being filled: removed again unless Keep() is called.
 class NewChainstate {
@@ -71,14 +98,22 @@ private:
     std::unique_ptr<CoinsDB> m_db;
 };
 
-/// The best block a chainstate is written under until the history is accepted: a hash that names
-/// no block, so that a chainstate left by a killed run never looks complete.
-BlockHash IncompleteTip()
+/// The sorted coins into the empty chainstate `db`, with `tip` as its best block; counts them.
+std::optional<Error> WriteSorted(CoinSorter& sorter, CoinsDB& db, const BlockHash& tip, uint64_t& written)
 {
-    static constexpr char TAG[] = "ibdkit swiftsync incomplete";
-    uint8_t h[32];
-    Sha256().Write(reinterpret_cast<const uint8_t*>(TAG), sizeof(TAG) - 1).Finalize(h);
-    return BlockHash{uint256(std::span<const uint8_t, 32>(h))};
+    auto load = SortedCoinsLoader::Begin(db, tip);
+    if (!load) return Error{Errc::Corrupt, "the new chainstate is not empty"};
+    StoreStatus st;
+    auto e = sorter.Finish([&](std::span<const uint8_t> rec) {
+        const auto key = RecordKey(rec);
+        st = load->Add(key, rec.subspan(1 + key.size()));
+        ++written;
+        return st.ok();
+    });
+    if (e) return e;
+    if (st.ok()) st = load->Commit();
+    if (!st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+    return std::nullopt;
 }
 
 } // namespace
@@ -123,27 +158,30 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         }
     }
 
-    // The coins go to the chainstate on a thread of their own (a Handoff), while blocks are checked.
+    // The hinted-unspent coins are sorted into chainstate key order within --dbcache, on a thread
+    // of their own (a Handoff) while blocks are checked; runs beyond it spill to unlinked files in
+    // the chainstate's folder. Only an accepted history is written, in one bulk load.
     std::unique_ptr<NewChainstate> cs;
-    std::unique_ptr<CoinsLoader> loader;
+    std::unique_ptr<CoinSorter> sorter;
     std::unique_ptr<Handoff<CoinBatch>> writer;
     std::optional<Error> write_error;
     if (!o.chainstate.empty()) {
         auto c = NewChainstate::Create(o.chainstate, loc->chain, o.threads);
         if (!c) return c.error();
         cs = std::move(*c);
-        const std::size_t batch = std::max<std::size_t>(10'000, (o.dbcache_mib << 20) / LOADER_BYTES_PER_COIN);
-        loader = std::make_unique<CoinsLoader>(cs->db(), batch, IncompleteTip());
+        ExternalSortOptions so;
+        so.tmp_dir = o.chainstate;
+        so.memory_bytes = o.dbcache_mib << 20;
+        sorter = std::make_unique<CoinSorter>(so, MAX_RECORD);
         writer = std::make_unique<Handoff<CoinBatch>>(
             2,
-            [&](CoinBatch& coins) {
+            [&, rec = std::vector<uint8_t>()](CoinBatch& coins) mutable {
                 for (const auto& [op, coin] : coins) {
-                    if (StoreStatus st = loader->Add(op, coin); !st.ok()) {
-                        write_error = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+                    if (auto e = AddRecord(*sorter, rec, op, coin)) {
+                        write_error = std::move(e);
                         return false;
                     }
                 }
-                res.coins_written += coins.size();
                 coins.clear();
                 return true;
             },
@@ -177,9 +215,8 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     if (!partial) return partial.error();
     res.script_checked_inputs = partial->script_checked_inputs;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
-    if (res.verdict.ok && loader) {
-        if (StoreStatus st = loader->Finish(res.tip); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
-        loader.reset();
+    if (res.verdict.ok && sorter) {
+        if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written)) return *e;
         cs->Keep();
     }
     if (!res.verdict.ok) res.coins_written = 0;

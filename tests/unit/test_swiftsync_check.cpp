@@ -210,3 +210,28 @@ TEST(SwiftSyncCheckRange, ADamagedBlockIsRefusedWithCoresReason)
     EXPECT_FALSE(v.ok);
     EXPECT_NE(v.reason.find("bad-txnmrklroot"), std::string::npos);
 }
+
+// Coins mode collects the coinbases BIP30 applies to; one repeated across ranges refuses the
+// history (whether the first was spent by then is the classic replay's to decide), naming the
+// later height; the same ranges without the repeat pass.
+TEST(SwiftSyncCheckRange, ARepeatedCoinbaseWhereBip30AppliesIsUndecided)
+{
+    Partial a, b;
+    a.from = 1;
+    a.to = 5;
+    b.from = 6;
+    b.to = 10;
+    Txid t1, t2;
+    t1.AsUint256().data()[0] = 1;
+    t2.AsUint256().data()[0] = 2;
+    a.bip30_coinbases = {{t1, 3}, {t2, 4}};
+    b.bip30_coinbases = {{t1, 8}};
+    const Verdict v = Combine(std::vector<Partial>{a, b}, 10, ChainType::MAIN);
+    EXPECT_FALSE(v.ok);
+    EXPECT_NE(v.reason.find("at height 8: swiftsync-bip30-undecided"), std::string::npos) << v.reason;
+    Txid t3;
+    t3.AsUint256().data()[0] = 3;
+    b.bip30_coinbases = {{t3, 8}};
+    const Verdict w = Combine(std::vector<Partial>{a, b}, 10, ChainType::MAIN);
+    EXPECT_TRUE(w.ok) << w.reason;
+}

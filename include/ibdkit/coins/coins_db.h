@@ -196,4 +196,29 @@ private:
     std::unique_ptr<CoinsMap> m_map;
 };
 
+/// A new chainstate written in one bulk load from coins already in chainstate key order (SwiftSync's
+/// unspent coins after an external sort): each record is Core's key ('C' | txid | VARINT(n)) and
+/// its value as Core serializes a coin, not obfuscated. The records go straight into table files
+/// (Store::BeginBulkLoad) with `tip` as the best block; Commit switches the database to them in one
+/// step, so a load that never commits leaves the chainstate as empty as it was.
+class SortedCoinsLoader {
+public:
+    /// nullptr when `db` already holds a record (a bulk load replaces the whole database) or is
+    /// read-only.
+    static std::unique_ptr<SortedCoinsLoader> Begin(CoinsDB& db, const BlockHash& tip);
+    ~SortedCoinsLoader();
+    SortedCoinsLoader(const SortedCoinsLoader&) = delete;
+    SortedCoinsLoader& operator=(const SortedCoinsLoader&) = delete;
+
+    /// Appends one record; a key not above the last one is InvalidArgument.
+    StoreStatus Add(std::span<const uint8_t> key, std::span<const uint8_t> value);
+    /// Finishes the tables and makes them the database.
+    StoreStatus Commit();
+
+private:
+    struct Impl;
+    explicit SortedCoinsLoader(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
 } // namespace ibdkit

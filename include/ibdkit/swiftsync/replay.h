@@ -5,9 +5,10 @@
 // Coins mode (the default) reads a Core data directory with its rev files and checks what Core's
 // ConnectBlock checks (check_range.h, CheckRangeCoins); outpoints mode reads any blocks and checks
 // much less (docs/swiftsync.md, *Trust*). Blocks are checked in any order: no coin is looked up,
-// none deleted. The coins go to the chainstate as they are found, under a best block that names no
-// block; only an accepted history gets block n as its best block, and a refused one (or an error)
-// removes what was written.
+// none deleted. The hinted-unspent coins are sorted into chainstate key order as they are found,
+// within --dbcache (sorted runs beyond it spill to unlinked files in the chainstate's folder);
+// only an accepted history is written, in one bulk load with block n as its best block. A refused
+// one, or an error, removes the new chainstate.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -35,7 +36,7 @@ struct SwiftSyncOptions {
     std::optional<ChainType> chain;   ///< nullopt: from the datadir's layout or the files' magic
     AggregateMode mode{AggregateMode::Coins};
     unsigned threads{1};              ///< at least 1
-    std::size_t dbcache_mib{450};     ///< bounds the coins held before they are written (at least 1)
+    std::size_t dbcache_mib{450};     ///< bounds the coins held in memory while they are sorted (at least 1)
     std::optional<BlockHash> assumevalid; ///< coins mode: as ReplayOptions::assumevalid
     bool skip_scripts{false};         ///< coins mode: trust every script (a benchmark)
     std::function<void(uint32_t height, uint32_t n)> progress; ///< on the calling thread
