@@ -4,6 +4,7 @@
 
 #include "coins/coins_map.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace ibdkit {
@@ -32,10 +33,10 @@ StoreStatus CoinsLoader::Finish(const BlockHash& tip)
 struct SortedCoinsLoader::Impl {
     Store& store;
     std::unique_ptr<BulkLoad> load;
-    std::vector<std::byte> value; ///< the record's value, obfuscated here
+    std::vector<std::vector<std::byte>> value; ///< per part, the record's value, obfuscated here
 };
 
-std::unique_ptr<SortedCoinsLoader> SortedCoinsLoader::Begin(CoinsDB& db, const BlockHash& tip)
+std::unique_ptr<SortedCoinsLoader> SortedCoinsLoader::Begin(CoinsDB& db, const BlockHash& tip, std::size_t parts)
 {
     Store& store = db.store();
     if (store.ReadOnly()) return nullptr;
@@ -45,20 +46,22 @@ std::unique_ptr<SortedCoinsLoader> SortedCoinsLoader::Begin(CoinsDB& db, const B
     const uint256 h = tip.ToUint256();
     records[0].value.assign(reinterpret_cast<const std::byte*>(h.data()), reinterpret_cast<const std::byte*>(h.data()) + 32);
     XorBytes(records[0].value, store.Obfuscation());
-    auto load = store.BeginBulkLoad(1, std::move(records), /*sync=*/true);
+    parts = std::max<std::size_t>(parts, 1);
+    auto load = store.BeginBulkLoad(parts, std::move(records), /*sync=*/true);
     if (!load) return nullptr;
-    return std::unique_ptr<SortedCoinsLoader>(new SortedCoinsLoader(std::make_unique<Impl>(Impl{store, std::move(load), {}})));
+    return std::unique_ptr<SortedCoinsLoader>(
+        new SortedCoinsLoader(std::make_unique<Impl>(Impl{store, std::move(load), std::vector<std::vector<std::byte>>(parts)})));
 }
 
 SortedCoinsLoader::SortedCoinsLoader(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 SortedCoinsLoader::~SortedCoinsLoader() = default;
 
-StoreStatus SortedCoinsLoader::Add(std::span<const uint8_t> key, std::span<const uint8_t> value)
+StoreStatus SortedCoinsLoader::Add(std::size_t part, std::span<const uint8_t> key, std::span<const uint8_t> value)
 {
-    auto& v = m_impl->value;
+    auto& v = m_impl->value.at(part);
     v.assign(reinterpret_cast<const std::byte*>(value.data()), reinterpret_cast<const std::byte*>(value.data()) + value.size());
     XorBytes(v, m_impl->store.Obfuscation());
-    return m_impl->load->Add(0, std::as_bytes(key), v);
+    return m_impl->load->Add(part, std::as_bytes(key), v);
 }
 
 StoreStatus SortedCoinsLoader::Commit()

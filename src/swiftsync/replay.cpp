@@ -12,6 +12,7 @@
 
 #include "common/external_sort.h"
 #include "common/handoff.h"
+#include "common/task_pool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,16 +44,35 @@ struct KeyOrder {
 };
 using CoinSorter = ExternalSorter<KeyOrder>;
 
-/// Appends `coin` at `op` to the sort as one record.
-std::optional<Error> AddRecord(CoinSorter& sorter, std::vector<uint8_t>& rec, const OutPoint& op, const Coin& coin)
-{
-    rec.assign(1, 0);
-    VectorWriter w(rec, 1);
-    w << CoinKey{op};
-    rec[0] = uint8_t(rec.size() - 1);
-    w << coin;
-    return sorter.Add(rec);
-}
+/// The coins sorted in parts by the first byte of their txid (key ranges of the chainstate), each
+/// within its share of the memory: the parts are merged and written on a thread each at the end.
+class PartedSort {
+public:
+    PartedSort(const fs::path& tmp_dir, std::size_t memory_bytes, std::size_t parts)
+    {
+        ExternalSortOptions so;
+        so.tmp_dir = tmp_dir;
+        so.memory_bytes = std::max<std::size_t>(memory_bytes / parts, 1 << 20);
+        for (std::size_t p = 0; p < parts; ++p) m_parts.push_back(std::make_unique<CoinSorter>(so, MAX_RECORD));
+    }
+    std::size_t parts() const noexcept { return m_parts.size(); }
+    CoinSorter& part(std::size_t p) { return *m_parts[p]; }
+
+    /// Appends `coin` at `op` to its part as one record.
+    std::optional<Error> Add(const OutPoint& op, const Coin& coin)
+    {
+        m_rec.assign(1, 0);
+        VectorWriter w(m_rec, 1);
+        w << CoinKey{op};
+        m_rec[0] = uint8_t(m_rec.size() - 1);
+        w << coin;
+        return m_parts[std::size_t(op.hash.data()[0]) * m_parts.size() / 256]->Add(m_rec);
+    }
+
+private:
+    std::vector<std::unique_ptr<CoinSorter>> m_parts;
+    std::vector<uint8_t> m_rec;
+};
 
 /// A new chainstate being filled: removed again unless Keep() is called.
 class NewChainstate {
@@ -98,21 +118,31 @@ private:
     std::unique_ptr<CoinsDB> m_db;
 };
 
-/// The sorted coins into the empty chainstate `db`, with `tip` as its best block; counts them.
-std::optional<Error> WriteSorted(CoinSorter& sorter, CoinsDB& db, const BlockHash& tip, uint64_t& written)
+/// The sorted coins into the empty chainstate `db`, with `tip` as its best block, each part merged
+/// and written on a thread of its own; counts them.
+std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash& tip, uint64_t& written)
 {
-    auto load = SortedCoinsLoader::Begin(db, tip);
+    const std::size_t parts = sort.parts();
+    auto load = SortedCoinsLoader::Begin(db, tip, parts);
     if (!load) return Error{Errc::Corrupt, "the new chainstate is not empty"};
-    StoreStatus st;
-    auto e = sorter.Finish([&](std::span<const uint8_t> rec) {
-        const auto key = RecordKey(rec);
-        st = load->Add(key, rec.subspan(1 + key.size()));
-        ++written;
-        return st.ok();
+    std::vector<std::optional<Error>> errors(parts);
+    std::vector<uint64_t> counts(parts, 0);
+    TaskPool pool(parts - 1);
+    pool.Run(parts, [&](std::size_t p) {
+        StoreStatus st;
+        errors[p] = sort.part(p).Finish([&](std::span<const uint8_t> rec) {
+            const auto key = RecordKey(rec);
+            st = load->Add(p, key, rec.subspan(1 + key.size()));
+            ++counts[p];
+            return st.ok();
+        });
+        if (!errors[p] && !st.ok()) errors[p] = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
     });
-    if (e) return e;
-    if (st.ok()) st = load->Commit();
-    if (!st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+    for (std::size_t p = 0; p < parts; ++p) {
+        if (errors[p]) return errors[p];
+        written += counts[p];
+    }
+    if (StoreStatus st = load->Commit(); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
     return std::nullopt;
 }
 
@@ -162,22 +192,19 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     // of their own (a Handoff) while blocks are checked; runs beyond it spill to unlinked files in
     // the chainstate's folder. Only an accepted history is written, in one bulk load.
     std::unique_ptr<NewChainstate> cs;
-    std::unique_ptr<CoinSorter> sorter;
+    std::unique_ptr<PartedSort> sorter;
     std::unique_ptr<Handoff<CoinBatch>> writer;
     std::optional<Error> write_error;
     if (!o.chainstate.empty()) {
         auto c = NewChainstate::Create(o.chainstate, loc->chain, o.threads);
         if (!c) return c.error();
         cs = std::move(*c);
-        ExternalSortOptions so;
-        so.tmp_dir = o.chainstate;
-        so.memory_bytes = o.dbcache_mib << 20;
-        sorter = std::make_unique<CoinSorter>(so, MAX_RECORD);
+        sorter = std::make_unique<PartedSort>(o.chainstate, o.dbcache_mib << 20, std::clamp<std::size_t>(o.threads, 1, 16));
         writer = std::make_unique<Handoff<CoinBatch>>(
             2,
-            [&, rec = std::vector<uint8_t>()](CoinBatch& coins) mutable {
+            [&](CoinBatch& coins) {
                 for (const auto& [op, coin] : coins) {
-                    if (auto e = AddRecord(*sorter, rec, op, coin)) {
+                    if (auto e = sorter->Add(op, coin)) {
                         write_error = std::move(e);
                         return false;
                     }

@@ -200,18 +200,20 @@ private:
 /// unspent coins after an external sort): each record is Core's key ('C' | txid | VARINT(n)) and
 /// its value as Core serializes a coin, not obfuscated. The records go straight into table files
 /// (Store::BeginBulkLoad) with `tip` as the best block; Commit switches the database to them in one
-/// step, so a load that never commits leaves the chainstate as empty as it was.
+/// step, so a load that never commits leaves the chainstate as empty as it was. The records come
+/// in `parts`, as BulkLoad's: keys increase within a part, every key of a part is below the next
+/// part's, and different parts may be added to from different threads at once.
 class SortedCoinsLoader {
 public:
     /// nullptr when `db` already holds a record (a bulk load replaces the whole database) or is
     /// read-only.
-    static std::unique_ptr<SortedCoinsLoader> Begin(CoinsDB& db, const BlockHash& tip);
+    static std::unique_ptr<SortedCoinsLoader> Begin(CoinsDB& db, const BlockHash& tip, std::size_t parts = 1);
     ~SortedCoinsLoader();
     SortedCoinsLoader(const SortedCoinsLoader&) = delete;
     SortedCoinsLoader& operator=(const SortedCoinsLoader&) = delete;
 
-    /// Appends one record; a key not above the last one is InvalidArgument.
-    StoreStatus Add(std::span<const uint8_t> key, std::span<const uint8_t> value);
+    /// Appends one record to `part`; a key not above the part's last one is InvalidArgument.
+    StoreStatus Add(std::size_t part, std::span<const uint8_t> key, std::span<const uint8_t> value);
     /// Finishes the tables and makes them the database.
     StoreStatus Commit();
 
