@@ -56,7 +56,8 @@ def main():
     common = ["--datadir", a.datadir, "--network", a.network, "--threads", a.threads, "--dbcache", a.dbcache, "--no-stats",
               "-q", "--json"]
     common += ["--skip-scripts"] if a.scripts == "skip" else ["--assumevalid", "0"]
-    blocks_dir = pathlib.Path(a.datadir) / ("" if a.network == "main" else a.network) / "blocks"
+    dd = pathlib.Path(a.datadir)
+    blocks_dir = dd / "blocks" if (dd / "blocks").is_dir() else dd / a.network / "blocks"
     load0 = os.getloadavg()
     try:
         t_hints, _ = run([ib, "hints", "-q", "--datadir", a.datadir, "--network", a.network, "--threads", a.threads,
