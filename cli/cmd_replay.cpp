@@ -46,7 +46,7 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
     s.assumevalid = o.assumevalid;
     s.skip_scripts = o.skip_scripts;
     CheckEngineOutputs(o);
-    RunSwiftSyncReplay(std::move(s), a.out);
+    RunSwiftSyncReplay(std::move(s), a.out, a.fallback ? &o : nullptr);
 }
 
 const CommandRegistrar replay_cmd([](CLI::App& app) {
@@ -61,7 +61,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         int stop_height{-1};
         int rounds{1};
         unsigned threads{0};
-        bool via_p2p{false}, skip_scripts{false};
+        bool via_p2p{false}, skip_scripts{false}, fallback{false};
         ConnectOutputArgs out;
     };
     auto a = std::make_shared<Args>();
@@ -102,6 +102,9 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
                     "outpoints: any blocks, checks much less than Core's assumevalid (no amounts, maturity, BIP68, sigops)")
         ->check(CLI::IsMember({"coins", "outpoints"}))
         ->capture_default_str();
+    cmd->add_flag("--fallback", a->fallback,
+                  "With --swiftsync: if the history is refused, replay blocks 1..n the classic way to name the first\n"
+                  "invalid block with Core's reason, or to tell that the hints (or the rev data) were wrong");
     cmd->callback([a, height_export] {
         ReplayOptions o;
         if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
@@ -119,12 +122,13 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         o.skip_scripts = a->skip_scripts;
         const bool all = a->policy == "all";
-        if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export);
+        if (a->fallback && a->swiftsync.empty()) throw UsageError("--fallback goes with --swiftsync");
         if (!all) {
             auto id = ParsePolicy(a->policy);
             if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
             o.policy = *id;
         }
+        if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export);
         if (all) {
             if (height_export->Enabled()) throw CLI::ValidationError("--policy all", "compares policies; drop --height");
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");

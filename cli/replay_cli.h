@@ -58,8 +58,11 @@ void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 
 /// `replay --swiftsync`: runs SwiftSyncReplay with a progress line (unless quiet or JSON), computes
 /// the written chainstate's statistics (into a temporary chainstate when none is named, unless
-/// --no-stats) and prints the verdict; sets ExitCode() (EXIT_INVALID_CHAIN when refused).
-void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out);
+/// --no-stats) and prints the verdict; sets ExitCode() (EXIT_INVALID_CHAIN when refused). With
+/// `fallback` (--fallback), a refused history is replayed the classic way with those options up to
+/// n: Core's reason for the first invalid block, or, when the chain is valid, EXIT_FAILED (the
+/// hints or the rev data were wrong).
+void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out, const ReplayOptions* fallback);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

@@ -80,7 +80,40 @@ void PrintHuman(const swiftsync::SwiftSyncResult& r, const std::optional<UtxoSta
 
 } // namespace
 
-void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out)
+/// --fallback: the classic replay of blocks 1..n (into a temporary chainstate), for Core's reason
+/// of the first invalid block, or to tell that the chain is valid and the hints (or rev data)
+/// were wrong.
+nlohmann::json Fallback(ReplayOptions classic, uint32_t n, bool quiet)
+{
+    classic.chainstate.clear();
+    classic.stop_height = int(n);
+    classic.statistics = true;
+    auto bar = std::make_shared<ProgressLine>(!quiet);
+    classic.on_progress = ProgressPrinter(bar, "fallback");
+    auto r = Replay(classic);
+    bar->Done();
+    if (!r) return {{"error", r.error().message}};
+    if (r->reject_reason) return {{"valid", false}, {"reject_height", r->reject_height}, {"reject_reason", *r->reject_reason}};
+    nlohmann::json j{{"valid", r->height == int(n)}, {"height", r->height}};
+    if (r->utxo) j["hash_serialized_3"] = r->utxo->hash_serialized.ToHex();
+    return j;
+}
+
+void PrintFallback(const nlohmann::json& f, uint32_t n)
+{
+    if (f.contains("error")) {
+        std::printf("fallback           the classic replay failed: %s\n", f["error"].get<std::string>().c_str());
+    } else if (!f["valid"].get<bool>()) {
+        std::printf("fallback           the classic replay REJECTS block at height %d: %s\n", f["reject_height"].get<int>(),
+                    f["reject_reason"].get<std::string>().c_str());
+    } else {
+        std::printf("fallback           the classic replay accepts blocks 1..%u (hash_serialized_3 %s): the hints, or the\n"
+                    "                   datadir's rev data, were wrong\n",
+                    n, f.value("hash_serialized_3", "").c_str());
+    }
+}
+
+void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out, const ReplayOptions* fallback)
 {
     // Without --chainstate the statistics need one: a temporary one, removed after.
     fs::path temporary;
@@ -97,8 +130,8 @@ void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& 
             if (!dir.empty()) fs::remove_all(dir, ec);
         }
     } remove_temporary{temporary};
-    SetInterruptNote(o.chainstate.empty() ? "" : "the chainstate " + o.chainstate.string() +
-                                                     " is incomplete (its best block names no block): remove it and run again");
+    SetInterruptNote(o.chainstate.empty() ? "" : "nothing was written into the chainstate " + o.chainstate.string() +
+                                                     " (an accepted history is written at the end): remove it and run again");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
     auto r = swiftsync::SwiftSyncReplay(o);
@@ -119,8 +152,11 @@ void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& 
         }
         stats = *s;
     }
+    nlohmann::json fell;
+    if (!r->verdict.ok && fallback) fell = Fallback(*fallback, r->height, out.quiet || out.json);
     if (out.json) {
         nlohmann::json j = stats ? ToJson(UtxoStatsFields(*stats)) : nlohmann::json::object();
+        if (!fell.is_null()) j["fallback"] = fell;
         j["network"] = std::string(ChainTypeName(r->chain));
         j["height"] = r->height;
         j["bestblock"] = r->tip.ToHex();
@@ -134,8 +170,12 @@ void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& 
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         PrintHuman(*r, stats);
+        if (!fell.is_null()) PrintFallback(fell, r->height);
     }
     if (!r->verdict.ok) ExitCode() = EXIT_INVALID_CHAIN;
+    // The classic replay found the chain valid: what failed was the hints or the rev data.
+    if (!fell.is_null() && fell.value("valid", false)) ExitCode() = EXIT_FAILED;
+    if (!fell.is_null() && fell.contains("error")) ExitCode() = EXIT_FAILED;
 }
 
 } // namespace ibdkit::cli

@@ -201,3 +201,26 @@ def test_verify_snapshot_proves_a_snapshot_and_refuses_a_changed_one(cli, tmp_pa
     run_cli(cli, "utxo", "snapshot", "--chainstate", at90, "--out", early, "-q")
     r = json.loads(run_cli(cli, "utxo", "verify-snapshot", early, "--datadir", datadir, "--json").stdout)
     assert r["ok"] and r["height"] == 90
+
+
+def test_fallback_names_the_cause(cli, tmp_path):
+    """--fallback: with a wrong hint the classic replay accepts the chain, so the hints were wrong
+    (exit 1); the good hints need no fallback."""
+    blocks = gen_blocks(cli, tmp_path, 110, seed=44)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=15)
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+    lists = parse_lists(good.read_bytes(), height)
+    h = next(h for h in range(height, 0, -1) if lists[h - 1])
+    lists[h - 1] = lists[h - 1][1:]
+    wrong = tmp_path / "wrong.hints"
+    wrong.write_bytes(hintsfile(lists))
+    r = swiftsync(cli, "--swiftsync", wrong, "--datadir", datadir, "--fallback", check=False)
+    assert r.returncode == 1, r.stderr
+    got = json.loads(r.stdout)
+    assert not got["swiftsync"]["ok"]
+    assert got["fallback"]["valid"] and got["fallback"]["hash_serialized_3"] == exp["hash_serialized_3"]
+    ok = json.loads(swiftsync(cli, "--swiftsync", good, "--datadir", datadir, "--fallback", "--no-stats").stdout)
+    assert ok["swiftsync"]["ok"] and "fallback" not in ok
+    r = run_cli(cli, "replay", "-q", "--datadir", datadir, "--fallback", check=False)
+    assert r.returncode == 64 and "--fallback goes with --swiftsync" in r.stderr

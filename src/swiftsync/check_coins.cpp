@@ -128,6 +128,14 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
         // Core's order for a block: its header's proof of work, the header's contextual rules,
         // then the rest of CheckBlock, ContextualCheckBlock and ConnectBlock.
         const BlockHeader header = block.header();
+        // The ancestry below comes from the block index: each block's own header must agree with
+        // it (every block of 1..n passes here, so every time and bits it holds is checked).
+        const HeaderInfo& indexed = headers[h];
+        if (header.hash_prev_block != blocks.order.hashes[h - 1] || header.time != indexed.time || header.bits != indexed.bits) {
+            out.error = Error{Errc::Corrupt, "block " + hash.ToHex() + " at height " + std::to_string(h) +
+                                                 " does not agree with the block index (parent, time or bits)"};
+            return out;
+        }
         const HeaderAncestry prev{0, std::span<const HeaderInfo>(headers).first(h)};
         BlockValidationState state, header_state;
         auto checked = CheckBlock(std::move(block), state, params);
