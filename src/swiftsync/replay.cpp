@@ -158,7 +158,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     }
     if (o.threads < 1 || o.dbcache_mib < 1) return Error{Errc::InvalidValue, "threads and dbcache must be at least 1"};
     auto hints = Hints::Read(o.hints);
-    if (!hints) return hints.error();
+    if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
     auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
     if (!loc) return loc.error();
     SwiftSyncResult res;
