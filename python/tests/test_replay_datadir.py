@@ -83,6 +83,36 @@ def core_datadir(tmp_path, blocks, seed):
     return datadir, height, tip, expected_stats(utxo)
 
 
+def core_continues(tmp_path, datadir, chainstate, blocks, wipe_to):
+    """Core's engine adopts `chainstate` in a copy of `datadir` (TMP/adopt) whose blocks 1..wipe_to
+    are zeroed in Core's files, so that it cannot rebuild the state from the genesis instead, and
+    connects the rest of its chain. Returns the copy's network folder and the height and tip reached."""
+    adopt = tmp_path / "adopt"
+    shutil.copytree(datadir, adopt)
+    net = adopt / "regtest"
+    shutil.rmtree(net / "chainstate")
+    shutil.copytree(chainstate, net / "chainstate")
+    by_height = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
+    wiped = 0
+    for name, offset, payload, _ in framed_records(net / "blocks"):
+        if by_height.get(block_hash(payload), 1 << 30) <= wipe_to:
+            with open(net / "blocks" / name, "r+b") as f:
+                f.seek(offset)
+                f.write(bytes(len(payload)))
+            wiped += 1
+    assert wiped == wipe_to
+    ctx = pbk.make_context(pbk.ChainType.REGTEST)
+    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
+    opts.set_worker_threads_num(1)
+    cm = pbk.ChainstateManager(opts)
+    cm.import_blocks([])  # activates the best chain from Core's own block files
+    chain = cm.get_active_chain()
+    reached = chain.height, str(chain.block_tree_entries[chain.height].block_hash)
+    del chain
+    del cm  # flushes and closes
+    return net, *reached
+
+
 def test_replay_datadir_matches_core_and_is_read_only(cli, tmp_path):
     gen = json.loads(run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "160", "--target-mb", "3",
                              "--seed", "21", "--start-time", str(START), "--no-progress", "--json").stdout)
@@ -148,31 +178,9 @@ def test_core_continues_from_a_chainstate_ibdkit_wrote(cli, tmp_path):
                 "--threads", "2")
     assert json.loads(r.stdout)["height"] == 150
 
-    adopt = tmp_path / "adopt"
-    shutil.copytree(datadir, adopt)
-    net = adopt / "regtest"
-    shutil.rmtree(net / "chainstate")
-    shutil.copytree(ours, net / "chainstate")
-    by_height = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
-    wiped = 0
-    for name, offset, payload, _ in framed_records(net / "blocks"):
-        if by_height.get(block_hash(payload), 999) <= 140:
-            with open(net / "blocks" / name, "r+b") as f:
-                f.seek(offset)
-                f.write(bytes(len(payload)))
-            wiped += 1
-    assert wiped == 140
-
-    ctx = pbk.make_context(pbk.ChainType.REGTEST)
-    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
-    opts.set_worker_threads_num(1)
-    cm = pbk.ChainstateManager(opts)
-    cm.import_blocks([])  # activates the best chain: 151..170 from Core's own block files
-    chain = cm.get_active_chain()
-    assert chain.height == 170, "every block after 150 connects on ibdkit's coins"
-    assert str(chain.block_tree_entries[170].block_hash) == tip
-    del chain
-    del cm  # flushes and closes
+    net, height_reached, tip_reached = core_continues(tmp_path, datadir, ours, blocks, wipe_to=140)
+    assert height_reached == 170, "every block after 150 connects on ibdkit's coins"
+    assert tip_reached == tip
     got = json.loads(run_cli(cli, "utxo", "stats", "--chainstate", net / "chainstate", "--json").stdout)
     for k in FIELDS:
         assert got[k] == exp[k], k

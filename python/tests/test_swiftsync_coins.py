@@ -10,7 +10,8 @@ from conftest import import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import FIELDS, MAGIC, START, block_hash, core_datadir, framed_records, records, snapshot  # noqa: E402
+from test_replay_datadir import (FIELDS, MAGIC, START, block_hash, core_continues, core_datadir, framed_records,  # noqa: E402
+                                 records, snapshot)
 from test_swiftsync_hints import parse_lists, hintsfile  # noqa: E402
 
 
@@ -79,30 +80,8 @@ def test_core_continues_from_the_chainstate_swiftsync_wrote(cli, tmp_path):
     classic = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", at150).stdout)
     assert got["hash_serialized_3"] == classic["hash_serialized_3"]
 
-    adopt = tmp_path / "adopt"
-    shutil.copytree(datadir, adopt)
-    net = adopt / "regtest"
-    shutil.rmtree(net / "chainstate")
-    shutil.copytree(ours, net / "chainstate")
-    by_height = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
-    wiped = 0
-    for name, offset, payload, _ in framed_records(net / "blocks"):
-        if by_height.get(block_hash(payload), 999) <= 140:
-            with open(net / "blocks" / name, "r+b") as f:
-                f.seek(offset)
-                f.write(bytes(len(payload)))
-            wiped += 1
-    assert wiped == 140
-    ctx = pbk.make_context(pbk.ChainType.REGTEST)
-    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
-    opts.set_worker_threads_num(1)
-    cm = pbk.ChainstateManager(opts)
-    cm.import_blocks([])
-    chain = cm.get_active_chain()
-    assert chain.height == 170, "every block after 150 connects on SwiftSync's coins"
-    assert str(chain.block_tree_entries[170].block_hash) == tip
-    del chain
-    del cm
+    net, height_reached, tip_reached = core_continues(tmp_path, datadir, ours, blocks, wipe_to=140)
+    assert (height_reached, tip_reached) == (170, tip), "every block after 150 connects on SwiftSync's coins"
     final = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", net / "chainstate", "--network", "regtest").stdout)
     assert final["hash_serialized_3"] == exp["hash_serialized_3"]
 

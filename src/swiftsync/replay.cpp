@@ -13,6 +13,7 @@
 #include "common/external_sort.h"
 #include "common/handoff.h"
 #include "common/task_pool.h"
+#include "swiftsync/range_internal.h"
 
 #include <algorithm>
 #include <chrono>
@@ -151,16 +152,11 @@ std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash&
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
 {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "give a data directory or a blocks directory (exactly one)"};
-    if (o.mode == AggregateMode::Coins && o.datadir.empty()) {
-        return Error{Errc::InvalidValue, "coins mode reads the spent coins from a Bitcoin Core data directory's rev files: give one, "
-                                         "or choose outpoints mode for bare block files (it checks much less)"};
-    }
     if (o.threads < 1 || o.dbcache_mib < 1) return Error{Errc::InvalidValue, "threads and dbcache must be at least 1"};
+    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
+    if (!loc) return loc.error();
     auto hints = Hints::Read(o.hints);
     if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
-    auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
-    if (!loc) return loc.error();
     SwiftSyncResult res;
     res.chain = loc->chain;
     res.mode = o.mode;
@@ -170,11 +166,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
                                              std::to_string(loc->base_height) + ".." + std::to_string(loc->TipHeight())};
     }
     res.tip = loc->order.hashes[std::size_t(int(res.height) - loc->base_height)];
-    std::optional<DatadirUndo> undo;
     if (o.mode == AggregateMode::Coins) {
-        auto u = LocateUndoInDatadir(o.datadir, o.chain ? o.chain : std::optional<ChainType>(loc->chain));
-        if (!u) return u.error();
-        undo = std::move(*u);
         if (!o.skip_scripts) {
             const AssumeValidRule rule(loc->base_height, loc->order.hashes, loc->bits, !loc->genesis_is_record, o.assumevalid,
                                        GetChainParams(loc->chain).consensus);
@@ -229,11 +221,9 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         };
     }
     CoinsModeOptions co;
-    co.undo = undo ? &*undo : nullptr;
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;
-    auto partial = o.mode == AggregateMode::Coins ? CheckRangeCoins(*loc, *hints, salt, 1, res.height, ro, co)
-                                                  : CheckRange(*loc, *hints, salt, 1, res.height, ro);
+    auto partial = CheckFromGenesis(*loc, o.datadir, *hints, salt, res.height, o.mode, ro, co);
     if (writer) {
         const bool written = writer->Hand() && writer->Finish();
         writer.reset();

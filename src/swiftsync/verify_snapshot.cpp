@@ -8,6 +8,7 @@
 #include <ibdkit/utxo/snapshot.h>
 
 #include "swiftsync/block_walk.h"
+#include "swiftsync/range_internal.h"
 
 #include <chrono>
 #include <limits>
@@ -33,12 +34,7 @@ Result<Hints> NothingUnspent(uint32_t n)
 Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
 {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "give a data directory or a blocks directory (exactly one)"};
-    if (o.mode == AggregateMode::Coins && o.datadir.empty()) {
-        return Error{Errc::InvalidValue, "coins mode reads the spent coins from a Bitcoin Core data directory's rev files: give one, "
-                                         "or choose outpoints mode for bare block files (it checks much less)"};
-    }
-    auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
     if (!loc) return loc.error();
     const ChainParams& params = GetChainParams(loc->chain);
     auto reader = SnapshotReader::Open(o.snapshot, params.message_start);
@@ -55,23 +51,15 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     auto hints = NothingUnspent(res.height);
     if (!hints) return hints.error();
 
-    std::optional<DatadirUndo> undo;
-    if (o.mode == AggregateMode::Coins) {
-        auto u = LocateUndoInDatadir(o.datadir, loc->chain);
-        if (!u) return u.error();
-        undo = std::move(*u);
-    }
     const Salt salt = Salt::Random();
     CheckRangeOptions ro;
     ro.threads = std::max(1u, o.threads);
     ro.collect_unspent = false;
     ro.progress = o.progress;
     CoinsModeOptions co;
-    co.undo = undo ? &*undo : nullptr;
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;
-    auto partial = o.mode == AggregateMode::Coins ? CheckRangeCoins(*loc, *hints, salt, 1, res.height, ro, co)
-                                                  : CheckRange(*loc, *hints, salt, 1, res.height, ro);
+    auto partial = CheckFromGenesis(*loc, o.datadir, *hints, salt, res.height, o.mode, ro, co);
     if (!partial) return partial.error();
 
     // The snapshot's coins, each as if spent after block n.
