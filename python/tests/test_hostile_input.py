@@ -95,11 +95,19 @@ def test_every_reading_command_leaves_core_data_byte_identical(cli, places, tmp_
         ["undo", "--datadir", dd, "--json"],
         ["export", "transactions", "--datadir", dd, "--format", "jsonl", "--out", out / "t.jsonl"],
         ["export", "inputs", "--blocks-dir", net / "blocks", "--format", "csv", "--out", out / "i.csv", "-q"],
+        ["hints", "-q", "--datadir", dd, "--out", out / "u.hints"],
+        ["swiftsync", "-q", "--hints", out / "u.hints", "--datadir", dd],
+        ["replay", "-q", "--swiftsync", out / "u.hints", "--datadir", dd, "--chainstate", out / "swift", "--fallback"],
+        ["replay", "-q", "--swiftsync", out / "u.hints", "--swiftsync-mode", "outpoints", "--blocks-dir", net / "blocks"],
+        ["utxo", "verify-snapshot", out / "s.dat", "--datadir", dd, "-q"],
     ]
     for args in reads:
         r = run_cli(cli, *args, check=False)
         assert r.returncode == 0, f"{args}: {r.stderr}"
         assert kept(places) == before, args
+    r = run_cli(cli, "utxo", "get", "--datadir", dd, "00" * 32 + ":0", check=False)
+    assert r.returncode == 1 and "is not in the UTXO set" in r.stdout, r.stderr
+    assert kept(places) == before
     # The network comes from the layout: regtest addresses without --network.
     r = run_cli(cli, "utxo", "dump", "--datadir", dd, "--format", "csv", "--out", out / "a.csv")
     assert "bcrt1" in (out / "a.csv").read_text()
