@@ -26,6 +26,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// What --dbcache leaves the sort: the rest holds the blocks and undo data in flight (block_walk.h's
+/// batches, the handoff's coins), so that the whole run keeps within --dbcache + 200 MiB.
+constexpr std::size_t IN_FLIGHT_BYTES = 64 << 20;
+constexpr std::size_t MIN_SORT_BYTES = 16 << 20;
 /// Coins handed to the sorting thread at a time.
 constexpr std::size_t HANDOFF_COINS = 1 << 16;
 using CoinBatch = std::vector<std::pair<OutPoint, Coin>>;
@@ -191,7 +195,9 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         auto c = NewChainstate::Create(o.chainstate, loc->chain, o.threads);
         if (!c) return c.error();
         cs = std::move(*c);
-        sorter = std::make_unique<PartedSort>(o.chainstate, o.dbcache_mib << 20, std::clamp<std::size_t>(o.threads, 1, 16));
+        const std::size_t budget = o.dbcache_mib << 20;
+        const std::size_t sort_bytes = std::max(MIN_SORT_BYTES, budget > IN_FLIGHT_BYTES ? budget - IN_FLIGHT_BYTES : 0);
+        sorter = std::make_unique<PartedSort>(o.chainstate, sort_bytes, std::clamp<std::size_t>(o.threads, 1, 16));
         writer = std::make_unique<Handoff<CoinBatch>>(
             2,
             [&](CoinBatch& coins) {
