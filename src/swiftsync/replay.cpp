@@ -5,10 +5,9 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/assumevalid.h>
-#include <ibdkit/swiftsync/hints.h>
-
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/stream/streams.h>
+#include <ibdkit/swiftsync/hints.h>
 
 #include "common/external_sort.h"
 #include "common/handoff.h"
@@ -82,7 +81,7 @@ private:
 /// A new chainstate being filled: removed again unless Keep() is called.
 class NewChainstate {
 public:
-    static Result<std::unique_ptr<NewChainstate>> Create(const fs::path& dir, ChainType chain, unsigned threads)
+    static Result<std::unique_ptr<NewChainstate>> Create(const fs::path& dir, ChainType chain)
     {
         if (auto refused = CheckChainstateWritable(dir)) return *refused;
         std::error_code ec;
@@ -94,7 +93,6 @@ public:
         auto cs = std::unique_ptr<NewChainstate>(new NewChainstate(dir, existed));
         CoinsDBOptions o;
         o.cache_bytes = 16 << 20;
-        o.flush_threads = threads;
         StoreStatus st;
         cs->m_db = CoinsDB::Open(dir, o, &st);
         if (!cs->m_db) return Error{Errc::Corrupt, "cannot create the chainstate " + dir.string() + ": " + st.message};
@@ -192,7 +190,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     std::unique_ptr<Handoff<CoinBatch>> writer;
     std::optional<Error> write_error;
     if (!o.chainstate.empty()) {
-        auto c = NewChainstate::Create(o.chainstate, loc->chain, o.threads);
+        auto c = NewChainstate::Create(o.chainstate, loc->chain);
         if (!c) return c.error();
         cs = std::move(*c);
         const std::size_t budget = o.dbcache_mib << 20;
