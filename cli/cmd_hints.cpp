@@ -1,11 +1,8 @@
 // `ibdkit hints`: writes a SwiftSync hintsfile (BIP 456) for the height of a UTXO set — a
-// chainstate's tip or a snapshot's base — from the blocks 1..n of a data or blocks directory.
-#include "commands.h"
+// chainstate's tip or a snapshot's base — from the blocks 1..n of a data or blocks directory; and
+// `replay --write-hints`, the same for the chainstate a replay leaves.
+#include "hints_cli.h"
 #include "progress.h"
-
-#include <ibdkit/swiftsync/build_hints.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +11,66 @@
 #include <thread>
 
 namespace ibdkit::cli {
+
+Result<swiftsync::BuildHintsResult> BuildHintsWithProgress(swiftsync::BuildHintsOptions o, bool quiet)
+{
+    auto bar = std::make_shared<ProgressLine>(!quiet);
+    o.progress = [bar](uint32_t h, uint32_t target) {
+        bar->Update(target ? double(h) / target : 1.0, "hints: block " + std::to_string(h) + " of " + std::to_string(target));
+    };
+    auto r = swiftsync::BuildHints(o);
+    bar->Done();
+    return r;
+}
+
+nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, const std::string& out)
+{
+    return {{"network", std::string(ChainTypeName(r.chain))}, {"height", r.height}, {"tip", r.tip.ToHex()},
+            {"coins", r.coins}, {"outputs", r.outputs}, {"bytes", r.bytes}, {"key_bytes", r.key_bytes},
+            {"attempts", r.attempts}, {"out", out}};
+}
+
+void PrintHints(const swiftsync::BuildHintsResult& r, const std::string& out)
+{
+    std::printf("hintsfile          %s\nnetwork            %s\nheight             %u\ntip                %s\n"
+                "unspent outputs    %llu of %llu spendable\nbytes              %llu\n",
+                out.c_str(), std::string(ChainTypeName(r.chain)).c_str(), r.height, r.tip.ToHex().c_str(),
+                (unsigned long long)r.coins, (unsigned long long)r.outputs, (unsigned long long)r.bytes);
+}
+
+void HintsAfterRun::AddOption(CLI::App* cmd)
+{
+    cmd->add_option("--write-hints", m_out,
+                    "After a run that connects every block, write the SwiftSync hintsfile (BIP 456) for the chainstate's\n"
+                    "tip, as `ibdkit hints` does: a second pass over the blocks (replaced only once complete)");
+}
+
+void HintsAfterRun::Prepare(ReplayOptions& o)
+{
+    if (!Enabled()) return;
+    CheckOutput(m_out);
+    if (o.chainstate.empty()) o.chainstate = m_temporary.emplace("hints").Path();
+}
+
+std::optional<swiftsync::BuildHintsResult> HintsAfterRun::Finish(const ReplayOptions& o, const EngineResult& r, bool quiet)
+{
+    if (!Enabled()) return std::nullopt;
+    if (r.reject_reason || r.interrupted || r.height < 0) {
+        PrintNote("--write-hints: the run did not connect every block; no hintsfile written");
+        return std::nullopt;
+    }
+    swiftsync::BuildHintsOptions h;
+    h.chainstate = o.chainstate;
+    h.datadir = o.datadir;
+    h.blocks_dir = o.blocks_dir;
+    h.chain = r.chain;
+    h.out = m_out;
+    h.threads = ResolveThreads(o.threads);
+    auto built = BuildHintsWithProgress(std::move(h), quiet);
+    if (!built) throw std::runtime_error("--write-hints: " + built.error().message);
+    return *built;
+}
+
 namespace {
 
 const CommandRegistrar hints_cmd([](CLI::App& app) {
@@ -51,28 +108,16 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.out = a->out;
         o.threads = std::max(1u, a->threads);
         o.chain = ParseNetworkOption(a->network);
-        auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
-        o.progress = [bar](uint32_t h, uint32_t target) {
-            bar->Update(target ? double(h) / target : 1.0, "block " + std::to_string(h) + " of " + std::to_string(target));
-        };
-        auto r = swiftsync::BuildHints(o);
-        bar->Done();
+        auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
         if (!r) {
             PrintError(r.error().message);
             ExitCode() = EXIT_FAILED;
             return;
         }
         if (a->json) {
-            const nlohmann::json j{{"network", std::string(ChainTypeName(r->chain))}, {"height", r->height},
-                                   {"tip", r->tip.ToHex()}, {"coins", r->coins}, {"outputs", r->outputs},
-                                   {"bytes", r->bytes}, {"key_bytes", r->key_bytes}, {"attempts", r->attempts},
-                                   {"out", a->out}};
-            std::printf("%s\n", j.dump(2).c_str());
+            std::printf("%s\n", HintsJson(*r, a->out).dump(2).c_str());
         } else {
-            std::printf("hintsfile          %s\nnetwork            %s\nheight             %u\ntip                %s\n"
-                        "unspent outputs    %llu of %llu spendable\nbytes              %llu\n",
-                        a->out.c_str(), std::string(ChainTypeName(r->chain)).c_str(), r->height, r->tip.ToHex().c_str(),
-                        (unsigned long long)r->coins, (unsigned long long)r->outputs, (unsigned long long)r->bytes);
+            PrintHints(*r, a->out);
         }
     });
 });

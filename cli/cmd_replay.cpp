@@ -1,5 +1,6 @@
 // `ibdkit replay`: the IBD pipeline over block files.
 #include "commands.h"
+#include "hints_cli.h"
 #include "interrupt.h"
 #include "progress.h"
 #include "replay_cli.h"
@@ -24,11 +25,12 @@ std::atomic<bool> g_interrupt{false};
 
 /// `replay --swiftsync`: the options that make no sense there are refused, the rest handed on.
 template <typename Args>
-void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height_export)
+void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height_export, const HintsAfterRun& hints)
 {
-    if (a.policy == "all" || !a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || a.rounds != 1) {
+    if (a.policy == "all" || !a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || a.rounds != 1 ||
+        hints.Enabled()) {
         throw UsageError("--swiftsync checks blocks 1..n of its hintsfile into a new chainstate: drop --policy all, --undo, "
-                         "--via-p2p, --stop-height, --rounds and --height");
+                         "--via-p2p, --stop-height, --rounds, --height and --write-hints");
     }
     swiftsync::SwiftSyncOptions s;
     s.datadir = o.datadir;
@@ -49,6 +51,28 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
     RunSwiftSyncReplay(std::move(s), a.out, a.fallback ? &o : nullptr);
 }
 
+/// The engine's options from the command line's (all but the policy).
+template <typename Args>
+ReplayOptions OptionsOf(const Args& a)
+{
+    ReplayOptions o;
+    if (a.blocks_dir.empty() == a.datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
+    o.blocks_dir = a.blocks_dir;
+    o.datadir = a.datadir;
+    o.chain = ParseNetworkOption(a.network);
+    o.chainstate = a.chainstate;
+    o.undo_dir = a.undo;
+    o.dbcache_mib = a.dbcache;
+    if (a.stop_height >= 0) o.stop_height = a.stop_height;
+    o.via_p2p = a.via_p2p;
+    o.threads = a.threads;
+    o.statistics = !a.out.no_stats;
+    o.db_batch_bytes = a.dbbatchsize;
+    o.assumevalid = ParseAssumeValid(a.out.assumevalid);
+    o.skip_scripts = a.skip_scripts;
+    return o;
+}
+
 const CommandRegistrar replay_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("replay",
         "Replay block files through the IBD pipeline: read, decode, check, connect, flush.\n"
@@ -66,6 +90,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
+    auto hints = std::make_shared<HintsAfterRun>();
     auto* blocks_opt = cmd->add_option("--blocks-dir", a->blocks_dir,
         "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file: every record's header is scanned");
     cmd->add_option("--datadir", a->datadir,
@@ -93,6 +118,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->excludes(cmd->get_option("--assumevalid"));
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     height_export->AddOptions(cmd);
+    hints->AddOption(cmd);
     cmd->add_option("--swiftsync", a->swiftsync,
                     "Check the chain with SwiftSync against this hintsfile (`ibdkit hints`, BIP 456): blocks in any order on\n"
                     "every thread, no UTXO lookups; writes the UTXO set at the hintsfile's height as a new chainstate\n"
@@ -105,22 +131,8 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_flag("--fallback", a->fallback,
                   "With --swiftsync: if the history is refused, replay blocks 1..n the classic way to name the first\n"
                   "invalid block with Core's reason, or to tell that the hints (or the rev data) were wrong");
-    cmd->callback([a, height_export] {
-        ReplayOptions o;
-        if (a->blocks_dir.empty() == a->datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
-        o.blocks_dir = a->blocks_dir;
-        o.datadir = a->datadir;
-        o.chain = ParseNetworkOption(a->network);
-        o.chainstate = a->chainstate;
-        o.undo_dir = a->undo;
-        o.dbcache_mib = a->dbcache;
-        if (a->stop_height >= 0) o.stop_height = a->stop_height;
-        o.via_p2p = a->via_p2p;
-        o.threads = a->threads;
-        o.statistics = !a->out.no_stats;
-        o.db_batch_bytes = a->dbbatchsize;
-        o.assumevalid = ParseAssumeValid(a->out.assumevalid);
-        o.skip_scripts = a->skip_scripts;
+    cmd->callback([a, height_export, hints] {
+        ReplayOptions o = OptionsOf(*a);
         const bool all = a->policy == "all";
         if (a->fallback && a->swiftsync.empty()) throw UsageError("--fallback goes with --swiftsync");
         if (!all) {
@@ -128,16 +140,18 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
             o.policy = *id;
         }
-        if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export);
+        if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export, *hints);
         if (all) {
-            if (height_export->Enabled()) throw CLI::ValidationError("--policy all", "compares policies; drop --height");
+            if (height_export->Enabled() || !a->undo.empty() || hints->Enabled()) {
+                throw CLI::ValidationError("--policy all", "compares policies; drop --height, --undo and --write-hints");
+            }
             if (!a->chainstate.empty()) throw CLI::ValidationError("--policy all", "replays into temporary chainstates; drop --chainstate");
-            if (!a->undo.empty()) throw CLI::ValidationError("--policy all", "compares policies; drop --undo");
             ExitCode() = ReplayAllPolicies(o, a->out.quiet, a->rounds);
             return;
         }
         CheckEngineOutputs(o);
         height_export->Prepare(o);
+        hints->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_progress = ProgressPrinter(bar, "");
         StopOnInterrupt(&g_interrupt, a->chainstate);
@@ -152,10 +166,14 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         }
         RecordNetwork(o, r->chain);
         if (r->live_height >= 0) PrintNote(LiveDatadirMessage(r->live_height, r->live_hash));
+        const auto hintsfile = hints->Finish(o, *r, a->out.quiet || a->out.json);
         if (a->out.json) {
-            std::printf("%s\n", ToJson(*r, o.policy).dump(2).c_str());
+            auto j = ToJson(*r, o.policy);
+            if (hintsfile) j["hints"] = HintsJson(*hintsfile, hints->Out());
+            std::printf("%s\n", j.dump(2).c_str());
         } else {
             PrintHuman(*r);
+            if (hintsfile) PrintHints(*hintsfile, hints->Out());
         }
         if (r->reject_reason) ExitCode() = EXIT_INVALID_CHAIN;
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;

@@ -5,6 +5,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <system_error>
+
+#include <stdlib.h>
 
 namespace ibdkit::cli {
 
@@ -78,6 +82,22 @@ void AddQuietOption(CLI::App* cmd, bool& quiet)
 void CheckOutput(const std::string& file)
 {
     if (auto refused = CheckOutputFile(file)) throw UsageError(refused->message);
+}
+
+TemporaryDir::TemporaryDir(const std::string& what)
+{
+    std::string tmpl = (std::filesystem::temp_directory_path() / ("ibdkit-" + what + "-XXXXXX")).string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        throw std::runtime_error("cannot make a temporary folder in " + std::filesystem::temp_directory_path().string() +
+                                 " (TMPDIR chooses another)");
+    }
+    m_path = tmpl;
+}
+
+TemporaryDir::~TemporaryDir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
 }
 
 std::string UsageCommand(const CLI::App& app)

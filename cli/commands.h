@@ -9,6 +9,7 @@
 #include <ibdkit/chain/params.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +64,20 @@ bool& ProgressForced();
 /// Refuses (UsageError) an output file ibdkit may not write (common/write_guard.h): inside a Core data
 /// directory, in a folder that does not exist, or a folder itself. Called before any work.
 void CheckOutput(const std::string& file);
+
+/// A new folder in the system's temporary directory, named "ibdkit-WHAT-XXXXXX", removed with all it
+/// holds when this object goes (a temporary chainstate). Throws std::runtime_error if it cannot be made.
+class TemporaryDir {
+public:
+    explicit TemporaryDir(const std::string& what);
+    ~TemporaryDir();
+    TemporaryDir(const TemporaryDir&) = delete;
+    TemporaryDir& operator=(const TemporaryDir&) = delete;
+    const std::filesystem::path& Path() const noexcept { return m_path; }
+
+private:
+    std::filesystem::path m_path;
+};
 
 /// The subcommand path that was parsed ("utxo stats "), for the hint after a usage error.
 std::string UsageCommand(const CLI::App& app);

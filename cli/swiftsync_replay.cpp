@@ -9,10 +9,9 @@
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/utxo/stats.h>
 
-#include <stdlib.h>
-
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 namespace ibdkit::cli {
 
@@ -116,20 +115,8 @@ void PrintFallback(const nlohmann::json& f, uint32_t n)
 void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out, const ReplayOptions* fallback)
 {
     // Without --chainstate the statistics need one: a temporary one, removed after.
-    fs::path temporary;
-    if (o.chainstate.empty() && !out.no_stats) {
-        std::string tmpl = (fs::temp_directory_path() / "ibdkit-swiftsync-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot make a temporary chainstate in " + fs::temp_directory_path().string());
-        temporary = o.chainstate = tmpl;
-    }
-    struct RemoveTemporary {
-        fs::path dir;
-        ~RemoveTemporary()
-        {
-            std::error_code ec;
-            if (!dir.empty()) fs::remove_all(dir, ec);
-        }
-    } remove_temporary{temporary};
+    std::optional<TemporaryDir> temporary;
+    if (o.chainstate.empty() && !out.no_stats) o.chainstate = temporary.emplace("swiftsync").Path();
     SetInterruptNote(o.chainstate.empty() ? "" : "nothing was written into the chainstate " + o.chainstate.string() +
                                                      " (an accepted history is written at the end): remove it and run again");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);

@@ -89,14 +89,6 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
                  r->file_stats.hash_serialized.ToHex().c_str());
 }
 
-HeightExport::~HeightExport()
-{
-    if (!m_temporary.empty()) {
-        std::error_code ec;
-        fs::remove_all(m_temporary, ec);
-    }
-}
-
 void HeightExport::AddOptions(CLI::App* cmd)
 {
     auto* h = cmd->add_option("--height", m_height,
@@ -121,10 +113,8 @@ void HeightExport::Prepare(EngineOptions& o)
     o.stop_height = m_height;
     m_policy = o.policy;
     if (o.chainstate.empty()) {
-        std::string tmpl = (fs::temp_directory_path() / "ibdkit-height-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary chainstate directory in " + fs::temp_directory_path().string());
-        m_temporary = tmpl;
-        o.chainstate = m_temporary;
+        m_temporary.emplace("height");
+        o.chainstate = m_temporary->Path();
     }
     m_chainstate = o.chainstate;
 }

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace ibdkit::cli {
@@ -32,8 +33,6 @@ public:
     HeightExport() = default;
     HeightExport(const HeightExport&) = delete;
     HeightExport& operator=(const HeightExport&) = delete;
-    /// Removes the temporary chainstate, if one was made.
-    ~HeightExport();
 
     /// Adds --height, --dump and --out to `cmd`.
     void AddOptions(CLI::App* cmd);
@@ -49,7 +48,8 @@ public:
 private:
     int m_height{-1};
     std::string m_format, m_out;
-    std::filesystem::path m_chainstate, m_temporary;
+    std::filesystem::path m_chainstate;
+    std::optional<TemporaryDir> m_temporary; ///< the chainstate when none was named
     PolicyId m_policy{PolicyId::Hardened};
 };
 

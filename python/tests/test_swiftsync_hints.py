@@ -8,7 +8,7 @@ from conftest import import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import START, block_hash, records, snapshot  # noqa: E402
+from test_replay_datadir import START, block_hash, framed_records, records, snapshot  # noqa: E402
 
 
 def compact_size(n):
@@ -100,11 +100,15 @@ def test_hints_from_cores_chainstate_equal_ibdkits(cli, tmp_path):
 
     before = snapshot(datadir)
     core = json.loads(run_cli(cli, "hints", "--json", "--datadir", datadir, "--out", tmp_path / "core.hints").stdout)
+    # The end of a replay: of Core's datadir into a temporary chainstate, and of the blocks into ours.
+    wrote = json.loads(run_cli(cli, "replay", "--json", "--datadir", datadir, "--threads", "2",
+                               "--write-hints", tmp_path / "replay.hints").stdout)
     assert snapshot(datadir) == before, "the data directory is byte-identical, with no new file"
     assert (core["height"], core["coins"]) == (height, coins)
+    assert (wrote["height"], wrote["hints"]["height"], wrote["hints"]["coins"]) == (height, height, coins)
 
     cs = tmp_path / "ours"
-    run_cli(cli, "replay", "-q", "--blocks-dir", bdir, "--chainstate", cs)
+    run_cli(cli, "replay", "-q", "--blocks-dir", bdir, "--chainstate", cs, "--write-hints", tmp_path / "replay2.hints")
     ours = json.loads(run_cli(cli, "hints", "--json", "--chainstate", cs, "--blocks-dir", bdir,
                               "--out", tmp_path / "ours.hints", "--threads", "2").stdout)
     assert ours["tip"] == core["tip"]
@@ -116,7 +120,15 @@ def test_hints_from_cores_chainstate_equal_ibdkits(cli, tmp_path):
     assert got == expected, "ibdkit's hints from Core's chainstate equal the hints computed from Core's engine"
     assert (tmp_path / "ours.hints").read_bytes() == got
     assert (tmp_path / "snap.hints").read_bytes() == got
+    assert (tmp_path / "replay.hints").read_bytes() == got, "replay --write-hints over Core's datadir"
+    assert (tmp_path / "replay2.hints").read_bytes() == got, "replay --write-hints over the blocks"
     assert not list(tmp_path.glob("*.partial*"))
+
+    # Stopped early, the hints are for the height reached; over a datadir as over the blocks.
+    r = json.loads(run_cli(cli, "replay", "--json", "--datadir", datadir, "--stop-height", "100",
+                           "--write-hints", tmp_path / "h100.hints").stdout)
+    assert r["hints"]["height"] == 100
+    assert (tmp_path / "h100.hints").read_bytes()[5:9] == (100).to_bytes(4, "little")
 
 
 def test_swiftsync_accepts_cores_chain_and_refuses_a_wrong_hint(cli, tmp_path):
@@ -192,3 +204,27 @@ def test_hints_cli_errors(cli, tmp_path):
     r = run_cli(cli, "hints", "--blocks-dir", tmp_path, "--chainstate", tmp_path, "--out", tmp_path / "x.hints", check=False)
     assert r.returncode == 1 and r.stderr.startswith("ibdkit: error: "), r.stderr
     assert not (tmp_path / "x.hints").exists()
+
+
+def test_replay_write_hints_only_after_a_clean_run(cli, tmp_path):
+    """--write-hints is refused where it means nothing (usage errors, before any work), and a run
+    that rejects a block writes no hintsfile."""
+    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "30", "--target-mb", "1", "--seed", "33",
+            "--start-time", str(START), "--no-progress", "--json")
+    bdir = tmp_path / "chain" / "blocks"
+    out = tmp_path / "x.hints"
+    for extra in (["--policy", "all"], ["--swiftsync", tmp_path / "none.hints"]):
+        r = run_cli(cli, "replay", "-q", "--blocks-dir", bdir, "--write-hints", out, *extra, check=False)
+        assert r.returncode == 64 and "--write-hints" in r.stderr, r.stderr
+    r = run_cli(cli, "replay", "-q", "--blocks-dir", bdir, "--write-hints", tmp_path / "no" / "x.hints", check=False)
+    assert r.returncode == 64 and "does not exist" in r.stderr, r.stderr
+
+    # Block 20's last byte (its last transaction's lock time) changed: rejected, so no hintsfile.
+    name, offset, payload, _ = framed_records(bdir)[20]
+    f = bdir / name
+    data = bytearray(f.read_bytes())
+    data[offset + len(payload) - 1] ^= 1
+    f.write_bytes(bytes(data))
+    r = run_cli(cli, "replay", "--blocks-dir", bdir, "--write-hints", out, check=False)
+    assert r.returncode == 2 and "no hintsfile written" in r.stderr, r.stderr
+    assert not out.exists() and not list(tmp_path.glob("*.partial*"))
