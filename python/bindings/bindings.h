@@ -14,6 +14,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -25,6 +26,9 @@ nanobind::bytes Bytes(ByteSpan s);
 ChainType ParseNetwork(const std::string& name);
 /// The buffer policy of a name; InvalidArgument else.
 PolicyId ParsePolicyName(const std::string& name);
+/// An assumevalid argument: None, the network's default (nullopt); "0", verify every script (a
+/// null hash); a block hash in hex. InvalidArgument else.
+std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& value);
 /// Whether `dir` is a Core data directory (its block index, or a network's subdirectory) rather
 /// than blk files: how every function taking "a datadir or a blocks directory" tells them apart.
 bool LooksLikeDatadir(const std::filesystem::path& dir);

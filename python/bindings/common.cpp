@@ -36,6 +36,15 @@ PolicyId ParsePolicyName(const std::string& name)
     return *p;
 }
 
+std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& value)
+{
+    if (!value) return std::nullopt;
+    if (*value == "0") return BlockHash{};
+    auto h = BlockHash::FromHex(*value);
+    if (!h) throw PyError{"InvalidArgument", "assumevalid must be a block hash (64 hex digits) or \"0\", got '" + *value + "'"};
+    return *h;
+}
+
 /// A result value (engine/result_fields.h) as the Python object of its type.
 nb::object FieldValue(const ResultValue& v)
 {

@@ -29,17 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// EngineOptions::assumevalid from Python: None, the network's default; "0", verify every script;
-/// a block hash in hex.
-std::optional<BlockHash> ParseAssumeValid(const std::optional<std::string>& value)
-{
-    if (!value) return std::nullopt;
-    if (*value == "0") return BlockHash{};
-    auto h = BlockHash::FromHex(*value);
-    if (!h) throw PyError{"InvalidArgument", "assumevalid must be a block hash (64 hex digits) or \"0\", got '" + *value + "'"};
-    return *h;
-}
-
 /// The engine's progress as a dict (replay's and sync's callbacks).
 void ProgressInto(nb::dict& d, const EngineProgress& p)
 {
@@ -86,7 +75,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 {
     ReplayOptions o;
     o.statistics = statistics;
-    o.assumevalid = ParseAssumeValid(assumevalid);
+    o.assumevalid = ParseAssumeValidArg(assumevalid);
     const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     if (LooksLikeDatadir(dir)) {
@@ -115,7 +104,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
 {
     SyncOptions o;
     o.statistics = statistics;
-    o.assumevalid = ParseAssumeValid(assumevalid);
+    o.assumevalid = ParseAssumeValidArg(assumevalid);
     o.threads = threads;
     o.chain = ParseNetwork(network);
     auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);

@@ -12,6 +12,7 @@
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
+#include <ibdkit/swiftsync/replay.h>
 #include <ibdkit/spent/tables.h> // AddressNetworkOf
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
@@ -47,6 +48,9 @@ struct PyHints {
 
 struct PyBlocks {
     std::shared_ptr<const LocatedChain> chain;
+    fs::path datadir; ///< the Core data directory the blocks came from (empty: blk files)
+    /// Its undo data (coins mode), located on first use and kept: one read of the block index.
+    std::shared_ptr<const DatadirUndo> undo;
 
     /// Height h's block record size (0 when the chain does not hold it).
     uint64_t SizeAt(uint32_t h) const
@@ -84,16 +88,15 @@ struct PyPartial {
     nb::object run;
 };
 
-/// The check's mode. The one place a mode name is accepted: "coins" needs CheckRange's coins mode.
-void ApplyMode(const std::string& mode, swiftsync::CheckRangeOptions&)
+/// The check's mode: the one place a mode name is read.
+swiftsync::AggregateMode ParseMode(const std::string& mode)
 {
-    if (mode == "outpoints") return;
-    if (mode == "coins") {
-        throw PyError{"InvalidArgument", "mode='coins' is not available in this build: CheckRange checks in outpoints mode "
-                                         "only (docs/swiftsync.md); use mode='outpoints'"};
-    }
-    throw PyError{"InvalidArgument", "mode must be 'outpoints' or 'coins', got '" + mode + "'"};
+    if (mode == "outpoints") return swiftsync::AggregateMode::OutPoints;
+    if (mode == "coins") return swiftsync::AggregateMode::Coins;
+    throw PyError{"InvalidArgument", "mode must be 'coins' or 'outpoints', got '" + mode + "'"};
 }
+
+const char* ModeName(swiftsync::AggregateMode mode) { return mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints"; }
 
 /// A Core data directory (its block index, or a network's subdirectory) or blk files.
 PyBlocks Locate(const std::string& path, std::optional<std::string> network)
@@ -107,7 +110,7 @@ PyBlocks Locate(const std::string& path, std::optional<std::string> network)
                                         : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
     }
     if (!located) Throw(located.error());
-    return PyBlocks{std::make_shared<const LocatedChain>(std::move(*located))};
+    return PyBlocks{std::make_shared<const LocatedChain>(std::move(*located)), LooksLikeDatadir(dir) ? dir : fs::path{}, nullptr};
 }
 
 PyHints ReadHints(const std::string& path)
@@ -121,11 +124,43 @@ PyHints ReadHints(const std::string& path)
     return PyHints{std::make_shared<const swiftsync::Hints>(std::move(*h))};
 }
 
-PyPartial CheckRange_(const PyBlocks& blocks, const PyHints& hints, const PySalt& salt, uint32_t first, uint32_t last,
-                      unsigned threads, bool collect_unspent, const std::string& mode)
+/// Coins mode's options: the datadir's undo data (located once per PyBlocks), assumevalid as the
+/// CLI's --assumevalid ("0", a block hash, or None: the network's), skip_scripts.
+swiftsync::CoinsModeOptions CoinsOptions(PyBlocks& blocks, const std::optional<std::string>& assumevalid, bool skip_scripts)
+{
+    if (blocks.datadir.empty()) {
+        throw PyError{"InvalidArgument", "mode='coins' reads the spent coins from a Bitcoin Core data directory's rev files: give "
+                                         "a datadir as the source, or mode='outpoints' for bare block files (it checks much less)"};
+    }
+    if (!blocks.undo) {
+        Result<DatadirUndo> undo = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            undo = LocateUndoInDatadir(blocks.datadir, blocks.chain->chain);
+        }
+        if (!undo) Throw(undo.error());
+        blocks.undo = std::make_shared<const DatadirUndo>(std::move(*undo));
+    }
+    swiftsync::CoinsModeOptions c;
+    c.undo = blocks.undo.get();
+    c.skip_scripts = skip_scripts;
+    if (assumevalid) {
+        if (skip_scripts) throw PyError{"InvalidArgument", "skip_scripts trusts every script: drop assumevalid"};
+        c.assumevalid = ParseAssumeValidArg(*assumevalid);
+    }
+    return c;
+}
+
+PyPartial CheckRange_(PyBlocks& blocks, const PyHints& hints, const PySalt& salt, uint32_t first, uint32_t last,
+                      unsigned threads, bool collect_unspent, const std::string& mode, std::optional<std::string> assumevalid,
+                      bool skip_scripts)
 {
     swiftsync::CheckRangeOptions o;
-    ApplyMode(mode, o);
+    const swiftsync::AggregateMode m = ParseMode(mode);
+    if (m == swiftsync::AggregateMode::OutPoints && (assumevalid || skip_scripts)) {
+        throw PyError{"InvalidArgument", "mode='outpoints' checks no scripts: assumevalid and skip_scripts go with mode='coins'"};
+    }
+    const auto coins = m == swiftsync::AggregateMode::Coins ? CoinsOptions(blocks, assumevalid, skip_scripts) : swiftsync::CoinsModeOptions{};
     if (threads < 1 || threads > 1024) throw PyError{"InvalidArgument", "threads must be in 1..1024"};
     o.threads = threads;
     o.collect_unspent = collect_unspent;
@@ -143,7 +178,8 @@ PyPartial CheckRange_(const PyBlocks& blocks, const PyHints& hints, const PySalt
     std::vector<uint8_t> run_bytes;
     {
         nb::gil_scoped_release nogil;
-        auto r = swiftsync::CheckRange(*blocks.chain, *hints.hints, salt.salt, first, last, o);
+        auto r = m == swiftsync::AggregateMode::Coins ? swiftsync::CheckRangeCoins(*blocks.chain, *hints.hints, salt.salt, first, last, o, coins)
+                                                      : swiftsync::CheckRange(*blocks.chain, *hints.hints, salt.salt, first, last, o);
         if (!r) {
             error = r.error();
         } else {
@@ -221,6 +257,7 @@ nb::dict Combine_(const std::vector<const PyPartial*>& parts, uint32_t height, c
     d["counts"] = CountsDict(v.counts);
     d["supply_sat"] = v.supply;
     d["supply_bound_sat"] = v.supply_bound;
+    d["script_checked_inputs"] = v.script_checked_inputs;
     return d;
 }
 
@@ -313,6 +350,15 @@ void BindSwiftSync(nb::module_& m)
         .def(nb::new_(&Locate), "path"_a, "network"_a.none())
         .def_prop_ro("network", [](const PyBlocks& b) { return std::string(ChainTypeName(b.chain->chain)); })
         .def_prop_ro("tip_height", [](const PyBlocks& b) { return b.chain->TipHeight(); })
+        .def_prop_ro("is_datadir", [](const PyBlocks& b) { return !b.datadir.empty(); })
+        .def("hash_at", [](const PyBlocks& b, uint32_t height) {
+            const int64_t i = int64_t(height) - b.chain->base_height;
+            if (i < 0 || height > uint32_t(std::max(b.chain->TipHeight(), 0))) {
+                throw PyError{"InvalidArgument", "the blocks hold heights " + std::to_string(b.chain->base_height) + ".." +
+                                                     std::to_string(b.chain->TipHeight()) + ", not " + std::to_string(height)};
+            }
+            return b.chain->order.hashes[std::size_t(i)].ToHex();
+        }, "height"_a)
         .def("split", &PyBlocks::Split, "height"_a, "count"_a);
 
     nb::class_<PyPartial>(m, "_Partial")
@@ -323,17 +369,31 @@ void BindSwiftSync(nb::module_& m)
         .def_prop_ro("counts", [](const PyPartial& p) { return CountsDict(p.p.counts); })
         .def_prop_ro("supply", [](const PyPartial& p) { return p.p.supply; })
         .def_prop_ro("failure", [](const PyPartial& p) { return FailureDict(p.p.failure); })
+        .def_prop_ro("mode", [](const PyPartial& p) { return std::string(ModeName(p.p.mode)); })
+        .def_prop_ro("script_checked_inputs", [](const PyPartial& p) { return p.p.script_checked_inputs; })
         .def("_to_bytes", [](const PyPartial& p) { return Bytes(swiftsync::SerializePartial(p.p)); })
         .def("_run", [](const PyPartial& p) { return p.run; })
         .def_static("_from_parts", &FromParts, "partial"_a, "run"_a.none());
 
-    m.def("_swiftsync_mode", [](const std::string& mode) {
-        swiftsync::CheckRangeOptions o;
-        ApplyMode(mode, o);
-    }, "mode"_a);
+    m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
-          "collect_unspent"_a, "mode"_a);
+          "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);
     m.def("_combine", &Combine_, "partials"_a, "height"_a, "network"_a);
+    m.def("_write_chainstate", [](const std::vector<nb::bytes>& runs, const std::string& path, const std::string& network,
+                                  const std::string& tip) {
+        auto hash = BlockHash::FromHex(tip);
+        if (!hash) throw PyError{"InvalidArgument", "tip must be a block hash (64 hex digits), got '" + tip + "'"};
+        const ChainType chain = ParseNetwork(network);
+        std::vector<std::span<const uint8_t>> spans;
+        for (const nb::bytes& b : runs) spans.push_back(View(b));
+        Result<uint64_t> written = Error{};
+        {
+            nb::gil_scoped_release nogil;
+            written = swiftsync::WriteUnspentRuns(spans, path, chain, *hash);
+        }
+        if (!written) Throw(written.error());
+        return *written;
+    }, "runs"_a, "path"_a, "network"_a, "tip"_a);
     m.def("_unspent_stats", &RunStats, "runs"_a, "hash_type"_a, "height"_a.none());
     m.def("_unspent_coins", [](std::vector<nb::bytes> runs, const std::string& network) {
         auto cur = std::make_unique<RunCursor>(runs);

@@ -17,7 +17,10 @@ It pickles as its bytes, so Dask carries it between machines. The salt never doe
 :class:`Salt` has no text form and refuses pickling; its bytes leave it only through
 :meth:`Salt.to_worker_bytes`, whose result hides them from ``repr``/``str`` (and so from logs).
 
-Outpoints mode checks much less than Bitcoin Core's assumevalid: read docs/swiftsync.md, *Trust*.
+Two modes. ``mode="coins"`` (a Core datadir, which has rev files): BIP 457's full Coin in the sums
+and, with the spent coins, every rule Core's ConnectBlock checks, scripts where Core's assumevalid
+rule checks them — the trust of a classic replay. ``mode="outpoints"`` (any blocks) checks much
+less than Bitcoin Core's assumevalid: read docs/swiftsync.md, *Trust*.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from . import _ibdkit
 from . import MAX_HEIGHT, MAX_THREADS, PathLike, _error, _existing, _whole
 
 __all__ = ["DaskRun", "Hints", "Partial", "Salt", "Verdict", "WorkerSaltBytes", "check_range", "combine",
-           "run_dask", "unspent_coins", "unspent_stats", "unspent_to_arrow"]
+           "run_dask", "unspent_coins", "unspent_stats", "unspent_to_arrow", "write_chainstate"]
 
 _HIDDEN = "<ibdkit.swiftsync salt bytes (hidden)>"
 
@@ -177,6 +180,9 @@ class Partial:
     counts = property(lambda self: self._native.counts, doc="blocks, transactions, inputs, outputs, unspent, unspendable.")
     supply = property(lambda self: self._native.supply, doc="Satoshis of the hinted-unspent outputs.")
     failure = property(lambda self: self._native.failure, doc="None, or {height, hash, reason} of the refused block.")
+    mode = property(lambda self: self._native.mode, doc="'coins' or 'outpoints': how the range was checked.")
+    script_checked_inputs = property(lambda self: self._native.script_checked_inputs,
+                                     doc="Coins mode: the inputs whose scripts were verified.")
 
     def to_bytes(self) -> bytes:
         """The partial without its coins (docs/formats.md §12)."""
@@ -193,14 +199,16 @@ class Partial:
     def __repr__(self) -> str:
         c = self.counts
         tail = f" REFUSED at {self.failure['height']}" if self.failure else ""
-        return f"<ibdkit.swiftsync.Partial {self.first}..{self.last} blocks={c['blocks']} unspent={c['unspent']}{tail}>"
+        return (f"<ibdkit.swiftsync.Partial {self.first}..{self.last} {self.mode} blocks={c['blocks']} "
+                f"unspent={c['unspent']}{tail}>")
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The verdict over ranges covering 1..height (``combine``). ``ok`` only when the ranges cover
     1..height exactly once, no block was refused, the sums are equal and the unspent value is within
-    the subsidies; ``reason`` says why not. Outpoints mode: much less than assumevalid."""
+    the subsidies; ``reason`` says why not. Outpoints mode: much less than assumevalid; coins mode:
+    Core's rules, scripts on ``script_checked_inputs`` inputs."""
 
     ok: bool
     reason: Optional[str]
@@ -211,6 +219,7 @@ class Verdict:
     counts: Dict[str, int]
     supply_sat: int
     supply_bound_sat: int
+    script_checked_inputs: int = 0
 
 
 # ---- per-process caches: a worker reads the block index and the hintsfile once per run ---------
@@ -260,7 +269,8 @@ def _hints(hints: Union[Hints, PathLike]) -> Hints:
 # ---- the range check and the verdict --------------------------------------------------------------
 
 def _check(source: PathLike, hints: Union[Hints, PathLike], salt: Salt, first: int, last: int, threads: int,
-           mode: str, network: Optional[str], collect_unspent: bool) -> Tuple[Partial, str]:
+           mode: str, network: Optional[str], collect_unspent: bool, assumevalid: Optional[Union[str, int]] = None,
+           skip_scripts: bool = False) -> Tuple[Partial, str, str]:
     _check_mode(mode)
     if not isinstance(salt, Salt):
         raise TypeError(f"salt must be an ibdkit.swiftsync.Salt (Salt.new(), Salt.from_worker_bytes(b)), "
@@ -277,38 +287,91 @@ def _check(source: PathLike, hints: Union[Hints, PathLike], salt: Salt, first: i
     if blocks.tip_height < last:
         raise _error(_ibdkit.ArgumentError, "InvalidArgument",
                      f"source: the blocks end at height {blocks.tip_height}, before last={last}")
-    native = _ibdkit._check_range(blocks, h._native, salt._native, first, last, threads, bool(collect_unspent), mode)
-    return Partial._wrap(native), blocks.network
+    native = _ibdkit._check_range(blocks, h._native, salt._native, first, last, threads, bool(collect_unspent), mode,
+                                  None if assumevalid is None else str(assumevalid), bool(skip_scripts))
+    return Partial._wrap(native), blocks.network, blocks.hash_at(last)
 
 
 def check_range(source: PathLike, hints: Union[Hints, PathLike], salt: Salt, first: int, last: int, *,
                 threads: int = 1, mode: str = "outpoints", network: Optional[str] = None,
-                collect_unspent: bool = True) -> Partial:
+                collect_unspent: bool = True, assumevalid: Optional[Union[str, int]] = None,
+                skip_scripts: bool = False) -> Partial:
     """Checks blocks ``first``..``last`` (inclusive; 1 <= first <= last <= hints.height) of
     ``source`` (a Core datadir or a blocks directory, as ``read_blocks`` takes them) against
-    ``hints`` with ``salt`` (C++ ``CheckRange``), on ``threads`` threads, without the GIL.
+    ``hints`` with ``salt``, on ``threads`` threads, without the GIL.
+
+    ``mode``: "outpoints" (C++ ``CheckRange``, BIP 457's assume-valid extension, any blocks) or
+    "coins" (C++ ``CheckRangeCoins``: the source must be a Core datadir; the spent coins come from
+    its rev files and every rule of Core's ConnectBlock is checked; scripts where Core's
+    assumevalid rule checks them — ``assumevalid`` as in :func:`ibdkit.replay`, None the
+    network's, 0 every script; ``skip_scripts=True`` trusts every script, a benchmark only).
 
     Returns a :class:`Partial`. A refused block is not an exception (``partial.failure``); a
-    missing path is ``NotFoundError``, arguments out of range ``ArgumentError``, blocks missing or
-    not decoding ``ibdkit.Error``. ``mode``: "outpoints" (BIP 457's assume-valid extension);
-    "coins" is refused until CheckRange has it. ``collect_unspent=False`` keeps no coins (a
-    verdict only).
+    missing path is ``NotFoundError``, arguments out of range ``ArgumentError``, blocks or rev data
+    missing or not decoding ``ibdkit.Error``. ``collect_unspent=False`` keeps no coins (a verdict
+    only).
     """
-    return _check(source, hints, salt, first, last, threads, mode, network, collect_unspent)[0]
+    return _check(source, hints, salt, first, last, threads, mode, network, collect_unspent, assumevalid,
+                  skip_scripts)[0]
 
 
 def combine(partials: Iterable[Partial], height: int, network: str, *, mode: str = "outpoints") -> Verdict:
-    """The verdict over ``partials`` for the hintsfile's ``height`` on ``network`` (C++ ``Combine``)."""
+    """The verdict over ``partials`` for the hintsfile's ``height`` on ``network`` (C++ ``Combine``).
+    Every partial must have been checked in ``mode`` (ArgumentError otherwise)."""
     _check_mode(mode)
     parts = list(partials)
     for p in parts:
         if not isinstance(p, Partial):
             raise TypeError(f"partials must be ibdkit.swiftsync.Partial objects, got {type(p).__name__}")
+        if p.mode != mode:
+            raise _error(_ibdkit.ArgumentError, "InvalidArgument",
+                         f"combine(mode={mode!r}): the partial {p.first}..{p.last} was checked in mode {p.mode!r}")
     _whole("height", height, 0, MAX_HEIGHT)
     d = _ibdkit._combine([p._native for p in parts], height, network)
     return Verdict(ok=d["ok"], reason=d["reason"], height=d["height"], network=d["network"], mode=mode,
                    ranges=d["ranges"], counts=d["counts"], supply_sat=d["supply_sat"],
-                   supply_bound_sat=d["supply_bound_sat"])
+                   supply_bound_sat=d["supply_bound_sat"], script_checked_inputs=d["script_checked_inputs"])
+
+
+def write_chainstate(partials: Iterable[Partial], path: PathLike, verdict: Verdict, *, tip: Optional[str] = None,
+                     source: Optional[PathLike] = None) -> int:
+    """Writes the UTXO set at ``verdict.height`` — the partials' hinted-unspent coins — as a new
+    chainstate at ``path`` in Bitcoin Core's format, as ``replay --swiftsync`` writes one (C++
+    ``WriteUnspentRuns``): the unspent runs merged in key order into one bulk load, with block n as
+    the best block. ``tip``: that block's hash (hex), or ``source``: blocks to read it from (exactly
+    one). ``DaskRun.write_chainstate`` does this for a Dask run.
+
+    Only an accepted verdict over exactly these partials, each with its coins, is written
+    (``ArgumentError`` otherwise). ``path`` must be new or empty and outside any Bitcoin Core data
+    directory (``RefusedError``). A failure leaves nothing behind. Returns the coins written.
+    """
+    parts = sorted(partials, key=lambda p: p.first)
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"verdict must be an ibdkit.swiftsync.Verdict (combine()), got {type(verdict).__name__}")
+
+    def refuse(why: str) -> Any:
+        return _error(_ibdkit.ArgumentError, "InvalidArgument", f"write_chainstate: {why}")
+
+    if not verdict.ok:
+        raise refuse(f"the verdict refused the history ({verdict.reason}); nothing is written")
+    if len(parts) != verdict.ranges or [(p.first, p.last) for p in parts] != _cover(parts, verdict.height):
+        raise refuse(f"the partials are not the {verdict.ranges} ranges covering 1..{verdict.height} that the verdict accepted")
+    runs = [p.unspent_run() for p in parts]
+    if any(r is None for r in runs):
+        raise refuse("a partial holds no coins (checked with collect_unspent=False)")
+    if sum(p.counts["unspent"] for p in parts) != verdict.counts["unspent"]:
+        raise refuse("the partials' coins are not the verdict's")
+    if (tip is None) == (source is None):
+        raise refuse("give tip (the hash of block n) or source (blocks to read it from), exactly one")
+    if tip is None:
+        tip = _blocks(_existing("source", source), verdict.network).hash_at(verdict.height)
+    return _ibdkit._write_chainstate(runs, os.fspath(path), verdict.network, tip)
+
+
+def _cover(parts: List[Partial], height: int) -> List[Tuple[int, int]]:
+    """The ranges as they must be to cover 1..height once each, given their firsts."""
+    ends = [p.first - 1 for p in parts[1:]] + [height]
+    return [(p.first, e) for p, e in zip(parts, ends)] if parts and parts[0].first == 1 else []
 
 
 # ---- the unspent coins: statistics, Coin objects, Arrow ------------------------------------------

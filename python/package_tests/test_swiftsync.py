@@ -57,6 +57,36 @@ def test_ranges_combine_and_their_coins_are_the_replayed_set(ibdkit, ss, chain, 
     assert "aggregates differ" in ss.combine([other] + parts[:1] + parts[2:], n, "regtest").reason
 
 
+def test_write_chainstate_writes_only_an_accepted_whole_set(ibdkit, ss, chain, cli_replay, hints, tmp_path):
+    """write_chainstate: the runs of an accepted verdict become the replayed chainstate (same
+    statistics, same best block); anything less is refused before a byte is written."""
+    h = ss.Hints(hints)
+    n = h.height
+    salt = ss.Salt.new()
+    parts = [ss.check_range(chain, h, salt, a, b) for (a, b) in ((1, 60), (61, n))]
+    v = ss.combine(parts, n, "regtest")
+    assert v.ok
+    out = tmp_path / "cs"
+    assert ss.write_chainstate(parts, out, v, source=chain) == cli_replay[1]["txouts"]
+    got, want = ibdkit.Chainstate(out).stats(), ibdkit.Chainstate(cli_replay[0]).stats()
+    for key in ("txouts", "hash_serialized_3", "height", "bestblock"):
+        assert got[key] == want[key], key
+    tip = want["bestblock"]
+
+    def refused(match, *args, **kw):
+        target = tmp_path / "refused"
+        with pytest.raises((ibdkit.ArgumentError, ibdkit.RefusedError), match=match):
+            ss.write_chainstate(*args, **kw)
+        assert not target.exists() or not any(target.iterdir())
+
+    refused("nothing is written", parts[:1] + [ss.check_range(chain, h, ss.Salt.new(), 61, n)], tmp_path / "refused",
+            ss.combine(parts[:1] + [ss.check_range(chain, h, ss.Salt.new(), 61, n)], n, "regtest"), tip=tip)
+    refused("covering 1..", parts[:1], tmp_path / "refused", v, tip=tip)
+    refused("holds no coins", [ss.Partial.from_bytes(p.to_bytes()) for p in parts], tmp_path / "refused", v, tip=tip)
+    refused("exactly one", parts, tmp_path / "refused", v)
+    refused("not empty", parts, out, v, tip=tip)
+
+
 def test_unspent_coins_as_arrow_equal_the_chainstates(ibdkit, ss, chain, cli_replay, hints, need_pyarrow):
     import pyarrow as pa
     salt = ss.Salt.new()
@@ -94,7 +124,7 @@ def test_arguments_are_checked_with_one_kind_per_cause(ibdkit, ss, chain, hints,
             ss.check_range(chain, hints, salt, first, last)
     with pytest.raises(ibdkit.ArgumentError, match="threads"):
         ss.check_range(chain, hints, salt, 1, 2, threads=0)
-    with pytest.raises(ibdkit.ArgumentError, match="mode='coins' is not available"):
+    with pytest.raises(ibdkit.ArgumentError, match="mode='coins' reads the spent coins from a Bitcoin Core data directory"):
         ss.check_range(chain, hints, salt, 1, 2, mode="coins")
     with pytest.raises(ibdkit.ArgumentError, match="mode must be"):
         ss.check_range(chain, hints, salt, 1, 2, mode="fast")

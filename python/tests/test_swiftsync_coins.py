@@ -85,6 +85,22 @@ def test_core_continues_from_the_chainstate_swiftsync_wrote(cli, tmp_path):
     final = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", net / "chainstate", "--network", "regtest").stdout)
     assert final["hash_serialized_3"] == exp["hash_serialized_3"]
 
+    # The same through the Python API, as a distributed run ends: ranges in coins mode, their
+    # partials combined, their unspent runs written as the chainstate; Core's engine continues.
+    from conftest import import_ibdkit
+    import_ibdkit()
+    from ibdkit import swiftsync as ss
+    salt = ss.Salt.new()
+    parts = [ss.check_range(datadir, hints, salt, a, b, mode="coins") for a, b in ((1, 70), (71, 150))]
+    verdict = ss.combine(parts, 150, "regtest", mode="coins")
+    assert verdict.ok, verdict.reason
+    py = tmp_path / "py-cs"
+    assert ss.write_chainstate(parts, py, verdict, source=datadir) == classic["txouts"]
+    stats = json.loads(run_cli(cli, "utxo", "stats", "--json", "--chainstate", py).stdout)
+    assert (stats["hash_serialized_3"], stats["height"]) == (classic["hash_serialized_3"], 150)
+    net, height_reached, tip_reached = core_continues(tmp_path / "py", datadir, py, blocks, wipe_to=140)
+    assert (height_reached, tip_reached) == (170, tip)
+
 
 def tamper_rev(blocks_dir, blocks):
     """Changes the last byte (a spent coin's script) of the undo record of the first block with
@@ -203,3 +219,56 @@ def test_fallback_names_the_cause(cli, tmp_path):
     assert ok["swiftsync"]["ok"] and "fallback" not in ok
     r = run_cli(cli, "replay", "-q", "--datadir", datadir, "--fallback", check=False)
     assert r.returncode == 64 and "--fallback goes with --swiftsync" in r.stderr
+
+
+def test_python_ranges_in_coins_mode_pass_cores_chain_and_refuse_tampered_rev_data(cli, tmp_path):
+    """ibdkit.swiftsync in coins mode, as each Dask worker runs it: ranges checked apart, their
+    partials carried as bytes (pickled), then combined. Core's datadir passes, with the classic
+    replay's scripts and Core's UTXO set; a tampered rev record is refused by the script check, and
+    by the sums with skip_scripts; partials of another mode are not combined."""
+    import pickle
+
+    import pytest
+    from conftest import import_ibdkit
+
+    ibdkit = import_ibdkit()
+    from ibdkit import swiftsync as ss
+
+    blocks = gen_blocks(cli, tmp_path, 120, seed=46)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=16)
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+
+    def verdict(data, **kw):
+        salt = ss.Salt.new()
+        parts = [ss.check_range(data, good, salt, a, b, mode="coins", threads=2, **kw) for a, b in ((1, 60), (61, height))]
+        parts = [pickle.loads(pickle.dumps(p)) for p in parts]
+        assert all(p.mode == "coins" for p in parts)
+        return ss.combine(parts, height, "regtest", mode="coins"), parts
+
+    v, parts = verdict(datadir)
+    assert v.ok, v.reason
+    classic = json.loads(run_cli(cli, "replay", "--json", "--datadir", datadir, "--no-stats").stdout)
+    assert v.script_checked_inputs == classic["script_checked_inputs"] == v.counts["inputs"] > 0
+    assert ss.unspent_stats(parts)["hash_serialized_3"] == exp["hash_serialized_3"]
+    with pytest.raises(ibdkit.ArgumentError, match="checked in mode 'coins'"):
+        ss.combine(parts, height, "regtest", mode="outpoints")
+    with pytest.raises(ibdkit.ArgumentError, match="a Bitcoin Core data directory"):
+        ss.check_range(datadir / "regtest" / "blocks", good, ss.Salt.new(), 1, 2, mode="coins")
+    # The CLI's range-by-range check says the same.
+    cli_ok = json.loads(run_cli(cli, "swiftsync", "--mode", "coins", "--datadir", datadir, "--hints", good, "--ranges", "3",
+                                "--json").stdout)
+    assert cli_ok["ok"] and cli_ok["mode"] == "coins" and cli_ok["script_checked_inputs"] == v.script_checked_inputs
+    r = run_cli(cli, "swiftsync", "--mode", "coins", "--blocks-dir", datadir / "regtest" / "blocks", "--hints", good,
+                check=False)
+    assert r.returncode == 64 and "--mode outpoints" in r.stderr
+
+    bad = tmp_path / "bad"
+    shutil.copytree(datadir, bad)
+    tamper_rev(bad / "regtest" / "blocks", blocks)
+    v, _ = verdict(bad)
+    assert not v.ok and "block-script-verify-flag-failed" in v.reason, v.reason
+    r = run_cli(cli, "swiftsync", "--mode", "coins", "--datadir", bad, "--hints", good, "--json", check=False)
+    assert r.returncode == 2 and "block-script-verify-flag-failed" in json.loads(r.stdout)["reason"]
+    v, _ = verdict(bad, skip_scripts=True)
+    assert not v.ok and "aggregates differ" in v.reason, v.reason

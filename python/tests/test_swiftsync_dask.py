@@ -81,11 +81,13 @@ def test_dask_equals_the_in_process_check_and_the_replay(client, generated):
     assert [(c.txid, c.vout, c.amount) for c in coins] == [(c.txid, c.vout, c.amount) for c in ibdkit.Chainstate(cs)]
 
 
+@pytest.mark.parametrize("mode", ["outpoints", "coins"])
 @pytest.mark.parametrize("chain", ["generated", "core_kernel_blocks_1-206"])
-def test_dask_on_a_datadir_cores_engine_wrote(client, cli, shared, tmp_path, chain):
+def test_dask_on_a_datadir_cores_engine_wrote(client, cli, shared, tmp_path, chain, mode):
     """Core's engine writes a regtest datadir from a generated chain or from Core's own test chain
     (tests/data, real signed spends); the hints come from its chainstate, the blocks through its
-    block index."""
+    block index. Coins mode: each worker reads the spent coins from the rev files and checks Core's
+    rules, every script included (regtest has no assumevalid block), as the classic replay does."""
     pbk = import_pbk()  # noqa: F841 (Core's engine writes the datadir)
     if chain == "generated":
         run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "120", "--target-mb", "2", "--seed", "45",
@@ -96,13 +98,20 @@ def test_dask_on_a_datadir_cores_engine_wrote(client, cli, shared, tmp_path, cha
     datadir, height, expected, coins, _ = core_datadir_and_hints(tmp_path, blocks)
     run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", tmp_path / "core.hints")
     assert (tmp_path / "core.hints").read_bytes() == expected
-    run = swiftsync.run_dask(client, datadir, tmp_path / "core.hints", ranges=3, split="blocks", threads_per_task=2)
+    run = swiftsync.run_dask(client, datadir, tmp_path / "core.hints", ranges=3, split="blocks", threads_per_task=2,
+                             mode=mode)
     assert run.verdict.ok, run.verdict
     assert run.verdict.network == "regtest" and run.verdict.counts["unspent"] == coins
-    assert run.verdict.counts["inputs"] > 0
+    assert run.verdict.counts["inputs"] > 0 and run.verdict.mode == mode
+    assert all(p.mode == mode for p in run.partials)
     replayed = ibdkit.replay(datadir, statistics=True)
     assert run.unspent_stats()["hash_serialized_3"] == replayed["hash_serialized_3"]
     assert replayed["height"] == height
+    want = replayed["script_checked_inputs"] if mode == "coins" else 0
+    assert run.verdict.script_checked_inputs == want and (mode == "outpoints" or want == run.verdict.counts["inputs"])
+    # The UTXO set at n written from the workers' runs: the replay's.
+    assert run.write_chainstate(tmp_path / "cs") == replayed["txouts"]
+    assert ibdkit.Chainstate(tmp_path / "cs").stats()["hash_serialized_3"] == replayed["hash_serialized_3"]
 
 
 def test_dask_refuses_wrong_hints(client, generated, tmp_path):
@@ -172,7 +181,7 @@ def test_the_salt_never_reaches_a_log(client, generated):
     assert "hidden" in repr(salt) and raw.hex() not in repr(salt)
     # A task that fails on the worker: Dask logs its arguments ("Compute Failed").
     from ibdkit._swiftsync_dask import _range_task
-    f = client.submit(_range_task, str(blocks), str(hints), wb, 9, 3, 1, "outpoints", None, True, pure=False)
+    f = client.submit(_range_task, str(blocks), str(hints), wb, 9, 3, 1, "outpoints", None, True, None, False, pure=False)
     with pytest.raises(ibdkit.ArgumentError, match="first..last"):
         f.result()
     swiftsync.run_dask(client, blocks, hints, ranges=2)

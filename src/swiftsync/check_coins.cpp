@@ -171,6 +171,7 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     Partial partial;
     partial.from = from;
     partial.to = to;
+    partial.mode = AggregateMode::Coins;
     auto walked = WalkBlocks<BlockOutcome>(
         blocks, from, to, options.threads, options.progress, work,
         [&](uint32_t, BlockOutcome& b) -> std::optional<Error> {

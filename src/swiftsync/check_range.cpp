@@ -153,6 +153,7 @@ Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType ch
         v.agg_out += p->agg_out;
         v.counts += p->counts;
         v.supply = SaturatingAdd(v.supply, p->supply);
+        v.script_checked_inputs += p->script_checked_inputs;
         if (p->failure && (!failure || p->failure->height < failure->height)) failure = &*p->failure;
     }
     // A coinbase repeated where BIP30 applies: Core refuses it only if the first still has an
@@ -170,7 +171,10 @@ Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType ch
     }
     if (repeat.height != 0 && (!failure || repeat.height < failure->height)) failure = &repeat;
     covered = covered && next == height + 1;
-    if (failure) {
+    const bool one_mode = std::all_of(sorted.begin(), sorted.end(), [&](const Partial* p) { return p->mode == sorted.front()->mode; });
+    if (!one_mode) {
+        v.reason = "the ranges were checked in different modes (coins and outpoints): check every range in one mode";
+    } else if (failure) {
         v.reason = (failure->hash.IsNull() ? "block" : "block " + failure->hash.ToHex()) + " at height " +
                    std::to_string(failure->height) + ": " + failure->reason;
     } else if (!covered) {

@@ -21,16 +21,42 @@ bool Printable(std::string_view s) noexcept
     return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
+/// The magic, then a version byte that must be one of `versions`; returns it.
 template <std::size_t N>
-void ReadMagic(SpanReader& r, const std::array<uint8_t, N>& magic, uint8_t version, const char* what)
+uint8_t ReadMagic(SpanReader& r, const std::array<uint8_t, N>& magic, std::initializer_list<uint8_t> versions, const char* what)
 {
     std::array<uint8_t, N> got{};
     r >> got;
     if (got != magic) throw DecodeError(Errc::BadMagic, (std::string("not a SwiftSync ") + what).c_str());
     uint8_t v = 0;
     r >> v;
-    if (v != version) {
+    if (std::find(versions.begin(), versions.end(), v) == versions.end()) {
         throw DecodeError(Errc::InvalidValue, (std::string("unknown ") + what + " version " + std::to_string(v)).c_str());
+    }
+    return v;
+}
+
+AggregateMode ReadPartialVersion(SpanReader& r)
+{
+    const uint8_t v = ReadMagic(r, PARTIAL_MAGIC, {PARTIAL_VERSION, PARTIAL_VERSION_COINS}, "partial");
+    return v == PARTIAL_VERSION_COINS ? AggregateMode::Coins : AggregateMode::OutPoints;
+}
+
+/// A coins-mode partial's tail: script-checked inputs, then the BIP30 coinbases (one a block at
+/// most, heights increasing within the range; read one by one, never reserved from the count).
+void ReadCoinsModeFields(SpanReader& r, Partial& p)
+{
+    r >> p.script_checked_inputs;
+    if (p.script_checked_inputs > p.counts.inputs) throw DecodeError(Errc::InvalidValue, "more script-checked inputs than inputs");
+    const uint64_t n = ReadCompactSize(r, false);
+    if (n > p.counts.blocks) throw DecodeError(Errc::InvalidValue, "more BIP30 coinbases than blocks");
+    for (uint64_t i = 0; i < n; ++i) {
+        uint32_t height = 0;
+        Txid txid;
+        r >> height >> txid;
+        const uint32_t floor = p.bip30_coinbases.empty() ? p.from : p.bip30_coinbases.back().second + 1;
+        if (height < floor || height > p.to) throw DecodeError(Errc::InvalidValue, "BIP30 coinbase heights not increasing within the range");
+        p.bip30_coinbases.emplace_back(txid, height);
     }
 }
 
@@ -84,17 +110,23 @@ std::vector<uint8_t> SerializePartial(const Partial& p)
     assert(p.from >= 1 && p.from <= p.to);
     std::vector<uint8_t> out;
     VectorWriter w(out, 0);
-    w << PARTIAL_MAGIC << PARTIAL_VERSION << p.from << p.to << p.agg_in.ToBytes() << p.agg_out.ToBytes();
+    const bool coins = p.mode == AggregateMode::Coins;
+    assert(coins || (p.script_checked_inputs == 0 && p.bip30_coinbases.empty()));
+    w << PARTIAL_MAGIC << (coins ? PARTIAL_VERSION_COINS : PARTIAL_VERSION) << p.from << p.to << p.agg_in.ToBytes() << p.agg_out.ToBytes();
     const RangeCounts& c = p.counts;
     w << c.blocks << c.transactions << c.inputs << c.outputs << c.unspent << c.unspendable << p.supply;
     if (!p.failure) {
         w << uint8_t{0};
-        return out;
+    } else {
+        assert(p.failure->reason.size() <= MAX_FAILURE_REASON && Printable(p.failure->reason));
+        w << uint8_t{1} << p.failure->height << p.failure->hash;
+        WriteCompactSize(w, p.failure->reason.size());
+        w.write(std::as_bytes(std::span(p.failure->reason)));
     }
-    assert(p.failure->reason.size() <= MAX_FAILURE_REASON && Printable(p.failure->reason));
-    w << uint8_t{1} << p.failure->height << p.failure->hash;
-    WriteCompactSize(w, p.failure->reason.size());
-    w.write(std::as_bytes(std::span(p.failure->reason)));
+    if (!coins) return out;
+    w << p.script_checked_inputs;
+    WriteCompactSize(w, p.bip30_coinbases.size());
+    for (const auto& [txid, height] : p.bip30_coinbases) w << height << txid;
     return out;
 }
 
@@ -102,8 +134,8 @@ Result<Partial> DeserializePartial(std::span<const uint8_t> bytes)
 {
     return CatchDecode([&] {
         SpanReader r(bytes);
-        ReadMagic(r, PARTIAL_MAGIC, PARTIAL_VERSION, "partial");
         Partial p;
+        p.mode = ReadPartialVersion(r);
         std::tie(p.from, p.to) = ReadRange(r);
         p.agg_in = ReadAggregate(r);
         p.agg_out = ReadAggregate(r);
@@ -125,6 +157,7 @@ Result<Partial> DeserializePartial(std::span<const uint8_t> bytes)
             if (!Printable(f.reason)) throw DecodeError(Errc::InvalidValue, "failure reason not printable");
             p.failure = std::move(f);
         }
+        if (p.mode == AggregateMode::Coins) ReadCoinsModeFields(r, p);
         if (!r.empty()) throw DecodeError(Errc::TrailingData, "bytes after the partial");
         return p;
     });
@@ -160,7 +193,7 @@ Result<UnspentRunReader> UnspentRunReader::Open(std::span<const uint8_t> bytes)
 {
     return CatchDecode([&] {
         SpanReader r(bytes);
-        ReadMagic(r, UNSPENT_RUN_MAGIC, UNSPENT_RUN_VERSION, "unspent run");
+        ReadMagic(r, UNSPENT_RUN_MAGIC, {UNSPENT_RUN_VERSION}, "unspent run");
         UnspentRunReader u;
         std::tie(u.m_first, u.m_last) = ReadRange(r);
         r >> u.m_count;

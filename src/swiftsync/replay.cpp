@@ -8,6 +8,7 @@
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/swiftsync/hints.h>
+#include <ibdkit/swiftsync/partial.h>
 
 #include "common/external_sort.h"
 #include "common/handoff.h"
@@ -243,6 +244,35 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     if (!res.verdict.ok) res.coins_written = 0;
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
+}
+
+Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs, const std::filesystem::path& dir, ChainType chain,
+                                  const BlockHash& tip)
+{
+    auto merger = UnspentRunMerger::Open(runs);
+    if (!merger) return merger.error();
+    auto cs = NewChainstate::Create(dir, chain);
+    if (!cs) return cs.error();
+    auto load = SortedCoinsLoader::Begin((*cs)->db(), tip);
+    if (!load) return Error{Errc::Corrupt, "the new chainstate is not empty"};
+    std::vector<uint8_t> key, value;
+    OutPoint op;
+    Coin coin;
+    uint64_t written = 0;
+    for (;;) {
+        auto more = (*merger)->Next(op, coin);
+        if (!more) return more.error();
+        if (!*more) break;
+        key.clear();
+        value.clear();
+        VectorWriter(key, 0) << CoinKey{op};
+        VectorWriter(value, 0) << coin;
+        if (StoreStatus st = load->Add(0, key, value); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+        ++written;
+    }
+    if (StoreStatus st = load->Commit(); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+    (*cs)->Keep();
+    return written;
 }
 
 } // namespace ibdkit::swiftsync

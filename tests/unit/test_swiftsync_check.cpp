@@ -8,6 +8,7 @@
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/swiftsync/build_hints.h>
 #include <ibdkit/swiftsync/check_range.h>
+#include <ibdkit/swiftsync/partial.h>
 
 #include <gtest/gtest.h>
 
@@ -224,11 +225,24 @@ TEST(SwiftSyncCheckRange, ARepeatedCoinbaseWhereBip30AppliesIsUndecided)
     Txid t1, t2;
     t1.AsUint256().data()[0] = 1;
     t2.AsUint256().data()[0] = 2;
+    a.mode = b.mode = AggregateMode::Coins;
+    a.counts.blocks = b.counts.blocks = 5;
     a.bip30_coinbases = {{t1, 3}, {t2, 4}};
     b.bip30_coinbases = {{t1, 8}};
     const Verdict v = Combine(std::vector<Partial>{a, b}, 10, ChainType::MAIN);
     EXPECT_FALSE(v.ok);
     EXPECT_NE(v.reason.find("at height 8: swiftsync-bip30-undecided"), std::string::npos) << v.reason;
+    // The same after the partials travelled as bytes (partial.h), as between machines.
+    auto a2 = DeserializePartial(SerializePartial(a)), b2 = DeserializePartial(SerializePartial(b));
+    ASSERT_TRUE(a2.ok() && b2.ok());
+    EXPECT_EQ(Combine(std::vector<Partial>{*a2, *b2}, 10, ChainType::MAIN).reason, v.reason);
+    // Ranges checked in different modes never combine.
+    Partial c = b;
+    c.mode = AggregateMode::OutPoints;
+    c.bip30_coinbases.clear();
+    const Verdict mixed = Combine(std::vector<Partial>{a, c}, 10, ChainType::MAIN);
+    EXPECT_FALSE(mixed.ok);
+    EXPECT_NE(mixed.reason.find("different modes"), std::string::npos) << mixed.reason;
     Txid t3;
     t3.AsUint256().data()[0] = 3;
     b.bip30_coinbases = {{t3, 8}};

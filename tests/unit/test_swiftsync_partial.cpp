@@ -150,6 +150,50 @@ TEST(SwiftSyncPartial, AFailureTravelsWithItsReason)
     EXPECT_EQ(back->failure->reason, "bad-txnmrklroot");
 }
 
+// A coins-mode partial is version 2: it also carries the inputs whose scripts ran and the
+// coinbases BIP30 applies to, so that a driver combining partials from other machines still finds
+// a repeated coinbase. An outpoints-mode partial keeps version 1's bytes.
+TEST(SwiftSyncPartial, ACoinsModePartialCarriesItsScriptCountAndBip30Coinbases)
+{
+    Partial p = SamplePartial();
+    EXPECT_EQ(SerializePartial(p)[4], PARTIAL_VERSION);
+    p.mode = AggregateMode::Coins;
+    p.script_checked_inputs = 9;
+    Txid t1, t2;
+    t1.AsUint256().data()[0] = 1;
+    t2.AsUint256().data()[0] = 2;
+    p.bip30_coinbases = {{t1, 5}, {t2, 9}};
+    p.failure = BlockFailure{9, BlockHash{}, "bad-cb-amount"};
+    const std::vector<uint8_t> good = SerializePartial(p);
+    EXPECT_EQ(good[4], PARTIAL_VERSION_COINS);
+    auto back = Decode(good);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->mode, AggregateMode::Coins);
+    EXPECT_EQ(back->script_checked_inputs, 9u);
+    EXPECT_EQ(back->bip30_coinbases, p.bip30_coinbases);
+    EXPECT_EQ(SerializePartial(*back), good);
+    for (std::size_t cut = 0; cut < good.size(); ++cut) {
+        EXPECT_EQ(CodeOf(Decode({good.begin(), good.begin() + cut})), Errc::EndOfData) << cut;
+    }
+    auto refused = [&](auto change) {
+        Partial q = p;
+        change(q);
+        return CodeOf(Decode(SerializePartial(q)));
+    };
+    EXPECT_EQ(refused([](Partial& q) { q.script_checked_inputs = 10; }), Errc::InvalidValue); // above the 9 inputs
+    EXPECT_EQ(refused([&](Partial& q) { q.bip30_coinbases.assign(6, {t1, 5}); }), Errc::InvalidValue); // six in five blocks
+    EXPECT_EQ(refused([&](Partial& q) { q.bip30_coinbases = {{t1, 9}, {t2, 5}}; }), Errc::InvalidValue); // not increasing
+    EXPECT_EQ(refused([&](Partial& q) { q.bip30_coinbases = {{t1, 5}, {t2, 5}}; }), Errc::InvalidValue); // two at one height
+    EXPECT_EQ(refused([&](Partial& q) { q.bip30_coinbases = {{t1, 4}}; }), Errc::InvalidValue);  // below the range
+    EXPECT_EQ(refused([&](Partial& q) { q.bip30_coinbases = {{t1, 10}}; }), Errc::InvalidValue); // above it
+    auto plus = good;
+    plus.push_back(0);
+    EXPECT_EQ(CodeOf(Decode(plus)), Errc::TrailingData);
+    auto v3 = good;
+    v3[4] = 3;
+    EXPECT_EQ(CodeOf(Decode(v3)), Errc::InvalidValue);
+}
+
 TEST(SwiftSyncPartial, EveryMalformationIsATypedError)
 {
     Partial p = SamplePartial();
@@ -167,7 +211,7 @@ TEST(SwiftSyncPartial, EveryMalformationIsATypedError)
     plus.push_back(0);
     EXPECT_EQ(CodeOf(Decode(plus)), Errc::TrailingData);
     EXPECT_EQ(with(0, 'x'), Errc::BadMagic);
-    EXPECT_EQ(with(4, 2), Errc::InvalidValue);                 // version
+    EXPECT_EQ(with(4, 3), Errc::InvalidValue);                 // version
     EXPECT_EQ(with(5, 0), Errc::InvalidValue);                 // first = 0
     EXPECT_EQ(with(9, 4), Errc::InvalidValue);                 // last < first
     const std::size_t counts = 4 + 1 + 8 + 64;

@@ -62,9 +62,10 @@ struct Partial {
     /// The hinted-unspent coins (collected unless told not to), in block order.
     std::vector<std::pair<OutPoint, Coin>> unspent;
     std::optional<BlockFailure> failure; ///< the first refused block; the walk stops there
-    /// Coins mode only, and not carried by a partial's bytes (partial.h): the inputs whose scripts
-    /// were verified, and the coinbases BIP30 applies to (Core's rule below BIP34's activation),
-    /// by transaction id, for Combine to find a repeated one.
+    AggregateMode mode{AggregateMode::OutPoints}; ///< how the range was checked (CheckRange or CheckRangeCoins)
+    /// Coins mode only (a coins-mode partial's bytes carry them, partial.h): the inputs whose scripts
+    /// were verified, and the coinbases BIP30 applies to (Core's rule below BIP34's activation) as
+    /// (transaction id, height) in height order, for Combine to find a repeated one.
     uint64_t script_checked_inputs{0};
     std::vector<std::pair<Txid, uint32_t>> bip30_coinbases;
 };
@@ -122,9 +123,11 @@ struct Verdict {
     RangeCounts counts;
     uint64_t supply{0};
     uint64_t supply_bound{0};           ///< the subsidies of blocks 1..n
+    uint64_t script_checked_inputs{0};  ///< coins mode: inputs whose scripts were verified
 };
 
-/// The verdict over `partials` for height n (the hintsfile's) on `chain`. In coins mode, a
+/// The verdict over `partials` for height n (the hintsfile's) on `chain`; partials checked in
+/// different modes are refused (their elements never balance). In coins mode, a
 /// coinbase transaction id that repeats where BIP30 applies refuses the history: whether the first
 /// was spent by then is not known to SwiftSync ("swiftsync-bip30-undecided"; the classic replay
 /// decides it). Mainnet's two repeats are Core's exceptions and never collected.

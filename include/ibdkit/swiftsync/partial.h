@@ -2,10 +2,12 @@
 // a sorted run: how the result of a range travels from the machine that checked it to the one that
 // combines the ranges (docs/swiftsync.md, *Across machines*; byte layouts in docs/formats.md §12).
 //
-// Partial bytes: magic `73 73 70 74` ("sspt") | version 0x01 | first LE32 | last LE32 | agg_in (32)
-// | agg_out (32) | counts: blocks, transactions, inputs, outputs, unspent, unspendable (LE64 each) |
-// supply LE64 | 0x00, or 0x01 | failure height LE32 | block hash (32) | CompactSize reason length
-// (at most MAX_FAILURE_REASON) | reason (printable ASCII). The unspent coins are not in it.
+// Partial bytes: magic `73 73 70 74` ("sspt") | version: 0x01 for an outpoints-mode partial, 0x02
+// for a coins-mode one | first LE32 | last LE32 | agg_in (32) | agg_out (32) | counts: blocks,
+// transactions, inputs, outputs, unspent, unspendable (LE64 each) | supply LE64 | 0x00, or 0x01 |
+// failure height LE32 | block hash (32) | CompactSize reason length (at most MAX_FAILURE_REASON) |
+// reason (printable ASCII); version 0x02 then adds script-checked inputs LE64 | CompactSize count
+// of BIP30 coinbases | each: height LE32, txid (32). The unspent coins are not in it.
 //
 // Unspent run: magic `73 73 75 72` ("ssur") | version 0x01 | first LE32 | last LE32 | count LE64 |
 // count records, each the coin's chainstate key then its chainstate value, exactly as Bitcoin Core
@@ -15,8 +17,9 @@
 //
 // Decoders take nothing on trust: a short input is EndOfData, bytes after the end TrailingData, a
 // wrong magic BadMagic; an unknown version, a range other than 1 ≤ first ≤ last, counts that cannot
-// hold (unspent above outputs), a failure outside the range, a flag other than 0/1, a reason that
-// is not printable, keys out of order, a key or value in other than its one canonical form, a
+// hold (unspent above outputs, script-checked inputs above inputs, more BIP30 coinbases than
+// blocks), a failure outside the range, a flag other than 0/1, a reason that is not printable, BIP30
+// coinbases whose heights are not increasing within the range, keys out of order, a key or value in other than its one canonical form, a
 // coin's height outside the range or amount outside MoneyRange are InvalidValue; a reason above its
 // limit SizeTooLarge. Nothing is allocated from a count.
 #pragma once
@@ -36,14 +39,16 @@
 namespace ibdkit::swiftsync {
 
 inline constexpr std::array<uint8_t, 4> PARTIAL_MAGIC{0x73, 0x73, 0x70, 0x74};
-inline constexpr uint8_t PARTIAL_VERSION = 0x01;
+inline constexpr uint8_t PARTIAL_VERSION = 0x01;       ///< an outpoints-mode partial
+inline constexpr uint8_t PARTIAL_VERSION_COINS = 0x02; ///< a coins-mode partial
 inline constexpr std::array<uint8_t, 4> UNSPENT_RUN_MAGIC{0x73, 0x73, 0x75, 0x72};
 inline constexpr uint8_t UNSPENT_RUN_VERSION = 0x01;
 /// Longest failure reason a partial carries (Core's reject reasons are far shorter).
 inline constexpr std::size_t MAX_FAILURE_REASON = 256;
 
-/// `p` without its unspent coins, in the layout of the header comment. Preconditions (asserted):
-/// 1 ≤ p.from ≤ p.to; a failure's reason printable and at most MAX_FAILURE_REASON bytes.
+/// `p` without its unspent coins, in the layout of the header comment (the version by p.mode).
+/// Preconditions (asserted): 1 ≤ p.from ≤ p.to; a failure's reason printable and at most
+/// MAX_FAILURE_REASON bytes; in outpoints mode no script-checked inputs and no BIP30 coinbases.
 std::vector<uint8_t> SerializePartial(const Partial& p);
 /// The partial `bytes` hold, with no unspent coins; the errors of the header comment.
 Result<Partial> DeserializePartial(std::span<const uint8_t> bytes);

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace ibdkit::swiftsync {
@@ -63,5 +64,15 @@ struct SwiftSyncResult {
 /// block), a chainstate the write guards refuse or that is not empty (Errc::Refused), a failed
 /// write. Not thread-safe with another run on the same chainstate.
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
+
+/// The unspent runs of ranges that a verdict accepted (partial.h; from other machines, e.g. a Dask
+/// run) written as a new chainstate at `dir` with `tip`, the block at n, as its best block: the
+/// runs merged in key order into one bulk load, each record as it travelled. Returns the coins
+/// written. The caller vouches that Combine accepted these ranges; the runs are checked as they
+/// are read. Errors: a run that does not decode, or an outpoint in two runs (Errc::InvalidValue,
+/// and nothing is left), `dir` refused by the write guards or not empty (Errc::Refused), a failed
+/// write. A failure removes what was written.
+Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs, const std::filesystem::path& dir, ChainType chain,
+                                  const BlockHash& tip);
 
 } // namespace ibdkit::swiftsync
