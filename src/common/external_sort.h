@@ -2,7 +2,12 @@
 // with optional aggregation of equal keys.
 //
 // Records are byte strings (at most `max_record` bytes each) ordered by a caller's `Less` over
-// spans. They collect in one buffer of `memory_bytes`; when it is full they are sorted, records
+// spans. A `Less` may also have `uint64_t Prefix(std::span<const uint8_t> rec) const`, a number
+// in the same order as the records (Prefix(a) < Prefix(b) implies a < b; a < b implies Prefix(a) <=
+// Prefix(b)), e.g. a key's first eight bytes read big-endian: the buffer is then sorted on those
+// numbers, kept beside each record's place, and `Less` runs only on ties, so that sorting does not
+// chase every comparison into the records. They collect in one buffer of `memory_bytes`; when it
+// is full they are sorted, records
 // with equal keys are folded into one by `Combine` (in place: the accumulated record keeps its
 // length), and the result is written to a run file. Finish() merges the runs (at most `fan_in` at
 // a time, in several passes if there are more), folding equal keys across runs too, and hands the
@@ -231,7 +236,7 @@ public:
         // Three quarters of the budget for record bytes, a quarter for the index (8 bytes each);
         // at least one record of each.
         m_arena_cap = std::max(m_opt.memory_bytes / 4 * 3, 4 + max_record);
-        m_index_cap = std::max<std::size_t>(m_opt.memory_bytes / 4 / sizeof(uint64_t), 1);
+        m_index_cap = std::max<std::size_t>(m_opt.memory_bytes / 4 / sizeof(Entry), 1);
     }
 
     /// Adds a record (rec.size() <= max_record). Errors: writing a run failed.
@@ -250,7 +255,7 @@ public:
         const uint32_t len = uint32_t(rec.size());
         std::memcpy(m_arena.data() + off, &len, 4);
         if (!rec.empty()) std::memcpy(m_arena.data() + off + 4, rec.data(), rec.size());
-        m_index.push_back(off);
+        m_index.push_back(Entry{PrefixOf(rec), off});
         ++m_added;
         return std::nullopt;
     }
@@ -262,8 +267,8 @@ public:
     {
         if (m_runs.empty()) {
             SortBuffer();
-            for (const uint64_t off : m_index) {
-                if (!emit(Rec(off))) break;
+            for (const Entry& e : m_index) {
+                if (!emit(Rec(e.off))) break;
             }
             Release();
             return std::nullopt;
@@ -303,6 +308,20 @@ public:
     uint64_t Runs() const noexcept { return m_spilled; }
 
 private:
+    /// A record's place in the buffer and its order prefix (0 when `Less` has none).
+    struct Entry {
+        uint64_t prefix;
+        uint64_t off;
+    };
+    uint64_t PrefixOf(std::span<const uint8_t> rec) const noexcept
+    {
+        if constexpr (requires { m_less.Prefix(rec); }) {
+            return m_less.Prefix(rec);
+        } else {
+            return 0;
+        }
+    }
+
     std::span<const uint8_t> Rec(uint64_t off) const noexcept
     {
         uint32_t len;
@@ -319,12 +338,15 @@ private:
     /// Sorts the index and folds equal keys (the index then names one record per key).
     void SortBuffer()
     {
-        std::sort(m_index.begin(), m_index.end(), [this](uint64_t a, uint64_t b) { return m_less(Rec(a), Rec(b)); });
+        std::sort(m_index.begin(), m_index.end(), [this](const Entry& a, const Entry& b) {
+            if (a.prefix != b.prefix) return a.prefix < b.prefix;
+            return m_less(Rec(a.off), Rec(b.off));
+        });
         if constexpr (COMBINES) {
             std::size_t out = 0;
             for (std::size_t i = 0; i < m_index.size(); ++i) {
-                if (out > 0 && !m_less(Rec(m_index[out - 1]), Rec(m_index[i]))) {
-                    m_combine(MutRec(m_index[out - 1]), Rec(m_index[i]));
+                if (out > 0 && !m_less(Rec(m_index[out - 1].off), Rec(m_index[i].off))) {
+                    m_combine(MutRec(m_index[out - 1].off), Rec(m_index[i].off));
                 } else {
                     m_index[out++] = m_index[i];
                 }
@@ -339,8 +361,8 @@ private:
         auto run = external_sort_detail::CreateRun(m_opt.tmp_dir);
         if (!run) return run.error();
         external_sort_detail::RunWriter w(*run);
-        for (const uint64_t off : m_index) {
-            if (!w.Put(Rec(off))) break;
+        for (const Entry& e : m_index) {
+            if (!w.Put(Rec(e.off))) break;
         }
         if (auto e = w.Finish()) return e;
         ++m_spilled;
@@ -419,7 +441,7 @@ private:
     std::size_t m_arena_cap{0};
     std::size_t m_index_cap{0};
     std::vector<uint8_t> m_arena;
-    std::vector<uint64_t> m_index;
+    std::vector<Entry> m_index;
     std::vector<external_sort_detail::Run> m_runs;
     uint64_t m_added{0};
     uint64_t m_spilled{0};

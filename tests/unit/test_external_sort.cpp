@@ -148,6 +148,42 @@ TEST(ExternalSort, WithoutCombineEveryRecordComesOutAndEmitCanStop)
     EXPECT_EQ(std::count(keys.begin(), keys.end(), "a"), 43);
 }
 
+/// KeyLess with an order prefix (the first key byte only, so that ties are common and the full
+/// comparison still decides them).
+struct KeyLessWithPrefix : KeyLess {
+    uint64_t Prefix(std::span<const uint8_t> r) const { return r.size() > 4 ? r[4] : 0; }
+};
+
+// A Less with a Prefix sorts the same as without it, folding included, in memory and across runs.
+TEST(ExternalSort, AnOrderPrefixChangesNothingButTheSpeed)
+{
+    test::TempDir d;
+    std::mt19937 rng(7);
+    std::vector<Bytes> input;
+    for (int i = 0; i < 4000; ++i) {
+        std::string key(1 + rng() % 6, 'a');
+        for (char& c : key) c = char('a' + rng() % 3);
+        input.push_back(Record(1, key));
+    }
+    for (const std::size_t memory : {std::size_t(1) << 20, std::size_t(512)}) {
+        auto sort = [&](auto less) {
+            ExternalSorter<decltype(less), AddCounts> s({d.path, memory, 4}, 64, less);
+            for (const auto& r : input) EXPECT_FALSE(s.Add(r));
+            std::vector<std::pair<std::string, uint32_t>> rows;
+            EXPECT_FALSE(s.Finish([&](std::span<const uint8_t> r) {
+                uint32_t n;
+                std::memcpy(&n, r.data(), 4);
+                rows.emplace_back(std::string(r.begin() + 4, r.end()), n);
+                return true;
+            }));
+            return rows;
+        };
+        const auto plain = sort(KeyLess{});
+        EXPECT_EQ(sort(KeyLessWithPrefix{}), plain) << memory;
+        EXPECT_TRUE(std::is_sorted(plain.begin(), plain.end()));
+    }
+}
+
 TEST(ExternalSort, ADamagedRunIsCorrupt)
 {
     using namespace external_sort_detail;
