@@ -27,10 +27,13 @@ std::atomic<bool> g_interrupt{false};
 template <typename Args>
 void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height_export, const HintsAfterRun& hints)
 {
-    if (a.policy == "all" || !a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || a.rounds != 1 ||
-        hints.Enabled()) {
-        throw UsageError("--swiftsync checks blocks 1..n of its hintsfile into a new chainstate: drop --policy all, --undo, "
-                         "--via-p2p, --stop-height, --rounds, --height and --write-hints");
+    const bool all = a.policy == "all";
+    if (!a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || (a.rounds != 1 && !all) || hints.Enabled()) {
+        throw UsageError("--swiftsync checks blocks 1..n of its hintsfile into a new chainstate: drop --undo, --via-p2p, "
+                         "--stop-height, --height and --write-hints (--rounds goes with --policy all)");
+    }
+    if (all && (!o.chainstate.empty() || a.fallback)) {
+        throw UsageError("--policy all compares the policies, each into a temporary chainstate: drop --chainstate and --fallback");
     }
     swiftsync::SwiftSyncOptions s;
     s.datadir = o.datadir;
@@ -47,6 +50,11 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
     s.dbcache_mib = std::max<std::size_t>(o.dbcache_mib, 1);
     s.assumevalid = o.assumevalid;
     s.skip_scripts = o.skip_scripts;
+    s.policy = o.policy;
+    if (all) {
+        ExitCode() = SwiftSyncAllPolicies(s, a.out.quiet, a.rounds);
+        return;
+    }
     CheckEngineOutputs(o);
     RunSwiftSyncReplay(std::move(s), a.out, a.fallback ? &o : nullptr);
 }

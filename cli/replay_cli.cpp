@@ -187,7 +187,15 @@ std::function<void(const ReplayProgress&)> ProgressPrinter(std::shared_ptr<Progr
 // Runs one replay in a child process so each policy's peak RSS is its own.
 PolicyRun RunReplayInChild(ReplayOptions opts)
 {
-    PolicyRun pr{opts.policy, {}, 0, {}};
+    return RunInChild(opts.policy, [&] {
+        auto r = Replay(opts);
+        return r ? ToJson(*r, opts.policy).dump() : std::string("!") + r.error().message;
+    });
+}
+
+PolicyRun RunInChild(PolicyId policy, const std::function<std::string()>& job)
+{
+    PolicyRun pr{policy, {}, 0, {}};
     int fd[2];
     if (pipe(fd) != 0) {
         pr.error = "pipe failed";
@@ -197,15 +205,14 @@ PolicyRun RunReplayInChild(ReplayOptions opts)
     const pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
-        auto r = Replay(opts);
-        std::string out = r ? ToJson(*r, opts.policy).dump() : std::string("!") + r.error().message;
+        const std::string out = job();
         std::size_t off = 0;
         while (off < out.size()) {
             ssize_t n = write(fd[1], out.data() + off, out.size() - off);
             if (n <= 0) break;
             off += std::size_t(n);
         }
-        _exit(r ? 0 : 1);
+        _exit(!out.empty() && out[0] == '!' ? 1 : 0);
     }
     close(fd[1]);
     std::string buf;
@@ -278,6 +285,19 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
 
 int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds)
 {
+    return CompareAllPolicies(rounds, [&](PolicyId id, const std::string& label) {
+        ReplayOptions po = base;
+        po.policy = id;
+        auto bar = std::make_shared<ProgressLine>(!quiet);
+        po.on_progress = ProgressPrinter(bar, label);
+        PolicyRun run = RunReplayInChild(po);
+        bar->Done();
+        return run;
+    });
+}
+
+int CompareAllPolicies(int rounds, const std::function<PolicyRun(PolicyId, const std::string& label)>& run)
+{
     // Rounds interleave the policies (P Z B S H, P Z B S H, …) so drift hits all alike; each
     // policy's row holds its median wall time and the median [min–max] of its per-round ratio to plain.
     rounds = std::max(1, rounds);
@@ -285,14 +305,9 @@ int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds)
     for (int r = 0; r < rounds; ++r) {
         for (std::size_t k = 0; k < ALL_POLICIES.size(); ++k) {
             const PolicyId id = ALL_POLICIES[k];
-            ReplayOptions po = base;
-            po.policy = id;
-            auto bar = std::make_shared<ProgressLine>(!quiet);
             std::string label = std::string(PolicyName(id));
             if (rounds > 1) label += " (round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ")";
-            po.on_progress = ProgressPrinter(bar, label);
-            all[k].push_back(RunReplayInChild(po));
-            bar->Done();
+            all[k].push_back(run(id, label));
             if (!all[k].back().error.empty()) {
                 PrintError("replay with " + std::string(PolicyName(id)) + " failed: " + all[k].back().error);
                 return EXIT_FAILED;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,7 +78,12 @@ struct PolicyRun {
     long peak_rss_kib{0};
     std::string error;
 };
-/// Runs one replay in a child process, so each run's peak RSS is its own.
+/// Runs `job` in a child process, so that each run's peak RSS is its own: the job returns the
+/// run's result as JSON (the keys of replay --json: blocks_connected, bytes, transactions_connected,
+/// seconds, bytes_cleansed, height; coins_read_from_disk, hash_serialized_3 and txouts if it has
+/// them), or "!" and why it failed.
+PolicyRun RunInChild(PolicyId policy, const std::function<std::string()>& job);
+/// Runs one replay in a child process (RunInChild).
 PolicyRun RunReplayInChild(ReplayOptions opts);
 /// The side-by-side table of `--policy all`; `ratios` (per policy, per round) gives the "vs plain"
 /// column as median [min–max]. Sets ExitCode() to 1 if the policies' UTXO hashes differ.
@@ -85,5 +91,11 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
 /// Replays every policy `rounds` times, interleaved, each run in its own child process, and prints
 /// the table (median run per policy). Returns the exit code.
 int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds = 1);
+/// The same for any job: `run(policy, label)` runs one (RunInChild) with `label` for its progress
+/// line; every policy `rounds` times, interleaved; then the table. Returns the exit code.
+int CompareAllPolicies(int rounds, const std::function<PolicyRun(PolicyId, const std::string& label)>& run);
+/// `replay --swiftsync ... --policy all`: SwiftSyncReplay under every policy, each into a temporary
+/// chainstate in a child process, and the table (the UTXO hash must be the same under each).
+int SwiftSyncAllPolicies(const swiftsync::SwiftSyncOptions& base, bool quiet, int rounds);
 
 } // namespace ibdkit::cli

@@ -149,6 +149,8 @@ void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& 
         j["bestblock"] = r->tip.ToHex();
         j["swiftsync"] = VerdictJson(*r);
         j["seconds"] = r->seconds;
+        j["check_seconds"] = r->check_seconds;
+        j["throughput_by_decile"] = ToJson(DecilesValue(r->throughput_by_decile));
         j["script_checked_inputs"] = r->script_checked_inputs;
         j["script_checks_from_height"] = r->scripts_from_height ? nlohmann::json(*r->scripts_from_height) : nlohmann::json(nullptr);
         j["script_check_reason"] = r->script_check_reason;
@@ -163,6 +165,32 @@ void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& 
     // The classic replay found the chain valid: what failed was the hints or the rev data.
     if (!fell.is_null() && fell.value("valid", false)) ExitCode() = EXIT_FAILED;
     if (!fell.is_null() && fell.contains("error")) ExitCode() = EXIT_FAILED;
+}
+
+int SwiftSyncAllPolicies(const swiftsync::SwiftSyncOptions& base, bool quiet, int rounds)
+{
+    return CompareAllPolicies(rounds, [&](PolicyId id, const std::string& label) {
+        auto bar = std::make_shared<ProgressLine>(!quiet);
+        PolicyRun run = RunInChild(id, [&]() -> std::string {
+            const TemporaryDir cs("swiftsync");
+            swiftsync::SwiftSyncOptions o = base;
+            o.policy = id;
+            o.chainstate = cs.Path();
+            o.progress = [&](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, label + ": block " + std::to_string(h) + " of " + std::to_string(n)); };
+            auto r = swiftsync::SwiftSyncReplay(o);
+            if (!r) return "!" + r.error().message;
+            if (!r->verdict.ok) return "!the history is refused: " + r->verdict.reason;
+            auto stats = StatsOf(cs.Path());
+            if (!stats) return "!" + stats.error().message;
+            const nlohmann::json j{{"blocks_connected", r->verdict.counts.blocks}, {"bytes", r->block_bytes},
+                                   {"transactions_connected", r->verdict.counts.transactions}, {"seconds", r->seconds},
+                                   {"bytes_cleansed", r->bytes_cleansed}, {"height", r->height},
+                                   {"hash_serialized_3", stats->hash_serialized.ToHex()}, {"txouts", stats->txouts}};
+            return j.dump();
+        });
+        bar->Done();
+        return run;
+    });
 }
 
 } // namespace ibdkit::cli

@@ -15,8 +15,9 @@ written, as Core's -reindex-chainstate does):
   outpoints  ibdkit replay --swiftsync HINTS --swiftsync-mode outpoints (with --outpoints)
 `--scripts skip` gives every run --skip-scripts (the work below an assumevalid block); `all` gives
 --assumevalid 0 (every script verified on both sides, checked from the runs' JSON). Prints wall
-seconds (median, min-max), peak RSS, the ratio to classic,
-the hintsfile's size per coin and per block, and the load average before and after.
+seconds (median, min-max), peak RSS, the ratio to classic, the last round's throughput per tenth
+of the block bytes (for SwiftSync: of its check, before the chainstate is written), the hintsfile's
+size per coin and per block, and the load average before and after.
 """
 import argparse
 import json
@@ -98,6 +99,11 @@ def main():
         for k, ts in times.items():
             m = statistics.median(ts)
             print(f"{k:<10} {m:>9.2f} {min(ts):>7.2f}-{max(ts):<7.2f} {rss[k] / 2**20:>13.0f} {base / m:>12.2f}x")
+        for k, j in results.items():  # the last round's throughput per tenth of the block bytes
+            mb = [t["mb_per_s"] for t in j.get("throughput_by_decile", [])]
+            if mb:
+                print(f"{k:<10} MB/s per tenth (last round): {' '.join(f'{x:.0f}' for x in mb)}; "
+                      f"slowest/fastest {min(mb) / max(mb):.2f}")
         print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -7,6 +7,7 @@
 
 #include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/common/throughput.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/engine/engine.h>
@@ -23,64 +24,6 @@ namespace ibdkit::engine {
 
 /// Whether the run was asked to stop (Ctrl-C).
 inline bool Interrupted(const EngineOptions& o) { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
-
-/// Where the connect loop stood as it went: at most ~2·MAX points, evenly spaced in bytes (the
-/// spacing doubles whenever the list fills, so memory stays fixed however long the chain), from
-/// which the run's throughput per tenth of its bytes is read at the end. The tenths end with the
-/// last block connected: the final flush, which writes what every tenth left in the cache, is
-/// not the last tenth's (EngineResult::final_flush_seconds).
-class ThroughputLog {
-public:
-    /// After each block connected: its height, the bytes and seconds of the run so far.
-    void Add(int height, uint64_t bytes, double seconds)
-    {
-        if (m_points.empty()) m_points.push_back({height - 1, 0, 0}); // the start
-        m_last = {height, bytes, seconds};
-        if (bytes < m_next) return;
-        m_points.push_back({height, bytes, seconds});
-        if (m_points.size() >= 2 * MAX) {
-            std::vector<Point> kept; // every other point, keeping the start
-            for (std::size_t i = 0; i < m_points.size(); i += 2) kept.push_back(m_points[i]);
-            m_points = std::move(kept);
-            m_step *= 2;
-        }
-        m_next = bytes + m_step;
-    }
-    /// Ten slices of equal bytes, up to the last block added.
-    std::vector<ThroughputSlice> Deciles() const
-    {
-        std::vector<ThroughputSlice> out;
-        const uint64_t bytes = m_last.bytes;
-        if (m_points.empty() || bytes == 0) return out;
-        std::vector<Point> pts = m_points;
-        if (pts.back().bytes != bytes) pts.push_back(m_last);
-        std::size_t prev = 0;
-        for (int d = 1; d <= 10; ++d) {
-            const uint64_t target = bytes * uint64_t(d) / 10;
-            std::size_t i = prev;
-            while (i + 1 < pts.size() && pts[i].bytes < target) ++i;
-            if (i == prev) continue; // a slice inside one block: merged into the next
-            const Point& a = pts[prev];
-            const Point& b = pts[i];
-            const double dt = std::max(b.seconds - a.seconds, 1e-9);
-            out.push_back({a.height + 1, b.height, double(b.height - a.height) / dt, double(b.bytes - a.bytes) / 1e6 / dt});
-            prev = i;
-        }
-        return out;
-    }
-
-private:
-    struct Point {
-        int height;
-        uint64_t bytes;
-        double seconds;
-    };
-    static constexpr std::size_t MAX = 1024;
-    std::vector<Point> m_points;
-    Point m_last{};
-    uint64_t m_step{1 << 20};
-    uint64_t m_next{0};
-};
 
 /// The connecting thread's side of a run, from the first block after the chainstate's best block
 /// to the final flush. Blocks arrive in height order, decoded and checked (ReadyBlock), from the

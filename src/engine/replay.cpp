@@ -17,25 +17,13 @@ namespace {
 
 using engine::EnvError;
 
-// Reads a block record into a fresh DataStream<Policy> (one allocation per block, as Core's
-// messages) and hands its buffer over; returns the record's size.
-using ReadRecordFn = Result<std::size_t> (*)(BlockFileReader&, const BlockRecordPos&, OwnedBytes&);
-template <typename Policy>
-Result<std::size_t> ReadRecord(BlockFileReader& reader, const BlockRecordPos& pos, OwnedBytes& out)
-{
-    DataStream<Policy> bytes;
-    auto r = reader.Read(pos, bytes);
-    out = OwnedBytes(std::move(bytes));
-    return r;
-}
-
 // The block files as a block source: the chain ordered by the scan, each block read from its
 // record into the policy's buffer (or framed and received as a P2P message with via_p2p).
 class FileSource final : public engine::BlockSource {
 public:
     FileSource(const ReplayOptions& opts, const LocatedChain& sc)
         : m_opts(opts), m_sc(sc), m_params(GetChainParams(sc.chain)), m_reader(sc.files, sc.key),
-          m_read_record(VisitPolicy(opts.policy, []<typename P>(P) -> ReadRecordFn { return &ReadRecord<P>; })),
+          m_read_record(VisitPolicy(opts.policy, []<typename P>(P) -> ReadOwnedFn { return &ReadOwned<P>; })),
           m_rx(m_params.message_start, opts.policy), m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1),
           // The assumevalid rule over the whole chain, known from the scan: its best header is the
           // last block. `bits` starts one block early when the genesis is not a record.
@@ -146,7 +134,7 @@ private:
     const LocatedChain& m_sc;
     const ChainParams& m_params;
     BlockFileReader m_reader;
-    const ReadRecordFn m_read_record; ///< the one place the policy is a type: the block's buffer
+    const ReadOwnedFn m_read_record; ///< the one place the policy is a type: the block's buffer
     MessageReceiver m_rx;
     std::vector<uint8_t> m_wire;
     const int m_tip_height;

@@ -39,18 +39,6 @@ void PutTip(ResultFields& f, const EngineResult& r)
     if (r.utxo) PutUtxoStats(f, *r.utxo);
 }
 
-ResultValue Deciles(const std::vector<ThroughputSlice>& slices)
-{
-    ResultValue::List out;
-    for (const auto& t : slices) {
-        out.push_back(ResultValue{ResultValue::Object{{"height_from", Int(t.height_from)},
-                                                      {"height_to", Int(t.height_to)},
-                                                      {"blocks_per_s", Real(t.blocks_per_s)},
-                                                      {"mb_per_s", Real(t.mb_per_s)}}});
-    }
-    return ResultValue{std::move(out)};
-}
-
 /// What every block-connecting run reports.
 void PutRun(ResultFields& f, const EngineResult& c)
 {
@@ -84,7 +72,7 @@ void PutRun(ResultFields& f, const EngineResult& c)
     Put(f, "script_checked_inputs", UInt(c.script_checked_inputs));
     Put(f, "script_checks_from_height", c.script_checks_from_height ? Int(*c.script_checks_from_height) : Null());
     Put(f, "script_check_reason", c.script_checks_from_height ? Str(c.script_check_reason) : Null());
-    Put(f, "throughput_by_decile", Deciles(c.throughput_by_decile));
+    Put(f, "throughput_by_decile", DecilesValue(c.throughput_by_decile));
 }
 
 /// The fields every run's result opens with: the network and the buffer policy.
@@ -103,6 +91,18 @@ void PutReject(ResultFields& f, const EngineResult& r)
 }
 
 } // namespace
+
+ResultValue DecilesValue(const std::vector<ThroughputSlice>& slices)
+{
+    ResultValue::List out;
+    for (const auto& t : slices) {
+        out.push_back(ResultValue{ResultValue::Object{{"height_from", Int(t.height_from)},
+                                                      {"height_to", Int(t.height_to)},
+                                                      {"blocks_per_s", Real(t.blocks_per_s)},
+                                                      {"mb_per_s", Real(t.mb_per_s)}}});
+    }
+    return ResultValue{std::move(out)};
+}
 
 ResultFields UtxoStatsFields(const UtxoStats& u)
 {

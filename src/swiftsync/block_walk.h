@@ -4,8 +4,10 @@
 // the results on in height order. What the hints builder and the range check share.
 #pragma once
 
+#include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
 
 #include "common/task_pool.h"
@@ -29,7 +31,7 @@ inline Result<uint32_t> HeightInChain(const LocatedChain& loc, const BlockHash& 
 }
 
 /// A batch stops growing at this many bytes of blocks (or BATCH_BLOCKS blocks).
-inline constexpr std::size_t BATCH_BYTES = 32 << 20;
+inline constexpr std::size_t BATCH_BYTES = 16 << 20;
 inline constexpr std::size_t BATCH_BLOCKS = 256;
 
 /// Reads blocks `from`..`to` of `loc`; for each, `work(block, height, hash)` returns an R (on any
@@ -38,11 +40,14 @@ inline constexpr std::size_t BATCH_BLOCKS = 256;
 /// makes the walk return false (a refused block is not an error). A block that is not on disk, does not decode
 /// or whose hash is not the chain's is an error. `also_read(height, slot)`, if given, runs on the
 /// calling thread after each block of a batch is read (slot: its place in the batch, from 0), for
-/// what the work needs read beside it in the same pass (undo data); its error ends the walk.
+/// what the work needs read beside it in the same pass (undo data); its error ends the walk. Each
+/// block's bytes are read into a buffer of `policy` (ReadOwned: one allocation per block, freed
+/// with the policy's release once the batch is done), as the classic replay reads them.
 template <typename R, typename Work, typename Sink>
 Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, unsigned threads,
                         const std::function<void(uint32_t, uint32_t)>& progress, Work&& work, Sink&& sink,
-                        const std::function<std::optional<Error>(uint32_t height, std::size_t slot)>& also_read = {})
+                        const std::function<std::optional<Error>(uint32_t height, std::size_t slot)>& also_read = {},
+                        PolicyId policy = PolicyId::Hardened)
 {
     if (from < uint32_t(std::max(loc.base_height, 0)) || (to >= from && int64_t(to) > int64_t(loc.TipHeight()))) {
         return Error{Errc::InvalidValue, "blocks " + std::to_string(from) + ".." + std::to_string(to) +
@@ -51,7 +56,8 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
     }
     TaskPool pool(threads > 1 ? threads - 1 : 0);
     BlockFileReader reader(loc.files, loc.key);
-    std::vector<std::vector<uint8_t>> raw;
+    const ReadOwnedFn read = VisitPolicy(policy, []<typename P>(P) -> ReadOwnedFn { return &ReadOwned<P>; });
+    std::vector<OwnedBytes> raw;
     std::vector<R> results;
     std::vector<std::optional<Error>> errors;
     for (uint64_t h = from; h <= to;) {
@@ -59,9 +65,9 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
         while (h + n <= to && n < BATCH_BLOCKS && bytes < BATCH_BYTES) {
             const auto& pos = loc.order.blocks[std::size_t(h + n - uint64_t(loc.base_height))];
             if (raw.size() <= n) raw.emplace_back();
-            auto got = reader.Read(pos, raw[n]);
+            auto got = read(reader, pos, raw[n]);
             if (!got) return Error{got.error().code, "block at height " + std::to_string(h + n) + ": " + got.error().message};
-            bytes += raw[n].size();
+            bytes += *got;
             if (also_read) {
                 if (auto e = also_read(uint32_t(h + n), n)) return *e;
             }
@@ -72,7 +78,7 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
         pool.Run(n, [&](std::size_t i) {
             const uint32_t height = uint32_t(h + i);
             const BlockHash& hash = loc.order.hashes[std::size_t(height - loc.base_height)];
-            auto block = DecodeBlock(std::span<const uint8_t>(raw[i]));
+            auto block = DecodeBlock(raw[i].uchars());
             if (!block) {
                 errors[i] = Error{block.error().code, "block at height " + std::to_string(height) + ": " + block.error().message};
                 return;

@@ -178,7 +178,7 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
             if (b.error) return b.error;
             return MergeBlock(partial, b.partial, options);
         },
-        read_undo);
+        read_undo, options.policy);
     if (!walked) return walked.error();
     return partial;
 }

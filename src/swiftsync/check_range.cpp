@@ -118,7 +118,7 @@ Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const
             AccumulateBlock(block, h, hash, blocks.chain, indices, hasher, options.collect_unspent || bool(options.on_unspent), p);
             return p;
         },
-        [&](uint32_t, Partial& p) { return MergeBlock(partial, p, options); });
+        [&](uint32_t, Partial& p) { return MergeBlock(partial, p, options); }, {}, options.policy);
     if (!walked) return walked.error();
     return partial;
 }

@@ -5,6 +5,7 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/assumevalid.h>
+#include <ibdkit/memory/cleanse.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/swiftsync/hints.h>
@@ -30,6 +31,8 @@ namespace fs = std::filesystem;
 /// batches, the handoff's coins), so that the whole run keeps within --dbcache + 200 MiB.
 constexpr std::size_t IN_FLIGHT_BYTES = 64 << 20;
 constexpr std::size_t MIN_SORT_BYTES = 16 << 20;
+/// The most a part of the sort holds before it spills a run (see PartedSort).
+constexpr std::size_t MAX_SPILL_BYTES = 64 << 20;
 /// Coins handed to the sorting thread at a time.
 constexpr std::size_t HANDOFF_COINS = 1 << 16;
 using CoinBatch = std::vector<std::pair<OutPoint, Coin>>;
@@ -46,6 +49,14 @@ struct KeyOrder {
         const auto ka = RecordKey(a), kb = RecordKey(b);
         return std::lexicographical_compare(ka.begin(), ka.end(), kb.begin(), kb.end());
     }
+    /// The key's first eight bytes, big-endian, zero-padded: the same order (ExternalSorter).
+    uint64_t Prefix(std::span<const uint8_t> rec) const noexcept
+    {
+        const auto k = RecordKey(rec);
+        uint64_t p = 0;
+        for (std::size_t i = 0; i < 8; ++i) p = p << 8 | (i < k.size() ? k[i] : 0);
+        return p;
+    }
 };
 using CoinSorter = ExternalSorter<KeyOrder>;
 
@@ -57,7 +68,9 @@ public:
     {
         ExternalSortOptions so;
         so.tmp_dir = tmp_dir;
-        so.memory_bytes = std::max<std::size_t>(memory_bytes / parts, 1 << 20);
+        // A part's buffer is spilled whole, on the thread that feeds the sort: buffers of at most
+        // MAX_SPILL_BYTES spread that work over the run, keeping the check's pace even.
+        so.memory_bytes = std::clamp<std::size_t>(memory_bytes / parts, 1 << 20, MAX_SPILL_BYTES);
         for (std::size_t p = 0; p < parts; ++p) m_parts.push_back(std::make_unique<CoinSorter>(so, MAX_RECORD));
     }
     std::size_t parts() const noexcept { return m_parts.size(); }
@@ -155,6 +168,7 @@ std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash&
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
 {
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t cleansed_before = CleansedBytes();
     if (o.threads < 1 || o.dbcache_mib < 1) return Error{Errc::InvalidValue, "threads and dbcache must be at least 1"};
     auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
     if (!loc) return loc.error();
@@ -215,8 +229,18 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     const Salt salt = Salt::Random();
     CheckRangeOptions ro;
     ro.threads = o.threads;
+    ro.policy = o.policy;
     ro.collect_unspent = false;
-    ro.progress = o.progress;
+    ThroughputLog tlog;
+    tlog.Start(0);
+    uint64_t bytes_checked = 0;
+    uint32_t checked_to = 0;
+    const auto check_start = std::chrono::steady_clock::now();
+    ro.progress = [&](uint32_t h, uint32_t n) {
+        for (; checked_to < h; ++checked_to) bytes_checked += loc->order.blocks[std::size_t(int(checked_to) + 1 - loc->base_height)].size;
+        tlog.Add(int(h), bytes_checked, std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count());
+        if (o.progress) o.progress(h, n);
+    };
     if (writer) {
         ro.on_unspent = [&](std::span<const std::pair<OutPoint, Coin>> coins) -> std::optional<Error> {
             CoinBatch& batch = writer->Current();
@@ -229,6 +253,9 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;
     auto partial = CheckFromGenesis(*loc, o.datadir, *hints, salt, res.height, o.mode, ro, co);
+    res.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    res.block_bytes = bytes_checked;
+    res.throughput_by_decile = tlog.Deciles();
     if (writer) {
         const bool written = writer->Hand() && writer->Finish();
         writer.reset();
@@ -242,6 +269,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         cs->Keep();
     }
     if (!res.verdict.ok) res.coins_written = 0;
+    res.bytes_cleansed = CleansedBytes() - cleansed_before;
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
 }

@@ -328,7 +328,7 @@ TEST(Engine, PipelineBoundsTheBlocksInFlight)
 // spacing left its last point: the final flush that follows is no block's.
 TEST(Engine, ThroughputTenthsEndWithTheLastBlock)
 {
-    engine::ThroughputLog log;
+    ThroughputLog log;
     constexpr uint64_t MiB = uint64_t(1) << 20;
     // 100 blocks of 3/4 MiB at one second each: the log keeps a point per MiB (blocks 1, 3, ..., 99
     // here), so the last block is not one of its points.
@@ -341,6 +341,21 @@ TEST(Engine, ThroughputTenthsEndWithTheLastBlock)
         EXPECT_NEAR(t.blocks_per_s, 1.0, 1e-9) << t.height_from << ".." << t.height_to;
         EXPECT_NEAR(t.mb_per_s, 0.75 * double(MiB) / 1e6, 1e-9);
     }
+}
+
+// Added a batch at a time (SwiftSync's walk), the tenths start after the block given to Start.
+TEST(Engine, ThroughputTenthsOfBatchesStartWhereTheRunStarts)
+{
+    ThroughputLog log;
+    log.Start(0);
+    constexpr uint64_t MiB = uint64_t(1) << 20;
+    for (int batch = 1; batch <= 20; ++batch) log.Add(batch * 10, uint64_t(batch) * 8 * MiB, double(batch)); // 10 blocks, 8 MiB a second
+    const auto tenths = log.Deciles();
+    ASSERT_EQ(tenths.size(), 10u);
+    EXPECT_EQ(tenths.front().height_from, 1);
+    EXPECT_EQ(tenths.front().height_to, 20);
+    EXPECT_EQ(tenths.back().height_to, 200);
+    for (const auto& t : tenths) EXPECT_NEAR(t.mb_per_s, 8.0 * double(MiB) / 1e6, 1e-9);
 }
 
 // Every flush, the full cache's along the way and the final one, is announced to the progress

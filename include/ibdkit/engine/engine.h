@@ -17,6 +17,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/common/test_hooks.h>
+#include <ibdkit/common/throughput.h>
 #include <ibdkit/engine/connector.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/stats.h>
@@ -84,14 +85,6 @@ struct EngineOptions {
     /// pipeline (as a node below its assumevalid block runs it) on chains too short for Core's rule
     /// to skip anything. Not a Core mode; replay's `--skip-scripts`, `ibdkit run` by default.
     bool skip_scripts{false};
-};
-
-/// Throughput over one slice of a run's connected bytes (replay --json: throughput_by_decile).
-struct ThroughputSlice {
-    int height_from{0};
-    int height_to{0};
-    double blocks_per_s{0};
-    double mb_per_s{0}; ///< 10^6 block bytes per second
 };
 
 /// What a run produced. Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks)

@@ -44,6 +44,10 @@ using ResultFields = std::vector<ResultField>;
 /// only when the database was left mid-flush.
 ResultFields UtxoStatsFields(const UtxoStats& u);
 
+/// Throughput per tenth (throughput_by_decile) as a list of {height_from, height_to,
+/// blocks_per_s, mb_per_s}.
+ResultValue DecilesValue(const std::vector<ThroughputSlice>& slices);
+
 /// A replay's result: the network, the policy, the tip, the statistics (when computed), the run's
 /// counters and timing, what the block source skipped, and reject_reason / reject_height (null
 /// unless a block failed its checks).

@@ -20,6 +20,7 @@
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/undo.h>
 #include <ibdkit/error.h>
+#include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>
@@ -87,6 +88,7 @@ struct CheckRangeOptions {
     /// If set, each block's hinted-unspent coins go here instead of into the partial, on the
     /// calling thread and in height order (a chainstate writer's feed); an error stops the check.
     std::function<std::optional<Error>(std::span<const std::pair<OutPoint, Coin>> coins)> on_unspent;
+    PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of each block's bytes as read (memory/policy.h)
 };
 
 /// Checks blocks `from`..`to` (1 ≤ from ≤ to ≤ hints.height()) of `blocks` against `hints` with

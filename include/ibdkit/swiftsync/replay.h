@@ -12,6 +12,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/common/throughput.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/swiftsync/aggregate.h>
@@ -24,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ibdkit::swiftsync {
 
@@ -40,6 +42,7 @@ struct SwiftSyncOptions {
     std::size_t dbcache_mib{450};     ///< bounds the coins held in memory while they are sorted (at least 1)
     std::optional<BlockHash> assumevalid; ///< coins mode: as ReplayOptions::assumevalid
     bool skip_scripts{false};         ///< coins mode: trust every script (a benchmark)
+    PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of the blocks' bytes (the only DataStream SwiftSync uses)
     std::function<void(uint32_t height, uint32_t n)> progress; ///< on the calling thread
 };
 
@@ -54,7 +57,12 @@ struct SwiftSyncResult {
     std::optional<uint32_t> scripts_from_height;
     std::string script_check_reason;
     uint64_t coins_written{0};        ///< into the chainstate (0 without one)
+    uint64_t block_bytes{0};          ///< of blocks 1..n, read
+    uint64_t bytes_cleansed{0};       ///< zeroed by the buffer policy's frees during the run
     double seconds{0};
+    double check_seconds{0};          ///< of which the check of blocks 1..n (the rest: sorting's end, the write)
+    /// The check's throughput per tenth of the blocks' bytes (common/throughput.h).
+    std::vector<ThroughputSlice> throughput_by_decile;
 };
 
 /// Runs the check (and writes the chainstate). A refused history is not an error (verdict.ok is
