@@ -14,6 +14,11 @@ void Cleanse(void* p, std::size_t n) noexcept
     explicit_bzero(p, n);
 }
 
+void CleanseSecret(void* p, std::size_t n) noexcept
+{
+    if (n != 0) explicit_bzero(p, n);
+}
+
 void CleanseCoreStyle(void* p, std::size_t n) noexcept
 {
     if (n == 0) return;

@@ -48,7 +48,7 @@ Salt& Salt::operator=(const Salt& other) noexcept
     return *this;
 }
 
-Salt::~Salt() { Cleanse(m_bytes.data(), m_bytes.size()); }
+Salt::~Salt() { CleanseSecret(m_bytes.data(), m_bytes.size()); }
 
 // ---- Aggregate -------------------------------------------------------------------------------
 
@@ -162,7 +162,7 @@ std::array<uint8_t, 36> OutPointElement(const OutPoint& outpoint) noexcept
 
 SaltedHasher::SaltedHasher(const Salt& salt) noexcept { m_salted.Write(salt.m_bytes.data(), Salt::SIZE); }
 
-SaltedHasher::~SaltedHasher() { Cleanse(&m_salted, sizeof(m_salted)); }
+SaltedHasher::~SaltedHasher() { CleanseSecret(&m_salted, sizeof(m_salted)); }
 
 std::array<uint8_t, 32> SaltedHasher::Hash(std::span<const uint8_t> element) const noexcept
 {
@@ -170,7 +170,7 @@ std::array<uint8_t, 32> SaltedHasher::Hash(std::span<const uint8_t> element) con
     h.Write(element);
     std::array<uint8_t, 32> out;
     h.Finalize(out.data());
-    Cleanse(&h, sizeof(h));
+    CleanseSecret(&h, sizeof(h));
     return out;
 }
 
@@ -207,7 +207,7 @@ std::array<uint8_t, 32> SaltedHasher::HashCoin(const OutPoint& outpoint, const C
     h.Write(head, n).Write(script.data(), script.size()).Write(tail, sizeof tail);
     std::array<uint8_t, 32> out;
     h.Finalize(out.data());
-    Cleanse(&h, sizeof(h));
+    CleanseSecret(&h, sizeof(h));
     return out;
 }
 

@@ -14,7 +14,8 @@
 namespace ibdkit {
 
 namespace detail {
-/// Bytes zeroed by this thread through any Cleanse function (a plain add: no atomic cost).
+/// Bytes zeroed by this thread through any Cleanse function but CleanseSecret (a plain add: no
+/// atomic cost).
 extern thread_local uint64_t g_cleansed_bytes;
 } // namespace detail
 
@@ -23,6 +24,10 @@ inline uint64_t CleansedBytes() noexcept { return detail::g_cleansed_bytes; }
 
 /// Zeroes [p, p+n). Never elided. p may be null when n == 0.
 void Cleanse(void* p, std::size_t n) noexcept;
+
+/// Zeroes [p, p+n) as Cleanse does, without counting it: for secrets that are no buffer's (a
+/// hash state that saw a salt), so that "bytes cleansed" stays what the buffer policy zeroed.
+void CleanseSecret(void* p, std::size_t n) noexcept;
 
 /// Core's memory_cleanse: memset + asm("" : : "r"(p) : "memory"). Never elided.
 void CleanseCoreStyle(void* p, std::size_t n) noexcept;

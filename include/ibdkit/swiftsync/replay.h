@@ -58,7 +58,7 @@ struct SwiftSyncResult {
     std::string script_check_reason;
     uint64_t coins_written{0};        ///< into the chainstate (0 without one)
     uint64_t block_bytes{0};          ///< of blocks 1..n, read
-    uint64_t bytes_cleansed{0};       ///< zeroed by the buffer policy's frees during the run
+    uint64_t bytes_cleansed{0};       ///< zeroed by the buffer policy's frees of the blocks' bytes
     double seconds{0};
     double check_seconds{0};          ///< of which the check of blocks 1..n (the rest: sorting's end, the write)
     /// The check's throughput per tenth of the blocks' bytes (common/throughput.h).
