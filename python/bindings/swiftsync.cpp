@@ -139,7 +139,8 @@ swiftsync::CoinsModeOptions CoinsOptions(PyBlocks& blocks, const std::optional<s
             undo = LocateUndoInDatadir(blocks.datadir, blocks.chain->chain);
         }
         if (!undo) Throw(undo.error());
-        blocks.undo = std::make_shared<const DatadirUndo>(std::move(*undo));
+        // Set once, with the GIL held: a check already running on another thread keeps its pointer.
+        if (!blocks.undo) blocks.undo = std::make_shared<const DatadirUndo>(std::move(*undo));
     }
     swiftsync::CoinsModeOptions c;
     c.undo = blocks.undo.get();
