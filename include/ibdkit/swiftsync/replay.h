@@ -75,8 +75,8 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
 
 /// The unspent runs of ranges that a verdict accepted (partial.h; from other machines, e.g. a Dask
 /// run) written as a new chainstate at `dir` with `tip`, the block at n, as its best block: the
-/// runs merged in key order into one bulk load, each record as it travelled. Returns the coins
-/// written. The caller vouches that Combine accepted these ranges; the runs are checked as they
+/// runs merged in key order into one bulk load, each record decoded (checked) and written again in
+/// its canonical bytes, which are those that travelled. Returns the coins written. The caller vouches that Combine accepted these ranges; the runs are checked as they
 /// are read. Errors: a run that does not decode, or an outpoint in two runs (Errc::InvalidValue,
 /// and nothing is left), `dir` refused by the write guards or not empty (Errc::Refused), a failed
 /// write. A failure removes what was written.
