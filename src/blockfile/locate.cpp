@@ -91,16 +91,13 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
     if (!scan) return scan.error();
     s.scan = *scan;
     s.order = orderer.Finish();
-    s.genesis_is_record = !s.order.hashes.empty() && s.order.hashes.front() == genesis;
-    s.base_height = s.genesis_is_record ? 0 : 1;
-    if (!s.genesis_is_record) {
-        s.times.push_back(params.genesis.time);
-        s.bits.push_back(params.genesis.bits);
-    }
-    for (const auto& h : s.order.hashes) {
-        const auto [time, bits] = time_bits_of[h];
-        s.times.push_back(time);
-        s.bits.push_back(bits);
+    const bool genesis_is_record = !s.order.hashes.empty() && s.order.hashes.front() == genesis;
+    s.base_height = genesis_is_record ? 0 : 1;
+    s.headers = HeaderChain(params);
+    s.headers.Reserve(s.order.hashes.size() + 1);
+    for (std::size_t i = genesis_is_record ? 1 : 0; i < s.order.hashes.size(); ++i) {
+        const auto [time, bits] = time_bits_of[s.order.hashes[i]];
+        s.headers.AppendKnown(s.order.hashes[i], HeaderInfo{time, bits});
     }
     return s;
 }
@@ -274,8 +271,8 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     const auto magic = std::span<const uint8_t, 4>(params.message_start);
     s.order.blocks.reserve(best->entries.size());
     s.order.hashes.reserve(best->entries.size());
-    s.times.reserve(best->entries.size());
-    s.bits.reserve(best->entries.size());
+    s.headers = HeaderChain(params);
+    s.headers.Reserve(best->entries.size());
     for (std::size_t i : best->entries) {
         const auto& e = index->entries[i];
         auto pos = frames.ReadFrame(file_index.at(e.file), e.data_pos, magic);
@@ -286,12 +283,10 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
         }
         s.order.blocks.push_back(*pos);
         s.order.hashes.push_back(e.hash);
-        s.times.push_back(e.Time());
-        s.bits.push_back(e.Bits());
+        if (e.height != 0) s.headers.AppendKnown(e.hash, HeaderInfo{e.Time(), e.Bits()});
     }
     s.order.orphans = best->orphans;
     s.order.stale = best->stale;
-    s.genesis_is_record = true;
     s.base_height = 0;
     return s;
 }

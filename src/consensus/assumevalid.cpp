@@ -4,18 +4,6 @@
 
 namespace ibdkit {
 
-std::vector<arith_uint256> CumulativeChainWork(std::span<const uint32_t> bits, const arith_uint256& start)
-{
-    std::vector<arith_uint256> work;
-    work.reserve(bits.size());
-    arith_uint256 sum = start;
-    for (uint32_t b : bits) {
-        sum += GetBlockProof(b);
-        work.push_back(sum);
-    }
-    return work;
-}
-
 int64_t GetBlockProofEquivalentTime(const arith_uint256& to_work, const arith_uint256& from_work, const arith_uint256& tip_proof,
                                     const ConsensusParams& params) noexcept
 {
@@ -62,31 +50,20 @@ BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const Cons
     return setting ? *setting : params.default_assume_valid;
 }
 
-AssumeValidRule::AssumeValidRule(int base_height, std::span<const BlockHash> hashes, std::span<const uint32_t> bits,
-                                 bool bits_start_one_early, const std::optional<BlockHash>& setting, const ConsensusParams& params)
-    : m_params(params)
+AssumeValidRule::AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params)
+    : m_best(best), m_params(params), m_hash(ResolveAssumeValid(setting, params))
 {
-    // The work of the block below the first, when its bits are given, counts towards every later
-    // block's and is then dropped from the list.
-    m_work = CumulativeChainWork(bits);
-    if (bits_start_one_early && !m_work.empty()) m_work.erase(m_work.begin());
-    m_work.resize(hashes.size());
-    m_best = HeaderChainView{base_height, hashes, m_work};
-    m_assumevalid.hash = ResolveAssumeValid(setting, params);
-    if (m_assumevalid.hash.IsNull()) return;
-    for (std::size_t i = hashes.size(); i-- > 0;) {
-        if (hashes[i] == m_assumevalid.hash) {
-            m_assumevalid.chain = HeaderChainView{base_height, hashes.first(i + 1), {}};
-            break;
-        }
-    }
 }
 
 std::optional<std::string_view> AssumeValidRule::Reason(int height) const
 {
-    const auto hash = m_best.HashAt(height);
-    if (!hash) return "block not in best header chain";
-    return ScriptCheckReason(m_assumevalid, m_best, height, *hash, m_params);
+    if (height < 0 || height > m_best.Height()) return "block not in best header chain";
+    const HeaderChainView best{0, m_best.Hashes(), m_best.ChainWork()};
+    AssumeValidChain av{m_hash, std::nullopt};
+    if (!m_hash.IsNull()) {
+        if (auto h = m_best.HeightOf(m_hash)) av.chain = HeaderChainView{0, best.hashes.first(std::size_t(*h) + 1), {}};
+    }
+    return ScriptCheckReason(av, best, height, m_best.Hash(height), m_params);
 }
 
 } // namespace ibdkit

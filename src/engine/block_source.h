@@ -2,8 +2,11 @@
 // order (private to the engine; Replay and Sync are its sources, docs/engine.md).
 #pragma once
 
+#include <ibdkit/chain/params.h>
 #include <ibdkit/connect/connect.h>
-#include <ibdkit/consensus/header_check.h>
+#include <ibdkit/consensus/assumevalid.h>
+#include <ibdkit/consensus/header_chain.h>
+#include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/stream/owned_bytes.h>
@@ -20,10 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 inline Error EnvError(std::string msg) { return Error{Errc::Corrupt, std::move(msg)}; }
 
-/// A block as a source delivers it: its place in the chain, what ConnectBlock needs to know of its
-/// ancestors (the engine adds their times and bits, ctx.prev), and its bytes, still in the buffer
-/// of the source's policy (as a node holds a received message) and freed by its release once the
-/// block is decoded.
+/// A block as a source delivers it: its place in the chain and its bytes, still in the buffer of
+/// the source's policy (as a node holds a received message) and freed by its release once the
+/// block is decoded. The engine fills `ctx` from the source's header chain (BlockContexts).
 struct RawBlock {
     int height{0};
     BlockHash hash;
@@ -48,12 +50,11 @@ public:
     virtual std::optional<Error> Prepare(const BlockHash& best) = 0;
     /// The source failed; the run ends (with a clean flush) and the source's result says why.
     virtual bool Failed() const = 0;
-    /// Height of `hash` on the source's chain (the genesis block is height 0).
-    virtual std::optional<int> HeightOf(const BlockHash& hash) const = 0;
-    /// Time and bits of the header at `height` on the source's chain, for every height up to the
-    /// chainstate's best block: the ancestry the engine checks the next headers against (called
-    /// after Prepare and recovery, before Produce).
-    virtual HeaderInfo HeaderAt(int height) const = 0;
+    /// The source's best header chain, from the genesis: the engine finds the chainstate's blocks
+    /// on it, checks each block's header against its ancestors and derives every block's context
+    /// (ConnectContext) from it. Not called while Produce runs except from inside its emit, when
+    /// it holds every block emitted.
+    virtual const HeaderChain& Headers() const = 0;
     /// The highest height the run is expected to reach, as far as the source knows now (progress
     /// only; a peer may deliver beyond it). Safe to call while Produce runs.
     virtual int TipHeight() const = 0;
@@ -78,6 +79,22 @@ public:
     /// Delivers the stale branch's blocks, tip first, through `emit` (heights and hashes set) until
     /// emit returns false or the source fails (recorded as for Produce).
     virtual std::optional<Error> ProduceStale(const StaleBranch&, const Emit&) { return EnvError("this source has no stale blocks"); }
+};
+
+/// What ConnectBlock needs to know of each block beside its ancestors' times and bits (which the
+/// connect loop adds, ctx.prev): its height, the BIP34 block's hash (BIP30) and whether its scripts
+/// run, by Core's assumevalid rule over the source's header chain unless the run skips scripts.
+class BlockContexts {
+public:
+    BlockContexts(const EngineOptions& o, const ChainParams& params, const HeaderChain& headers);
+    /// The context of the block at `height` of the header chain.
+    ConnectContext At(int height) const;
+
+private:
+    const EngineOptions& m_o;
+    const HeaderChain& m_headers;
+    ConsensusParams m_av_params; ///< the network's, with the run's minimum chain work
+    AssumeValidRule m_assumevalid;
 };
 
 } // namespace ibdkit::engine

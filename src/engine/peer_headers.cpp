@@ -1,7 +1,8 @@
 // src/engine/peer_headers.cpp — one peer's header chain (peer_headers.h).
 #include "peer_headers.h"
 
-#include <ibdkit/consensus/assumevalid.h>
+#include "header_file.h"
+
 #include <ibdkit/consensus/pow.h>
 
 #include <algorithm>
@@ -44,11 +45,8 @@ void PeerLink::PublishHeights()
 bool PeerLink::Interrupted() const { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
 
 PeerHeaders::PeerHeaders(PeerLink& link, std::filesystem::path headers_file)
-    : m_link(link), m_headers_file(std::move(headers_file)), m_av_params(link.params.consensus),
-      m_assumevalid(ResolveAssumeValid(link.o.assumevalid, link.params.consensus))
+    : m_link(link), m_headers_file(std::move(headers_file))
 {
-    // The assumevalid rule compares the best header's work with the minimum this run uses.
-    if (link.o.minimum_chain_work) m_av_params.minimum_chain_work = *link.o.minimum_chain_work;
 }
 
 std::optional<Error> PeerHeaders::PersistHeldBack()
@@ -61,7 +59,7 @@ std::optional<Error> PeerHeaders::PersistHeldBack()
 
 std::optional<Error> PeerHeaders::Persist(int from)
 {
-    if (auto e = m_link.chain.Persist(m_headers_file, from)) return engine::EnvError(*e);
+    if (auto e = engine::PersistHeaders(m_link.chain, m_headers_file, from)) return engine::EnvError(*e);
     return std::nullopt;
 }
 
@@ -72,7 +70,7 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
     bool first = true;
     for (;;) {
         LocatorMessage gh;
-        gh.locator = m_link.chain.Locator();
+        gh.locator = MakeLocator(m_link.chain.Hashes());
         if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
         const auto wait = first ? m_link.o.headers_wait : m_link.o.timeout;
         const auto deadline = NetClock::now() + wait;
@@ -167,7 +165,7 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vec
     while (more && !m_link.Interrupted()) {
         LocatorMessage gh;
         gh.locator.push_back(branch.back().GetHash());
-        for (const auto& hh : m_link.chain.Locator()) gh.locator.push_back(hh);
+        for (const auto& hh : MakeLocator(m_link.chain.Hashes())) gh.locator.push_back(hh);
         if (gh.locator.size() > MAX_LOCATOR_SZ) gh.locator.resize(MAX_LOCATOR_SZ);
         if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
         const auto deadline = NetClock::now() + m_link.o.timeout;
@@ -189,8 +187,9 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vec
         branch.insert(branch.end(), next->begin(), next->end());
         if (auto why = check(from)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
     }
-    arith_uint256 ours, theirs;
-    for (int k = fork + 1; k <= m_link.chain.Height(); ++k) ours += GetBlockProof(m_link.chain.Header(k).bits);
+    const auto work = m_link.chain.ChainWork();
+    const arith_uint256 ours = work.back() - work[std::size_t(fork)];
+    arith_uint256 theirs;
     for (const auto& hdr : branch) theirs += GetBlockProof(hdr.bits);
     m_link.res.competing_branches++;
     if (theirs <= ours) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
@@ -222,19 +221,6 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vec
     }
     ReportHeaders();
     return std::nullopt;
-}
-
-// Core's assumevalid rule for the block at `height` of the header chain, whose tip is the
-// best header (in getblocks mode the headers are the blocks': each block is then the best
-// header, too recent to skip).
-std::optional<std::string_view> PeerHeaders::ScriptCheckReason(int height) const
-{
-    const HeaderChainView best{0, m_link.chain.Hashes(), m_link.chain.ChainWork()};
-    AssumeValidChain av{m_assumevalid, std::nullopt};
-    if (!av.hash.IsNull()) {
-        if (auto h = m_link.chain.HeightOf(av.hash)) av.chain = HeaderChainView{0, best.hashes.first(std::size_t(*h) + 1), {}};
-    }
-    return ibdkit::ScriptCheckReason(av, best, height, m_link.chain.Hash(height), m_av_params);
 }
 
 void PeerHeaders::ReportHeaders()

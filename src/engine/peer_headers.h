@@ -7,6 +7,7 @@
 
 #include "block_source.h"
 
+#include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/engine/sync.h>
 
 #include <atomic>
@@ -68,8 +69,6 @@ public:
     /// Stores the headers a reorganisation held back, once the engine has disconnected the stale
     /// branch (until then the stored headers must still name the chainstate's tip).
     std::optional<Error> PersistHeldBack();
-    /// Core's assumevalid rule for the block at `height` of the header chain.
-    std::optional<std::string_view> ScriptCheckReason(int height) const;
     /// The branch below the chainstate's tip that SyncHeaders left for one with more work.
     const std::optional<engine::BlockSource::StaleBranch>& Reorganisation() const noexcept { return m_reorg; }
     /// Whether `hash` is a block of that stale branch.
@@ -81,8 +80,6 @@ private:
 
     PeerLink& m_link;
     std::filesystem::path m_headers_file;
-    ConsensusParams m_av_params;  ///< the network's, with this run's minimum chain work
-    BlockHash m_assumevalid;
     std::optional<engine::BlockSource::StaleBranch> m_reorg;
     std::unordered_map<BlockHash, int, Uint256Hasher> m_stale; ///< the stale branch's blocks by hash
     std::optional<int> m_persist_from; ///< headers to store once the reorganisation is done

@@ -2,7 +2,6 @@
 
 #include "run.h"
 
-#include <ibdkit/consensus/assumevalid.h>
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/message.h>
 
@@ -24,34 +23,16 @@ public:
     FileSource(const ReplayOptions& opts, const LocatedChain& sc)
         : m_opts(opts), m_sc(sc), m_params(GetChainParams(sc.chain)), m_reader(sc.files, sc.key),
           m_read_record(VisitPolicy(opts.policy, []<typename P>(P) -> ReadOwnedFn { return &ReadOwned<P>; })),
-          m_rx(m_params.message_start, opts.policy), m_tip_height(sc.base_height + int(sc.order.blocks.size()) - 1),
-          // The assumevalid rule over the whole chain, known from the scan: its best header is the
-          // last block. `bits` starts one block early when the genesis is not a record.
-          m_assumevalid(sc.base_height, sc.order.hashes, sc.bits, !sc.genesis_is_record, opts.assumevalid, m_params.consensus)
+          m_rx(m_params.message_start, opts.policy), m_tip_height(sc.TipHeight())
     {
-        m_height_of.reserve(sc.order.hashes.size());
-        for (std::size_t i = 0; i < sc.order.hashes.size(); ++i) m_height_of.emplace(sc.order.hashes[i], sc.base_height + int(i));
-        const int bip34 = m_params.consensus.bip34_height;
-        if (bip34 >= sc.base_height && bip34 <= m_tip_height) m_bip34_hash = sc.order.hashes[Index(bip34)];
     }
 
     std::optional<Error> Prepare(const BlockHash&) override { return std::nullopt; }
     bool Failed() const override { return false; }
     int TipHeight() const override { return m_tip_height; }
 
-    HeaderInfo HeaderAt(int height) const override
-    {
-        const std::size_t i = m_sc.TimeIndex(height);
-        return HeaderInfo{m_sc.times.at(i), m_sc.bits.at(i)};
-    }
-
-    std::optional<int> HeightOf(const BlockHash& hash) const override
-    {
-        if (hash == m_params.consensus.hash_genesis_block) return 0;
-        auto it = m_height_of.find(hash);
-        if (it == m_height_of.end()) return std::nullopt;
-        return it->second;
-    }
+    // The whole chain, known from the scan or the index: its best header is the last block.
+    const HeaderChain& Headers() const override { return m_sc.headers; }
 
     std::optional<Error> Produce(int from, int to, const Emit& emit) override
     {
@@ -59,13 +40,6 @@ public:
             engine::RawBlock raw;
             raw.height = h;
             raw.hash = m_sc.order.hashes[Index(h)];
-            raw.ctx.height = h;
-            if (m_bip34_hash && h > m_params.consensus.bip34_height) raw.ctx.bip34_ancestor = m_bip34_hash;
-            // (Core never connects the genesis block's transactions, so never asks about it.)
-            if (auto why = h == 0 || m_opts.skip_scripts ? std::nullopt : m_assumevalid.Reason(h)) {
-                raw.ctx.check_scripts = true;
-                raw.ctx.script_check_reason = *why;
-            }
             if (auto e = Load(h, raw.bytes)) return e;
             if (!emit(std::move(raw))) break;
         }
@@ -138,9 +112,6 @@ private:
     MessageReceiver m_rx;
     std::vector<uint8_t> m_wire;
     const int m_tip_height;
-    std::optional<BlockHash> m_bip34_hash;
-    std::unordered_map<BlockHash, int, Uint256Hasher> m_height_of;
-    AssumeValidRule m_assumevalid;
 };
 
 } // namespace

@@ -35,6 +35,16 @@ struct EngineRun {
     BlockConnector& conn;
     UndoFileWriter* undo; ///< null without --undo
     EngineResult& res;
+    const BlockContexts& contexts;
+
+    /// The source's blocks from..to with their contexts, each through `emit`.
+    std::optional<Error> Produce(int from, int to, const BlockSource::Emit& emit)
+    {
+        return src.Produce(from, to, [&](RawBlock&& raw) {
+            raw.ctx = contexts.At(raw.height);
+            return emit(std::move(raw));
+        });
+    }
 };
 
 /// After a phase before the connect loop: the run goes on, or ends cleanly (the source failed or
@@ -46,8 +56,8 @@ enum class Next { Continue, End };
 Result<Next> RecoverInterruptedFlush(EngineRun& run, const ReplayRange& range)
 {
     auto& src = run.src;
-    auto from = range.old_tip.IsNull() ? std::optional<int>(0) : src.HeightOf(range.old_tip);
-    auto to = src.HeightOf(range.new_tip);
+    auto from = range.old_tip.IsNull() ? std::optional<int>(0) : src.Headers().HeightOf(range.old_tip);
+    auto to = src.Headers().HeightOf(range.new_tip);
     if (!from || !to) return EnvError(src.NotOurRecovery());
     int next = std::max(*from + 1, 1);
     std::optional<Error> undecodable;
@@ -146,7 +156,7 @@ Result<int> ResumeHeight(EngineRun& run, const BlockHash& best)
         run.res.height = 0;
         run.res.tip = run.params.consensus.hash_genesis_block;
     } else {
-        auto h = run.src.HeightOf(best);
+        auto h = run.src.Headers().HeightOf(best);
         if (!h) return EnvError(run.src.NotOurChain(best));
         run.res.height = *h;
         run.res.tip = best;
@@ -159,7 +169,7 @@ Result<int> ResumeHeight(EngineRun& run, const BlockHash& best)
 /// The connect loop on one thread: the source's emit decodes, checks and connects in place.
 std::optional<Error> ConnectInline(EngineRun& run, ConnectLoop& loop, int next, int last)
 {
-    return run.src.Produce(next, last, [&](RawBlock&& raw) {
+    return run.Produce(next, last, [&](RawBlock&& raw) {
         ReadyBlock rb = DecodeAndCheck(std::move(raw), run.params.consensus);
         return loop.ConnectStep(rb);
     });
@@ -201,7 +211,7 @@ std::optional<Error> ConnectPipelined(EngineRun& run, ConnectLoop& loop, int nex
     Pipeline pipe(run.params.consensus, threads - 1, &run.db, &helpers);
     bool prefetch = on_disk;
     if (prefetch) pipe.StartPrefetch();
-    pipe.Start([&](const BlockSource::Emit& emit) { return run.src.Produce(next, last, emit); });
+    pipe.Start([&](const BlockSource::Emit& emit) { return run.Produce(next, last, emit); });
     uint64_t scanned = 0; // next emission number to look at for prefetch
     while (auto rb = pipe.Pop()) {
         if (prefetch) PrefetchAhead(pipe, conn, run.res, *rb, scanned);
@@ -231,7 +241,8 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
     BlockConnector conn(db, params, budget);
     conn.SetUndoWriter(undo.get());
     conn.SetConnectedSink(o.on_connected);
-    EngineRun run{o, params, src, db, conn, undo.get(), res};
+    const BlockContexts contexts(o, params, src.Headers());
+    EngineRun run{o, params, src, db, conn, undo.get(), res, contexts};
     auto needs = db.NeedsReplay();
     if (!needs) return needs.error();
     auto best = db.GetBestBlock();
@@ -261,7 +272,7 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
     // block, then each block as it connects. Headers are checked against them, and ConnectBlock
     // reads median times past from them (BIP113, BIP68).
     std::vector<HeaderInfo> ancestry;
-    for (int h = 0; h < *next; ++h) ancestry.push_back(src.HeaderAt(h));
+    for (int h = 0; h < *next; ++h) ancestry.push_back(src.Headers().Info(h));
     ConnectLoop loop(o, params, conn, res, std::move(ancestry), [&src] { return src.TipHeight(); }, last);
     // A flush stops the blocks for seconds (minutes at mainnet scale): say so.
     conn.OnFlush([&loop] { loop.Report(true, true); });
@@ -284,7 +295,7 @@ std::optional<Error> RecordDiskTip(const EngineOptions& o, BlockSource& src, con
     auto best = db.GetBestBlock();
     if (!best) return best.error();
     if (best->IsNull()) return std::nullopt;
-    auto h = src.HeightOf(*best);
+    auto h = src.Headers().HeightOf(*best);
     if (!h) return std::nullopt;
     res.height = *h;
     res.tip = *best;

@@ -4,6 +4,7 @@
 // its own (PeerHeaders, peer_headers.h), beside the download.
 #include <ibdkit/engine/sync.h>
 
+#include "header_file.h"
 #include "peer_headers.h"
 #include "run.h"
 
@@ -32,11 +33,7 @@ public:
     {
     }
 
-    HeaderInfo HeaderAt(int height) const override
-    {
-        const BlockHeader& h = m_link.chain.Header(height);
-        return HeaderInfo{h.time, h.bits};
-    }
+    const HeaderChain& Headers() const override { return m_link.chain; }
 
     std::optional<Error> Prepare(const BlockHash& best) override
     {
@@ -125,7 +122,6 @@ public:
         }
         return std::nullopt;
     }
-    std::optional<int> HeightOf(const BlockHash& hash) const override { return m_link.chain.HeightOf(hash); }
     int TipHeight() const override { return m_link.target_height.load(std::memory_order_relaxed); }
 
     std::optional<Error> Produce(int from, int to, const Emit& emit) override
@@ -222,7 +218,7 @@ private:
                 if (!m_awaiting_continue) {
                     LocatorMessage gb;
                     gb.locator.push_back(m_link.inflight.empty() ? m_link.chain.Tip() : m_link.inflight.back());
-                    for (const auto& h : m_link.chain.Locator()) {
+                    for (const auto& h : MakeLocator(m_link.chain.Hashes())) {
                         if (h != gb.locator.front()) gb.locator.push_back(h);
                     }
                     if (gb.locator.size() > MAX_LOCATOR_SZ) gb.locator.resize(MAX_LOCATOR_SZ);
@@ -392,13 +388,6 @@ private:
         engine::RawBlock raw;
         raw.height = height;
         raw.hash = hash;
-        raw.ctx.height = height;
-        const int bip34 = m_link.params.consensus.bip34_height;
-        if (height > bip34 && bip34 >= 0 && bip34 <= m_link.chain.Height()) raw.ctx.bip34_ancestor = m_link.chain.Hash(bip34);
-        if (auto why = m_headers.ScriptCheckReason(height)) {
-            raw.ctx.check_scripts = true;
-            raw.ctx.script_check_reason = *why;
-        }
         raw.bytes = std::move(bytes);
         raw.message = true;
         if (!(*m_emit)(std::move(raw))) {
@@ -447,7 +436,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     if (!cs) return cs.error();
     HeaderChain chain(params);
     const auto headers_file = cs->dir() / HEADERS_FILE;
-    if (auto loaded = chain.Load(headers_file); !loaded) return loaded.error();
+    if (auto loaded = engine::LoadHeaders(chain, headers_file); !loaded) return loaded.error();
 
     auto socket = opts.connect ? opts.connect() : Socket::Connect(opts.host, opts.port, opts.timeout, opts.interrupt);
     if (!socket) {

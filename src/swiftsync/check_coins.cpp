@@ -37,18 +37,6 @@ bool FitsBlock(const BlockUndo& undo, const Block& block)
     return true;
 }
 
-/// The chain's headers as the header rules read them: (time, bits) by height from the genesis.
-std::vector<HeaderInfo> HeadersOf(const LocatedChain& loc)
-{
-    std::vector<HeaderInfo> headers;
-    headers.reserve(std::size_t(loc.TipHeight() + 1));
-    for (int h = loc.base_height; h <= loc.TipHeight(); ++h) {
-        const std::size_t i = loc.TimeIndex(h);
-        headers.push_back(HeaderInfo{loc.times.at(i), loc.bits.at(i)});
-    }
-    return headers;
-}
-
 /// The undo record of each height from..to, or why one is missing.
 Result<std::vector<const DatadirUndo::Block*>> UndoByHeight(const LocatedChain& loc, const DatadirUndo& undo, uint32_t from, uint32_t to)
 {
@@ -92,9 +80,8 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     if (!undo_at) return undo_at.error();
     const ChainParams& chain_params = GetChainParams(blocks.chain);
     const ConsensusParams& params = chain_params.consensus;
-    const std::vector<HeaderInfo> headers = HeadersOf(blocks);
-    const AssumeValidRule assumevalid(blocks.base_height, blocks.order.hashes, blocks.bits, !blocks.genesis_is_record,
-                                      coins.assumevalid, params);
+    const HeaderChain& headers = blocks.headers;
+    const AssumeValidRule assumevalid(headers, coins.assumevalid, params);
     std::optional<BlockHash> bip34_hash;
     if (params.bip34_height <= blocks.TipHeight()) bip34_hash = blocks.order.hashes[std::size_t(params.bip34_height)];
     // Where BIP34 holds from height 1, no coinbase can repeat another (connect.cpp, Bip30For).
@@ -130,13 +117,13 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
         const BlockHeader header = block.header();
         // The ancestry below comes from the block index: each block's own header must agree with
         // it (every block of 1..n passes here, so every time and bits it holds is checked).
-        const HeaderInfo& indexed = headers[h];
+        const HeaderInfo& indexed = headers.Info(int(h));
         if (header.hash_prev_block != blocks.order.hashes[h - 1] || header.time != indexed.time || header.bits != indexed.bits) {
             out.error = Error{Errc::Corrupt, "block " + hash.ToHex() + " at height " + std::to_string(h) +
                                                  " does not agree with the block index (parent, time or bits)"};
             return out;
         }
-        const HeaderAncestry prev{0, std::span<const HeaderInfo>(headers).first(h)};
+        const HeaderAncestry prev = headers.AncestryAt(int(h) - 1);
         BlockValidationState state, header_state;
         auto checked = CheckBlock(std::move(block), state, params);
         if (!checked && state.GetResult() == BlockValidationResult::BLOCK_INVALID_HEADER) return refuse(state.GetRejectReason());

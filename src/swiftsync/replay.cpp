@@ -185,8 +185,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     res.tip = loc->order.hashes[std::size_t(int(res.height) - loc->base_height)];
     if (o.mode == AggregateMode::Coins) {
         if (!o.skip_scripts) {
-            const AssumeValidRule rule(loc->base_height, loc->order.hashes, loc->bits, !loc->genesis_is_record, o.assumevalid,
-                                       GetChainParams(loc->chain).consensus);
+            const AssumeValidRule rule(loc->headers, o.assumevalid, GetChainParams(loc->chain).consensus);
             for (uint32_t h = 1; h <= res.height; ++h) {
                 if (auto why = rule.Reason(int(h))) {
                     res.scripts_from_height = h;

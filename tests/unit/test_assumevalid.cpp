@@ -3,6 +3,7 @@
 // proof is 600 seconds of equivalent time), and the networks' defaults.
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/assumevalid.h>
+#include <ibdkit/consensus/header_chain.h>
 
 #include <gtest/gtest.h>
 
@@ -29,23 +30,22 @@ BlockHash FakeHash(int height, uint8_t branch = 0)
     return BlockHash(h);
 }
 
-// A chain of `n` headers from the genesis at difficulty 1; `branch` changes the hashes from
-// `fork_above` + 1 on.
+// A chain of `n` headers from mainnet's genesis (difficulty 1) at difficulty 1; `branch` changes
+// the hashes from `fork_above` + 1 on.
 struct FakeChain {
-    std::vector<BlockHash> hashes;
-    std::vector<arith_uint256> work;
+    HeaderChain chain{GetChainParams(ChainType::MAIN)};
+    std::span<const BlockHash> hashes;
 
     FakeChain(int n, uint8_t branch = 0, int fork_above = -1)
     {
-        for (int h = 0; h < n; ++h) hashes.push_back(FakeHash(h, h > fork_above ? branch : 0));
-        work = CumulativeChainWork(std::vector<uint32_t>(std::size_t(n), DIFF1_BITS));
+        for (int h = 1; h < n; ++h) chain.AppendKnown(FakeHash(h, h > fork_above ? branch : 0), HeaderInfo{0, DIFF1_BITS});
+        hashes = chain.Hashes();
     }
-    HeaderChainView View() const { return HeaderChainView{0, hashes, work}; }
+    FakeChain(const FakeChain&) = delete;
+    FakeChain& operator=(const FakeChain&) = delete;
+    HeaderChainView View() const { return HeaderChainView{0, chain.Hashes(), chain.ChainWork()}; }
     /// The chain up to `height`, as the assumevalid block's ancestors.
-    HeaderChainView Upto(int height) const
-    {
-        return HeaderChainView{0, std::span<const BlockHash>(hashes).first(std::size_t(height + 1)), {}};
-    }
+    HeaderChainView Upto(int height) const { return HeaderChainView{0, hashes.first(std::size_t(height + 1)), {}}; }
 };
 
 // Mainnet's rules with a minimum chain work a few thousand difficulty-1 blocks can meet.
@@ -60,7 +60,7 @@ ConsensusParams Params(int minimum_blocks = 1)
 
 std::string Reason(const AssumeValidChain& av, const FakeChain& best, int height, const ConsensusParams& p)
 {
-    auto r = ScriptCheckReason(av, best.View(), height, best.hashes.at(std::size_t(height)), p);
+    auto r = ScriptCheckReason(av, best.View(), height, best.chain.Hash(height), p);
     return r ? std::string(*r) : "skip";
 }
 
@@ -175,6 +175,50 @@ TEST(AssumeValid, TheNetworksDefaultsAreCores)
     EXPECT_EQ(ResolveAssumeValid(std::nullopt, main), main.default_assume_valid);
     EXPECT_TRUE(ResolveAssumeValid(BlockHash{}, main).IsNull());
     EXPECT_EQ(ResolveAssumeValid(FakeHash(3), main), FakeHash(3));
+}
+
+// The rule over a HeaderChain reads it as it is at each call: a peer's chain grows (and may be cut
+// back) between blocks.
+TEST(AssumeValid, TheRuleReadsTheHeaderChainAsItIsNow)
+{
+    FakeChain growing(1200);
+    const ConsensusParams p = Params();
+    const AssumeValidRule rule(growing.chain, growing.hashes[1000], p);
+    EXPECT_EQ(rule.Reason(500), "block too recent relative to best header");
+    for (int h = 1200; h < 4000; ++h) growing.chain.AppendKnown(FakeHash(h), HeaderInfo{0, DIFF1_BITS});
+    EXPECT_EQ(rule.Reason(500), std::nullopt);
+    EXPECT_EQ(rule.Reason(1000), std::nullopt);
+    EXPECT_EQ(rule.Reason(1001), "block height above assumevalid height");
+    EXPECT_EQ(rule.Reason(4000), "block not in best header chain");
+    growing.chain.Truncate(900);
+    EXPECT_EQ(rule.Reason(500), "assumevalid hash not in headers");
+    EXPECT_EQ(AssumeValidRule(growing.chain, BlockHash{}, p).Reason(10), "assumevalid=0 (always verify)");
+}
+
+TEST(HeaderChain, WorkHeightsAndAncestryFromTheGenesis)
+{
+    const ChainParams& main = GetChainParams(ChainType::MAIN);
+    HeaderChain chain(main);
+    EXPECT_EQ(chain.Height(), 0);
+    EXPECT_EQ(chain.Tip(), main.consensus.hash_genesis_block);
+    EXPECT_TRUE(chain.HasFullHeaders());
+    for (int h = 1; h <= 3000; ++h) chain.AppendKnown(FakeHash(h), HeaderInfo{uint32_t(1000 + h), DIFF1_BITS});
+    EXPECT_FALSE(chain.HasFullHeaders()) << "known headers keep no 80 bytes";
+    arith_uint256 want = GetBlockProof(DIFF1_BITS);
+    want *= 3001;
+    EXPECT_EQ(chain.ChainWork().back(), want);
+    EXPECT_EQ(*chain.HeightOf(FakeHash(1234)), 1234);
+    EXPECT_EQ(chain.Info(1234).time, 2234u);
+    const HeaderAncestry a = chain.AncestryAt(2999);
+    EXPECT_EQ(a.prev_height(), 2999);
+    EXPECT_EQ(a.headers.size(), std::size_t(HEADER_ANCESTRY_NEEDED));
+    EXPECT_EQ(chain.MedianTimePast(3000), 1000 + 2995);
+    chain.Truncate(100);
+    EXPECT_EQ(chain.Height(), 100);
+    EXPECT_FALSE(chain.HeightOf(FakeHash(1234)));
+    want = GetBlockProof(DIFF1_BITS);
+    want *= 101;
+    EXPECT_EQ(chain.ChainWork().back(), want);
 }
 
 } // namespace

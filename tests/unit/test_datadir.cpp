@@ -144,10 +144,12 @@ TEST(Datadir, RealV25IndexesPointAtTheirBlocks)
         ASSERT_EQ(located->order.blocks.size(), std::size_t(real.tip + 1));
         for (std::size_t i = 0; i < located->order.blocks.size(); ++i) {
             EXPECT_EQ(located->order.hashes[i], scanned->order.hashes[i]);
-            EXPECT_EQ(located->times[i], scanned->times[i]);
+            EXPECT_EQ(located->headers.Info(int(i)).time, scanned->headers.Info(int(i)).time);
+            EXPECT_EQ(located->headers.Info(int(i)).bits, scanned->headers.Info(int(i)).bits);
             EXPECT_EQ(located->order.blocks[i].offset, scanned->order.blocks[i].offset);
             EXPECT_EQ(located->order.blocks[i].size, scanned->order.blocks[i].size);
         }
+        EXPECT_EQ(located->headers.ChainWork().back(), scanned->headers.ChainWork()[std::size_t(real.tip)]);
         EXPECT_EQ(scanned->scan.bytes_read, scanned->scan.records * RECORD_PREFIX_SIZE);
         EXPECT_EQ(Snapshot(*dir), before) << "read-only";
     }

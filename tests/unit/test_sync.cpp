@@ -2,6 +2,7 @@
 // getblocks with btcd's continue-inv, interrupt + resume, recovery of an interrupted flush) must
 // give exactly `Replay`'s UTXO set for the same chain; hostile peers (wrong magic, oversize
 // length, stall, garbage, a chain that does not link) must end with a clear message, never a hang.
+#include "engine/header_file.h"
 #include "test_util.h"
 
 #include <ibdkit/coins/coins_db.h>
@@ -10,6 +11,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
+#include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/pow.h>
 
 #include <gtest/gtest.h>
@@ -670,7 +672,7 @@ TEST(HeaderChain, AppendRunsCoresHeaderChecks)
     EXPECT_FALSE(chain.Append(next(t + 600, p.genesis.bits)));
 }
 
-TEST(HeaderChain, LoadKeepsTheValidPrefix)
+TEST(HeaderFile, LoadKeepsTheValidPrefix)
 {
     TempDir d;
     const auto& c = TheChain();
@@ -678,13 +680,13 @@ TEST(HeaderChain, LoadKeepsTheValidPrefix)
     for (int h = 1; h <= 50; ++h) ASSERT_FALSE(chain.Append(c.blocks[std::size_t(h)].header()));
     EXPECT_TRUE(chain.Append(c.blocks[52].header())); // does not link
     const auto file = d.path / HEADERS_FILE;
-    ASSERT_FALSE(chain.Persist(file, 1));
+    ASSERT_FALSE(engine::PersistHeaders(chain, file, 1));
     {
         std::ofstream f(file, std::ios::binary | std::ios::app);
         f << "partial";
     }
     HeaderChain loaded(Regtest());
-    auto n = loaded.Load(file);
+    auto n = engine::LoadHeaders(loaded, file);
     ASSERT_TRUE(n.ok());
     EXPECT_EQ(*n, 50);
     EXPECT_EQ(loaded.Tip(), c.hashes[50]);

@@ -12,6 +12,7 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/error.h>
 
 #include <cstdint>
@@ -29,12 +30,10 @@ struct LocatedChain {
     std::vector<std::filesystem::path> files;   ///< BlockRecordPos::file indexes into this
     ObfuscationKey key;                         ///< xor.dat (null when absent)
     ChainOrder order;                           ///< positions and hashes, genesis or first known first
-    /// Header times: index 0 is the block before order.blocks[0] when the genesis is not a record
-    /// (then times.size() == order.blocks.size() + 1), else the time of order.blocks[0].
-    std::vector<uint32_t> times;
-    std::vector<uint32_t> bits;                 ///< header bits, indexed as `times`
-    int base_height{0};                         ///< height of order.blocks[0]
-    bool genesis_is_record{false};              ///< order.blocks[0] is the genesis block
+    /// The chain's headers from the genesis to the tip (the genesis from the network's parameters
+    /// when it is not a record): hashes, times, bits, chain work, heights by hash.
+    HeaderChain headers{GetChainParams(ChainType::MAIN)};
+    int base_height{0};                         ///< height of order.blocks[0]: 0, or 1 when the genesis is not a record
     BlockFileScanStats scan;                    ///< bare scan: what the scan met (datadir: zeros)
     bool from_index{false};                     ///< located through Core's block index
     uint64_t index_entries{0};                  ///< datadir: 'b' records in the block index
@@ -45,8 +44,6 @@ struct LocatedChain {
 
     /// Height of the last block (base_height - 1 when empty).
     int TipHeight() const noexcept { return base_height + int(order.blocks.size()) - 1; }
-    /// Index into `times` and `bits` of the block at height h.
-    std::size_t TimeIndex(int h) const noexcept { return std::size_t(h - base_height + (genesis_is_record ? 0 : 1)); }
 };
 
 /// The network whose magic starts the first block file of `blocks_dir` (a directory or one file).

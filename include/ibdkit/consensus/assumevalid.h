@@ -19,6 +19,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/primitives/hash.h>
 
@@ -26,7 +27,6 @@
 #include <optional>
 #include <span>
 #include <string_view>
-#include <vector>
 
 namespace ibdkit {
 
@@ -47,10 +47,6 @@ struct HeaderChainView {
         return hashes[std::size_t(height - base_height)];
     }
 };
-
-/// Each header's chain work (GetBlockProof summed from the first): `bits` by height, starting at
-/// `start` (the work before the first header).
-std::vector<arith_uint256> CumulativeChainWork(std::span<const uint32_t> bits, const arith_uint256& start = {});
 
 /// Core's GetBlockProofEquivalentTime(to, from, tip): the seconds of work at tip's difficulty
 /// between two chain works (negative if `to` has less), saturated at ±INT64_MAX.
@@ -77,24 +73,21 @@ std::optional<std::string_view> ScriptCheckReason(const AssumeValidChain& assume
 /// network's default_assume_valid otherwise.
 BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const ConsensusParams& params) noexcept;
 
-/// The assumevalid rule over a best chain known whole from the start (a replay's block files, a
-/// data directory's block index): its tip is the best header. Holds views of `hashes`, which must
-/// outlive it.
+/// The assumevalid rule over a header chain whose tip is the best header: a replay's block files or
+/// a datadir's block index (known whole from the start), a peer's headers (growing as they arrive:
+/// each Reason reads the chain as it is then). Holds references to `best` and `params`, which must
+/// outlive it; not thread-safe with a writer of `best`.
 class AssumeValidRule {
 public:
-    /// `hashes[i]` is the block at base_height + i; `bits` are the same blocks' bits, with one more
-    /// in front (the block below the first) when `bits_start_one_early`. `setting` as for
-    /// ResolveAssumeValid.
-    AssumeValidRule(int base_height, std::span<const BlockHash> hashes, std::span<const uint32_t> bits, bool bits_start_one_early,
-                    const std::optional<BlockHash>& setting, const ConsensusParams& params);
-    /// ScriptCheckReason for the block at `height` (a height of the chain, above the genesis).
+    /// `setting` as for ResolveAssumeValid.
+    AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params);
+    /// ScriptCheckReason for the block at `height` of the chain (above the genesis).
     std::optional<std::string_view> Reason(int height) const;
 
 private:
+    const HeaderChain& m_best;
     const ConsensusParams& m_params;
-    std::vector<arith_uint256> m_work;
-    HeaderChainView m_best;
-    AssumeValidChain m_assumevalid;
+    BlockHash m_hash;
 };
 
 } // namespace ibdkit

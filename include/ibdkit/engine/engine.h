@@ -85,6 +85,10 @@ struct EngineOptions {
     /// pipeline (as a node below its assumevalid block runs it) on chains too short for Core's rule
     /// to skip anything. Not a Core mode; replay's `--skip-scripts`, `ibdkit run` by default.
     bool skip_scripts{false};
+    /// Core's -minimumchainwork (nullopt: the network's nMinimumChainWork): a peer's header chain
+    /// with less is not downloaded, and the assumevalid rule skips no script while the best
+    /// header chain has less.
+    std::optional<uint256> minimum_chain_work;
 };
 
 /// What a run produced. Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks)

@@ -33,7 +33,6 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/engine.h>
-#include <ibdkit/engine/header_chain.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/stats.h>
@@ -50,6 +49,9 @@
 #include <vector>
 
 namespace ibdkit {
+
+/// File name of the peer's header chain inside the chainstate directory.
+inline constexpr const char* HEADERS_FILE = "ibdkit-headers.dat";
 
 /// The engine's progress plus the peer's side of it.
 struct SyncProgress : EngineProgress {
@@ -73,9 +75,6 @@ struct SyncOptions : EngineOptions {
     /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
     /// 4 times a second (EngineOptions::on_progress, when set, is called too).
     std::function<void(const SyncProgress&)> on_sync_progress;
-    /// The least total chain work a header chain must have before its blocks are downloaded
-    /// (nullopt: the network's, Core's nMinimumChainWork; tests lower or raise it).
-    std::optional<uint256> minimum_chain_work;
     /// Test hook: a connected socket to use instead of connecting to host:port.
     std::function<NetResult<Socket>()> connect;
 };
