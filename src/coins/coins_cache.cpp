@@ -58,6 +58,8 @@ CoinsCache::CoinsCache(CoinsDB& db, std::size_t budget_bytes)
 CoinsCache::~CoinsCache() = default;
 
 bool CoinsCache::HasEntry(const OutPoint& outpoint) const { return ShardFor(outpoint).map.contains(outpoint); }
+void CoinsCache::PrefetchSlot(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchSlot(outpoint); }
+void CoinsCache::PrefetchNode(const OutPoint& outpoint) const noexcept { ShardFor(outpoint).map.PrefetchNode(outpoint); }
 
 void CoinsCache::SetBudget(std::size_t bytes) noexcept
 {

@@ -1,6 +1,5 @@
 #include <ibdkit/connect/connect.h>
 
-#include "coins/coins_cache_access.h"
 #include "connect/rules.h"
 
 #include <ibdkit/consensus/check.h>
@@ -82,9 +81,9 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
-            CoinsCacheAccess::PrefetchSlot(view, tx.vin()[op.input].prevout);
+            view.PrefetchSlot(tx.vin()[op.input].prevout);
         } else {
-            for (uint32_t o = 0; o < tx.vout().size(); ++o) CoinsCacheAccess::PrefetchSlot(view, OutPoint{tx.GetHash(), o});
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) view.PrefetchSlot(OutPoint{tx.GetHash(), o});
         }
     }
     not_in_cache.clear();
@@ -111,18 +110,16 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
         }
     }
     for (const ShardOp& op : ops) {
-        if (op.input != ShardOp::OUTPUTS) CoinsCacheAccess::PrefetchNode(view, block.vtx[op.tx].vin()[op.input].prevout);
+        if (op.input != ShardOp::OUTPUTS) view.PrefetchNode(block.vtx[op.tx].vin()[op.input].prevout);
     }
     for (const ShardOp& op : ops) {
         const Transaction& tx = block.vtx[op.tx];
         if (op.input != ShardOp::OUTPUTS) {
             const std::size_t k = first_input[op.tx] + op.input;
             SpentInput& in = inputs[k];
-            auto it = CoinsCacheAccess::FetchCoin(view, tx.vin()[op.input].prevout);
-            in.found = it != CoinsCacheAccess::End() && !it->second.IsSpent();
+            in.found = view.SpendCoin(tx.vin()[op.input].prevout, &in.coin);
             in.sigop_cost = 0;
             if (in.found) {
-                CoinsCacheAccess::SpendCoinAt(view, it, &in.coin);
                 in.sigop_cost = InputSigOpCost(input_sigops[k], in.coin.out.script_pubkey.span(), sigop_flags);
             }
             continue;
@@ -230,9 +227,11 @@ bool OverwritesCoinOnDisk(CoinsCache& view, std::span<const std::vector<OutPoint
 } // namespace
 
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats, BlockUndo* undo, const TaskRunner* runner,
-                  const ConnectPlan* plan)
+                  BlockValidationState& state, const ConnectExtras& extras)
 {
+    BlockUndo* undo = extras.undo;
+    const TaskRunner* runner = extras.runner;
+    const ConnectPlan* plan = extras.plan;
     const Block& block = checked.block();
     const int height = ctx.height;
     assert(ctx.prev.prev_height() == height - 1 && "ConnectContext: prev must end at the previous block");
@@ -299,7 +298,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         return false;
     }
     view.SetBestBlock(hash);
-    connect_rules::AddTotals(stats, totals, ctx.check_scripts);
+    connect_rules::AddTotals(extras.stats, totals, ctx.check_scripts);
     return true;
 }
 

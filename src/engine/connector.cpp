@@ -114,7 +114,8 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         m_counters.script_checks_from_height = ctx.height;
         m_counters.script_check_reason = std::string(ctx.script_check_reason);
     }
-    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state, &cs, m_undo_writer || m_connected ? &m_undo : nullptr, m_runner, plan) ||
+    if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state,
+                      {.stats = &cs, .undo = m_undo_writer || m_connected ? &m_undo : nullptr, .runner = m_runner, .plan = plan}) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }

@@ -166,8 +166,8 @@ public:
         std::optional<BlockUndo> spent = SpentCoins(checked->block());
         ConnectStats stats;
         std::string reason;
-        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state, &stats, nullptr, m_pool ? &m_runner : nullptr,
-                         plan ? &*plan : nullptr)) {
+        if (ConnectBlock(*checked, ctx, *m_cache, m_params, state,
+                         {.stats = &stats, .runner = m_pool ? &m_runner : nullptr, .plan = plan ? &*plan : nullptr})) {
             script_checked_inputs += stats.script_checked_inputs;
         } else {
             EXPECT_TRUE(state.IsInvalid());
@@ -338,10 +338,10 @@ TEST(ConnectPlan, ConnectBlockRefusesAPlanOfAnotherBlock)
     ctx.height = H;
     std::vector<HeaderInfo> headers(H, HeaderInfo{T0, 0x207fffff});
     ctx.prev = HeaderAncestry{0, headers};
-    EXPECT_THROW(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, nullptr, nullptr, nullptr, &other),
+    EXPECT_THROW(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &other}),
                  std::invalid_argument);
     const ConnectPlan own(checked->block());
-    EXPECT_TRUE(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, nullptr, nullptr, nullptr, &own)) << state.GetRejectReason();
+    EXPECT_TRUE(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &own})) << state.GetRejectReason();
 }
 
 TEST_P(ConnectBlockTest, ValidSpendConnects)

@@ -421,7 +421,7 @@ TEST(Undo, ConnectBlockUndoIsTheBlocksSpentCoinsInCoresOrder)
     ASSERT_TRUE(checked) << state.GetRejectReason();
     const ConnectContext ctx = ContextAt(866342, *block, params.consensus);
     BlockUndo undo;
-    ASSERT_TRUE(ConnectBlock(*checked, ctx, view, params.consensus, state, nullptr, &undo)) << state.GetRejectReason();
+    ASSERT_TRUE(ConnectBlock(*checked, ctx, view, params.consensus, state, {.undo = &undo})) << state.GetRejectReason();
     ASSERT_EQ(undo.vtxundo.size(), block->vtx.size() - 1);
     k = 0;
     for (std::size_t i = 1; i < block->vtx.size(); ++i) {

@@ -19,7 +19,7 @@
 //
 //  - Shards: the entries live in SHARDS maps, by the first byte of the txid, so each map holds a
 //    contiguous range of the chainstate's keys. Calls on outpoints of different shards (AddCoin,
-//    TryAddCoin, HaveCoin, ConnectBlock's FetchCoin and SpendCoinAt, ...) may run on different threads at once — what
+//    TryAddCoin, HaveCoin, SpendCoin, the prefetch hints, ...) may run on different threads at once — what
 //    ConnectBlock does with a TaskRunner; everything else (flushes, the counts) is for one thread
 //    while no shard call runs, except that FlushWarm given a TaskRunner spreads its eviction over
 //    it, one task per shard.
@@ -73,6 +73,12 @@ public:
     void Uncache(const OutPoint& outpoint);
     /// Whether the cache holds an entry for `outpoint` (spent or not); never reads the database.
     bool HasEntry(const OutPoint& outpoint) const;
+    /// Memory hints for a coming lookup of `outpoint`: first the slot of its map, a little later the
+    /// entry the slot points to. Issued for a whole block before its lookups (ConnectBlock), they
+    /// let the cache misses of many coins overlap instead of following one another. Change
+    /// nothing; safe beside the operations on other shards.
+    void PrefetchSlot(const OutPoint& outpoint) const noexcept;
+    void PrefetchNode(const OutPoint& outpoint) const noexcept;
     /// Adds a coin read from the database ahead of time (a prefetch), clean, unless the cache
     /// already holds an entry for it (the cache's entry is newer). The caller guarantees that no
     /// flush happened between the read and this call. Returns whether it was added.

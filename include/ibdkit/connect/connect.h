@@ -113,20 +113,28 @@ private:
     std::vector<std::size_t> m_first_input;
 };
 
-/// Applies `block` at ctx.height: checks the rules above and updates `view`. With `runner`, the
-/// cache's side (looking up, spending and adding coins, and each input's sigop cost) runs as one
-/// task per shard of `view` (coins/coins_cache.h); the checks and the result are the same as
-/// without. `plan`, if given, must be ConnectPlan(checked.block()) (std::invalid_argument
-/// otherwise: it is checked by the planned transactions' address and count, a guard against a
-/// mix-up, not against a block freed and another built in its place); without it ConnectBlock
-/// plans the block itself. Returns false with Core's reason in `state` if a rule fails; `view` may
-/// then hold part of the block's changes and must be discarded (not flushed) by the caller. With `undo`,
-/// fills it with the block's undo data (the coins spent, per non-coinbase transaction in input
-/// order, as Core's ConnectBlock builds its CBlockUndo; coins/undo.h); on failure its contents are
-/// unspecified.
+/// What a caller may add to ConnectBlock, each optional.
+struct ConnectExtras {
+    /// Counts of the block, added to (never reset).
+    ConnectStats* stats{nullptr};
+    /// Filled with the block's undo data (the coins spent, per non-coinbase transaction in input
+    /// order, as Core's ConnectBlock builds its CBlockUndo; coins/undo.h); unspecified on failure.
+    BlockUndo* undo{nullptr};
+    /// The cache's side (looking up, spending and adding coins, and each input's sigop cost) runs
+    /// as one task per shard of the cache (coins/coins_cache.h), and the scripts over it; the
+    /// checks and the result are the same as without.
+    const TaskRunner* runner{nullptr};
+    /// Must be ConnectPlan(checked.block()) (std::invalid_argument otherwise: it is checked by the
+    /// planned transactions' address and count, a guard against a mix-up, not against a block
+    /// freed and another built in its place); without it ConnectBlock plans the block itself.
+    const ConnectPlan* plan{nullptr};
+};
+
+/// Applies `block` at ctx.height: checks the rules above and updates `view`. Returns false with
+/// Core's reason in `state` if a rule fails; `view` may then hold part of the block's changes and
+/// must be discarded (not flushed) by the caller. Throws as the cache's reads do.
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
-                  BlockValidationState& state, ConnectStats* stats = nullptr, BlockUndo* undo = nullptr,
-                  const TaskRunner* runner = nullptr, const ConnectPlan* plan = nullptr);
+                  BlockValidationState& state, const ConnectExtras& extras = {});
 
 /// ConnectBlock's rules without a UTXO set: for a block whose spent coins are given (a node's undo
 /// data for it, as coins/undo.h lays it out), ContextualCheckBlock and every rule of ConnectBlock
