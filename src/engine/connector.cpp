@@ -1,4 +1,4 @@
-#include <ibdkit/engine/connector.h>
+#include "connector.h"
 #include <ibdkit/engine/engine.h>
 
 #include <ibdkit/consensus/check.h>

@@ -12,9 +12,9 @@
 #pragma once
 
 #include "block_source.h"
+#include "connector.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/engine/connector.h>
 #include <ibdkit/engine/engine.h>
 
 namespace ibdkit::engine {

@@ -7,7 +7,7 @@
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/gen/chain_gen.h>
-#include <ibdkit/engine/connector.h>
+#include "engine/connector.h"
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 

@@ -18,7 +18,6 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/common/test_hooks.h>
 #include <ibdkit/common/throughput.h>
-#include <ibdkit/engine/connector.h>
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/stats.h>
 
@@ -32,6 +31,25 @@
 #include <vector>
 
 namespace ibdkit {
+
+struct Block;
+struct BlockUndo;
+
+/// What connecting blocks produced; the results of replay and sync carry these fields.
+struct ConnectorCounters {
+    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};
+    /// Wall time of the flushes made when the cache filled (not the final one): the blocks wait.
+    double flush_seconds{0};
+    /// The cache when it first filled (0 if it never did): its entries and the bytes it counted
+    /// for them (CoinsCache::DynamicMemoryUsage) — what a coin costs on this chain.
+    uint64_t cache_full_entries{0}, cache_full_bytes{0};
+    /// Inputs whose scripts were verified (blocks connected with ConnectContext::check_scripts).
+    uint64_t script_checked_inputs{0};
+    /// The first height this run asked to connect with its scripts checked (nullopt: none), and
+    /// Core's reason for checking them there (consensus/assumevalid.h).
+    std::optional<int> script_checks_from_height;
+    std::string script_check_reason;
+};
 
 /// How far a run has come; reported about 4 times a second.
 struct EngineProgress {

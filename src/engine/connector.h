@@ -1,10 +1,11 @@
-// ibdkit/engine/connector.h — the engine's connecting step once it has a checked block and its
+// src/engine/connector.h (private to the engine) — the engine's connecting step once it has a checked block and its
 // height: ConnectBlock into the UTXO cache, flush to the chainstate when the cache budget is
 // reached (Core's FlushStateToDisk on a full cache), and the roll-forward that recovers a
 // chainstate left mid-flush. The engine (engine/engine.h) drives it for every block source.
 #pragma once
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/engine/engine.h>
 #include <ibdkit/coins/budget.h>
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
@@ -45,22 +46,6 @@ private:
     bool m_temporary{false};
     CacheBudget m_budget{0};
     std::unique_ptr<CoinsDB> m_db;
-};
-
-/// What connecting blocks produced; the results of replay and sync carry these fields.
-struct ConnectorCounters {
-    uint64_t blocks{0}, txs{0}, inputs{0}, outputs{0}, bytes{0}, flushes{0}, recovered_blocks{0};
-    /// Wall time of the flushes made when the cache filled (not the final one): the blocks wait.
-    double flush_seconds{0};
-    /// The cache when it first filled (0 if it never did): its entries and the bytes it counted
-    /// for them (CoinsCache::DynamicMemoryUsage) — what a coin costs on this chain.
-    uint64_t cache_full_entries{0}, cache_full_bytes{0};
-    /// Inputs whose scripts were verified (blocks connected with ConnectContext::check_scripts).
-    uint64_t script_checked_inputs{0};
-    /// The first height this run asked to connect with its scripts checked (nullopt: none), and
-    /// Core's reason for checking them there (consensus/assumevalid.h).
-    std::optional<int> script_checks_from_height;
-    std::string script_check_reason;
 };
 
 class BlockConnector {
