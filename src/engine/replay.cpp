@@ -2,6 +2,8 @@
 
 #include "run.h"
 
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/memory/policy.h>
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/wire/message.h>
 

@@ -10,6 +10,7 @@
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/stream/streams.h>

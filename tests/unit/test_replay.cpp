@@ -3,6 +3,7 @@
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/engine/replay.h>
 
 #include <gtest/gtest.h>

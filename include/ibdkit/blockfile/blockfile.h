@@ -5,6 +5,7 @@
 // `xor.dat` at the byte's absolute file offset. Files are opened read-only and never written.
 #pragma once
 
+#include <ibdkit/blockfile/scan_stats.h>
 #include <ibdkit/consensus/best_chain.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
@@ -47,16 +48,6 @@ struct BlockRecordPos {
     uint32_t file{0};   ///< index into the list of files
     uint64_t offset{0}; ///< offset of the block bytes (after magic and size) in that file
     uint32_t size{0};
-};
-
-/// Counts of what a scan met besides good records.
-struct BlockFileScanStats {
-    uint64_t records{0};         ///< well-framed records found
-    uint64_t bytes{0};           ///< bytes of block data in those records
-    uint64_t skipped_bytes{0};   ///< bytes skipped while resynchronising on the magic
-    uint64_t truncated{0};       ///< records whose declared size ran past the end of the file
-    uint64_t zero_tail_bytes{0}; ///< pre-allocated zero bytes at file ends
-    uint64_t bytes_read{0};      ///< bytes the scan read from disk (88 per record plus resync/tail reads)
 };
 
 /// Size of what a scan reads of each record: magic, size and the 80-byte header.

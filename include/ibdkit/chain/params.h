@@ -5,6 +5,7 @@
 // Core's (kernel/chainparams.cpp).
 #pragma once
 
+#include <ibdkit/chain/chain_type.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
 
@@ -16,8 +17,6 @@
 #include <vector>
 
 namespace ibdkit {
-
-enum class ChainType { MAIN, TESTNET, TESTNET4, SIGNET, REGTEST };
 
 /// Consensus rules that differ between networks (Core's Consensus::Params, the parts ibdkit uses).
 struct ConsensusParams {
@@ -80,11 +79,6 @@ struct ChainParams {
 /// Parameters of a network (built once, kept for the process lifetime).
 const ChainParams& GetChainParams(ChainType type);
 
-/// Parses a network name: "main"/"mainnet", "test"/"testnet"/"testnet3", "testnet4", "signet",
-/// "regtest" (case-insensitive). nullopt if unknown.
-std::optional<ChainType> ParseChainType(std::string_view name) noexcept;
-/// Core's name for the chain ("main", "test", "testnet4", "signet", "regtest").
-std::string_view ChainTypeName(ChainType type) noexcept;
 /// The network whose magic this is, if any.
 std::optional<ChainType> ChainTypeFromMagic(const MessageStart& magic) noexcept;
 

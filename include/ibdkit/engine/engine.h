@@ -15,10 +15,11 @@
 // same UTXO hash, the same rejection height and reason (tested).
 #pragma once
 
-#include <ibdkit/chain/params.h>
+#include <ibdkit/chain/chain_type.h>
 #include <ibdkit/common/test_hooks.h>
 #include <ibdkit/common/throughput.h>
-#include <ibdkit/memory/policy.h>
+#include <ibdkit/memory/policy_id.h>
+#include <ibdkit/primitives/hash.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <atomic>

@@ -12,13 +12,11 @@
 // interrupted blocks forward.
 #pragma once
 
-#include <ibdkit/blockfile/blockfile.h>
-#include <ibdkit/blockfile/locate.h>
-#include <ibdkit/chain/params.h>
+#include <ibdkit/blockfile/scan_stats.h>
+#include <ibdkit/chain/chain_type.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/utxo/stats.h>
+#include <ibdkit/primitives/hash.h>
 
 #include <atomic>
 #include <cstdint>

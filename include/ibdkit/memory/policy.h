@@ -8,7 +8,7 @@
 //  - Secure, Hardened: ibdkit's ByteBuffer, which copies with memcpy and cleanses only the bytes
 //    that were ever written.
 //
-// Adding a policy is one entry in IBDKIT_BUFFER_POLICIES plus its struct in namespace policy (with
+// Adding a policy is one entry in IBDKIT_BUFFER_POLICIES (memory/policy_id.h) plus its struct in namespace policy (with
 // `id`, `name` and `Buffer`): PolicyId, ALL_POLICIES, AllPolicyTypes, VisitPolicy, ForEachPolicy,
 // ParsePolicy, the CLI's --policy help and choices (PolicyNameList) and the per-policy benchmarks
 // all follow from the list.
@@ -17,6 +17,7 @@
 #include <ibdkit/memory/allocators.h>
 #include <ibdkit/memory/byte_buffer.h>
 #include <ibdkit/memory/locked_pool.h>
+#include <ibdkit/memory/policy_id.h>
 
 #include <array>
 #include <cstddef>
@@ -26,20 +27,7 @@
 #include <string_view>
 #include <vector>
 
-/// THE list of buffer policies, in display order (tables, help texts, benchmark variants): one
-/// X(Type) per struct in namespace ibdkit::policy; PolicyId::Type is its runtime id.
-#define IBDKIT_BUFFER_POLICIES(X) \
-    X(Plain)                      \
-    X(ZeroAfterFree)              \
-    X(BarrierOnly)                \
-    X(Secure)                     \
-    X(Hardened)
-
 namespace ibdkit {
-
-#define IBDKIT_POLICY_ENUMERATOR(T) T,
-enum class PolicyId { IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ENUMERATOR) };
-#undef IBDKIT_POLICY_ENUMERATOR
 
 namespace policy {
 struct Plain {
@@ -117,16 +105,6 @@ constexpr void ForEachPolicy(Fn&& fn)
 {
     AllPolicyTypes::ForEach(fn);
 }
-
-/// "plain", "zero-after-free", "barrier-only", "secure", "hardened".
-std::string_view PolicyName(PolicyId id) noexcept;
-/// Parses a policy name; also accepts '_' for '-'. nullopt if unknown.
-std::optional<PolicyId> ParsePolicy(std::string_view name) noexcept;
-/// Every policy name in list order, joined by `separator`, the last one by `last_separator`:
-/// "plain, zero-after-free, barrier-only, secure, hardened" — the choices a --policy help text and
-/// an "unknown policy" error list. `mark_default` appends " (Core's)" to DefaultPolicy's name.
-std::string PolicyNameList(std::string_view separator = ", ", std::string_view last_separator = ", ",
-                           bool mark_default = false);
 
 /// Calls fn(PolicyTag{}) with the policy type for a runtime id: the bridge from a --policy flag to
 /// templates. Example: VisitPolicy(id, [&]<typename P>(P) { run<P>(); });
