@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cassert>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -17,6 +18,19 @@
 namespace ibdkit {
 
 using connect_rules::SpentInput;
+
+struct ConnectScratch::Impl {
+    /// Every input of the block, never shrunk, so that each coin keeps its script's storage for
+    /// the next block's copy.
+    std::vector<SpentInput> inputs;
+    /// Per shard, the outputs whose BIP30 lookup on disk waits for a failure (Bip30::OnFailure).
+    std::array<std::vector<OutPoint>, CoinsCache::SHARDS> not_in_cache;
+    /// The plan of a block ConnectBlock was given none for.
+    ConnectPlan plan;
+};
+
+ConnectScratch::ConnectScratch() : m_impl(std::make_unique<Impl>()) {}
+ConnectScratch::~ConnectScratch() = default;
 
 namespace {
 
@@ -33,10 +47,6 @@ enum class Bip30 {
 // Inputs plus transactions below which ConnectBlock does not spread a block's work over threads.
 constexpr std::size_t MIN_SPREAD_WORK = 64;
 
-// Reused across calls on the connecting thread (no allocation per block or transaction): every
-// input of the block (never shrunk, so that each coin keeps its script's storage for the next
-// block's copy).
-thread_local std::vector<SpentInput> t_inputs;
 
 // Core's AddCoins as RollforwardBlock uses it: an existing coin may be overwritten.
 void AddCoins(CoinsCache& view, const Transaction& tx, int height)
@@ -50,10 +60,6 @@ void AddCoins(CoinsCache& view, const Transaction& tx, int height)
 }
 
 using ShardOp = ConnectPlan::Op;
-// Per shard, the outputs of the block whose BIP30 lookup on disk waits for a failure (Bip30::OnFailure).
-thread_local std::array<std::vector<OutPoint>, CoinsCache::SHARDS> t_not_in_cache;
-// The plan of a block ConnectBlock was given none for.
-thread_local ConnectPlan t_plan;
 
 // The cache's side of connecting a block for the outpoints of one shard (`ops`, its part of the
 // plan): each input's coin is looked up and, if unspent, spent and moved to `inputs` with the
@@ -252,12 +258,15 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     // The cache's side first, spread over the runner's threads by shard, and the sigop costs;
     // then the checks, in Core's order, from the coins each input found. A block that fails
     // leaves the cache with part (or all) of its changes, as Core's does: the caller drops it.
+    std::unique_ptr<ConnectScratch> own_scratch;
+    if (!extras.scratch) own_scratch = std::make_unique<ConnectScratch>();
+    ConnectScratch::Impl& scratch = (extras.scratch ? *extras.scratch : *own_scratch).impl();
     if (!plan) {
-        t_plan.Assign(block);
-        plan = &t_plan;
+        scratch.plan.Assign(block);
+        plan = &scratch.plan;
     }
     if (!plan->IsPlanOf(block)) throw std::invalid_argument("ConnectBlock: the ConnectPlan given was made for another block");
-    auto& all_inputs = t_inputs;
+    auto& all_inputs = scratch.inputs;
     const auto first_input = plan->FirstInput();
     const std::size_t n_inputs = plan->Inputs();
     if (all_inputs.size() < n_inputs) all_inputs.resize(n_inputs);
@@ -269,7 +278,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     if (n_inputs + block.vtx.size() < MIN_SPREAD_WORK) runner = nullptr;
     std::atomic<bool> bip30_violation{false};
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
-    auto& not_in_cache = t_not_in_cache;
+    auto& not_in_cache = scratch.not_in_cache;
     auto apply = [&](std::size_t s) {
         ApplyShard(block, height, view, all_inputs, first_input, plan->Shard(s), bip30, checked.input_sigops(), sigop_flags,
                    not_in_cache[s], bip30_violation, first_conflict);

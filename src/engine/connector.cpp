@@ -115,7 +115,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         m_counters.script_check_reason = std::string(ctx.script_check_reason);
     }
     if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state,
-                      {.stats = &cs, .undo = m_undo_writer || m_connected ? &m_undo : nullptr, .runner = m_runner, .plan = plan}) ||
+                      {.stats = &cs, .undo = m_undo_writer || m_connected ? &m_undo : nullptr, .runner = m_runner, .plan = plan, .scratch = &m_scratch}) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }

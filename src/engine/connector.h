@@ -101,6 +101,7 @@ private:
     ConnectorCounters m_counters;
     UndoFileWriter* m_undo_writer{nullptr};
     const TaskRunner* m_runner{nullptr};
+    ConnectScratch m_scratch; ///< ConnectBlock's buffers, kept from block to block
     std::function<void()> m_on_flush;
     std::function<void(const Block&, int, const BlockUndo&)> m_connected;
     BlockUndo m_undo;                 ///< reused between blocks

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -113,6 +114,23 @@ private:
     std::vector<std::size_t> m_first_input;
 };
 
+/// Buffers ConnectBlock reuses from one block to the next (each input's spent coin, keeping its
+/// script's storage; a plan; the outputs whose BIP30 lookup on disk waits): one per thread that
+/// connects blocks, owned by the caller. Not thread-safe: one ConnectBlock at a time.
+class ConnectScratch {
+public:
+    ConnectScratch();
+    ~ConnectScratch();
+    ConnectScratch(const ConnectScratch&) = delete;
+    ConnectScratch& operator=(const ConnectScratch&) = delete;
+
+    struct Impl;
+    Impl& impl() noexcept { return *m_impl; }
+
+private:
+    std::unique_ptr<Impl> m_impl;
+};
+
 /// What a caller may add to ConnectBlock, each optional.
 struct ConnectExtras {
     /// Counts of the block, added to (never reset).
@@ -128,6 +146,8 @@ struct ConnectExtras {
     /// planned transactions' address and count, a guard against a mix-up, not against a block
     /// freed and another built in its place); without it ConnectBlock plans the block itself.
     const ConnectPlan* plan{nullptr};
+    /// Buffers kept from the last block; without, ConnectBlock allocates its own for the call.
+    ConnectScratch* scratch{nullptr};
 };
 
 /// Applies `block` at ctx.height: checks the rules above and updates `view`. Returns false with
