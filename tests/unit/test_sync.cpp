@@ -456,6 +456,33 @@ TEST(Sync, VerifiesScriptsWhereCoreWould)
     ExpectReplayed(*r2);
     EXPECT_EQ(r2->script_check_reason, "block too recent relative to best header");
     EXPECT_EQ(r2->script_checked_inputs, replayed->script_checked_inputs);
+    // The engine derives every source's block contexts, so a sync trusts scripts where a replay
+    // does: with skip_scripts, none is verified.
+    FakeNode trusting(Mode::Honest);
+    auto o3 = Options(trusting);
+    o3.skip_scripts = true;
+    auto r3 = Sync(o3);
+    ASSERT_TRUE(r3.ok()) << r3.error().message;
+    ExpectReplayed(*r3);
+    EXPECT_EQ(r3->script_checked_inputs, 0u);
+    EXPECT_FALSE(r3->script_checks_from_height);
+}
+
+// Core's -minimumchainwork is the engine's, for either source: a replay whose best header has less
+// work than it skips no script below an assumevalid block, with Core's reason.
+TEST(Replay, TheMinimumChainWorkAppliesToTheAssumeValidRule)
+{
+    ReplayOptions ro;
+    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.assumevalid = TheChain().hashes[100];
+    auto plain = Replay(ro);
+    ASSERT_TRUE(plain.ok()) << plain.error().message;
+    EXPECT_EQ(plain->script_check_reason, "block too recent relative to best header");
+    ro.minimum_chain_work = uint256::FromHex(std::string(64, 'f'));
+    auto demanding = Replay(ro);
+    ASSERT_TRUE(demanding.ok()) << demanding.error().message;
+    EXPECT_EQ(demanding->script_check_reason, "best header chainwork below minimumchainwork");
+    EXPECT_EQ(demanding->utxo->hash_serialized, plain->utxo->hash_serialized);
 }
 
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)
