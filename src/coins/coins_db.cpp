@@ -7,6 +7,7 @@
 
 #include "coins/coins_map.h"
 #include "common/handoff.h"
+#include "common/test_hooks.h"
 
 #include <algorithm>
 #include <array>
@@ -290,7 +291,7 @@ std::optional<StoreStatus> BulkFlush(Store& store, const CoinsDBOptions& opt, co
             write(sorted.subspan(first, last - first));
         });
     }
-    if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.test_hooks.after_partial_batch);
+    if (st.ok()) st = store.CommitBulkLoad(std::move(load), opt.test_hooks ? opt.test_hooks->after_partial_batch : std::function<void()>{});
     return st;
 }
 
@@ -320,7 +321,7 @@ StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<Co
             first_written = true;
             b.Clear();
             if (!failed.ok()) return false;
-            if (opt.test_hooks.after_partial_batch) opt.test_hooks.after_partial_batch();
+            if (opt.test_hooks && opt.test_hooks->after_partial_batch) opt.test_hooks->after_partial_batch();
             return true;
         },
         threaded, store);

@@ -1,5 +1,7 @@
 #include "connect_loop.h"
 
+#include "common/test_hooks.h"
+
 #include <cassert>
 #include <ctime>
 #include <span>
@@ -66,7 +68,7 @@ bool ConnectLoop::ConnectStep(ReadyBlock& rb)
     m_res.height = rb.height;
     m_res.tip = rb.hash;
     m_tlog.Add(rb.height, m_conn.counters().bytes, std::chrono::duration<double>(Clock::now() - m_t0).count());
-    if (m_o.test_hooks.after_block) m_o.test_hooks.after_block(rb.height);
+    if (m_o.test_hooks && m_o.test_hooks->after_block) m_o.test_hooks->after_block(rb.height);
     Report(false);
     return !Interrupted(m_o);
 }

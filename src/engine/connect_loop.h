@@ -3,12 +3,12 @@
 // final flush (private to the engine; run.h feeds it blocks, inline or from the pipeline).
 #pragma once
 
+#include "common/throughput.h"
 #include "connector.h"
 #include "pipeline.h"
 
 #include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
-#include <ibdkit/common/throughput.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/engine/engine.h>
 

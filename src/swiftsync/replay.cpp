@@ -13,6 +13,7 @@
 
 #include "common/external_sort.h"
 #include "common/handoff.h"
+#include "common/throughput.h"
 #include "common/task_pool.h"
 #include "swiftsync/range_internal.h"
 

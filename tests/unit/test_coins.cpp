@@ -15,6 +15,7 @@
 #include <ibdkit/stream/streams.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
+#include "common/test_hooks.h"
 
 #include <gtest/gtest.h>
 
@@ -806,9 +807,9 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
     {
         CoinsDBOptions o2 = o;
         int batches = 0;
-        o2.test_hooks.after_partial_batch = [&] {
+        o2.test_hooks = TestHooks::AfterPartialBatch([&] {
             if (++batches == 2) throw std::runtime_error("simulated crash");
-        };
+        });
         StoreStatus st;
         auto db = CoinsDB::Open(d.path, o2, &st);
         ASSERT_TRUE(db);
@@ -941,9 +942,9 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
     o.batch_write_bytes = 64 << 10;
     o.flush_threads = 2;
     int batches = 0;
-    o.test_hooks.after_partial_batch = [&] {
+    o.test_hooks = TestHooks::AfterPartialBatch([&] {
         if (++batches == 3) throw std::runtime_error("simulated crash");
-    };
+    });
     StoreStatus st;
     auto db = CoinsDB::Open(d.path / "2", o, &st);
     ASSERT_TRUE(db) << st.message;
@@ -1064,7 +1065,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
     std::mt19937_64 rng(43);
     CoinsDBOptions o;
     o.flush_threads = 2;
-    o.test_hooks.after_partial_batch = [] { throw std::runtime_error("simulated crash"); };
+    o.test_hooks = TestHooks::AfterPartialBatch([] { throw std::runtime_error("simulated crash"); });
     StoreStatus st;
     {
         auto db = CoinsDB::Open(d.path, o, &st);
@@ -1082,7 +1083,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
         }
     }
     EXPECT_EQ(unlisted, 2) << "one table per flush thread";
-    o.test_hooks.after_partial_batch = nullptr;
+    o.test_hooks = nullptr;
     auto db = CoinsDB::Open(d.path, o, &st);
     ASSERT_TRUE(db) << st.message;
     EXPECT_TRUE(db->GetBestBlock()->IsNull());

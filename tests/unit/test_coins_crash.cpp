@@ -10,6 +10,7 @@
 
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
+#include "common/test_hooks.h"
 
 #include <gtest/gtest.h>
 
@@ -139,12 +140,12 @@ void RunCrashChild(const char* dir)
     const char* fd = std::getenv("IBDKIT_COINS_CRASH_SIGNAL_FD");
     const char* at = std::getenv("IBDKIT_COINS_CRASH_AT_BATCH");
     if (fd && at) {
-        options.test_hooks.after_partial_batch = [fd = std::atoi(fd), at = std::atol(at), n = 0L]() mutable {
+        options.test_hooks = TestHooks::AfterPartialBatch([fd = std::atoi(fd), at = std::atol(at), n = 0L]() mutable {
             if (++n != at) return;
             const char c = 'F';
             if (::write(fd, &c, 1) != 1) std::_Exit(4);
             for (;;) ::pause();
-        };
+        });
     }
     std::unique_ptr<CoinsDB> db;
     uint64_t g = OpenAndRecover(dir, db, options);

@@ -9,6 +9,7 @@
 #include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/kv/store.h>
+#include "common/test_hooks.h"
 
 #include <gtest/gtest.h>
 
@@ -229,7 +230,7 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
     o.batch_write_bytes = 16 << 10;
     int checked = 0;
     std::string refusal;
-    o.test_hooks.after_partial_batch = [&] {
+    o.test_hooks = TestHooks::AfterPartialBatch([&] {
         if (checked++ != 1) return;
         // Between H and B of the writer's flush.
         CoinsDBOptions ro;
@@ -239,7 +240,7 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
         EXPECT_FALSE(r) << "a chainstate mid-flush must not be read";
         EXPECT_EQ(st.code, StoreStatus::Code::Locked);
         refusal = st.message;
-    };
+    });
     StoreStatus st;
     auto db = CoinsDB::Open(chainstate, o, &st);
     ASSERT_TRUE(db) << st.message;

@@ -13,6 +13,7 @@
 
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/pow.h>
+#include "common/test_hooks.h"
 
 #include <gtest/gtest.h>
 
@@ -517,9 +518,9 @@ TEST(Sync, InterruptThenResume)
         auto o = Options(node, cs.path);
         o.dbcache_mib = 0; // flush after every block
         o.interrupt = &stop;
-        o.test_hooks.after_block = [&](int h) {
+        o.test_hooks = TestHooks::AfterBlock([&](int h) {
             if (h == 200) stop = true;
-        };
+        });
         auto r = Sync(o);
         ASSERT_TRUE(r.ok()) << r.error().message;
         EXPECT_TRUE(r->interrupted);
@@ -556,9 +557,9 @@ TEST(Sync, RecoversAChainstateInterruptedMidFlush)
         CoinsDBOptions dbo;
         dbo.batch_write_bytes = 4096;
         int batches = 0;
-        dbo.test_hooks.after_partial_batch = [&] {
+        dbo.test_hooks = TestHooks::AfterPartialBatch([&] {
             if (++batches == 3) throw std::runtime_error("simulated crash");
-        };
+        });
         StoreStatus st;
         auto db = CoinsDB::Open(cs.path, dbo, &st);
         ASSERT_TRUE(db) << st.message;

@@ -5,7 +5,7 @@
 // `xor.dat` at the byte's absolute file offset. Files are opened read-only and never written.
 #pragma once
 
-#include <ibdkit/blockfile/scan_stats.h>
+#include <ibdkit/run_stats.h>
 #include <ibdkit/consensus/best_chain.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>

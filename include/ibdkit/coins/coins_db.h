@@ -15,7 +15,7 @@
 #pragma once
 
 #include <ibdkit/coins/coin.h>
-#include <ibdkit/common/test_hooks.h>
+#include <ibdkit/coins/replay_range.h>
 #include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy.h>
@@ -32,6 +32,8 @@
 #include <vector>
 
 namespace ibdkit {
+
+struct TestHooks; ///< private to tests (src/common/test_hooks.h)
 
 /// The UTXO cache's map (private to src/coins/, coins_map.h): BatchWrite takes the cache's maps.
 class CoinsMap;
@@ -94,7 +96,7 @@ struct CoinsDBOptions {
     /// Write options (docs/chainstate.md): the first batch (H) and the last batch (B) of a flush
     /// are synced, so a power failure leaves either the old state or H + a replayable subset.
     bool sync_markers{true};
-    TestHooks test_hooks; ///< for tests only (common/test_hooks.h): after_partial_batch
+    std::shared_ptr<const TestHooks> test_hooks; ///< for tests only (null: none): after_partial_batch
     /// The first flush into a new database (nothing in it but its obfuscation key) writes LevelDB
     /// table files directly, one slice of the key order per flush thread, and switches the
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
@@ -104,12 +106,6 @@ struct CoinsDBOptions {
     /// 2 × batch_write_bytes), and a bulk load writes one part per thread (at most FLUSH_INDEXES
     /// parts for key-range maps). 1: everything on the calling thread.
     unsigned flush_threads{1};
-};
-
-/// The blocks to replay after an interrupted flush: everything after `old_tip` up to `new_tip`.
-struct ReplayRange {
-    BlockHash new_tip;
-    BlockHash old_tip; ///< null if the interrupted flush started from an empty database
 };
 
 /// Why a read-only open of a running node's chainstate is refused: its snapshot holds the

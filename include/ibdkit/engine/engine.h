@@ -16,22 +16,24 @@
 #pragma once
 
 #include <ibdkit/chain/chain_type.h>
-#include <ibdkit/common/test_hooks.h>
-#include <ibdkit/common/throughput.h>
+#include <ibdkit/run_stats.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
-#include <ibdkit/utxo/stats.h>
+#include <ibdkit/utxo/utxo_stats.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ibdkit {
+
+struct TestHooks; ///< private to tests (src/common/test_hooks.h)
 
 struct Block;
 struct BlockUndo;
@@ -85,7 +87,7 @@ struct EngineOptions {
     bool statistics{true};
     std::function<void(const EngineProgress&)> on_progress; ///< called about 4 times a second
     const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
-    TestHooks test_hooks; ///< for tests only (common/test_hooks.h): after_block
+    std::shared_ptr<const TestHooks> test_hooks; ///< for tests only (null: none): after_block
     /// When set, each connected block's undo data is written to this directory as rev-file records
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
     /// records are made durable before every chainstate flush. Never a Core blocks directory.

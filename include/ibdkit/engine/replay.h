@@ -12,7 +12,7 @@
 // interrupted blocks forward.
 #pragma once
 
-#include <ibdkit/blockfile/scan_stats.h>
+#include <ibdkit/run_stats.h>
 #include <ibdkit/chain/chain_type.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>

@@ -4,13 +4,12 @@
 // byte-reversed display form.
 #pragma once
 
-#include <ibdkit/encoding/serialize.h>
-
 #include <array>
 #include <compare>
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -63,10 +62,11 @@ public:
                 (a.GetUint64(2) ^ b.GetUint64(2)) | (a.GetUint64(3) ^ b.GetUint64(3))) == 0;
     }
 
-    template <WriteStream S>
-    friend void Serialize(S& s, const uint256& h) { s.write(MakeByteSpan(h.m_data)); }
-    template <ReadStream S>
-    friend void Unserialize(S& s, uint256& h) { s.read(MakeWritableByteSpan(h.m_data)); }
+    // Any stream with write/read of byte spans (encoding/serialize.h), without needing that header.
+    template <typename S>
+    friend void Serialize(S& s, const uint256& h) { s.write(std::as_bytes(std::span(h.m_data))); }
+    template <typename S>
+    friend void Unserialize(S& s, uint256& h) { s.read(std::as_writable_bytes(std::span(h.m_data))); }
 
 private:
     std::array<uint8_t, SIZE> m_data{};
@@ -92,9 +92,9 @@ public:
     }
     friend auto operator<=>(const TaggedHash&, const TaggedHash&) noexcept = default;
     friend bool operator==(const TaggedHash&, const TaggedHash&) noexcept = default;
-    template <WriteStream S>
+    template <typename S>
     friend void Serialize(S& s, const TaggedHash& h) { Serialize(s, h.m_hash); }
-    template <ReadStream S>
+    template <typename S>
     friend void Unserialize(S& s, TaggedHash& h) { Unserialize(s, h.m_hash); }
 
 private:

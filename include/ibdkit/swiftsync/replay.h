@@ -12,7 +12,7 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/common/throughput.h>
+#include <ibdkit/run_stats.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/swiftsync/aggregate.h>

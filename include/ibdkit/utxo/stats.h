@@ -26,9 +26,9 @@
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/utxo/utxo_stats.h>
 
 #include <array>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,13 +38,7 @@
 
 namespace ibdkit {
 
-/// Which set hashes to compute (Core's CoinStatsHashType; ibdkit can do both in one walk).
-struct UtxoHashTypes {
-    bool hash_serialized{true};
-    bool muhash{false};
-};
-
-inline constexpr std::size_t TXOUT_TYPE_COUNT = std::size_t(TxoutType::WITNESS_UNKNOWN) + 1;
+static_assert(TXOUT_TYPE_COUNT == std::size_t(TxoutType::WITNESS_UNKNOWN) + 1, "one breakdown slot per TxoutType");
 
 /// Short label of a script type in the breakdown: "P2PK", "P2PKH", "P2SH", "P2WPKH", "P2WSH",
 /// "P2TR", "P2A", "witness_unknown" (other witness versions), "bare_multisig", "nulldata",
@@ -57,38 +51,6 @@ inline constexpr std::array<TxoutType, TXOUT_TYPE_COUNT> SCRIPT_TYPE_ORDER{
     TxoutType::PUBKEY, TxoutType::PUBKEYHASH, TxoutType::SCRIPTHASH, TxoutType::WITNESS_V0_KEYHASH,
     TxoutType::WITNESS_V0_SCRIPTHASH, TxoutType::WITNESS_V1_TAPROOT, TxoutType::ANCHOR, TxoutType::WITNESS_UNKNOWN,
     TxoutType::MULTISIG, TxoutType::NULL_DATA, TxoutType::NONSTANDARD};
-
-struct ScriptTypeTotals {
-    uint64_t count{0};
-    Amount amount{0};
-};
-
-struct UtxoStats {
-    uint32_t height{0};
-    bool height_from_coins{true}; ///< height is the max coin height (not supplied by the caller)
-    BlockHash best_block;
-    std::optional<ReplayRange> interrupted_flush; ///< H present: the database needs a replay
-    uint64_t txouts{0};
-    uint64_t transactions{0};
-    uint64_t bogosize{0};
-    Amount total_amount{0};
-    uint256 hash_serialized; ///< internal byte order; ToHex() gives Core's display form
-    uint256 muhash;          ///< same byte order convention as hash_serialized
-    UtxoHashTypes hashes;    ///< which of the two hashes were computed
-    std::array<ScriptTypeTotals, TXOUT_TYPE_COUNT> by_type{}; ///< indexed by TxoutType
-
-    /// True when the breakdown's counts and amounts sum to txouts and total_amount.
-    bool BreakdownAddsUp() const noexcept
-    {
-        uint64_t n = 0;
-        Amount a = 0;
-        for (const auto& t : by_type) {
-            n += t.count;
-            a += t.amount;
-        }
-        return n == txouts && a == total_amount;
-    }
-};
 
 /// Core's GetBogoSize: 32 + 4 + 4 + 8 + 2 + script size.
 inline uint64_t GetBogoSize(const Script& s) noexcept { return 50 + s.size(); }

@@ -1,6 +1,8 @@
-// ibdkit/common/throughput.h — a run's throughput per tenth of its block bytes (replay --json and
-// replay --swiftsync --json: throughput_by_decile), kept in fixed memory as the run goes.
+// src/common/throughput.h — a run's throughput per tenth of its block bytes (ThroughputSlice,
+// run_stats.h), kept in fixed memory as the run goes.
 #pragma once
+
+#include <ibdkit/run_stats.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -8,14 +10,6 @@
 #include <vector>
 
 namespace ibdkit {
-
-/// Throughput over one slice of a run's block bytes.
-struct ThroughputSlice {
-    int height_from{0};
-    int height_to{0};
-    double blocks_per_s{0};
-    double mb_per_s{0}; ///< 10^6 block bytes per second
-};
 
 /// Where a run stood as it went: at most ~2·MAX points, evenly spaced in bytes (the spacing
 /// doubles whenever the list fills, so memory stays fixed however long the chain), from which the
