@@ -7,6 +7,7 @@
 
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/wire/peer.h> // SplitHostPort
 #include <ibdkit/memory/policy.h>
 
 #include <nlohmann/json.hpp>

@@ -8,6 +8,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/result_fields.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/wire/peer.h> // SplitHostPort
 #include <ibdkit/memory/policy.h>
 #include <ibdkit/wire/peer.h>
 

@@ -17,15 +17,22 @@ struct TestHooks {
     /// (on the flush's writing thread when it has several); in a bulk load, once, after its tables
     /// are written and before they become the database.
     std::function<void()> after_partial_batch;
+    /// A sync (engine/sync.h): a connected stream socket's descriptor to talk to instead of
+    /// connecting to host:port (the sync owns it); -1 fails the connect.
+    std::function<int()> connect;
 
-    /// The options' pointer to hooks with only `after_block` (`after_partial_batch`) set.
+    /// The options' pointer to hooks with only `after_block` (`after_partial_batch`, `connect`) set.
     static std::shared_ptr<const TestHooks> AfterBlock(std::function<void(int height)> f)
     {
-        return std::make_shared<const TestHooks>(TestHooks{std::move(f), {}});
+        return std::make_shared<const TestHooks>(TestHooks{std::move(f), {}, {}});
     }
     static std::shared_ptr<const TestHooks> AfterPartialBatch(std::function<void()> f)
     {
-        return std::make_shared<const TestHooks>(TestHooks{{}, std::move(f)});
+        return std::make_shared<const TestHooks>(TestHooks{{}, std::move(f), {}});
+    }
+    static std::shared_ptr<const TestHooks> Connect(std::function<int()> f)
+    {
+        return std::make_shared<const TestHooks>(TestHooks{{}, {}, std::move(f)});
     }
 };
 

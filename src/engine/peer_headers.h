@@ -9,6 +9,7 @@
 
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/wire/peer.h>
 
 #include <atomic>
 #include <chrono>

@@ -8,6 +8,8 @@
 #include "peer_headers.h"
 #include "run.h"
 
+#include "common/test_hooks.h"
+
 #include <ibdkit/coins/coins_db.h>
 
 #include <algorithm>
@@ -423,6 +425,16 @@ private:
     NetClock::time_point m_last_progress{};
 };
 
+/// The peer's socket: host:port, or the tests' connected descriptor (TestHooks::connect).
+NetResult<Socket> ConnectToPeer(const SyncOptions& opts)
+{
+    if (!opts.test_hooks || !opts.test_hooks->connect)
+        return Socket::Connect(opts.host, opts.port, opts.timeout, opts.interrupt);
+    const int fd = opts.test_hooks->connect();
+    if (fd < 0) return NetError{NetErrc::Connect, "the test's connect hook gave no socket"};
+    return Socket(fd);
+}
+
 } // namespace
 
 Result<SyncResult> Sync(const SyncOptions& opts)
@@ -438,7 +450,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     const auto headers_file = cs->dir() / HEADERS_FILE;
     if (auto loaded = engine::LoadHeaders(chain, headers_file); !loaded) return loaded.error();
 
-    auto socket = opts.connect ? opts.connect() : Socket::Connect(opts.host, opts.port, opts.timeout, opts.interrupt);
+    auto socket = ConnectToPeer(opts);
     if (!socket) {
         if (socket.error().code == NetErrc::Interrupted) {
             res.interrupted = true;

@@ -10,6 +10,7 @@
 #include "engine/connector.h"
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/wire/peer.h>
 
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/pow.h>
@@ -115,13 +116,14 @@ public:
     }
 
     // The SyncOptions::connect hook: a socketpair, our end served by a thread.
-    std::function<NetResult<Socket>()> Connector()
+    /// One end of a socket pair for the sync, the other served by this node (-1 if none).
+    std::function<int()> Connector()
     {
-        return [this]() -> NetResult<Socket> {
+        return [this]() -> int {
             int fds[2];
-            if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return NetError{NetErrc::Connect, "socketpair"};
+            if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return -1;
             m_thread = std::thread([this, fd = fds[1]] { Serve(Socket(fd)); });
-            return Socket(fds[0]);
+            return fds[0];
         };
     }
 
@@ -244,7 +246,7 @@ SyncOptions Options(FakeNode& node, const fs::path& cs = {})
     o.chainstate = cs;
     o.dbcache_mib = 4;
     o.policy = PolicyId::Hardened;
-    o.connect = node.Connector();
+    o.test_hooks = TestHooks::Connect(node.Connector());
     o.timeout = std::chrono::seconds(20);
     o.headers_wait = std::chrono::milliseconds(500);
     return o;
@@ -518,9 +520,11 @@ TEST(Sync, InterruptThenResume)
         auto o = Options(node, cs.path);
         o.dbcache_mib = 0; // flush after every block
         o.interrupt = &stop;
-        o.test_hooks = TestHooks::AfterBlock([&](int h) {
+        TestHooks hooks = *o.test_hooks; // the fake node's connect, and a stop at 200
+        hooks.after_block = [&](int h) {
             if (h == 200) stop = true;
-        });
+        };
+        o.test_hooks = std::make_shared<const TestHooks>(std::move(hooks));
         auto r = Sync(o);
         ASSERT_TRUE(r.ok()) << r.error().message;
         EXPECT_TRUE(r->interrupted);

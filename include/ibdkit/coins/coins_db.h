@@ -18,7 +18,7 @@
 #include <ibdkit/coins/replay_range.h>
 #include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
-#include <ibdkit/memory/policy.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
 

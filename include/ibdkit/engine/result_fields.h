@@ -11,7 +11,7 @@
 
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/memory/policy.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>

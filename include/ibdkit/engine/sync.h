@@ -34,9 +34,9 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
-#include <ibdkit/memory/policy.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/utxo/stats.h>
-#include <ibdkit/wire/peer.h>
+#include <ibdkit/wire/net_error.h>
 
 #include <atomic>
 #include <chrono>
@@ -75,8 +75,6 @@ struct SyncOptions : EngineOptions {
     /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
     /// 4 times a second (EngineOptions::on_progress, when set, is called too).
     std::function<void(const SyncProgress&)> on_sync_progress;
-    /// Test hook: a connected socket to use instead of connecting to host:port.
-    std::function<NetResult<Socket>()> connect;
 };
 
 /// The engine's result plus the peer's side of the run.

@@ -20,7 +20,7 @@
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/undo.h>
 #include <ibdkit/error.h>
-#include <ibdkit/memory/policy.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>

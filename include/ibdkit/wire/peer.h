@@ -9,6 +9,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
+#include <ibdkit/wire/net_error.h>
 #include <ibdkit/wire/message.h>
 #include <ibdkit/wire/protocol.h>
 
@@ -24,25 +25,6 @@
 #include <vector>
 
 namespace ibdkit {
-
-enum class NetErrc {
-    Connect,     ///< name resolution or TCP connect failed
-    Timeout,     ///< the peer did not answer / send / accept bytes in time
-    Closed,      ///< the peer closed the connection
-    Io,          ///< a socket error
-    Misbehaving, ///< the peer broke the protocol (framing, malformed message, wrong chain)
-    Interrupted, ///< our interrupt flag was set (Ctrl-C)
-};
-std::string_view NetErrcName(NetErrc c) noexcept;
-
-struct NetError {
-    NetErrc code{NetErrc::Io};
-    std::string message;
-};
-
-/// A value or a NetError.
-template <typename T>
-using NetResult = Result<T, NetError>;
 
 using NetClock = std::chrono::steady_clock;
 
