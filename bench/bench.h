@@ -11,7 +11,7 @@
 // the `plain` variant.
 #pragma once
 
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <cstdint>
 #include <functional>

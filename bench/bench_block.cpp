@@ -9,10 +9,11 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
-#include <ibdkit/stream/streams.h>
+
+#include "memory/policy.h"
+#include "stream/streams.h"
 
 #include <dlfcn.h>
 

@@ -10,10 +10,12 @@
 // Also: UtxoStats — the `utxo stats` walk (decode + hash_serialized_3) over the flushed database.
 #include "bench.h"
 
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/memory/policy.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "coins/coins_cache.h"
+#include "kv/store.h"
+#include "memory/policy.h"
 
 #include <unistd.h>
 

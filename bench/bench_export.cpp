@@ -5,9 +5,11 @@
 // Variants: csv, sqlite. The chainstate is built once, untimed.
 #include "bench.h"
 
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/export.h>
+
+#include "coins/coins_cache.h"
+#include "kv/store.h"
 
 #include <unistd.h>
 

@@ -1,9 +1,9 @@
 // The seed PR's two buffer benchmarks, for every buffer policy, plus the cleanse primitives.
 #include "bench.h"
 
-#include <ibdkit/memory/cleanse.h>
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/stream/streams.h>
+#include "memory/cleanse.h"
+#include "memory/policy.h"
+#include "stream/streams.h"
 
 #include <sys/mman.h>
 

@@ -2,8 +2,9 @@
 // the default generated chain, once per op, for every buffer policy. Unit: block.
 #include "bench.h"
 
-#include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/engine/replay.h>
+
+#include "gen/chain_gen.h"
 
 #include <unistd.h>
 

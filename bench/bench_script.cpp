@@ -14,11 +14,12 @@
 #include "bench.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/script_flags.h>
-#include <ibdkit/encoding/hex.h>
-#include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/script/verify.h>
+
+#include "consensus/script_flags.h"
+#include "encoding/hex.h"
+#include "gen/chain_gen.h"
+#include "script/verify.h"
 
 #include <unordered_map>
 

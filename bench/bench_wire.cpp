@@ -2,8 +2,8 @@
 // decode and CheckBlock; every buffer policy (the receive buffer is the policy's DataStream).
 #include "bench.h"
 
-#include <ibdkit/engine/process.h>
-#include <ibdkit/wire/message.h>
+#include "engine/process.h"
+#include "wire/message.h"
 
 #include <fstream>
 

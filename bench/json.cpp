@@ -2,7 +2,7 @@
 // and DIR/results.json of `--report DIR`, read by scripts/bench_report.py.
 #include "runner.h"
 
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <fstream>
 

@@ -2,7 +2,7 @@
 // and DIR/report.md (environment, cost relative to plain, ibdkit vs Core, tables, published figures).
 #include "runner.h"
 
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <algorithm>
 #include <cstdio>

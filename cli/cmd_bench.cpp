@@ -3,8 +3,8 @@
 
 #include "bench.h"
 
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/memory/policy.h>
+#include "common/write_guard.h"
+#include "memory/policy.h"
 
 #include <cstdio>
 #include <optional>

@@ -4,14 +4,15 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
-#include <ibdkit/consensus/script_flags.h>
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
-#include <ibdkit/script/verify.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "consensus/merkle.h"
+#include "consensus/script_flags.h"
+#include "encoding/hex.h"
+#include "script/verify.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,10 +2,11 @@
 #include "commands.h"
 #include "interrupt.h"
 
-#include <ibdkit/atomic_file.h>
 #include <ibdkit/blockfile/blockfile.h>
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/gen/chain_gen.h>
+
+#include "atomic_file.h"
+#include "common/write_guard.h"
+#include "gen/chain_gen.h"
 
 #include <nlohmann/json.hpp>
 

@@ -12,7 +12,8 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/memory/policy.h>
+
+#include "memory/policy.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,8 +3,8 @@
 #include "commands.h"
 #include "replay_cli.h"
 
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/gen/chain_gen.h>
+#include "common/write_guard.h"
+#include "gen/chain_gen.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -5,10 +5,11 @@
 #include "utxo_export_cli.h"
 #include "progress.h"
 
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/wire/peer.h> // SplitHostPort
-#include <ibdkit/memory/policy.h>
+
+#include "common/write_guard.h"
+#include "memory/policy.h"
+#include "wire/peer.h" // SplitHostPort
 
 #include <nlohmann/json.hpp>
 

@@ -3,9 +3,10 @@
 #include "commands.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
-#include <ibdkit/encoding/hex.h>
+
+#include "blockfile/undo_file.h"
+#include "encoding/hex.h"
 
 #include <nlohmann/json.hpp>
 

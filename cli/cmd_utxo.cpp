@@ -9,14 +9,16 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/encoding/hex.h>
-#include <ibdkit/memory/policy.h>
 #include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "common/write_guard.h"
+#include "encoding/hex.h"
+#include "kv/store.h"
+#include "memory/policy.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "commands.h"
 
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -2,7 +2,7 @@
 #include "commands.h"
 #include "interrupt.h"
 
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <CLI/CLI.hpp>
 

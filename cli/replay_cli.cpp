@@ -2,7 +2,8 @@
 #include "replay_cli.h"
 #include "interrupt.h"
 
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
+#include "memory/policy.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>

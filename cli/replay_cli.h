@@ -5,8 +5,9 @@
 #include "progress.h"
 
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/engine/result_fields.h>
 #include <ibdkit/swiftsync/replay.h>
+
+#include "engine/result_fields.h"
 
 #include <nlohmann/json.hpp>
 

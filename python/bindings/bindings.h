@@ -5,9 +5,10 @@
 #include "errors.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/engine/result_fields.h>
-#include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block_view.h>
+
+#include "engine/result_fields.h"
+#include "memory/policy.h"
 
 #include <nanobind/nanobind.h>
 

@@ -4,9 +4,10 @@
 #include "errors.h"
 
 #include <ibdkit/primitives/script_ops.h>
-#include <ibdkit/kv/store.h>
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/stream/streams.h>
+
+#include "kv/store.h"
+#include "memory/policy.h"
+#include "stream/streams.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // What the module's files share (bindings.h): argument parsing, bytes, result fields as dicts.
 #include "bindings.h"
 
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <type_traits>
 #include <variant>

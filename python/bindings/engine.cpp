@@ -4,13 +4,14 @@
 #include "bindings.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/engine/result_fields.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/wire/peer.h> // SplitHostPort
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/wire/peer.h>
+
+#include "common/write_guard.h"
+#include "engine/result_fields.h"
+#include "memory/policy.h"
+#include "wire/peer.h"
+#include "wire/peer.h" // SplitHostPort
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>

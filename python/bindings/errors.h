@@ -3,8 +3,9 @@
 // "NotFound", or "InvalidArgument") and `message`.
 #pragma once
 
-#include <ibdkit/kv/store.h>
 #include <ibdkit/error.h>
+
+#include "kv/store.h"
 
 #include <nanobind/nanobind.h>
 

@@ -11,14 +11,15 @@
 #include "errors.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/script_flags.h>
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/script_error.h>
-#include <ibdkit/script/verify.h>
+
+#include "consensus/script_flags.h"
+#include "encoding/hex.h"
+#include "script/interpreter.h"
+#include "script/script_error.h"
+#include "script/verify.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>

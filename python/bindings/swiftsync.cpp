@@ -8,7 +8,6 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/engine/result_fields.h>
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
@@ -16,6 +15,8 @@
 #include <ibdkit/spent/tables.h> // AddressNetworkOf
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "engine/result_fields.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>

@@ -1,9 +1,11 @@
-"""The public API stays small: what a header of it pulls in is counted, not guessed.
+"""The public API is the façade docs/api.md names, and it stays small.
 
-A user who includes `ibdkit/engine/replay.h` to run a replay reads the options and the result, and
-the handful of plain types they hold; every header that it pulls in is one more to read and one
-more whose change rebuilds the user's code. This test follows `#include <ibdkit/...>` through
-include/ and fails when the count grows past its bound.
+docs/api.md's table *The façade* lists the headers a user of the library includes. Every header
+installed from include/ is one of them or included by one (a supporting header); none includes a
+private header of src/; tests/consumer, the program built against the installed package,
+includes only the façade. A user who includes `ibdkit/engine/replay.h` to run a replay reads the
+options and the result and the handful of plain types they hold: the headers it pulls in are
+counted, not guessed.
 
 Needs no build and no network.
 """
@@ -26,6 +28,65 @@ def pulled_in(header, include_dir=INCLUDE):
                 todo.append(name)
     seen.discard(header)
     return seen
+
+
+FACADE_ROW = re.compile(r"^\|\s*`(ibdkit/[^`]+\.h)`\s*\|", re.M)
+ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">]+)[">]', re.M)
+
+
+def facade(markdown):
+    """The headers of docs/api.md's table *The façade*."""
+    section = re.search(r"^## The façade\n(.*?)(?=^## |\Z)", markdown, re.M | re.S)
+    assert section, "docs/api.md has no '## The façade' section"
+    return FACADE_ROW.findall(section.group(1))
+
+
+def installed(include_dir=INCLUDE):
+    return sorted(p.relative_to(include_dir).as_posix() for p in (include_dir / "ibdkit").rglob("*.h"))
+
+
+def test_every_facade_header_exists():
+    names = facade((ROOT / "docs/api.md").read_text())
+    assert len(names) == len(set(names)), "docs/api.md lists a header twice"
+    assert [n for n in names if not (INCLUDE / n).is_file()] == []
+
+
+def test_every_installed_header_is_the_facade_or_included_by_it():
+    names = facade((ROOT / "docs/api.md").read_text())
+    reached = set(names).union(*(pulled_in(n) for n in names))
+    stray = [h for h in installed() if h not in reached]
+    assert stray == [], (
+        "installed headers no façade header needs: move them under src/ (private) or add them to "
+        f"docs/api.md's façade: {stray}"
+    )
+
+
+def test_no_installed_header_includes_a_private_one():
+    found = []
+    for h in installed():
+        for kind, name in ANY_INCLUDE.findall((INCLUDE / h).read_text()):
+            if kind == '"' or (kind == "<" and name.startswith("ibdkit/") and not (INCLUDE / name).is_file()):
+                found.append(f"include/{h} includes {name}")
+    assert found == [], "an installed header reaches what is not installed:\n" + "\n".join(found)
+
+
+def test_the_consumer_includes_only_the_facade():
+    names = set(facade((ROOT / "docs/api.md").read_text()))
+    used = []
+    for path in sorted((ROOT / "tests/consumer").glob("*.cpp")):
+        used += [name for kind, name in ANY_INCLUDE.findall(path.read_text()) if name.startswith("ibdkit/") or kind == '"']
+    assert used, "tests/consumer includes no ibdkit header"
+    assert [n for n in used if n not in names] == [], "tests/consumer reaches past the façade"
+
+
+def test_a_stray_header_is_found(tmp_path):
+    (tmp_path / "ibdkit/a").mkdir(parents=True)
+    (tmp_path / "ibdkit/a/front.h").write_text("#include <ibdkit/a/used.h>\n")
+    (tmp_path / "ibdkit/a/used.h").write_text("")
+    (tmp_path / "ibdkit/a/stray.h").write_text("")
+    names = ["ibdkit/a/front.h"]
+    reached = set(names).union(*(pulled_in(n, tmp_path) for n in names))
+    assert [h for h in installed(tmp_path) if h not in reached] == ["ibdkit/a/stray.h"]
 
 
 def test_replay_h_pulls_in_fewer_than_ten_headers():

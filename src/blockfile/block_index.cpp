@@ -1,11 +1,12 @@
 // Bitcoin Core's block index, read through the store's read-only overlay (or a snapshot of it).
-#include <ibdkit/blockfile/block_index.h>
+#include "blockfile/block_index.h"
 
 #include <ibdkit/consensus/best_chain.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/kv/store.h>
-#include <ibdkit/stream/streams.h>
+
+#include "kv/store.h"
+#include "stream/streams.h"
 
 #include <algorithm>
 #include <limits>

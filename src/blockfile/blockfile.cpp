@@ -3,6 +3,7 @@
 #include "common/pread.h"
 
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/span.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

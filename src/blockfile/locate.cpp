@@ -1,9 +1,10 @@
 // Locating the best chain's blocks: by scanning bare blk files, or through Core's block index.
 #include <ibdkit/blockfile/locate.h>
 
-#include <ibdkit/blockfile/block_index.h>
-#include <ibdkit/kv/store.h>
 #include <ibdkit/encoding/endian.h>
+
+#include "blockfile/block_index.h"
+#include "kv/store.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Which chainstate a path names, and its network (blockfile/locate.h, LocateChainstate).
 #include <ibdkit/blockfile/locate.h>
 
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include <ibdkit/blockfile/undo_file.h>
+#include "blockfile/undo_file.h"
 
 #include "common/buffered_writer.h"
 #include "common/pread.h"
@@ -6,7 +6,8 @@
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/common/write_guard.h>
+
+#include "common/write_guard.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

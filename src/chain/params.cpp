@@ -1,8 +1,9 @@
 #include <ibdkit/chain/params.h>
-#include <ibdkit/encoding/hex.h>
+#include "encoding/hex.h"
 
 #include <ibdkit/primitives/amount.h>
-#include <ibdkit/script/flags.h>
+
+#include "script/flags.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 // The split of one --dbcache budget (coins/budget.h).
-#include <ibdkit/coins/budget.h>
+#include "coins/budget.h"
 
-#include <ibdkit/common/chainstate_format.h>
+#include "common/chainstate_format.h"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 
 #include "coins/coins_map.h"
 
-#include <ibdkit/coins/coins_cache.h>
+#include "coins/coins_cache.h"
 
 #include <cstddef>
 #include <cstdint>

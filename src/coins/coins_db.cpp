@@ -1,9 +1,10 @@
 #include <ibdkit/coins/coins_db.h>
 
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
+#include "kv/store.h"
 
-#include <ibdkit/memory/cleanse.h>
-#include <ibdkit/stream/streams.h>
+#include "memory/cleanse.h"
+#include "stream/streams.h"
 
 #include "coins/coins_map.h"
 #include "common/handoff.h"
@@ -409,6 +410,9 @@ Result<OutPoint> DecodeCoinKey(std::span<const std::byte> key)
 }
 
 Result<Coin> DecodeCoinValue(std::span<const std::byte> value) { return DecodeExact<Coin>(value); }
+
+CoinsDB::CoinsDB() = default;
+CoinsDB::~CoinsDB() = default;
 
 std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const CoinsDBOptions& options,
                                        StoreStatus* status)

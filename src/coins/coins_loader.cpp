@@ -2,6 +2,8 @@
 // through the cache's map, or already sorted straight into table files.
 #include <ibdkit/coins/coins_db.h>
 
+#include "kv/store.h"
+
 #include "coins/coins_map.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include <ibdkit/coins/undo.h>
 
-#include <ibdkit/stream/streams.h>
+#include "stream/streams.h"
 
 namespace ibdkit {
 

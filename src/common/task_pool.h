@@ -11,7 +11,7 @@
 // general executor (one set at a time, from one thread).
 #pragma once
 
-#include <ibdkit/memory/cleanse.h>
+#include "memory/cleanse.h"
 
 #include <atomic>
 #include <cassert>

@@ -1,6 +1,6 @@
 // Where ibdkit may write (common/write_guard.h).
-#include <ibdkit/common/chainstate_format.h>
-#include <ibdkit/common/write_guard.h>
+#include "common/chainstate_format.h"
+#include "common/write_guard.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include <ibdkit/connect/connect.h>
+#include "connect/connect.h"
 
 #include "connect/rules.h"
 

@@ -1,4 +1,4 @@
-#include <ibdkit/connect/disconnect.h>
+#include "connect/disconnect.h"
 
 #include <ibdkit/coins/compressor.h>
 #include <ibdkit/primitives/consensus_constants.h>

@@ -2,10 +2,11 @@
 // (ibdkit/connect/connect.h): the rules over given spent coins.
 #include "connect/rules.h"
 
-#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/primitives/consensus_constants.h>
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/verify.h>
+
+#include "consensus/script_flags.h"
+#include "script/interpreter.h"
+#include "script/verify.h"
 
 #include <algorithm>
 #include <atomic>

@@ -6,11 +6,12 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/undo.h>
-#include <ibdkit/common/executor.h>
-#include <ibdkit/connect/connect.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/tx_verify.h>
 #include <ibdkit/consensus/validation.h>
+
+#include "common/executor.h"
+#include "connect/connect.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include <ibdkit/consensus/assumevalid.h>
+#include "consensus/assumevalid.h"
 
 #include <limits>
 

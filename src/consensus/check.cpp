@@ -1,11 +1,12 @@
 #include <ibdkit/consensus/check.h>
 
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
-#include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "consensus/merkle.h"
+#include "consensus/tx_check.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include <ibdkit/consensus/merkle.h>
+#include "consensus/merkle.h"
 
 #include <ibdkit/crypto/sha256.h>
 

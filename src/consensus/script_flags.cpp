@@ -1,4 +1,4 @@
-#include <ibdkit/consensus/script_flags.h>
+#include "consensus/script_flags.h"
 
 namespace ibdkit {
 

@@ -1,4 +1,4 @@
-#include <ibdkit/consensus/tx_check.h>
+#include "consensus/tx_check.h"
 
 #include "consensus/tx_check_internal.h"
 

@@ -1,8 +1,9 @@
 #include <ibdkit/consensus/tx_verify.h>
 
-#include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "consensus/tx_check.h"
 
 #include <algorithm>
 #include <cassert>

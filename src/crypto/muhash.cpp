@@ -3,7 +3,7 @@
 // Arithmetic: schoolbook 48×48-limb products with unsigned __int128, reduced with
 // 2^3072 ≡ 1103717 (mod p) twice, then at most one subtraction of p. Inversion is Fermat's
 // a^(p−2): about 3,100 squarings and multiplications, run once per Finalize.
-#include <ibdkit/crypto/muhash.h>
+#include "crypto/muhash.h"
 
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>

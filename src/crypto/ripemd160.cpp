@@ -1,7 +1,7 @@
 // RIPEMD-160 and SHA-1 (include/ibdkit/crypto/ripemd160.h): one 64-byte block at a time, written
 // from the algorithms' specifications. Both share the Merkle–Damgård buffering below; only the
 // byte order of words and of the length differs (RIPEMD little-endian, SHA-1 big-endian).
-#include <ibdkit/crypto/ripemd160.h>
+#include "crypto/ripemd160.h"
 
 #include <ibdkit/crypto/sha256.h>
 

@@ -1,4 +1,4 @@
-#include <ibdkit/encoding/hex.h>
+#include "encoding/hex.h"
 
 namespace ibdkit {
 

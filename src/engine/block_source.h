@@ -3,13 +3,14 @@
 #pragma once
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/connect/connect.h>
-#include <ibdkit/consensus/assumevalid.h>
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
-#include <ibdkit/stream/owned_bytes.h>
+
+#include "connect/connect.h"
+#include "consensus/assumevalid.h"
+#include "stream/owned_bytes.h"
 
 #include <chrono>
 #include <functional>

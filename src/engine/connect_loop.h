@@ -7,10 +7,11 @@
 #include "connector.h"
 #include "pipeline.h"
 
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/engine/engine.h>
+
+#include "blockfile/undo_file.h"
 
 #include <algorithm>
 #include <chrono>

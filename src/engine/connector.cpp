@@ -2,7 +2,8 @@
 #include <ibdkit/engine/engine.h>
 
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <sys/resource.h>
 #ifdef __GLIBC__

@@ -6,14 +6,15 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/engine.h>
-#include <ibdkit/coins/budget.h>
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/consensus/validation.h>
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/connect/connect.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/blockfile/undo_file.h>
+
+#include "blockfile/undo_file.h"
+#include "coins/budget.h"
+#include "coins/coins_cache.h"
+#include "connect/connect.h"
 
 #include <cstdint>
 #include <filesystem>

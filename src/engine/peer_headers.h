@@ -9,7 +9,8 @@
 
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/wire/peer.h>
+
+#include "wire/peer.h"
 
 #include <atomic>
 #include <chrono>

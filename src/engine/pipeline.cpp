@@ -1,8 +1,8 @@
 // src/engine/pipeline.cpp — decoding and checking ahead of the connecting thread (pipeline.h).
 #include "pipeline.h"
 
-#include <ibdkit/memory/cleanse.h>
-#include <ibdkit/wire/protocol.h>
+#include "memory/cleanse.h"
+#include "wire/protocol.h"
 
 #include <unordered_set>
 

@@ -1,8 +1,8 @@
 // src/engine/process.cpp — a `block` message end to end (engine/process.h).
-#include <ibdkit/engine/process.h>
+#include "engine/process.h"
 
-#include <ibdkit/wire/message.h>
-#include <ibdkit/wire/protocol.h>
+#include "wire/message.h"
+#include "wire/protocol.h"
 
 namespace ibdkit {
 

@@ -1,11 +1,13 @@
 #include <ibdkit/engine/replay.h>
 
+#include "blockfile/read_owned.h"
 #include "run.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/stream/streams.h>
-#include <ibdkit/wire/message.h>
+
+#include "memory/policy.h"
+#include "stream/streams.h"
+#include "wire/message.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // A run's result as named, typed fields (include/ibdkit/engine/result_fields.h).
-#include <ibdkit/engine/result_fields.h>
+#include "engine/result_fields.h"
 
 #include <utility>
 

@@ -5,12 +5,13 @@
 #include "connect_loop.h"
 #include "pipeline.h"
 
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/connect/disconnect.h>
-#include <ibdkit/memory/cleanse.h>
 #include <ibdkit/utxo/stats.h>
-#include <ibdkit/wire/protocol.h>
+
+#include "blockfile/undo_file.h"
+#include "connect/disconnect.h"
+#include "memory/cleanse.h"
+#include "wire/protocol.h"
 
 #include <algorithm>
 #include <climits>

@@ -5,13 +5,14 @@
 #include "blockfile/block_file_writer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/stream/obfuscation.h>
-#include <ibdkit/stream/streams.h>
+
+#include "common/write_guard.h"
+#include "consensus/merkle.h"
+#include "stream/streams.h"
 
 #include <fcntl.h>
 #include <unistd.h>

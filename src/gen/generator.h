@@ -12,9 +12,10 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_check.h>
-#include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "gen/chain_gen.h"
 
 #include <array>
 #include <cstdint>

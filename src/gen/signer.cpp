@@ -2,11 +2,12 @@
 
 #include "gen/keys.h"
 
-#include <ibdkit/crypto/ripemd160.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/script_ops.h>
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/sighash.h>
+
+#include "crypto/ripemd160.h"
+#include "script/interpreter.h"
+#include "script/sighash.h"
 
 #include <secp256k1.h>
 #include <secp256k1_extrakeys.h>

@@ -7,7 +7,7 @@
 // database to them in one step. LevelDB's log, memtable and level-0 compactions are never involved.
 #pragma once
 
-#include <ibdkit/kv/store.h>
+#include "kv/store.h"
 
 #include <leveldb/env.h>
 #include <leveldb/filter_policy.h>

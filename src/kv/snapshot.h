@@ -18,7 +18,7 @@
 // tables' link counts while the copy exists.
 #pragma once
 
-#include <ibdkit/kv/store.h>
+#include "kv/store.h"
 
 #include <filesystem>
 #include <functional>

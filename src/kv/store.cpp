@@ -1,6 +1,7 @@
 // LevelDB wrapper with Core's options and obfuscation (the environments: leveldb_env.h).
-#include <ibdkit/kv/store.h>
 #include <ibdkit/encoding/endian.h>
+
+#include "kv/store.h"
 
 #include "kv/bulk_load.h"
 #include "kv/leveldb_env.h"

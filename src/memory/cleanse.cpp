@@ -1,4 +1,4 @@
-#include <ibdkit/memory/cleanse.h>
+#include "memory/cleanse.h"
 
 #include <cstring>
 #include <string.h> // explicit_bzero (glibc >= 2.25)

@@ -1,6 +1,6 @@
-#include <ibdkit/memory/locked_pool.h>
+#include "memory/locked_pool.h"
 
-#include <ibdkit/memory/cleanse.h>
+#include "memory/cleanse.h"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>

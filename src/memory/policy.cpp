@@ -1,4 +1,4 @@
-#include <ibdkit/memory/policy.h>
+#include "memory/policy.h"
 
 #include <string>
 

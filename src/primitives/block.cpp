@@ -5,7 +5,8 @@
 
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/consensus_constants.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <algorithm>
 

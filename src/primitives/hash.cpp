@@ -1,7 +1,8 @@
 #include <ibdkit/primitives/hash.h>
 
 #include <ibdkit/crypto/sha256.h>
-#include <ibdkit/encoding/hex.h>
+
+#include "encoding/hex.h"
 
 namespace ibdkit {
 

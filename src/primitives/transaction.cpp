@@ -4,7 +4,8 @@
 #include "primitives/tx_parser.h"
 
 #include <ibdkit/crypto/sha256.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <algorithm>
 #include <mutex>

@@ -1,8 +1,8 @@
 // src/script/checker.cpp — the signature checkers: the base SignatureChecker, which accepts
 // nothing, and TransactionSignatureChecker's signature and lock-time checks (Core's
 // GenericTransactionSignatureChecker with MissingDataBehavior::FAIL).
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/sighash.h>
+#include "script/interpreter.h"
+#include "script/sighash.h"
 
 #include "script/secp.h"
 

@@ -8,7 +8,7 @@
 // rules sig_encoding.cpp.
 #pragma once
 
-#include <ibdkit/script/interpreter.h>
+#include "script/interpreter.h"
 
 #include <ibdkit/primitives/script_ops.h>
 

@@ -3,8 +3,9 @@
 // script code a legacy or segwit v0 signature commits to (FindAndDelete).
 #include "script/eval_internal.h"
 
-#include <ibdkit/crypto/ripemd160.h>
 #include <ibdkit/crypto/sha256.h>
+
+#include "crypto/ripemd160.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // src/script/sighash.cpp — the messages signatures commit to (legacy, BIP143, BIP341/342) and the
 // per-transaction hashes they share. The rules are Core's (script/interpreter.cpp); the comments
 // say where an old quirk is kept on purpose.
-#include <ibdkit/script/sighash.h>
+#include "script/sighash.h"
 
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/script_ops.h>

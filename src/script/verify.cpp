@@ -1,5 +1,5 @@
 // src/script/verify.cpp — one input's script check (Core's CScriptCheck), and a block's inputs.
-#include <ibdkit/script/verify.h>
+#include "script/verify.h"
 
 #include <stdexcept>
 #include <string>

@@ -2,9 +2,10 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/primitives/block.h>
+
+#include "blockfile/undo_file.h"
 
 #include <algorithm>
 #include <atomic>

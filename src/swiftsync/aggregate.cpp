@@ -3,7 +3,8 @@
 
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/memory/cleanse.h>
+
+#include "memory/cleanse.h"
 
 #include <sys/random.h>
 

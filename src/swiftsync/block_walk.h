@@ -7,9 +7,11 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/error.h>
-#include <ibdkit/memory/policy.h>
 #include <ibdkit/primitives/block.h>
 
+#include "memory/policy.h"
+
+#include "blockfile/read_owned.h"
 #include "common/task_pool.h"
 
 #include <cstdint>

@@ -2,15 +2,16 @@
 // salted key array of the set, then one walk over the blocks.
 #include <ibdkit/swiftsync/build_hints.h>
 
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/utxo/snapshot.h>
+
+#include "common/write_guard.h"
 
 #include "common/task_pool.h"
 #include "swiftsync/block_walk.h"

@@ -2,12 +2,13 @@
 // its undo data, every rule of Core's that does not read the UTXO set, and BIP 457's Coin elements.
 #include <ibdkit/swiftsync/check_range.h>
 
-#include <ibdkit/blockfile/undo_file.h>
-#include <ibdkit/connect/connect.h>
-#include <ibdkit/consensus/assumevalid.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/validation.h>
+
+#include "blockfile/undo_file.h"
+#include "connect/connect.h"
+#include "consensus/assumevalid.h"
 
 #include "swiftsync/block_walk.h"
 #include "swiftsync/range_internal.h"

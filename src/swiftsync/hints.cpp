@@ -1,12 +1,13 @@
 // BIP 456's hintsfile: Elias-Fano lists, the file's parser and its atomic writer.
 #include <ibdkit/swiftsync/hints.h>
 
-#include <ibdkit/atomic_file.h>
-#include <ibdkit/common/write_guard.h>
+#include "atomic_file.h"
+#include "common/write_guard.h"
 
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include "common/buffered_writer.h"
 

@@ -4,7 +4,8 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <algorithm>
 #include <cassert>

@@ -3,13 +3,14 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/consensus/assumevalid.h>
-#include <ibdkit/memory/cleanse.h>
 #include <ibdkit/primitives/consensus_constants.h>
-#include <ibdkit/stream/streams.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
+
+#include "common/write_guard.h"
+#include "consensus/assumevalid.h"
+#include "memory/cleanse.h"
+#include "stream/streams.h"
 
 #include "common/external_sort.h"
 #include "common/handoff.h"

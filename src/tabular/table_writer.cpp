@@ -1,9 +1,10 @@
 // TableWriter's three formats (include/ibdkit/tabular/table.h): CSV and JSON lines through the one
 // buffered file writer, SQLite through prepared inserts in one transaction.
 #include <ibdkit/tabular/table.h>
-#include <ibdkit/common/write_guard.h>
 
-#include <ibdkit/atomic_file.h>
+#include "common/write_guard.h"
+
+#include "atomic_file.h"
 
 #include "common/buffered_writer.h"
 

@@ -2,9 +2,9 @@
 // checked against the chainstate walk that produced it. The formats: export_text.cpp and
 // export_sqlite.cpp.
 #include "utxo/export_internal.h"
-#include <ibdkit/common/write_guard.h>
+#include "common/write_guard.h"
 
-#include <ibdkit/atomic_file.h>
+#include "atomic_file.h"
 
 #include <cstring>
 #include <string>

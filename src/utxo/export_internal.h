@@ -4,8 +4,9 @@
 
 #include <ibdkit/utxo/export.h>
 
-#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "encoding/hex.h"
 
 #include "common/buffered_writer.h"
 #include "common/handoff.h"

@@ -1,16 +1,18 @@
 // assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
 #include <ibdkit/utxo/snapshot.h>
 
-#include <ibdkit/atomic_file.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
 
+#include "atomic_file.h"
+
 #include "common/buffered_writer.h"
 
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/common/write_guard.h>
+
+#include "common/write_guard.h"
 
 #include <cerrno>
 #include <cstring>

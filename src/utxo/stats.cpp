@@ -1,8 +1,9 @@
 #include <ibdkit/utxo/stats.h>
 
-#include <ibdkit/crypto/muhash.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
+
+#include "crypto/muhash.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include <ibdkit/wire/message.h>
+#include "wire/message.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include <ibdkit/wire/peer.h>
+#include "wire/peer.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-#include <ibdkit/wire/protocol.h>
+#include "wire/protocol.h"
 
-#include <ibdkit/stream/streams.h>
-#include <ibdkit/wire/message.h>
+#include "stream/streams.h"
+#include "wire/message.h"
 
 #include <cstdio>
 

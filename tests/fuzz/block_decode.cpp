@@ -2,8 +2,9 @@
 // bytes; CheckBlock never crashes and agrees with itself on a re-decoded copy.
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/block.h>
+
+#include "consensus/merkle.h"
 
 #include <cstdlib>
 #include <span>

@@ -1,7 +1,7 @@
 // Fuzz: Core block index records (docs/formats.md §8) through the decoder, and the decoded entries through
 // best-chain selection. Malformed values must give typed errors — never a crash, a hang or an
 // allocation sized by a lying field.
-#include <ibdkit/blockfile/block_index.h>
+#include "blockfile/block_index.h"
 
 #include <cstdlib>
 

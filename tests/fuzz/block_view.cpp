@@ -1,8 +1,9 @@
 // Fuzz: the zero-copy block view against the owning decoder. Same accept/reject, same Errc, and
 // on success the same header, ids, sizes, inputs, outputs and witnesses.
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
+
+#include "consensus/merkle.h"
 
 #include <cstdlib>
 #include <span>

@@ -3,7 +3,8 @@
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/compressor.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,8 @@
 // case re-encoding gives back exactly the bytes it consumed (canonical forms only), or throw
 // DecodeError — never crash, hang or allocate from an unchecked length.
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -5,7 +5,8 @@
 // for messages whose encoding is unique, to a prefix of the payload (the decoders ignore trailing
 // bytes, as Core does).
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/wire/protocol.h>
+
+#include "wire/protocol.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -5,7 +5,7 @@
 //
 // Input: flags (4 bytes), a mode byte, then chunks of [2-byte little-endian length][bytes]: the
 // script, the scriptPubKey (VerifyScript), then stack / witness elements.
-#include <ibdkit/script/interpreter.h>
+#include "script/interpreter.h"
 
 #include <cstdlib>
 #include <span>

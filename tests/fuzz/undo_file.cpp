@@ -2,9 +2,10 @@
 // error — never a crash, a hang or an allocation sized by a lying count or record size. A decoded
 // undo re-encodes to bytes that decode to the same undo, and a record whose checksum verifies
 // decodes exactly as its bytes do.
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/coins/undo.h>
 #include <ibdkit/primitives/amount.h>
+
+#include "blockfile/undo_file.h"
 
 #include <unistd.h>
 

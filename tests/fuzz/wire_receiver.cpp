@@ -1,7 +1,7 @@
 // Fuzz: the P2P v1 receiver on hostile byte streams, fed in chunks whose sizes come from the input.
 // Checks: no crash; memory held never exceeds what arrived; splitting the stream differently never
 // changes what is delivered.
-#include <ibdkit/wire/message.h>
+#include "wire/message.h"
 
 #include <cstdlib>
 

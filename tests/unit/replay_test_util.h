@@ -5,7 +5,8 @@
 #include "test_util.h"
 
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/gen/chain_gen.h>
+
+#include "gen/chain_gen.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,9 @@
 // with Core's reason string, on synthetic header chains at mainnet's difficulty 1 (one block's
 // proof is 600 seconds of equivalent time), and the networks' defaults.
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/assumevalid.h>
 #include <ibdkit/consensus/header_chain.h>
+
+#include "consensus/assumevalid.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,10 @@
 // Balances per script (include/ibdkit/utxo/balances.h): the rows equal a map built from every coin,
 // in value order, whatever the memory budget (a tiny one forces many runs in both sorts), --top
 // through the heap and through the sort, totals equal to the UTXO statistics.
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/balances.h>
+
+#include "coins/coins_cache.h"
 
 #include "test_util.h"
 

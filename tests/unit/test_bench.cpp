@@ -8,9 +8,10 @@
 #include "primitives/tx_builder.h"
 #include "test_util.h"
 
-#include <ibdkit/memory/locked_pool.h>
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/stream/streams.h>
+
+#include "memory/locked_pool.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 #include <malloc.h>

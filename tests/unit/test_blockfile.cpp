@@ -2,6 +2,7 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/encoding/endian.h>
+#include <ibdkit/span.h>
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The split of one --dbcache budget (coins/budget.h).
-#include <ibdkit/coins/budget.h>
+#include "coins/budget.h"
 
 #include <gtest/gtest.h>
 

@@ -6,16 +6,17 @@
 #include "common/task_pool.h"
 
 #include <ibdkit/coins/coin.h>
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/compressor.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
-#include <ibdkit/kv/store.h>
-#include <ibdkit/stream/streams.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "coins/coins_cache.h"
 #include "common/test_hooks.h"
+#include "kv/store.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

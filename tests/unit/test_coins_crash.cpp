@@ -8,8 +8,9 @@
 // Default: 10 kills. IBDKIT_LONG_TESTS=1: 120 kills.
 #include "test_util.h"
 
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
+
+#include "coins/coins_cache.h"
 #include "common/test_hooks.h"
 
 #include <gtest/gtest.h>

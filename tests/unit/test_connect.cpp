@@ -6,12 +6,13 @@
 
 #include "common/task_pool.h"
 
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/connect/connect.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/consensus_constants.h>
+
+#include "coins/coins_cache.h"
+#include "connect/connect.h"
+#include "consensus/merkle.h"
 
 #include <gtest/gtest.h>
 

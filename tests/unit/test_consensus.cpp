@@ -5,11 +5,12 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
-#include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "consensus/merkle.h"
+#include "consensus/tx_check.h"
 
 #include <gtest/gtest.h>
 

@@ -3,12 +3,13 @@
 #include "lock_holder.h"
 #include "test_util.h"
 
-#include <ibdkit/blockfile/block_index.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/kv/store.h>
+
+#include "blockfile/block_index.h"
+#include "kv/store.h"
 
 #include <gtest/gtest.h>
 

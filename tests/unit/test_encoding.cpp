@@ -1,9 +1,10 @@
 #include "test_util.h"
 
-#include <ibdkit/encoding/hex.h>
+#include "encoding/hex.h"
 
 #include <ibdkit/encoding/serialize.h>
-#include <ibdkit/stream/streams.h>
+
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,9 @@
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/gen/chain_gen.h>
-#include <ibdkit/stream/streams.h>
+
+#include "gen/chain_gen.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

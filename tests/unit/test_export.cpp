@@ -1,8 +1,9 @@
 // UTXO exports (CSV, JSON lines, SQLite): rows as written, the re-read check that makes a dump
 // trustworthy, and that a tampered file is caught by that check (Errc::Corrupt, never a warning).
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/export.h>
+
+#include "coins/coins_cache.h"
 
 #include "test_util.h"
 

@@ -6,9 +6,10 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/crypto/sha256.h>
-#include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/script_ops.h>
+
+#include "gen/chain_gen.h"
 
 #include "test_util.h"
 

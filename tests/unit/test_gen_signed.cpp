@@ -3,9 +3,10 @@
 #include "test_util.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/script_flags.h>
-#include <ibdkit/gen/chain_gen.h>
-#include <ibdkit/script/verify.h>
+
+#include "consensus/script_flags.h"
+#include "gen/chain_gen.h"
+#include "script/verify.h"
 
 #include <gtest/gtest.h>
 

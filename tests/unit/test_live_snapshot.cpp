@@ -6,10 +6,11 @@
 
 #include "kv/snapshot.h"
 
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/kv/store.h>
+
+#include "coins/coins_cache.h"
 #include "common/test_hooks.h"
+#include "kv/store.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // Each policy's guarantee, observed through an upstream that snapshots freed blocks.
 #include "test_util.h"
 
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/stream/streams.h>
+#include "memory/policy.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // MuHash3072 and ChaCha20: RFC 8439 vectors, Bitcoin Core's muhash_tests (src/test/crypto_tests.cpp)
 // and the empty-set constant `gettxoutsetinfo muhash` prints for an empty UTXO set.
-#include <ibdkit/crypto/muhash.h>
+#include "crypto/muhash.h"
 
 #include "test_util.h"
 

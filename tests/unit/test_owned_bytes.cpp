@@ -1,7 +1,7 @@
 // OwnedBytes: a policy's DataStream taken over without a copy, its bytes kept across moves (inline
 // bytes included), and its buffer freed by the policy's release exactly when released.
-#include <ibdkit/memory/cleanse.h>
-#include <ibdkit/stream/owned_bytes.h>
+#include "memory/cleanse.h"
+#include "stream/owned_bytes.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 // benchmark JSON lists it (for the chart).
 #include "bench.h"
 
-#include <ibdkit/memory/policy.h>
-#include <ibdkit/stream/streams.h>
+#include "memory/policy.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -2,14 +2,15 @@
 #include "test_util.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
 #include <ibdkit/primitives/script.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
-#include <ibdkit/stream/streams.h>
+
+#include "consensus/merkle.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

@@ -3,9 +3,10 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/merkle.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/block_view.h>
+
+#include "consensus/merkle.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,9 @@
 #include "test_util.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/wire/peer.h>
-#include <ibdkit/wire/protocol.h>
+
+#include "wire/peer.h"
+#include "wire/protocol.h"
 
 #include <gtest/gtest.h>
 

@@ -6,10 +6,11 @@
 //
 // The library is found at $IBDKIT_KERNEL_LIB or in the Python venv that `make build` sets up
 // (build/venv/.../pbk/_libs/libbitcoinkernel.so). The test fails if it is absent.
-#include <ibdkit/crypto/ripemd160.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/transaction.h>
-#include <ibdkit/script/interpreter.h>
+
+#include "crypto/ripemd160.h"
+#include "script/interpreter.h"
 
 #include "script_test_util.h"
 #include "test_util.h"

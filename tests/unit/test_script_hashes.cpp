@@ -1,6 +1,6 @@
 // RIPEMD-160, SHA-1 and HASH160 (crypto/ripemd160.h) against the algorithms' published vectors,
 // and streaming splits agreeing with one-shot hashing.
-#include <ibdkit/crypto/ripemd160.h>
+#include "crypto/ripemd160.h"
 
 #include "test_util.h"
 

@@ -3,8 +3,9 @@
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/transaction.h>
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/sighash.h>
+
+#include "script/interpreter.h"
+#include "script/sighash.h"
 
 #include "script/secp.h"
 #include "test_primitives_data.h"

@@ -3,9 +3,9 @@
 // pass with every other flag, still pass with fewer, and fail when any one excluded flag is turned
 // on); tx_invalid's are the flags it must fail under (and still fail with more, and pass when any
 // one is turned off); "BADTX" cases fail CheckTransaction instead.
-#include <ibdkit/consensus/tx_check.h>
-#include <ibdkit/script/interpreter.h>
-#include <ibdkit/script/script_error.h>
+#include "consensus/tx_check.h"
+#include "script/interpreter.h"
+#include "script/script_error.h"
 
 #include "script_test_util.h"
 #include "test_util.h"

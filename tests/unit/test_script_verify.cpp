@@ -3,10 +3,11 @@
 // reasons, and random mutants get Core's engine's verdict; `ibdkit block verify-scripts` on the
 // same block.
 #include <ibdkit/chain/params.h>
-#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/primitives/block.h>
-#include <ibdkit/script/sighash.h>
-#include <ibdkit/script/verify.h>
+
+#include "consensus/script_flags.h"
+#include "script/sighash.h"
+#include "script/verify.h"
 
 #include "bench.h" // FindKernelLib
 #include "test_primitives_data.h"

@@ -2,11 +2,12 @@
 // chainstate → snapshot → chainstate → snapshot, and every malformed file the loader must refuse
 // with a typed error (network, magic, version, truncation, trailing bytes, counts that lie,
 // duplicate and unordered coins, bad amounts, a wrong hash) without allocating by a count.
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/stream/streams.h>
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "coins/coins_cache.h"
+#include "stream/streams.h"
 
 #include "test_util.h"
 

@@ -5,11 +5,12 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/spent/reader.h>
 #include <ibdkit/spent/spent_block.h>
 #include <ibdkit/spent/tables.h>
+
+#include "blockfile/undo_file.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

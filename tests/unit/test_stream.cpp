@@ -1,6 +1,6 @@
 #include "test_util.h"
 
-#include <ibdkit/stream/streams.h>
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 

@@ -6,14 +6,16 @@
 #include "test_util.h"
 
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/gen/chain_gen.h>
-#include "engine/connector.h"
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/wire/peer.h>
+
+#include "engine/connector.h"
+#include "gen/chain_gen.h"
+#include "wire/peer.h"
 
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/pow.h>
+
 #include "common/test_hooks.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // and the pool stays usable; the helpers' cleansed bytes are counted.
 #include "common/task_pool.h"
 
-#include <ibdkit/memory/cleanse.h>
+#include "memory/cleanse.h"
 
 #include <gtest/gtest.h>
 

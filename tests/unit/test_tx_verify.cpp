@@ -2,9 +2,10 @@
 // (bad-txns-nonfinal), from the spent outputs and coin heights, with Core's reasons.
 #include "test_util.h"
 
-#include <ibdkit/consensus/tx_check.h>
 #include <ibdkit/consensus/tx_verify.h>
 #include <ibdkit/primitives/consensus_constants.h>
+
+#include "consensus/tx_check.h"
 
 #include <gtest/gtest.h>
 

@@ -4,16 +4,17 @@
 #include "replay_test_util.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/blockfile/undo_file.h>
-#include <ibdkit/coins/coins_cache.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/coins/undo.h>
-#include <ibdkit/connect/connect.h>
-#include <ibdkit/connect/disconnect.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
-#include <ibdkit/gen/chain_gen.h>
 #include <ibdkit/utxo/stats.h>
+
+#include "blockfile/undo_file.h"
+#include "coins/coins_cache.h"
+#include "connect/connect.h"
+#include "connect/disconnect.h"
+#include "gen/chain_gen.h"
 
 #include <gtest/gtest.h>
 

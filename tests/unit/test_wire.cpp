@@ -1,6 +1,6 @@
 #include "test_util.h"
 
-#include <ibdkit/wire/message.h>
+#include "wire/message.h"
 
 #include <gtest/gtest.h>
 
@@ -135,7 +135,7 @@ TEST(Wire, LyingLengthDoesNotAllocateAhead)
     EXPECT_EQ(rx.PendingBytes(), 24u + 1000u);
 }
 
-#include <ibdkit/engine/process.h>
+#include "engine/process.h"
 
 TEST(Wire, ProcessMessageBlockEndToEnd)
 {

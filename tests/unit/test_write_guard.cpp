@@ -3,12 +3,13 @@
 #include "test_util.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/blockfile/undo_file.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
-#include <ibdkit/common/write_guard.h>
-#include <ibdkit/kv/store.h>
 #include <ibdkit/tabular/table.h>
+
+#include "blockfile/undo_file.h"
+#include "common/write_guard.h"
+#include "kv/store.h"
 
 #include <gtest/gtest.h>
 

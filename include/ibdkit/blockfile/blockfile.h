@@ -10,8 +10,6 @@
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/stream/obfuscation.h>
-#include <ibdkit/stream/owned_bytes.h>
-#include <ibdkit/stream/streams.h>
 
 #include <array>
 #include <cstddef>
@@ -101,21 +99,6 @@ private:
     std::vector<int> m_fds; ///< -1: not opened yet
     uint64_t m_bytes_read{0};
 };
-
-/// Reads a record's block bytes into a new DataStream<Policy> — one allocation per block, as Core
-/// receives each block in a message of its own — and hands its buffer over to `out`, which frees
-/// it with the policy's release (copies and cleanse exactly the policy's). Returns the record's
-/// size; errors as BlockFileReader::Read. A run picks the function for its policy once:
-/// VisitPolicy(id, []<typename P>(P) -> ReadOwnedFn { return &ReadOwned<P>; }).
-template <typename Policy>
-Result<std::size_t> ReadOwned(BlockFileReader& reader, const BlockRecordPos& pos, OwnedBytes& out)
-{
-    DataStream<Policy> bytes;
-    auto r = reader.Read(pos, bytes);
-    out = OwnedBytes(std::move(bytes));
-    return r;
-}
-using ReadOwnedFn = Result<std::size_t> (*)(BlockFileReader&, const BlockRecordPos&, OwnedBytes&);
 
 /// The best chain through a set of scanned headers.
 struct ChainOrder {

@@ -16,7 +16,7 @@
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/replay_range.h>
-#include <ibdkit/kv/store.h>
+#include <ibdkit/kv/status.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
@@ -34,6 +34,7 @@
 namespace ibdkit {
 
 struct TestHooks; ///< private to tests (src/common/test_hooks.h)
+class Store;     ///< the LevelDB wrapper (src/kv/store.h)
 
 /// The UTXO cache's map (private to src/coins/, coins_map.h): BatchWrite takes the cache's maps.
 class CoinsMap;
@@ -163,8 +164,12 @@ public:
     /// Approximate bytes on disk of the coin records.
     uint64_t EstimateSize() const;
 
+    ~CoinsDB();
+    CoinsDB(const CoinsDB&) = delete;
+    CoinsDB& operator=(const CoinsDB&) = delete;
+
 private:
-    CoinsDB() = default;
+    CoinsDB();
     std::unique_ptr<Store> m_store;
     CoinsDBOptions m_options;
 };

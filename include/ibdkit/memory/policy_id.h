@@ -1,5 +1,5 @@
 // ibdkit/memory/policy_id.h — the buffer policies by name and run-time id: what a run's options
-// carry (the policies' types and VisitPolicy are in memory/policy.h).
+// carry (the policies' types and VisitPolicy are private: src/memory/policy.h).
 #pragma once
 
 #include <optional>

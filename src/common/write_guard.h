@@ -1,0 +1,62 @@
+// src/common/write_guard.h — where ibdkit may write: never into what a user keeps.
+//
+// Every path ibdkit writes (a chainstate it builds, an export file, an undo directory) is checked
+// here before anything is read or written, by the library itself, so that the CLI, the Python
+// module and any other caller get the same refusals:
+//  - nothing inside a Bitcoin Core data directory, recognised by its layout (CoreDataDirAround),
+//    whichever directory the caller named as the data directory, if any;
+//  - a chainstate only where ibdkit made one (CHAINSTATE_MARKER), or in a new or empty directory;
+//    never into a LevelDB database that ibdkit did not create, nor a directory holding other files;
+//  - an output file only in an existing directory, and never where a directory is.
+// Every refusal is Errc::Refused, with a message that names the path, the reason and what to do.
+#pragma once
+
+#include <ibdkit/error.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ibdkit {
+
+/// The file ibdkit writes into every chainstate directory it creates. LevelDB ignores files it did
+/// not name, and so does Bitcoin Core, so a marked chainstate stays a valid Core chainstate.
+inline constexpr const char* CHAINSTATE_MARKER = "IBDKIT_CHAINSTATE";
+
+/// The Bitcoin Core data directory (or blocks directory) that `path` is, or lies inside, by its
+/// layout: a directory holding `bitcoin.conf`, `peers.dat`, `blocks/index/` or a network's
+/// `testnet3|testnet4|signet|regtest/blocks/index/`, or a blocks directory (`index/` beside
+/// `blkNNNNN.dat` files). Looks at `path` (made absolute, symbolic links resolved where they exist)
+/// and each of its parents; nullopt when none is one. Never throws.
+std::optional<std::filesystem::path> CoreDataDirAround(const std::filesystem::path& path);
+
+/// Whether ibdkit may create, resume or replace a chainstate at `dir`: nullopt when `dir` does not
+/// exist, is an empty directory, or holds CHAINSTATE_MARKER; otherwise Errc::Refused saying why (a
+/// Core data directory around it, a file there, a LevelDB database ibdkit did not create, other
+/// files) and what to do. A chainstate ibdkit wrote before it marked them is recognised by its
+/// table block size (TABLE_BLOCK_BYTES, common/chainstate_format.h) where it has a table of several blocks; one
+/// too small to tell is refused with the one command that marks it (docs/hostile-input.md).
+std::optional<Error> CheckChainstateWritable(const std::filesystem::path& dir);
+
+/// Writes CHAINSTATE_MARKER into `dir` (an ibdkit chainstate) if it is not there. Errc::Refused if
+/// it cannot be written.
+std::optional<Error> MarkChainstate(const std::filesystem::path& dir);
+/// Records in the marker of the ibdkit chainstate `dir` the network its blocks are of (Core's name,
+/// ChainTypeName), so that what reads it later knows without being told. Errc::Refused if `dir`
+/// holds no marker or it cannot be written.
+std::optional<Error> RecordChainstateNetwork(const std::filesystem::path& dir, std::string_view network);
+/// The network recorded in `dir`'s marker (RecordChainstateNetwork); nullopt when none is.
+std::optional<std::string> ChainstateNetworkRecord(const std::filesystem::path& dir);
+
+/// Whether ibdkit may write (create or replace) the file `file`: nullopt when its directory exists
+/// and lies in no Core data directory and `file` is not a directory; otherwise Errc::Refused.
+std::optional<Error> CheckOutputFile(const std::filesystem::path& file);
+
+/// Whether ibdkit may write its undo data into `dir`: nullopt when `dir` lies in no Core data
+/// directory and is new, empty, or already an ibdkit undo directory (it holds `revindex.dat`);
+/// otherwise Errc::Refused.
+std::optional<Error> CheckUndoDirWritable(const std::filesystem::path& dir);
+
+} // namespace ibdkit

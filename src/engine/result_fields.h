@@ -1,0 +1,60 @@
+// src/engine/result_fields.h — a run's result as named, typed output fields.
+//
+// The one place a ReplayResult / SyncResult (and a UtxoStats) becomes the fields a user reads: the
+// CLI's `--json` (replay, sync) and the Python package's dicts (`ibdkit.replay`, `ibdkit.sync`,
+// `Chainstate.stats`) both convert these lists, so the two name and type every field alike.
+// gettxoutsetinfo's names where it has one (height, bestblock, txouts, transactions, bogosize,
+// total_amount — a decimal string "21.00000000" as Core's FormatMoney writes it, beside the exact
+// integer total_amount_sat — hash_serialized_3). The field list and the choices: docs/python.md,
+// *Result fields*.
+#pragma once
+
+#include <ibdkit/engine/replay.h>
+#include <ibdkit/engine/sync.h>
+#include <ibdkit/memory/policy_id.h>
+#include <ibdkit/utxo/stats.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ibdkit {
+
+struct ResultField;
+
+/// One field's value: null, bool, signed or unsigned integer, double, string, a list of values or
+/// an object (named fields in order).
+struct ResultValue {
+    using List = std::vector<ResultValue>;
+    using Object = std::vector<ResultField>;
+    std::variant<std::nullptr_t, bool, int64_t, uint64_t, double, std::string, List, Object> value;
+};
+
+struct ResultField {
+    std::string key;
+    ResultValue value;
+};
+
+using ResultFields = std::vector<ResultField>;
+
+/// A UTXO set's statistics under gettxoutsetinfo's names: height, bestblock, txouts,
+/// transactions, bogosize, total_amount (string), total_amount_sat, hash_serialized_3,
+/// height_source ("max-coin-height" or "argument"), and interrupted_flush ({new_tip, old_tip})
+/// only when the database was left mid-flush.
+ResultFields UtxoStatsFields(const UtxoStats& u);
+
+/// Throughput per tenth (throughput_by_decile) as a list of {height_from, height_to,
+/// blocks_per_s, mb_per_s}.
+ResultValue DecilesValue(const std::vector<ThroughputSlice>& slices);
+
+/// A replay's result: the network, the policy, the tip, the statistics (when computed), the run's
+/// counters and timing, what the block source skipped, and reject_reason / reject_height (null
+/// unless a block failed its checks).
+ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy);
+
+/// A sync's result: as a replay's, with the peer, the headers and the messages in place of the
+/// block files' counts, failure (null unless the peer failed us) and peer_rejects.
+ResultFields SyncResultFields(const SyncResult& r, PolicyId policy);
+
+} // namespace ibdkit

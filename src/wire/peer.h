@@ -1,0 +1,111 @@
+// src/wire/peer.h — one outbound P2P connection: a TCP socket (POSIX, non-blocking, every wait
+// bounded by poll with a deadline), the v1 framing of wire/message.h on top, and the handshake.
+//
+// Nothing here blocks without a deadline: a peer that stops sending, a peer that never accepts
+// our bytes, and a Ctrl-C all end a wait with a NetError whose message says which it was.
+// Disconnect-class framing errors (wrong magic, oversize length) end the connection with
+// NetErrc::Misbehaving; dropped messages (bad checksum or command) are counted and skipped.
+#pragma once
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/error.h>
+#include <ibdkit/wire/net_error.h>
+
+#include "wire/message.h"
+#include "wire/protocol.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ibdkit {
+
+using NetClock = std::chrono::steady_clock;
+
+/// A connected stream socket (owns the descriptor).
+class Socket {
+public:
+    Socket() = default;
+    /// Adopts a connected descriptor (e.g. one end of a socketpair); makes it non-blocking.
+    explicit Socket(int fd);
+    ~Socket();
+    Socket(Socket&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)) {}
+    Socket& operator=(Socket&& o) noexcept;
+    Socket(const Socket&) = delete;
+    Socket& operator=(const Socket&) = delete;
+
+    /// Resolves host (name, IPv4 or IPv6 literal) and connects, waiting at most `timeout`.
+    static NetResult<Socket> Connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>* interrupt = nullptr);
+
+    /// Sends every byte before `deadline`.
+    std::optional<NetError> SendAll(std::span<const uint8_t> data, NetClock::time_point deadline,
+                                    const std::atomic<bool>* interrupt = nullptr);
+    /// Waits until bytes arrive (or `deadline`), then reads what is there into buf: a count > 0.
+    NetResult<std::size_t> Receive(std::span<uint8_t> buf, NetClock::time_point deadline,
+                                   const std::atomic<bool>* interrupt = nullptr);
+
+    int fd() const noexcept { return m_fd; }
+    bool valid() const noexcept { return m_fd >= 0; }
+    void Close() noexcept;
+
+private:
+    int m_fd{-1};
+};
+
+/// Splits "host:port", "[v6]:port" or "host" (default_port). nullopt when malformed.
+std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, uint16_t default_port);
+
+struct PeerInfo {
+    VersionMessage version; ///< the peer's version message
+    bool verack{false};
+    uint64_t pings_answered{0};
+    std::vector<std::string> rejects; ///< reject messages received, formatted
+};
+
+/// A P2P connection on top of a socket; messages are received through a MessageReceiver of the
+/// connection's buffer policy, so every payload lives in that policy's DataStream until released.
+class Peer {
+public:
+    Peer(Socket socket, const ChainParams& params, PolicyId policy = DefaultPolicy::id, const std::atomic<bool>* interrupt = nullptr);
+
+    /// Sends one message; waits at most `timeout` for the socket to take it.
+    std::optional<NetError> Send(std::string_view command, std::span<const uint8_t> payload = {},
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+    /// The next complete message, waiting until `deadline`. Answers `ping` with `pong` and records
+    /// `reject` messages on the way (neither is returned).
+    NetResult<NetMessage> Receive(NetClock::time_point deadline);
+
+    /// version → (version + verack) ← → verack. `start_height` is our best height.
+    std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce);
+
+    /// A message's payload bytes.
+    static std::span<const uint8_t> Bytes(const NetMessage& m) noexcept { return m.payload.uchars(); }
+
+    const PeerInfo& info() const noexcept { return m_info; }
+    const ReceiverStats& stats() const noexcept { return m_rx.stats(); }
+    uint64_t bytes_sent() const noexcept { return m_bytes_sent; }
+    Socket& socket() noexcept { return m_socket; }
+
+private:
+    std::string RejectSuffix() const { return m_info.rejects.empty() ? "" : " (" + m_info.rejects.back() + ")"; }
+
+    Socket m_socket;
+    const ChainParams& m_params;
+    const std::atomic<bool>* m_interrupt;
+    MessageReceiver m_rx;
+    std::vector<uint8_t> m_buf;
+    std::span<const uint8_t> m_pending;
+    PeerInfo m_info;
+    uint64_t m_bytes_sent{0};
+};
+
+} // namespace ibdkit

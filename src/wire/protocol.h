@@ -1,0 +1,174 @@
+// src/wire/protocol.h — the P2P messages a block-downloading client speaks (Core's protocol.h,
+// net_processing.cpp), encoded and decoded with ibdkit's serialization.
+//
+// Payload layouts (all integers little-endian unless noted):
+//   version     i32 version | u64 services | i64 time | addr_recv | addr_from | u64 nonce |
+//               CompactSize-string user agent (≤ 256) | i32 start height | [u8 relay]
+//               (addr = u64 services | 16-byte IPv6 address | u16 port big-endian)
+//   verack, sendheaders, wtxidrelay, sendaddrv2, getaddr, mempool: empty
+//   ping, pong  u64 nonce
+//   getheaders, getblocks
+//               u32 version | CompactSize count (≤ 101) | hashes | hash stop
+//   headers     CompactSize count (≤ 2000) | (80-byte header | CompactSize tx count)*
+//   inv, getdata, notfound
+//               CompactSize count (≤ 50000) | (u32 type | 32-byte hash)*
+//   block       a block with witness
+//   reject      string message | u8 code | string reason | [32-byte hash]
+//   addr        CompactSize count (≤ 1000) | (u32 time | addr)*
+//
+// Decoders take an untrusted payload and return Result<T>: Errc::SizeTooLarge for a count above
+// its limit, Errc::EndOfData for a truncated payload. They are as lenient as Core's
+// net_processing.cpp, which reads what it needs from a message and never looks past it: bytes
+// after a complete message are ignored (later protocol versions append fields), a header's
+// transaction count in `headers` is read and ignored, and `version` may end after any of its
+// optional groups.
+#pragma once
+
+#include <ibdkit/error.h>
+#include <ibdkit/primitives/block.h>
+#include <ibdkit/primitives/hash.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ibdkit {
+
+/// Core's PROTOCOL_VERSION (wtxidrelay, BIP339).
+inline constexpr int32_t PROTOCOL_VERSION = 70016;
+/// Core's MIN_PEER_PROTO_VERSION: older peers are disconnected.
+inline constexpr int32_t MIN_PEER_PROTO_VERSION = 31800;
+/// Version from which a peer understands sendheaders (BIP130).
+inline constexpr int32_t SENDHEADERS_VERSION = 70012;
+/// Core's MAX_SUBVERSION_LENGTH.
+inline constexpr std::size_t MAX_SUBVERSION_LENGTH = 256;
+/// Core's MAX_HEADERS_RESULTS: the most headers one `headers` message may carry.
+inline constexpr std::size_t MAX_HEADERS_RESULTS = 2000;
+/// Core's MAX_LOCATOR_SZ.
+inline constexpr std::size_t MAX_LOCATOR_SZ = 101;
+/// Core's MAX_INV_SZ: the most entries of an inv / getdata / notfound.
+inline constexpr std::size_t MAX_INV_SZ = 50000;
+/// Core's MAX_ADDR_TO_SEND: the most entries of one addr message.
+inline constexpr std::size_t MAX_ADDR_TO_SEND = 1000;
+/// The most block hashes a node answers one getblocks with.
+inline constexpr std::size_t MAX_BLOCKS_PER_GETBLOCKS = 500;
+/// ibdkit's user agent (BIP14).
+inline constexpr std::string_view USER_AGENT = "/ibdkit:0.1/";
+
+/// Service bits (Core's ServiceFlags).
+enum ServiceFlags : uint64_t {
+    NODE_NONE = 0,
+    NODE_NETWORK = 1 << 0,
+    NODE_BLOOM = 1 << 2,
+    NODE_WITNESS = 1 << 3,
+    NODE_COMPACT_FILTERS = 1 << 6,
+    NODE_NETWORK_LIMITED = 1 << 10,
+    NODE_P2P_V2 = 1 << 11,
+};
+
+/// Inventory types (Core's GetDataMsg).
+inline constexpr uint32_t MSG_WITNESS_FLAG = 1u << 30;
+inline constexpr uint32_t MSG_TX = 1;
+inline constexpr uint32_t MSG_BLOCK = 2;
+inline constexpr uint32_t MSG_WTX = 5;
+inline constexpr uint32_t MSG_FILTERED_BLOCK = 3;
+inline constexpr uint32_t MSG_CMPCT_BLOCK = 4;
+inline constexpr uint32_t MSG_WITNESS_BLOCK = MSG_BLOCK | MSG_WITNESS_FLAG;
+inline constexpr uint32_t MSG_WITNESS_TX = MSG_TX | MSG_WITNESS_FLAG;
+
+/// Network address as the version message carries it (no time field).
+struct VersionAddress {
+    uint64_t services{0};
+    std::array<uint8_t, 16> ip{};   ///< IPv6, or IPv4-mapped ::ffff:a.b.c.d
+    uint16_t port{0};               ///< host order; serialized big-endian
+
+    /// An IPv4-mapped address.
+    static VersionAddress FromIPv4(std::array<uint8_t, 4> v4, uint16_t port, uint64_t services = 0) noexcept;
+    friend bool operator==(const VersionAddress&, const VersionAddress&) = default;
+};
+
+struct VersionMessage {
+    int32_t version{PROTOCOL_VERSION};
+    uint64_t services{NODE_NONE};
+    int64_t time{0};
+    VersionAddress addr_recv;
+    VersionAddress addr_from;
+    uint64_t nonce{0};
+    std::string user_agent{USER_AGENT};
+    int32_t start_height{0};
+    bool relay{false}; ///< absent on the wire (pre-BIP37 peers) → true
+    friend bool operator==(const VersionMessage&, const VersionMessage&) = default;
+};
+
+/// getheaders / getblocks: a locator (newest first, then exponentially sparser back to the
+/// genesis) and a stop hash (null: as many as the limit allows).
+struct LocatorMessage {
+    uint32_t version{uint32_t(PROTOCOL_VERSION)};
+    std::vector<BlockHash> locator;
+    BlockHash hash_stop;
+    friend bool operator==(const LocatorMessage&, const LocatorMessage&) = default;
+};
+
+struct Inv {
+    uint32_t type{0};
+    uint256 hash;
+    bool IsBlock() const noexcept { return (type & ~MSG_WITNESS_FLAG) == MSG_BLOCK; }
+    friend bool operator==(const Inv&, const Inv&) = default;
+};
+
+/// An addr entry (v1): when the address was last seen, and the address.
+struct AddrEntry {
+    uint32_t time{0};
+    VersionAddress addr;
+    friend bool operator==(const AddrEntry&, const AddrEntry&) = default;
+};
+
+struct RejectMessage {
+    std::string message; ///< the command that was rejected
+    uint8_t code{0};
+    std::string reason;
+    std::optional<uint256> hash;
+    /// "reject of <message> (<code name> 0x..): <reason>".
+    std::string ToString() const;
+};
+
+// ---- encoders: the payload bytes --------------------------------------------------------------
+
+std::vector<uint8_t> EncodeVersion(const VersionMessage& m);
+std::vector<uint8_t> EncodePing(uint64_t nonce);
+std::vector<uint8_t> EncodeLocator(const LocatorMessage& m);
+/// `headers`: each header followed by a transaction count of 0. Precondition: ≤ MAX_HEADERS_RESULTS.
+std::vector<uint8_t> EncodeHeaders(std::span<const BlockHeader> headers);
+std::vector<uint8_t> EncodeInv(std::span<const Inv> invs);
+std::vector<uint8_t> EncodeReject(const RejectMessage& m);
+
+/// A whole message (24-byte header + payload) for `magic`.
+std::vector<uint8_t> MakeMessage(const std::array<uint8_t, 4>& magic, std::string_view command,
+                                 std::span<const uint8_t> payload = {});
+
+// ---- decoders: untrusted payload → Result ------------------------------------------------------
+
+Result<VersionMessage> DecodeVersion(std::span<const uint8_t> payload);
+/// ping / pong. (A pre-BIP31 empty ping is Errc::EndOfData.)
+Result<uint64_t> DecodePing(std::span<const uint8_t> payload);
+Result<LocatorMessage> DecodeLocator(std::span<const uint8_t> payload);
+/// Headers; each header's transaction count is read (a CompactSize ≤ MAX_SIZE) and ignored, as Core.
+Result<std::vector<BlockHeader>> DecodeHeaders(std::span<const uint8_t> payload);
+Result<std::vector<Inv>> DecodeInv(std::span<const uint8_t> payload);
+Result<RejectMessage> DecodeReject(std::span<const uint8_t> payload);
+/// addr (v1 encoding). A count above MAX_ADDR_TO_SEND is Errc::SizeTooLarge (Core misbehaves the peer).
+Result<std::vector<AddrEntry>> DecodeAddr(std::span<const uint8_t> payload);
+std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs);
+/// A `block` message: one block with witness from the front of the payload; bytes after it are
+/// ignored, as Core's `block` handler does (DecodeBlock, for a block alone, refuses them).
+Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload);
+
+/// A block locator for a chain given as hashes by height (index = height): the tip, the 10 below,
+/// then doubling steps back, and always the genesis block (Core's LocatorEntries).
+std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain);
+
+} // namespace ibdkit
