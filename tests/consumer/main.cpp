@@ -1,6 +1,8 @@
-// A tiny ibdkit consumer (tests/consumer): decodes and checks the regtest genesis block and computes
-// the statistics of an empty chainstate (LevelDB), so every private dependency must link.
+// A tiny ibdkit consumer (tests/consumer): decodes and checks the regtest genesis block, computes
+// the statistics of an empty chainstate (LevelDB) and, given a block file, replays it into a
+// chainstate, so every private dependency must link. It includes only the façade (docs/api.md).
 #include <ibdkit/chain/params.h>
+#include <ibdkit/engine/replay.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/utxo/stats.h>
 
@@ -28,5 +30,19 @@ int main(int argc, char** argv)
     if (!stats) return 1;
     std::printf("genesis %s\nempty set %s\n", block->GetHash().ToHex().c_str(),
                 stats->hash_serialized.ToHex().c_str());
-    return stats->txouts == 0 ? 0 : 1;
+    if (stats->txouts != 0) return 1;
+    if (argc > 2) {
+        ReplayOptions opts;
+        opts.blocks_dir = argv[2];
+        opts.chainstate = dir.string() + "-replayed";
+        opts.threads = 1;
+        auto r = Replay(opts);
+        if (!r || !r->utxo) {
+            std::fprintf(stderr, "consumer: replay failed: %s\n", r ? "no statistics" : r.error().message.c_str());
+            return 1;
+        }
+        std::printf("replayed to %d, %llu coins, %s\n", r->height, (unsigned long long)r->utxo->txouts,
+                    r->utxo->hash_serialized.ToHex().c_str());
+    }
+    return 0;
 }
