@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -72,12 +73,21 @@ std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& d
 {
     std::error_code ec;
     if (std::filesystem::is_regular_file(dir_or_file, ec)) return {dir_or_file};
-    std::vector<std::pair<unsigned long, std::filesystem::path>> found;
+    std::vector<std::pair<uint64_t, std::filesystem::path>> found;
     static const std::regex name(R"(blk(\d{5,})\.dat)");
-    for (const auto& entry : std::filesystem::directory_iterator(dir_or_file, ec)) {
+    // The non-throwing forms throughout: a file that vanishes or cannot be read while the folder
+    // is listed ends the listing or is passed over, and a number too long for 64 bits names no
+    // file Core writes (blk%05u.dat).
+    std::filesystem::directory_iterator it(dir_or_file, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
         std::smatch m;
-        const std::string fn = entry.path().filename().string();
-        if (entry.is_regular_file() && std::regex_match(fn, m, name)) found.emplace_back(std::stoul(m[1]), entry.path());
+        const std::string fn = it->path().filename().string();
+        std::error_code type_ec;
+        if (!it->is_regular_file(type_ec) || !std::regex_match(fn, m, name)) continue;
+        uint64_t n = 0;
+        const std::string digits = m[1];
+        const auto [end_ptr, parse_ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+        if (parse_ec == std::errc() && end_ptr == digits.data() + digits.size()) found.emplace_back(n, it->path());
     }
     std::sort(found.begin(), found.end());
     std::vector<std::filesystem::path> out;

@@ -327,6 +327,11 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     std::optional<Error> err;
     try {
         err = RunPhases(o, params, src, db, cs.budget(), threads, res, cleansed_elsewhere);
+        if (!err) {
+            res.interrupted = Interrupted(o);
+            res.bytes_cleansed = CleansedBytes() - cleansed_before + cleansed_elsewhere;
+            err = RecordDiskTip(o, src, db, res); // reads the chainstate too: inside the try
+        }
     } catch (const StoreError& e) { // a LevelDB failure inside the cache (disk full, corruption)
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
     } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
@@ -335,9 +340,6 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = EnvError(std::string("undo data: ") + e.what());
     }
     if (err) return *err;
-    res.interrupted = Interrupted(o);
-    res.bytes_cleansed = CleansedBytes() - cleansed_before + cleansed_elsewhere;
-    if (auto e = RecordDiskTip(o, src, db, res)) return *e;
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
     res.peak_rss_bytes = PeakRssBytes();
     return res;

@@ -205,6 +205,19 @@ TEST(BlockFile, BadXorKeyFileIsAnError)
     EXPECT_TRUE(none->IsNull());
 }
 
+TEST(BlockFile, ListingTakesCoresNamesInNumberOrderAndPassesOverTheRest)
+{
+    TempDir d;
+    for (const char* name : {"blk00002.dat", "blk00000.dat", "blk100000.dat", "rev00000.dat", "blk0001.dat",
+                             "blk99999999999999999999999999999.dat"}) // the last: more digits than 64 bits hold
+        WriteFile(d.path / name, {0});
+    std::filesystem::create_directory(d.path / "blk00001.dat"); // a folder, not a file
+    std::vector<std::string> names;
+    for (const auto& p : ListBlockFiles(d.path)) names.push_back(p.filename().string());
+    EXPECT_EQ(names, (std::vector<std::string>{"blk00000.dat", "blk00002.dat", "blk100000.dat"}));
+    EXPECT_TRUE(ListBlockFiles(d.path / "missing").empty());
+}
+
 TEST(BlockFile, ScanReadsRecordPrefixesOnlyAndResyncIsLinear)
 {
     std::mt19937_64 rng(ibdkit::test::TestSeed());
