@@ -6,6 +6,7 @@
 //  2. consensus invalidity: not an error, a validation state with Core's reject reason;
 //  3. environment failures (filesystem, LevelDB): `Status` at the wrapper boundary;
 //  4. programmer errors: assertions.
+// Nothing here holds shared state: every function is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +37,14 @@ enum class Errc : uint16_t {
     NotFound,                ///< a path that does not exist, or holds nothing of what was asked
 };
 
-/// Stable, human-readable name of an error code ("EndOfData", …).
+/// Stable, human-readable name of an error code ("EndOfData", …); "Unknown" for a value outside
+/// the enum. The view points to static storage.
 std::string_view ErrcName(Errc e) noexcept;
 
 /// Thrown by stream reads and decoders on malformed untrusted input. Carries a specific code.
 class DecodeError : public std::runtime_error {
 public:
+    /// `what` null: the message is ErrcName(code).
     explicit DecodeError(Errc code, const char* what = nullptr);
     Errc code() const noexcept { return m_code; }
 
@@ -56,7 +59,8 @@ struct Error {
 };
 
 /// Either a value or an error (by default an Error; the P2P layer uses its NetError). A minimal
-/// std::expected (C++23) stand-in.
+/// std::expected (C++23) stand-in. value() (and *, ->) on an error, or error() on a value, throws
+/// std::bad_variant_access: test ok() first.
 template <typename T, typename E = Error>
 class [[nodiscard]] Result {
 public:
@@ -80,7 +84,7 @@ private:
     std::variant<T, E> m_v;
 };
 
-/// Runs `fn` and turns a DecodeError into a Result error.
+/// Runs `fn` and turns a DecodeError into a Result error; any other exception passes through.
 template <typename Fn>
 auto CatchDecode(Fn&& fn) -> Result<decltype(fn())> {
     try {

@@ -8,6 +8,10 @@
 //    block_index.h) gives every block's file and position; no blk file is scanned.
 // Either way the engine then reads each block's bytes once, with a BlockFileReader over `files`.
 // Nothing is ever written into the directories.
+//
+// The functions here keep no state between calls: several threads may call them at once. Failures
+// are returned as Result errors (environment failures mostly Errc::Corrupt), with messages naming
+// the path.
 #pragma once
 
 #include <ibdkit/blockfile/blockfile.h>
@@ -47,11 +51,14 @@ struct LocatedChain {
 };
 
 /// The network whose magic starts the first block file of `blocks_dir` (a directory or one file).
+/// nullopt too when there is no blk file, xor.dat is unreadable or the first record is too short.
 std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& blocks_dir);
 
 /// Scans the blk files of a blocks directory (or one blk file) and orders the best chain from the
 /// network's genesis. `chain` nullopt: detected from the first record's magic. Errors: no blk file,
 /// unknown magic, unreadable files. An empty order is not an error (order.blocks may be empty).
+/// Codes: no blk file or an unfinished gen-chain output (Errc::InvalidValue), unknown magic
+/// (Errc::BadMagic), an unreadable blk file or xor.dat (Errc::Corrupt).
 Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir, std::optional<ChainType> chain);
 
 /// Where a data directory keeps a network's blocks: DIR/blocks (main), DIR/testnet3/blocks,
@@ -64,6 +71,9 @@ struct DatadirLayout {
     std::filesystem::path blocks_dir;           ///< …/blocks
     std::filesystem::path lock_file;            ///< the network datadir's `.lock`
 };
+/// Errors: no such directory or no block index in it (Errc::NotFound), a file, several networks or
+/// none to tell (Errc::InvalidValue), blk files of another network than `chain` or the layout says
+/// (Errc::BadMagic).
 Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
 /// Reads a Bitcoin Core data directory strictly read-only: the block index gives the best chain
@@ -71,7 +81,10 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
 /// chain block's 8-byte record framing is read to learn its size. While bitcoind runs (the
 /// datadir's `.lock` or `blocks/index/LOCK` held) the index is read from a private snapshot of its
 /// files, `live` is set, and blk files are read only where that index says a block is complete
-/// (docs/live-node.md). The index's genesis must be the network's.
+/// (docs/live-node.md). The index's genesis must be the network's. Errors: ResolveDatadir's, an
+/// unreadable or inconsistent block index (Errc::Corrupt; a malformed record: the decoder's code),
+/// an index being rebuilt or without the genesis (Errc::InvalidValue), a chain block whose record
+/// framing does not read (its code).
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
 /// Where a Core data directory keeps the undo data of its best chain (read through the block index,
@@ -96,6 +109,7 @@ struct DatadirUndo {
 /// What a command says when it reads a running node's datadir: "bitcoind is running: reading a
 /// snapshot of its block index; data consistent up to height H (hash)".
 std::string LiveDatadirMessage(int height, const BlockHash& hash);
+/// Errors: as LocateFromDatadir's, without its reads of blk files.
 Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
 
 /// The chainstate a path names, for reading: `path` itself when it holds a LevelDB database

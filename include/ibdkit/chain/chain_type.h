@@ -1,5 +1,5 @@
 // ibdkit/chain/chain_type.h — the networks by name: what a run's options carry (their parameters
-// are in chain/params.h).
+// are in chain/params.h). Both functions are pure and thread-safe.
 #pragma once
 
 #include <optional>

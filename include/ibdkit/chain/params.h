@@ -2,7 +2,7 @@
 //
 // What the context-free checks and the wire/block-file layers need: message start (magic), genesis
 // block and hash, proof-of-work limit, activation heights, default P2P port. Values are Bitcoin
-// Core's (kernel/chainparams.cpp).
+// Core's (kernel/chainparams.cpp). Every function here is thread-safe; none throws but allocation.
 #pragma once
 
 #include <ibdkit/chain/chain_type.h>
@@ -76,14 +76,15 @@ struct ChainParams {
     Block genesis;
 };
 
-/// Parameters of a network (built once, kept for the process lifetime).
+/// Parameters of a network (built once, kept for the process lifetime): the first call builds all
+/// five networks' (thread-safe static initialisation); the reference stays valid until exit.
 const ChainParams& GetChainParams(ChainType type);
 
 /// The network whose magic this is, if any.
 std::optional<ChainType> ChainTypeFromMagic(const MessageStart& magic) noexcept;
 
 /// Block subsidy at a height: 50 BTC halved every subsidy_halving_interval blocks, zero after
-/// 64 halvings (Core's GetBlockSubsidy).
+/// 64 halvings (Core's GetBlockSubsidy). `height` ≥ 0.
 int64_t GetBlockSubsidy(int height, const ConsensusParams& params) noexcept;
 
 } // namespace ibdkit

@@ -41,7 +41,8 @@ struct Coin {
         return a.height == b.height && a.coinbase == b.coinbase && a.out == b.out;
     }
 
-    /// Serializing a spent coin is a programmer error (Core asserts).
+    /// Serializing a spent coin is a programmer error (Core asserts; not checked here).
+    /// Throws only what the stream throws.
     template <WriteStream S>
     friend void Serialize(S& s, const Coin& c)
     {
@@ -49,6 +50,7 @@ struct Coin {
         WriteVarInt(s, code);
         Serialize(s, TxOutCompressionRef<const TxOut>{c.out});
     }
+    /// Throws DecodeError: EndOfData, VarIntOverflow, Corrupt (a compressed key not on the curve).
     template <ReadStream S>
     friend void Unserialize(S& s, Coin& c)
     {

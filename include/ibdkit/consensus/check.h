@@ -4,6 +4,10 @@
 // Only CheckBlock makes a CheckedBlock, and a CheckedBlock gives read-only access: a value of that
 // type is proof that the block passed, and nothing can change the block afterwards. There is no
 // "checked" flag inside Block (Core's fChecked), so a block is never trusted by accident.
+//
+// Every function here reads only its arguments (and writes `state`) and throws nothing but
+// allocation failures: several threads may check blocks at once, the same const Block included.
+// A CheckedBlock is immutable: any number of threads may read one.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -40,7 +44,8 @@ struct WitnessFacts {
     bool any_witness{false};
 };
 
-/// The facts of `block`; the commitment (a witness merkle tree) only if `read_commitment`.
+/// The facts of `block`; the commitment (a witness merkle tree) only if `read_commitment`. With a
+/// commitment present, reads the coinbase's first input: the block must have one (CheckBlock's rules).
 WitnessFacts WitnessFactsOf(const Block& block, bool read_commitment);
 
 /// A block that passed CheckBlock (with the options it records). Immutable.
@@ -100,6 +105,7 @@ int GetWitnessCommitmentIndex(const Block& block) noexcept;
 /// (segwit active) and present, the coinbase witness must be one 32-byte item
 /// (bad-witness-nonce-size) and SHA256d(witness merkle root ‖ item) must equal the committed hash
 /// (bad-witness-merkle-match); otherwise no transaction may carry witness data (unexpected-witness).
+/// The block must have passed CheckBlock's rules (WitnessFactsOf reads the coinbase's input).
 bool CheckWitnessMalleation(const Block& block, bool expect_witness_commitment, BlockValidationState& state);
 /// The same from facts read before (CheckedBlock::witness_facts); NotRead with a commitment
 /// expected is a programmer error.

@@ -3,6 +3,8 @@
 // A check that finds a rule broken records a mode (invalid), a result category (Core's
 // TxValidationResult / BlockValidationResult), Core's exact reject reason ("bad-txnmrklroot", …)
 // and a debug message, and returns false.
+//
+// A state is a plain value (one thread at a time); nothing here throws but allocation.
 #pragma once
 
 #include <string>
@@ -45,7 +47,8 @@ class ValidationState {
 public:
     enum class Mode { VALID, INVALID, ERROR };
 
-    /// Records an invalidity; always returns false so checks can `return state.Invalid(...)`.
+    /// Records an invalidity; always returns false so checks can `return state.Invalid(...)`. A
+    /// state already in error stays so (the reason is still recorded).
     bool Invalid(ResultT result, std::string reject_reason, std::string debug_message = {})
     {
         m_result = result;
@@ -54,7 +57,7 @@ public:
         if (m_mode != Mode::ERROR) m_mode = Mode::INVALID;
         return false;
     }
-    /// Records an internal error (not a consensus verdict).
+    /// Records an internal error (not a consensus verdict); a reject reason recorded before is kept.
     bool Error(std::string reject_reason)
     {
         if (m_mode == Mode::VALID) m_reject_reason = std::move(reject_reason);
@@ -68,7 +71,7 @@ public:
     ResultT GetResult() const noexcept { return m_result; }
     const std::string& GetRejectReason() const noexcept { return m_reject_reason; }
     const std::string& GetDebugMessage() const noexcept { return m_debug_message; }
-    /// "valid", or "reason" / "reason, debug message" (Core's ToString).
+    /// "Valid", or "reason" / "reason, debug message" (Core's ToString).
     std::string ToString() const
     {
         if (IsValid()) return "Valid";
@@ -86,6 +89,7 @@ private:
 using TxValidationState = ValidationState<TxValidationResult>;
 using BlockValidationState = ValidationState<BlockValidationResult>;
 
+/// Lower-case name of a result ("consensus", "mutated", …); "unknown" outside the enum. Thread-safe.
 std::string_view BlockValidationResultName(BlockValidationResult r) noexcept;
 
 } // namespace ibdkit

@@ -12,7 +12,10 @@
 // compute txids/wtxids and run CheckBlock, and one thread connects in chain order; bounded queues
 // keep the blocks in flight (and so memory) within a fixed byte budget. `threads == 1` does all of
 // it on the calling thread. Every thread count gives identical results: the same chainstate, the
-// same UTXO hash, the same rejection height and reason (tested).
+// same UTXO hash, the same rejection height and reason (tested). The connecting thread is the
+// one that called the run (Replay, Sync): on_progress and on_connected are called on it, one at a
+// time, and the run returns only when every thread it started has stopped. The engine does not
+// catch a callback's exceptions: a callback should not throw.
 #pragma once
 
 #include <ibdkit/chain/chain_type.h>
@@ -86,7 +89,7 @@ struct EngineOptions {
     /// height and tip are still reported. The walk reads every coin: minutes on a mainnet-sized set.
     bool statistics{true};
     std::function<void(const EngineProgress&)> on_progress; ///< called about 4 times a second
-    const std::atomic<bool>* interrupt{nullptr};            ///< set it to stop cleanly (flushes)
+    const std::atomic<bool>* interrupt{nullptr};            ///< set it (any thread) to stop cleanly (flushes)
     std::shared_ptr<const TestHooks> test_hooks; ///< for tests only (null: none): after_block
     /// When set, each connected block's undo data is written to this directory as rev-file records
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
@@ -143,10 +146,10 @@ struct EngineResult : ConnectorCounters {
     std::vector<ThroughputSlice> throughput_by_decile;
 };
 
-/// Peak resident set size of this process in bytes (getrusage), 0 if unknown.
+/// Peak resident set size of this process in bytes (getrusage), 0 if unknown. Thread-safe.
 uint64_t PeakRssBytes() noexcept;
 
-/// The thread count `threads` means (0: every core, at least 1).
+/// The thread count `threads` means (0: every core, at least 1). Pure.
 unsigned ResolveThreads(unsigned threads) noexcept;
 
 } // namespace ibdkit

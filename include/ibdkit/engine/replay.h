@@ -51,14 +51,19 @@ struct ReplayResult : EngineResult {
 
 /// Runs the engine over the block files. Environment failures and malformed files are errors; a block that fails
 /// validation is not (the result carries Core's reject reason and the height, and the chainstate
-/// holds the state before that block).
+/// holds the state before that block). Blocks until the run ends. Errors: both directories given or
+/// an undo directory inside one (Errc::InvalidValue), LocateFromBlocksDir's or LocateFromDatadir's,
+/// no block that connects to the genesis (Errc::InvalidValue); chainstate, undo and I/O failures
+/// during the run, the final statistics' walk included (mostly Errc::Corrupt): the engine catches
+/// the database's exceptions and returns them as errors.
 Result<ReplayResult> Replay(const ReplayOptions& opts);
 
 /// True when `path` is `dir` or lies under it (both made absolute and canonical as far as they
 /// exist; symlinks resolved). Replay refuses an undo directory inside its datadir or blocks dir.
+/// Only reads the filesystem; does not throw.
 bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir);
 
-/// The network whose magic starts the first block file, if any.
+/// The network whose magic starts the first block file, if any (DetectChainFromBlockFiles).
 std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir);
 
 } // namespace ibdkit

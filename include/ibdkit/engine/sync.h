@@ -73,7 +73,7 @@ struct SyncOptions : EngineOptions {
     bool force_getblocks{false};
     std::size_t window{16};             ///< blocks in flight
     /// Progress with the peer's side (header height, blocks in flight, the headers phase), about
-    /// 4 times a second (EngineOptions::on_progress, when set, is called too).
+    /// 4 times a second (EngineOptions::on_progress, when set, is called too), on the calling thread.
     std::function<void(const SyncProgress&)> on_sync_progress;
 };
 
@@ -96,7 +96,8 @@ struct SyncResult : EngineResult {
 
 /// Runs a sync. Environment failures (chainstate cannot be opened, headers file unwritable, a
 /// chainstate whose best block the peer does not know) are errors; peer failures and invalid
-/// blocks are reported in the result after a clean flush.
+/// blocks are reported in the result after a clean flush. Blocks until the run ends; every callback
+/// runs on the calling thread. Database failures come back as errors, as from Replay.
 Result<SyncResult> Sync(const SyncOptions& opts);
 
 } // namespace ibdkit

@@ -1,5 +1,6 @@
 // ibdkit/memory/policy_id.h — the buffer policies by name and run-time id: what a run's options
-// carry (the policies' types and VisitPolicy are private: src/memory/policy.h).
+// carry (the policies' types and VisitPolicy are private: src/memory/policy.h). The functions here
+// are pure and thread-safe.
 #pragma once
 
 #include <optional>
@@ -23,7 +24,7 @@ enum class PolicyId { IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ENUMERATOR) };
 
 /// "plain", "zero-after-free", "barrier-only", "secure", "hardened".
 std::string_view PolicyName(PolicyId id) noexcept;
-/// Parses a policy name; also accepts '_' for '-'. nullopt if unknown.
+/// Parses a policy name (case-sensitive); also accepts '_' for '-'. nullopt if unknown.
 std::optional<PolicyId> ParsePolicy(std::string_view name) noexcept;
 /// Every policy name in list order, joined by `separator`, the last one by `last_separator`:
 /// "plain, zero-after-free, barrier-only, secure, hardened" — the choices a --policy help text and

@@ -4,6 +4,9 @@
 // | nonce u32), a CompactSize transaction count, the transactions (with witness). Block hash =
 // SHA256d(header). For a zero-copy reading of the same bytes see primitives/block_view.h; both
 // share one parser and agree on every input.
+//
+// Every function here reads only its arguments: thread-safe. A decoded Block owns a copy of its
+// bytes (shared by its transactions): the input need not outlive it.
 #pragma once
 
 #include <ibdkit/encoding/serialize.h>
@@ -76,7 +79,7 @@ void Serialize(S& s, const Block& b)
 Block UnserializeBlockFrom(std::span<const uint8_t> bytes, std::size_t* consumed);
 
 /// Decodes exactly one block serialized with witness (trailing bytes are Errc::TrailingData).
-/// Every txid and wtxid is hashed straight from `bytes`.
+/// Every txid and wtxid is hashed straight from `bytes`. Returns errors, never throws them.
 Result<Block> DecodeBlock(std::span<const uint8_t> bytes);
 inline Result<Block> DecodeBlock(std::span<const std::byte> bytes)
 {
@@ -86,7 +89,8 @@ inline Result<Block> DecodeBlock(std::span<const std::byte> bytes)
 /// Encodes a block (with witness unless told otherwise).
 std::vector<uint8_t> EncodeBlock(const Block& block, TxParams params = TX_WITH_WITNESS);
 
-/// Stream decoding (SpanReader, DataStream); blocks always decode with witness allowed.
+/// Stream decoding (SpanReader, DataStream); blocks always decode with witness allowed. Throws
+/// DecodeError as UnserializeBlockFrom.
 template <ReadStream S>
 void Unserialize(S& s, Block& b)
 {

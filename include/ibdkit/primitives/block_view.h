@@ -6,6 +6,10 @@
 // the caller's buffer, which must outlive the views. Meant for scanners and indexers that need a
 // few fields of every transaction without building the data model.
 //
+// Views are plain values over const bytes: any number of threads may read them at once. The bytes
+// must not change after Parse. A range (txs(), inputs(), outputs()) points into the view it came
+// from as well: keep that view alive while iterating (not a temporary in the range-for).
+//
 //     auto view = BlockView::Parse(bytes);            // Result<BlockView>
 //     for (TxView tx : view->txs())
 //         for (OutputView out : tx.outputs()) Use(out.value, out.script_pubkey);
@@ -131,7 +135,7 @@ public:
         return {p, n};
     }
     std::default_sentinel_t end() const noexcept { return {}; }
-    /// Copies the stack into the owning model.
+    /// Copies the stack into the owning model (independent of the buffer).
     ScriptWitness ToOwned() const;
 
 private:
@@ -271,7 +275,7 @@ public:
     explicit TxView(const TxLayout& l) noexcept : m_l(l) {}
 
     /// Parses exactly one transaction (trailing bytes are Errc::TrailingData); same rules and
-    /// errors as DecodeTransaction.
+    /// errors as DecodeTransaction. The view borrows `bytes`.
     static Result<TxView> Parse(ByteSpan bytes, TxParams params = TX_WITH_WITNESS);
 
     ByteSpan bytes() const noexcept { return {m_l.begin, std::size_t(m_l.end - m_l.begin)}; }
@@ -279,6 +283,7 @@ public:
     uint32_t version() const noexcept { return LoadLE<uint32_t>(m_l.begin); }
     uint32_t lock_time() const noexcept { return LoadLE<uint32_t>(m_l.lock); }
     bool HasWitness() const noexcept { return m_l.has_witness; }
+    /// Both ranges point at this TxView's layout: it must outlive them.
     InputRange inputs() const noexcept { return InputRange(m_l); }
     OutputRange outputs() const noexcept { return OutputRange(m_l); }
     bool IsCoinBase() const noexcept { return m_l.n_in == 1 && (*inputs().begin()).IsNullPrevout(); }
@@ -292,7 +297,8 @@ public:
     Txid ComputeTxid() const noexcept;
     /// SHA256d over all bytes (the txid when there is no witness).
     Wtxid ComputeWtxid() const noexcept;
-    /// Builds the owning model (copies scripts and witnesses; hashes the buffer).
+    /// Builds the owning model (copies scripts and witnesses; hashes the buffer). The result does
+    /// not borrow the buffer.
     Transaction ToOwned() const;
 
 private:
@@ -309,7 +315,8 @@ struct BlockTxIds {
 class BlockView {
 public:
     /// Walks the whole block (header, count, every transaction with witness allowed); trailing
-    /// bytes are Errc::TrailingData. Same rules and errors as DecodeBlock.
+    /// bytes are Errc::TrailingData. Same rules and errors as DecodeBlock. The view borrows
+    /// `bytes`, which must outlive it.
     static Result<BlockView> Parse(ByteSpan bytes);
     static Result<BlockView> Parse(std::span<const std::byte> bytes)
     {
@@ -360,6 +367,8 @@ public:
         std::default_sentinel_t end() const noexcept { return {}; }
         std::size_t size() const noexcept { return v->m_tx_count; }
     };
+    /// Points at this BlockView, which must outlive the range. Each step re-parses one transaction
+    /// (no allocation); it cannot fail on the bytes Parse accepted.
     TxRange txs() const noexcept { return TxRange{this}; }
 
     /// Every txid and wtxid, hashed straight from the buffer as one multi-buffer batch
@@ -367,7 +376,8 @@ public:
     /// TxView::ComputeTxid/ComputeWtxid transaction by transaction.
     BlockTxIds ComputeTxIds() const;
 
-    /// Builds the owning model from the view (same result as DecodeBlock on the same bytes).
+    /// Builds the owning model from the view (same result as DecodeBlock on the same bytes); the
+    /// block does not borrow the buffer.
     Block ToOwned() const;
 
 private:

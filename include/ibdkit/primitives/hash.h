@@ -2,6 +2,9 @@
 //
 // Bytes are kept in internal order (as hashed and serialized); ToHex() shows Core's
 // byte-reversed display form.
+//
+// Everything here works on values only: every function is thread-safe, and none throws except
+// Unserialize, which throws what the stream's read throws (DecodeError(EndOfData) past the end).
 #pragma once
 
 #include <array>
@@ -36,7 +39,7 @@ public:
         return (GetUint64(0) | GetUint64(1) | GetUint64(2) | GetUint64(3)) == 0;
     }
     void SetNull() noexcept { m_data.fill(0); }
-    /// Little-endian 64-bit word i (0..3), e.g. for hashing into a table.
+    /// Little-endian 64-bit word i (0..3, unchecked), e.g. for hashing into a table.
     uint64_t GetUint64(int i) const noexcept
     {
         uint64_t v;
@@ -48,7 +51,8 @@ public:
     std::string ToHex() const;
     /// Hex in internal byte order.
     std::string ToInternalHex() const;
-    /// Parses Core's display form (64 hex digits, byte-reversed). nullopt if malformed.
+    /// Parses Core's display form (exactly 64 hex digits of either case, byte-reversed, no 0x
+    /// prefix). nullopt if malformed.
     static std::optional<uint256> FromHex(std::string_view hex);
 
     friend auto operator<=>(const uint256& a, const uint256& b) noexcept
@@ -84,6 +88,7 @@ public:
     bool IsNull() const noexcept { return m_hash.IsNull(); }
     void SetNull() noexcept { m_hash.SetNull(); }
     std::string ToHex() const { return m_hash.ToHex(); }
+    /// As uint256::FromHex.
     static std::optional<TaggedHash> FromHex(std::string_view hex)
     {
         auto h = uint256::FromHex(hex);

@@ -7,6 +7,10 @@
 // its transaction keeps alive (the decoded block's own copy of its serialization), so decoding
 // copies no script at all. Borrowed scripts are only reachable through const references; copying
 // one yields an owning script, and any mutation first makes the bytes its own (copy on write).
+//
+// Threads: the const members only read, so several threads may read one Script at once; a non-const
+// call (non-const data() too: it copies borrowed bytes) needs the script to itself. A method that
+// grows the script throws std::length_error past 1 GiB (resize_uninit).
 #pragma once
 
 #include <ibdkit/encoding/serialize.h>
@@ -31,6 +35,7 @@ public:
     using value_type = uint8_t;
 
     Script() noexcept = default;
+    /// Copies the bytes (the script owns them).
     explicit Script(std::span<const uint8_t> b) { assign(b.data(), b.size()); }
     Script(const uint8_t* p, std::size_t n) { assign(p, n); }
     Script(const Script& o) { assign(o.data(), o.size()); }
@@ -50,6 +55,7 @@ public:
     }
     ~Script() { FreeHeap(); }
 
+    /// Mutable bytes: a borrowed script first takes its own copy (copy on write).
     uint8_t* data()
     {
         MakeOwned();
@@ -73,6 +79,7 @@ public:
         if (is_borrowed()) m_word = INLINE; // drop the reference; nothing to free
         SetSize(0);
     }
+    /// Copies `n` bytes from `p`, which must not point into this script's own bytes.
     void assign(const uint8_t* p, std::size_t n)
     {
         if (is_borrowed()) clear();
@@ -101,6 +108,7 @@ public:
         Ptr()[n] = b;
         SetSize(n + 1);
     }
+    /// Appends `b`, which must not point into this script's own bytes (a reallocation frees them).
     void append(std::span<const uint8_t> b)
     {
         MakeOwned();
@@ -131,6 +139,7 @@ public:
         WriteCompactSize(s, sc.size());
         s.write(MakeByteSpan(sc.span()));
     }
+    /// Throws DecodeError: EndOfData, NonCanonicalCompactSize, SizeTooLarge (a length above MAX_SIZE).
     template <ReadStream S>
     friend void Unserialize(S& s, Script& sc)
     {

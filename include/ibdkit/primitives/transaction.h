@@ -13,6 +13,10 @@
 //
 // Decoding is exactly as lenient as Core's (the witness flag rules, the zero-input ambiguity);
 // semantic rules live in consensus/tx_check.h. Encoding a decoded transaction reproduces its bytes.
+//
+// Threads: a Transaction is immutable, so any number of threads may read one at once, and copies
+// sharing its storage may be used and destroyed on different threads. A decoded transaction owns a
+// copy of its bytes: the input need not outlive it. Encoding throws only what the stream throws.
 #pragma once
 
 #include <ibdkit/encoding/serialize.h>
@@ -113,10 +117,12 @@ public:
     /// A placeholder (no inputs, no outputs, version 2) with null ids and sizes — a target to
     /// decode into; build real transactions from a MutableTransaction or by decoding.
     Transaction();
+    /// Copies (or takes) the inputs and outputs and computes the ids by serializing: O(size).
     explicit Transaction(const MutableTransaction& mtx);
     explicit Transaction(MutableTransaction&& mtx);
 
     uint32_t version() const noexcept { return m_version; }
+    /// Views of the shared storage: valid while this transaction, or a copy of it, lives.
     std::span<const TxIn> vin() const noexcept { return {m_vin, m_n_in}; }
     std::span<const TxOut> vout() const noexcept { return {m_vout, m_n_out}; }
     uint32_t lock_time() const noexcept { return m_lock_time; }
@@ -137,6 +143,7 @@ public:
     /// meaningful after CheckTransaction (wraps around like unsigned arithmetic otherwise).
     Amount GetValueOut() const noexcept;
 
+    /// A deep copy: its scripts own their bytes.
     MutableTransaction ToMutable() const;
 
     friend bool operator==(const Transaction& a, const Transaction& b) noexcept
@@ -226,7 +233,8 @@ void Serialize(S& s, const Transaction& tx, TxParams params)
 /// optional data"). txid and wtxid are hashed from `bytes` directly.
 Transaction UnserializeTransactionFrom(std::span<const uint8_t> bytes, TxParams params, std::size_t* consumed);
 
-/// Decodes exactly one transaction (trailing bytes are Errc::TrailingData).
+/// Decodes exactly one transaction (trailing bytes are Errc::TrailingData). Returns the codes above
+/// as errors instead of throwing them.
 Result<Transaction> DecodeTransaction(std::span<const uint8_t> bytes, TxParams params = TX_WITH_WITNESS);
 
 /// Encodes a transaction into a new vector.
@@ -248,7 +256,8 @@ std::span<const uint8_t> UnreadBytes(S& s)
 }
 } // namespace detail
 
-/// Stream decoding (SpanReader, DataStream): the same parser as every other entry point.
+/// Stream decoding (SpanReader, DataStream): the same parser as every other entry point; throws
+/// DecodeError as UnserializeTransactionFrom.
 template <ReadStream S>
 void Unserialize(S& s, Transaction& tx, TxParams params)
 {

@@ -42,20 +42,25 @@ class SpentBlockReader {
 public:
     /// Locates the chain and the spent outputs' source. Errors: both or neither directory given,
     /// a datadir without a block index, no blk file, from above to. A datadir bitcoind is running
-    /// on is read from a snapshot of its block index (docs/live-node.md).
+    /// on is read from a snapshot of its block index (docs/live-node.md). Codes: Errc::InvalidValue for
+    /// the options, a datadir without rev files is Errc::NotFound, else LocateFromDatadir's. With
+    /// blocks_dir the replay starts on its own thread at once; its failures come from Next(). The
+    /// caller owns the reader.
     static Result<std::unique_ptr<SpentBlockReader>> Open(const SpentReaderOptions& options);
+    /// A replay still running is interrupted and waited for (it flushes first).
     virtual ~SpentBlockReader() = default;
 
     /// The next block (nullopt after the last). Errors: unreadable files, an undo record that does
     /// not check (BadChecksum, BadMagic, EndOfData, Corrupt), spent outputs that do not match the
     /// block (SpentBlock::Make), a block the replay rejects (Corrupt with Core's reject reason), a
-    /// datadir block without undo data.
+    /// datadir block without undo data. One thread at a time; each SpentBlock is the caller's. Stop
+    /// after an error.
     virtual Result<std::optional<SpentBlock>> Next() = 0;
 
     ChainType chain() const noexcept { return m_chain; }
     int first_height() const noexcept { return m_first; }
     /// The last height this reader will deliver, as far as known (a replay learns its tip as it
-    /// goes; -1 until then): for progress.
+    /// goes; -1 until then): for progress. May be called while another thread is in Next().
     virtual int last_height() const noexcept = 0;
 
 protected:

@@ -7,6 +7,9 @@
 // before anything reads them, with Core's amount rules (CheckTransaction's output ranges,
 // CheckTxInputs, ConnectBlock's bad-cb-amount): a mismatch is a typed error naming the block, never
 // an out-of-range read. docs/spent-outputs.md.
+//
+// A SpentBlock is immutable once made: any number of threads may read one at once. VirtualSize and
+// TxWeight are pure.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -32,10 +35,11 @@ public:
     /// one TxUndo per transaction after the coinbase and one coin per input (Errc::Corrupt naming
     /// the block and the transaction otherwise); every amount in Core's MoneyRange, no transaction
     /// spending less than it creates, and the coinbase claiming at most subsidy + fees on `chain`
-    /// (Errc::Corrupt with Core's reject reason). The first transaction must be a coinbase.
+    /// (Errc::Corrupt with Core's reject reason). The first transaction must be a coinbase
+    /// (Errc::Corrupt otherwise). The result owns `bytes` and `spent`.
     static Result<SpentBlock> Make(std::vector<uint8_t> bytes, int height, BlockUndo spent, ChainType chain);
     /// The same with the spent coins as one list over all inputs after the coinbase, in block order
-    /// (how a caller usually holds them); too few or too many is Errc::InvalidValue.
+    /// (how a caller usually holds them); too few or too many is Errc::InvalidValue. Copies `coins`.
     static Result<SpentBlock> FromCoins(std::vector<uint8_t> bytes, int height, std::span<const Coin> coins, ChainType chain);
 
     SpentBlock(SpentBlock&&) noexcept = default;
@@ -54,13 +58,14 @@ public:
     std::span<const Txid> txids() const noexcept { return m_txids; }
     /// The undo data as given (vtxundo[i - 1] belongs to transaction i).
     const BlockUndo& undo() const noexcept { return m_undo; }
-    /// The coins transaction `tx` spends, in input order (empty for the coinbase).
+    /// The coins transaction `tx` (below txs().size(), unchecked) spends, in input order (empty for
+    /// the coinbase).
     std::span<const Coin> SpentBy(std::size_t tx) const noexcept
     {
         if (tx == 0) return {};
         return m_undo.vtxundo[tx - 1].prevout;
     }
-    /// Σ spent values − Σ output values of transaction `tx` (0 for the coinbase).
+    /// Σ spent values − Σ output values of transaction `tx` (0 for the coinbase; `tx` unchecked).
     Amount Fee(std::size_t tx) const noexcept { return m_fees[tx]; }
     Amount fees() const noexcept { return m_total_fees; }
     Amount subsidy() const noexcept { return m_subsidy; }

@@ -6,6 +6,9 @@
 // builders take the same cells. Nothing is allocated per cell: hashes and addresses are written
 // into stack buffers, scripts are views into the block or its undo data. Columns and their meaning:
 // docs/spent-outputs.md.
+//
+// Every function here reads only its arguments and writes only to `sink` or `out`: thread-safe.
+// A Text or Blob cell handed to a sink is valid during that call only (a sink that keeps it copies).
 #pragma once
 
 #include <ibdkit/primitives/script_ops.h>
@@ -28,14 +31,14 @@ inline constexpr BlockTable ALL_BLOCK_TABLES[] = {BlockTable::Blocks, BlockTable
 /// "blocks", "transactions", "inputs", "outputs".
 std::string_view BlockTableName(BlockTable t) noexcept;
 std::optional<BlockTable> ParseBlockTable(std::string_view name) noexcept;
-/// The table's columns, in the order EmitRows writes their cells.
+/// The table's columns, in the order EmitRows writes their cells (static storage).
 std::span<const Column> BlockTableColumns(BlockTable t) noexcept;
 
 /// The address network of a chain (signet and the testnets share their encoding, not regtest).
 AddressNetwork AddressNetworkOf(ChainType chain) noexcept;
 
 /// Writes the 64 hex digits of the 32 bytes of a hash held in internal order into `out`, in Core's
-/// display order (reversed).
+/// display order (reversed): exactly 64 characters, no terminator.
 void HashHexInto(const uint8_t* hash, char* out) noexcept;
 /// A row's address cell for a script with its Solver type: the address, or a null cell.
 template <RowSink S>

@@ -36,7 +36,7 @@ struct BuildHintsOptions {
     std::optional<ChainType> chain; ///< nullopt: from the blocks
     std::filesystem::path out;      ///< the hintsfile to write
     unsigned threads{1};            ///< threads decoding blocks and looking up their outputs
-    /// Called now and then with the height reached and the target height.
+    /// Called now and then, on the calling thread, with the height reached and the target height.
     std::function<void(uint32_t height, uint32_t target)> progress;
 };
 
@@ -53,7 +53,10 @@ struct BuildHintsResult {
 
 /// Builds the hintsfile. Errors: options that name no or two sources, an unreadable source, a
 /// chainstate mid-flush, a UTXO set whose block is not in the blocks' best chain, a coin above that
-/// height, coins the blocks never create (the set and the blocks disagree), I/O failures.
+/// height, coins the blocks never create (the set and the blocks disagree), I/O failures. Most are
+/// Errc::InvalidValue; `out` refused by the write guard is Errc::Refused, checked before any block is
+/// read. Only reads the sources. Throws StoreError if LevelDB fails reading the chainstate's
+/// best-block or head-blocks record.
 Result<BuildHintsResult> BuildHints(const BuildHintsOptions& options);
 
 } // namespace ibdkit::swiftsync

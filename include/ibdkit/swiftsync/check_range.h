@@ -14,6 +14,10 @@
 // inputs (fees, the coinbase's claim), sigops of inputs, coinbase maturity, lock times, BIP 30/34,
 // the witness commitment, block weight, header rules needing context (difficulty, time): much less
 // than Core's assumevalid, which skips only scripts.
+//
+// Threads: the checks only read the located chain, the hints and the files, so several ranges may be
+// checked at once; each spreads its blocks over `threads` and calls `progress` and `on_unspent` on
+// the calling thread. AccumulateBlock writes only `partial`; Combine reads only its arguments.
 #pragma once
 
 #include <ibdkit/blockfile/locate.h>
@@ -77,6 +81,7 @@ struct Partial {
 /// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing. Outpoints mode without
 /// `spent`; coins mode with it: the block's spent coins (its undo data, one per input after the
 /// coinbase, checked for shape by the caller) are the inputs' elements, each output's Coin its own.
+/// `hints` must be strictly increasing (as Hints::Indices gives them).
 void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
                      std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial,
                      const BlockUndo* spent = nullptr);
@@ -84,7 +89,7 @@ void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash,
 struct CheckRangeOptions {
     unsigned threads{1};
     bool collect_unspent{true};
-    std::function<void(uint32_t height, uint32_t to)> progress;
+    std::function<void(uint32_t height, uint32_t to)> progress; ///< after each batch, on the calling thread
     /// If set, each block's hinted-unspent coins go here instead of into the partial, on the
     /// calling thread and in height order (a chainstate writer's feed); an error stops the check.
     std::function<std::optional<Error>(std::span<const std::pair<OutPoint, Coin>> coins)> on_unspent;
@@ -93,7 +98,9 @@ struct CheckRangeOptions {
 
 /// Checks blocks `from`..`to` (1 ≤ from ≤ to ≤ hints.height()) of `blocks` against `hints` with
 /// `salt` in outpoints mode. A refused block is not an error (partial.failure says which and why);
-/// errors are environment failures and blocks that are missing or do not decode.
+/// errors are environment failures and blocks that are missing or do not decode. Codes: a range
+/// outside the hints or the located chain (Errc::InvalidValue), an unreadable or undecodable block
+/// (its code), a block that is not the chain's (Errc::Corrupt), an error from on_unspent.
 Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
                            const CheckRangeOptions& options = {});
 
@@ -114,7 +121,8 @@ struct CoinsModeOptions {
 /// assumevalid rule checks them. Whether each spent coin existed and was unspent is what the
 /// aggregates prove at the end (Combine). Errors as CheckRange's, and: a block of the range without
 /// undo data (Errc::NotFound), undo data that fails its checksum or does not fit its block
-/// (Errc::Corrupt, naming the block).
+/// (Errc::Corrupt, naming the block). No `coins.undo`, or a located chain that does not start at
+/// the genesis, is Errc::InvalidValue; `coins.undo` is read during the call only.
 Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
                                 const CheckRangeOptions& options, const CoinsModeOptions& coins);
 

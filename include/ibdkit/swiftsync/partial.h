@@ -22,6 +22,9 @@
 // coinbases whose heights are not increasing within the range, keys out of order, a key or value in other than its one canonical form, a
 // coin's height outside the range or amount outside MoneyRange are InvalidValue; a reason above its
 // limit SizeTooLarge. Nothing is allocated from a count.
+//
+// SerializePartial, DeserializePartial and SerializeUnspentRun are pure and thread-safe; a reader or
+// a merger is used by one thread at a time.
 #pragma once
 
 #include <ibdkit/coins/coin.h>
@@ -71,7 +74,8 @@ public:
     uint64_t count() const noexcept { return m_count; }
 
     /// The next record into `outpoint` and `coin`: true, or false after the last record (then
-    /// the records were exactly `count()` and nothing follows them). Errors as in the header.
+    /// the records were exactly `count()` and nothing follows them). Errors as in the header; after
+    /// one the reader stays where it was.
     Result<bool> Next(OutPoint& outpoint, Coin& coin);
     /// The chainstate key of the record Next() returned last.
     std::span<const uint8_t> key() const noexcept { return m_key; }
@@ -88,7 +92,8 @@ private:
 /// The records of several runs in chainstate key order (a k-way merge).
 class UnspentRunMerger {
 public:
-    /// Opens every run (errors: Open's, naming which run).
+    /// Opens every run (errors: Open's, naming which run). The runs' bytes must outlive the merger
+    /// (the span holding them need not).
     static Result<std::unique_ptr<UnspentRunMerger>> Open(std::span<const std::span<const uint8_t>> runs);
     ~UnspentRunMerger();
 

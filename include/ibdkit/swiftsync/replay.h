@@ -70,7 +70,8 @@ struct SwiftSyncResult {
 /// (Errc::InvalidValue), an unreadable hintsfile or blocks (their Errcs), a hintsfile above the
 /// blocks' tip, coins mode without undo data for every block 1..n (Errc::NotFound, naming the
 /// block), a chainstate the write guards refuse or that is not empty (Errc::Refused), a failed
-/// write. Not thread-safe with another run on the same chainstate.
+/// write. Not thread-safe with another run on the same chainstate. Blocks until the run ends;
+/// `progress` runs on the calling thread.
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
 
 /// The unspent runs of ranges that a verdict accepted (partial.h; from other machines, e.g. a Dask
@@ -79,7 +80,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
 /// its canonical bytes, which are those that travelled. Returns the coins written. The caller vouches that Combine accepted these ranges; the runs are checked as they
 /// are read. Errors: a run that does not decode, or an outpoint in two runs (Errc::InvalidValue,
 /// and nothing is left), `dir` refused by the write guards or not empty (Errc::Refused), a failed
-/// write. A failure removes what was written.
+/// write. A failure removes what was written. `runs` is read during the call only.
 Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs, const std::filesystem::path& dir, ChainType chain,
                                   const BlockHash& tip);
 

@@ -35,7 +35,7 @@ struct VerifySnapshotOptions {
     unsigned threads{1};
     std::optional<BlockHash> assumevalid; ///< coins mode, as ReplayOptions::assumevalid
     bool skip_scripts{false};
-    std::function<void(uint32_t height, uint32_t n)> progress;
+    std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
 };
 
 struct SnapshotVerdict {
@@ -52,7 +52,8 @@ struct SnapshotVerdict {
 /// that is not the UTXO set, or a block that breaks a rule, is a verdict (ok false, the reason),
 /// not an error. Errors: options (InvalidValue), an unreadable or malformed snapshot (its
 /// reader's errors, Core's messages), a base block not in the blocks' best chain (InvalidValue),
-/// coins mode without undo data (NotFound), unreadable blocks.
+/// coins mode without undo data (NotFound), unreadable blocks. Only reads its inputs; blocks until
+/// done.
 Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& options);
 
 } // namespace ibdkit::swiftsync

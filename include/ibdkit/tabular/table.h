@@ -38,8 +38,9 @@ struct Column {
 
 enum class TableFormat : uint8_t { Csv, Jsonl, Sqlite };
 
-/// "csv", "jsonl" (or "json"), "sqlite"; nullopt otherwise.
+/// "csv", "jsonl" (or "json"), "sqlite" (case-sensitive); nullopt otherwise. Pure.
 std::optional<TableFormat> ParseTableFormat(std::string_view name);
+/// "csv", "jsonl", "sqlite" ("?" outside the enum). Pure.
 std::string_view TableFormatName(TableFormat f);
 
 /// Receives a table's rows: the cells of a row in column order, then EndRow().
@@ -55,11 +56,14 @@ concept RowSink = requires(S& s, int64_t i, double d, bool b, std::string_view t
 };
 
 /// Writes one table to a file. Cells must follow the columns' order and types (a programmer
-/// error otherwise, asserted). I/O errors are kept and returned by Finish().
+/// error otherwise, asserted). I/O errors are kept and returned by Finish(). One thread at a time;
+/// a cell's text or bytes are copied before the call returns.
 class TableWriter {
 public:
     /// Creates the temporary file. `table` names the SQLite table (CSV and JSON lines have no name).
-    /// Errors: no column, an unusable column or table name, a file that cannot be created.
+    /// Errors: no column, an unusable column or table name, a file that cannot be created
+    /// (Errc::InvalidValue); `out` refused by the write guard (Errc::Refused). The caller owns the
+    /// writer; `columns` is read during the call only.
     static Result<std::unique_ptr<TableWriter>> Create(const std::filesystem::path& out, TableFormat format,
                                                        std::string_view table, std::span<const Column> columns);
     virtual ~TableWriter() = default; ///< without a successful Finish(), the temporary file is removed
@@ -73,7 +77,7 @@ public:
     virtual void EndRow() = 0;
 
     /// Flushes, commits, fsyncs and renames the temporary file onto OUT. Returns the first error of the
-    /// whole run (nothing is renamed then).
+    /// whole run (nothing is renamed then), Errc::InvalidValue.
     virtual std::optional<Error> Finish() = 0;
     /// Whether no write has failed yet (a long export can stop early).
     virtual bool ok() const noexcept = 0;

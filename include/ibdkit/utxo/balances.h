@@ -66,17 +66,19 @@ using BalanceSink = std::function<bool(const BalanceRow&)>;
 /// Computes the balances of `db` and hands the rows to `sink` in order. Errors: a malformed record
 /// or a LevelDB failure (as ComputeUtxoStats), a chainstate with an interrupted flush (Errc::Corrupt:
 /// replay it first), a run file that cannot be written or read back (Errc::Corrupt), totals that do
-/// not reconcile (Errc::Corrupt).
+/// not reconcile (Errc::Corrupt). Throws StoreError if LevelDB fails reading the best-block or
+/// head-blocks record. Only reads `db`; `sink` and `progress` run on the calling thread, and a sink
+/// that returns false ends the rows early (not an error).
 Result<BalancesResult> ComputeBalances(const CoinsDB& db, const BalancesOptions& options, const BalanceSink& sink,
                                        const BalancesProgress& progress = {});
 
 /// The table's columns: script_pubkey (Blob), address (Text, null where the script has none),
-/// script_type (Text, Core's TxoutType name), coins (Int), value (Int, satoshis).
+/// script_type (Text, Core's TxoutType name), coins (Int), value (Int, satoshis). Static storage.
 std::span<const Column> BalanceColumns() noexcept;
 
 /// ComputeBalances written to `out` (CSV, JSON lines or SQLite table `balances`) with addresses for
 /// `net`. The file appears under its name only when complete (TableWriter). Errors: those of
-/// ComputeBalances and of the writer.
+/// ComputeBalances and of the writer (TableWriter::Create, Finish); throws as ComputeBalances.
 Result<BalancesResult> WriteBalances(const CoinsDB& db, TableFormat format, const std::filesystem::path& out,
                                      AddressNetwork net, const BalancesOptions& options,
                                      const BalancesProgress& progress = {});

@@ -10,7 +10,7 @@
 // a few recycled batches of 4,096 coins at a time. After writing, the export re-reads its
 // own file and recomputes coin count, total amount and hash_serialized_3 from the rows; any
 // difference from the chainstate walk is an error (Errc::Corrupt), as is a row that does not parse.
-// SQLite's types stay in src/coins/.
+// SQLite's types stay in src/coins/. (On a single-core machine the calling thread does both.)
 #pragma once
 
 #include <ibdkit/coins/coins_db.h>
@@ -43,11 +43,18 @@ struct ExportResult {
 /// Phase ("write" or "verify"), coins done, fraction of the phase (0..1).
 using ExportProgress = std::function<void(std::string_view phase, uint64_t coins, double fraction)>;
 
-/// Exports every coin of `db` to `out` (an existing file is replaced), then verifies it.
+/// Exports every coin of `db` to `out` (an existing file is replaced), then verifies it. `out` appears
+/// only once verified; after an error it is as it was. Errors: `out` refused by the write guard
+/// (Errc::Refused: its folder missing, a directory, inside a Core data directory), a file that
+/// cannot be written (Errc::InvalidValue), a malformed record, a LevelDB or SQLite failure, a
+/// verification that fails (Errc::Corrupt). Throws StoreError if LevelDB fails reading the best
+/// block. Only reads `db`; `progress` runs on the calling thread.
 Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const std::filesystem::path& out,
                                    AddressNetwork net, const ExportProgress& progress = {});
 
 /// Re-reads an export and computes the statistics of its rows (hash_serialized_3, count, amount).
+/// Errors: a text file that cannot be opened (Errc::InvalidValue), an SQLite failure, a row that does
+/// not parse or a failed read (Errc::Corrupt). Only reads `file`; `progress` on the calling thread.
 Result<UtxoStats> ComputeExportStats(ExportFormat format, const std::filesystem::path& file,
                                      const ExportProgress& progress = {});
 

@@ -13,6 +13,9 @@
 // what `dumptxoutset` never writes: empty groups, txids out of ascending order and coins out of
 // key order within a txid — so duplicates are refused too. Nothing is allocated from a count.
 // Design notes: docs/chainstate.md.
+//
+// SerializeSnapshotMetadata, ParseSnapshotMetadata and AssumeutxoForBlockHash are pure and
+// thread-safe; the rest read or write files and use the usual rule (one thread per object).
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -72,7 +75,11 @@ struct SnapshotWriteResult {
 
 /// Writes the snapshot of `db` to `out` (dumptxoutset), then re-reads the file and checks coin
 /// count, total amount and hash_serialized_3 against the chainstate walk; a mismatch is an error
-/// (Errc::Corrupt). The chainstate must not hold an interrupted flush (Errc::InvalidValue).
+/// (Errc::Corrupt). The chainstate must not hold an interrupted flush (Errc::InvalidValue). Also:
+/// `out` refused by the write guard (Errc::Refused), a file that cannot be written
+/// (Errc::InvalidValue), a malformed record or a LevelDB failure while walking (Errc::Corrupt).
+/// `out` appears only once checked. Throws StoreError if LevelDB fails reading the best-block or
+/// head-blocks record. Only reads `db`; `progress` runs on the calling thread.
 Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainParams& params,
                                               const std::filesystem::path& out, const SnapshotProgress& progress = {});
 
@@ -82,6 +89,9 @@ Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainPara
 /// - coins left over after deserializing N coins", …).
 class SnapshotReader {
 public:
+    /// Reads and checks the metadata; the caller owns the reader. Errors: a file that cannot be
+    /// opened (Errc::InvalidValue), one shorter than the metadata (Errc::EndOfData),
+    /// ParseSnapshotMetadata's.
     static Result<std::unique_ptr<SnapshotReader>> Open(const std::filesystem::path& path,
                                                         const MessageStart& expected_network);
     ~SnapshotReader();
@@ -92,6 +102,9 @@ public:
     /// Optional: coins above this height are refused (Core knows the base block's height).
     void SetBaseHeight(uint32_t h) noexcept { m_base_height = h; }
     /// The next coin: true and fills op/coin; false after the last coin (trailing bytes checked).
+    /// Errors: bytes after the last coin (TrailingData), a group larger than the coins left
+    /// (SizeTooLarge), a truncated or undecodable coin (EndOfData), the other checks (InvalidValue).
+    /// Stop reading after an error.
     Result<bool> Next(OutPoint& op, Coin& coin);
     uint64_t coins_read() const noexcept { return m_read; }
 
@@ -105,6 +118,7 @@ private:
 };
 
 /// Statistics of a snapshot file's coins (hash_serialized_3 as Core computes on the loaded set).
+/// Errors: SnapshotReader's.
 Result<UtxoStats> ComputeSnapshotStats(const std::filesystem::path& path, const MessageStart& network,
                                        UtxoHashTypes hashes = {});
 
@@ -125,7 +139,11 @@ struct SnapshotLoadResult {
 /// not exist or be empty) in Core's format with the base block as best block, recomputes its
 /// hash_serialized_3 and checks it against Core's pinned value for the base block or
 /// `expected_hash` (one of them is required: unknown bases are refused as Core does). On any
-/// error the new directory is removed.
+/// error the new directory is removed. Errors: `chainstate_dir` refused by the write guards
+/// (Errc::Refused), not empty, an unknown base, a hash that contradicts the pinned one or differs
+/// from it (Errc::InvalidValue), SnapshotReader's, a failed write (Errc::Corrupt). Throws StoreError
+/// if LevelDB fails reading the new chainstate's records; the directory is left then. `progress`
+/// runs on the calling thread.
 Result<SnapshotLoadResult> LoadUtxoSnapshot(const std::filesystem::path& file, const ChainParams& params,
                                             const std::filesystem::path& chainstate_dir,
                                             const SnapshotLoadOptions& options = {},

@@ -18,6 +18,8 @@
 // index. ibdkit reports the highest coin height found (equal to the tip height whenever the tip's
 // coinbase has an unspent, spendable output — always true on mainnet and regtest) unless the
 // caller supplies the height.
+//
+// ScriptTypeLabel, GetBogoSize, AppendTxOutSer and FormatMoney are pure and thread-safe.
 #pragma once
 
 #include <ibdkit/coins/coin.h>
@@ -56,7 +58,8 @@ inline constexpr std::array<TxoutType, TXOUT_TYPE_COUNT> SCRIPT_TYPE_ORDER{
 inline uint64_t GetBogoSize(const Script& s) noexcept { return 50 + s.size(); }
 
 /// Incremental hash_serialized_3 / stats over coins given in database order (one txid's outputs
-/// contiguous). Feed coins with Add(), then Finish().
+/// contiguous). Feed coins with Add(), then Finish() once: the builder is spent afterwards. One
+/// thread at a time.
 class UtxoStatsBuilder {
 public:
     explicit UtxoStatsBuilder(UtxoHashTypes hashes = {});
@@ -77,7 +80,9 @@ private:
 using StatsProgress = std::function<void(uint64_t coins, double fraction)>;
 
 /// Computes the statistics of the whole chainstate. Errors: a malformed record (Errc::Corrupt or
-/// the decoder's code), LevelDB failures (Errc::Corrupt with LevelDB's message).
+/// the decoder's code), LevelDB failures while walking the coins (Errc::Corrupt with LevelDB's
+/// message). Throws StoreError if LevelDB fails reading the best-block or head-blocks record.
+/// Only reads `db` (no other thread may write it meanwhile); `progress` runs on the calling thread.
 Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, std::optional<uint32_t> height = std::nullopt,
                                    const StatsProgress& progress = {});
 Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, UtxoHashTypes hashes, std::optional<uint32_t> height,
