@@ -8,6 +8,8 @@
 #include <ibdkit/spent/spent_block.h>
 #include <ibdkit/spent/tables.h>
 
+#include "spent/emit_rows.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -77,7 +79,7 @@ double Size()
 uint64_t AllRows(const SpentBlock& b)
 {
     MeasureSink sink;
-    for (BlockTable t : ALL_BLOCK_TABLES) EmitRows(t, b, AddressNetwork::Main, sink);
+    for (BlockTable t : ALL_BLOCK_TABLES) EmitRowsTo(t, b, AddressNetwork::Main, sink);
     return sink.n;
 }
 

@@ -7,6 +7,8 @@
 
 #include <ibdkit/spent/tables.h>
 
+#include "spent/emit_rows.h"
+
 #include <nanobind/stl/string.h>
 
 #include <string>
@@ -49,7 +51,7 @@ public:
                 break;
             }
             nb::gil_scoped_release nogil;
-            EmitRows(m_table, *block, AddressNetworkOf(block->chain()), m_builder);
+            EmitRowsTo(m_table, *block, AddressNetworkOf(block->chain()), m_builder);
         }
         if (m_builder.Rows() == 0) return nb::none();
         return m_builder.TakeBatch();

@@ -1,5 +1,7 @@
 #include <ibdkit/spent/tables.h>
 
+#include "spent/emit_rows.h"
+
 namespace ibdkit {
 
 namespace {
@@ -78,6 +80,11 @@ void HashHexInto(const uint8_t* hash, char* out) noexcept
         out[2 * i] = DIGITS[b >> 4];
         out[2 * i + 1] = DIGITS[b & 15];
     }
+}
+
+void EmitRows(BlockTable table, const SpentBlock& block, AddressNetwork net, RowSinkBase& sink)
+{
+    EmitRowsTo(table, block, net, sink);
 }
 
 } // namespace ibdkit

@@ -29,16 +29,17 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A sink that keeps every cell (tests only: it allocates per cell).
-struct CellSink {
+/// A user's own sink, through the public EmitRows (virtual calls).
+struct CellSink : RowSinkBase {
     using Cell = std::variant<std::monostate, int64_t, double, bool, std::string>;
     std::vector<std::vector<Cell>> rows{{}};
-    void Int(int64_t v) { rows.back().emplace_back(v); }
-    void Real(double v) { rows.back().emplace_back(v); }
-    void Bool(bool v) { rows.back().emplace_back(v); }
-    void Text(std::string_view v) { rows.back().emplace_back(std::string(v)); }
-    void Blob(std::span<const uint8_t> v) { rows.back().emplace_back(HexOf(v)); }
-    void Null() { rows.back().emplace_back(std::monostate{}); }
-    void EndRow() { rows.emplace_back(); }
+    void Int(int64_t v) override { rows.back().emplace_back(v); }
+    void Real(double v) override { rows.back().emplace_back(v); }
+    void Bool(bool v) override { rows.back().emplace_back(v); }
+    void Text(std::string_view v) override { rows.back().emplace_back(std::string(v)); }
+    void Blob(std::span<const uint8_t> v) override { rows.back().emplace_back(HexOf(v)); }
+    void Null() override { rows.back().emplace_back(std::monostate{}); }
+    void EndRow() override { rows.emplace_back(); }
     std::size_t Rows() const { return rows.size() - 1; }
     static std::string HexOf(std::span<const uint8_t> v)
     {

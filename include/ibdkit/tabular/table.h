@@ -55,19 +55,11 @@ concept RowSink = requires(S& s, int64_t i, double d, bool b, std::string_view t
     s.EndRow();
 };
 
-/// Writes one table to a file. Cells must follow the columns' order and types (a programmer
-/// error otherwise, asserted). I/O errors are kept and returned by Finish(). One thread at a time;
-/// a cell's text or bytes are copied before the call returns.
-class TableWriter {
+/// A RowSink whose cells are virtual calls: what the public row producers write to (EmitRows,
+/// spent/tables.h), so that a user's own sink needs no template. TableWriter is one.
+class RowSinkBase {
 public:
-    /// Creates the temporary file. `table` names the SQLite table (CSV and JSON lines have no name).
-    /// Errors: no column, an unusable column or table name, a file that cannot be created
-    /// (Errc::InvalidValue); `out` refused by the write guard (Errc::Refused). The caller owns the
-    /// writer; `columns` is read during the call only.
-    static Result<std::unique_ptr<TableWriter>> Create(const std::filesystem::path& out, TableFormat format,
-                                                       std::string_view table, std::span<const Column> columns);
-    virtual ~TableWriter() = default; ///< without a successful Finish(), the temporary file is removed
-
+    virtual ~RowSinkBase() = default;
     virtual void Int(int64_t v) = 0;
     virtual void Real(double v) = 0;
     virtual void Bool(bool v) = 0;
@@ -75,6 +67,22 @@ public:
     virtual void Blob(std::span<const uint8_t> v) = 0;
     virtual void Null() = 0;
     virtual void EndRow() = 0;
+};
+
+static_assert(RowSink<RowSinkBase>);
+
+/// Writes one table to a file. Cells must follow the columns' order and types (a programmer
+/// error otherwise, asserted). I/O errors are kept and returned by Finish(). One thread at a time;
+/// a cell's text or bytes are copied before the call returns.
+class TableWriter : public RowSinkBase {
+public:
+    /// Creates the temporary file. `table` names the SQLite table (CSV and JSON lines have no name).
+    /// Errors: no column, an unusable column or table name, a file that cannot be created
+    /// (Errc::InvalidValue); `out` refused by the write guard (Errc::Refused). The caller owns the
+    /// writer; `columns` is read during the call only.
+    static Result<std::unique_ptr<TableWriter>> Create(const std::filesystem::path& out, TableFormat format,
+                                                       std::string_view table, std::span<const Column> columns);
+    ~TableWriter() override = default; ///< without a successful Finish(), the temporary file is removed
 
     /// Flushes, commits, fsyncs and renames the temporary file onto OUT. Returns the first error of the
     /// whole run (nothing is renamed then), Errc::InvalidValue.
