@@ -1,4 +1,5 @@
 #include "coins/coins_cache_access.h"
+#include "coins/coins_db_write.h"
 
 #include <sys/mman.h>
 
@@ -208,7 +209,7 @@ StoreStatus CoinsCache::Write(bool erase)
 {
     std::array<CoinsMap*, SHARDS> maps{};
     for (std::size_t i = 0; i < SHARDS; ++i) maps[i] = &(*m_shards)[i].map;
-    StoreStatus st = m_db.BatchWrite(maps, GetBestBlock(), erase, CoinsDB::MapKeys::Ranges);
+    StoreStatus st = BatchWrite(m_db, maps, GetBestBlock(), erase, MapKeys::Ranges);
     if (!st.ok()) return st;
     // A full flush left the maps empty (their memory returned). Otherwise only spent entries went,
     // and a spent entry's script was already uncounted when it was spent: nothing to recount.

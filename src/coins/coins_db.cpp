@@ -6,6 +6,7 @@
 #include "memory/cleanse.h"
 #include "stream/streams.h"
 
+#include "coins/coins_db_write.h"
 #include "coins/coins_map.h"
 #include "common/handoff.h"
 #include "common/test_hooks.h"
@@ -171,10 +172,10 @@ class FlushOrder {
 public:
     using Index = std::unique_ptr<OrderEntry[]>;
 
-    FlushOrder(std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys)
+    FlushOrder(std::span<CoinsMap* const> maps, MapKeys keys)
     {
         static_assert(sizeof(OrderEntry) <= BATCH_WRITE_INDEX_BYTES, "the cache budgets BATCH_WRITE_INDEX_BYTES per entry");
-        if (keys == CoinsDB::MapKeys::Ranges) {
+        if (keys == MapKeys::Ranges) {
             for (std::size_t i = 0; i < maps.size(); ++i) m_runs.push_back(maps.subspan(i, 1));
         } else {
             m_runs.push_back(maps);
@@ -297,7 +298,7 @@ std::optional<StoreStatus> BulkFlush(Store& store, const CoinsDBOptions& opt, co
 }
 
 template <typename P>
-StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, CoinsDB::MapKeys keys,
+StoreStatus BatchWriteImpl(Store& store, const CoinsDBOptions& opt, std::span<CoinsMap* const> maps, MapKeys keys,
                            const BlockHash& tip, bool erase, const BlockHash& old_tip, bool fresh)
 {
     const FlushOrder order(maps, keys);
@@ -520,22 +521,22 @@ Result<std::optional<ReplayRange>> CoinsDB::NeedsReplay() const
     return std::optional<ReplayRange>(ReplayRange{(*heads)[0], (*heads)[1]});
 }
 
-StoreStatus CoinsDB::BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase)
+StoreStatus BatchWrite(CoinsDB& db, CoinsMap& coins, const BlockHash& tip, bool erase)
 {
     CoinsMap* const one = &coins;
-    return BatchWrite(std::span<CoinsMap* const>(&one, 1), tip, erase);
+    return BatchWrite(db, std::span<CoinsMap* const>(&one, 1), tip, erase);
 }
 
-StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase, MapKeys keys)
+StoreStatus BatchWrite(CoinsDB& db, std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase, MapKeys keys)
 {
     if (tip.IsNull()) return StoreStatus::Error(StoreStatus::Code::InvalidArgument, "BatchWrite: null tip");
-    auto best = GetBestBlock();
+    auto best = db.GetBestBlock();
     if (!best) return StoreStatus::Error(StoreStatus::Code::Corruption, best.error().message);
     BlockHash old_tip = *best;
     bool fresh = old_tip.IsNull(); // no B: possibly a new database (BatchWriteImpl checks it holds nothing)
     if (old_tip.IsNull()) {
         // We may be in the middle of a replay: H must name the same new tip (Core asserts this).
-        auto heads = GetHeadBlocks();
+        auto heads = db.GetHeadBlocks();
         if (!heads) return StoreStatus::Error(StoreStatus::Code::Corruption, heads.error().message);
         if (heads->size() == 2) {
             if ((*heads)[0] != tip) {
@@ -548,8 +549,8 @@ StoreStatus CoinsDB::BatchWrite(std::span<CoinsMap* const> maps, const BlockHash
             fresh = false;
         }
     }
-    return VisitPolicy(m_options.policy, [&]<typename P>(P) {
-        return BatchWriteImpl<P>(*m_store, m_options, maps, keys, tip, erase, old_tip, fresh);
+    return VisitPolicy(db.policy(), [&]<typename P>(P) {
+        return BatchWriteImpl<P>(db.store(), db.options(), maps, keys, tip, erase, old_tip, fresh);
     });
 }
 

@@ -4,6 +4,7 @@
 
 #include "kv/store.h"
 
+#include "coins/coins_db_write.h"
 #include "coins/coins_map.h"
 
 #include <algorithm>
@@ -22,14 +23,14 @@ StoreStatus CoinsLoader::Add(const OutPoint& outpoint, const Coin& coin)
 {
     m_map->try_emplace(outpoint, coin, CoinsCacheEntry::DIRTY | CoinsCacheEntry::FRESH);
     if (m_map->size() < m_batch_coins) return StoreStatus::Ok();
-    StoreStatus st = m_db.BatchWrite(*m_map, m_interim_tip, true);
+    StoreStatus st = BatchWrite(m_db, *m_map, m_interim_tip, true);
     m_map->clear();
     return st;
 }
 
 StoreStatus CoinsLoader::Finish(const BlockHash& tip)
 {
-    return m_db.BatchWrite(*m_map, tip, true);
+    return BatchWrite(m_db, *m_map, tip, true);
 }
 
 struct SortedCoinsLoader::Impl {

@@ -7,6 +7,7 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
 
+#include "coins/coins_db_write.h"
 #include "common/write_guard.h"
 #include "consensus/assumevalid.h"
 #include "memory/cleanse.h"

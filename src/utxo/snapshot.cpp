@@ -9,6 +9,7 @@
 #include "atomic_file.h"
 
 #include "common/buffered_writer.h"
+#include "coins/coins_db_write.h"
 
 #include <ibdkit/coins/coins_db.h>
 

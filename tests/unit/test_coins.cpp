@@ -14,6 +14,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "coins/coins_cache.h"
+#include "coins/coins_db_write.h"
 #include "common/test_hooks.h"
 #include "kv/store.h"
 #include "stream/streams.h"
@@ -305,7 +306,7 @@ TEST(CoinsStore, ObfuscationKeyFormatAndXor)
         op.hash = Txid(uint256(std::span<const uint8_t, 32>(ParseHex(std::string(64, 'a')).data(), 32)));
         op.n = 128;
         m.try_emplace(op, Coin(TxOut{50 * COIN, S("76a914" + std::string(40, '1') + "88ac")}, 7, true), CoinsCacheEntry::DIRTY);
-        ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
+        ASSERT_TRUE(BatchWrite(*db, m, TipOf(1), true).ok());
         // Raw record: key 'C' | txid | VARINT(128) = 80 00; value XORed with the key.
         const auto raw_key = ParseHex("43" + std::string(64, 'a') + "8000");
         auto rv = db->store().ReadRaw(std::as_bytes(std::span(raw_key)));
@@ -350,7 +351,7 @@ TEST(CoinsStore, OptionsWriteUncompressedTablesWithTheirBloomFilters)
             m.try_emplace(RandomOutPoint(rng), Coin(TxOut{1000, Script(std::vector<uint8_t>(40, 0x51))}, 1, false), // compressible
                           CoinsCacheEntry::DIRTY);
         }
-        ASSERT_TRUE(db->BatchWrite(m, TipOf(1), true).ok());
+        ASSERT_TRUE(BatchWrite(*db, m, TipOf(1), true).ok());
         db->store().CompactAll();
     }
     int tables = 0;
@@ -830,8 +831,8 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
     EXPECT_EQ((*r)->old_tip, TipOf(1));
     // Writing toward another tip is refused (Core asserts); toward the new tip it completes.
     CoinsMap empty;
-    EXPECT_FALSE(db->BatchWrite(empty, TipOf(3), true).ok());
-    EXPECT_TRUE(db->BatchWrite(empty, TipOf(2), true).ok());
+    EXPECT_FALSE(BatchWrite(*db, empty, TipOf(3), true).ok());
+    EXPECT_TRUE(BatchWrite(*db, empty, TipOf(2), true).ok());
     EXPECT_FALSE(db->NeedsReplay()->has_value());
     EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
 }
@@ -1052,7 +1053,7 @@ TEST(CoinsDB, MapsWhoseKeysInterleaveAreMergedBeforeTheWrite)
         auto db = CoinsDB::Open(d.path / (bulk ? "bulk" : "batches"), o, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsMap* const maps[] = {&a, &b};
-        ASSERT_TRUE(db->BatchWrite(std::span<CoinsMap* const>(maps), TipOf(1), false).ok());
+        ASSERT_TRUE(BatchWrite(*db, std::span<CoinsMap* const>(maps), TipOf(1), false).ok());
         std::map<OutPoint, Coin> got;
         for (const auto& [op, c] : AllCoins(*db)) got.emplace(op, c);
         EXPECT_TRUE(got == want) << (bulk ? "bulk load" : "batches");
@@ -1368,7 +1369,7 @@ TEST(CoinsDB, ReadOnlyOpenLeavesDirectoryByteIdentical)
         EXPECT_EQ(ReadAll(*db), model);
         EXPECT_EQ(*db->GetBestBlock(), TipOf(1));
         CoinsMap m;
-        EXPECT_FALSE(db->BatchWrite(m, TipOf(2), true).ok());
+        EXPECT_FALSE(BatchWrite(*db, m, TipOf(2), true).ok());
         auto stats = ComputeUtxoStats(*db);
         ASSERT_TRUE(stats.ok());
         EXPECT_EQ(stats->txouts, model.size());

@@ -37,7 +37,6 @@ struct TestHooks; ///< private to tests (src/common/test_hooks.h)
 class Store;     ///< the LevelDB wrapper (src/kv/store.h)
 
 /// The UTXO cache's map (private to src/coins/, coins_map.h): BatchWrite takes the cache's maps.
-class CoinsMap;
 
 inline constexpr uint8_t DB_COIN = 'C';
 inline constexpr uint8_t DB_BEST_BLOCK = 'B';
@@ -135,21 +134,6 @@ public:
     /// Set when the database holds H: the block range the caller must replay (Core's ReplayBlocks).
     Result<std::optional<ReplayRange>> NeedsReplay() const;
 
-    /// Core's CCoinsViewDB::BatchWrite: writes the dirty entries of `coins` under the protocol in the
-    /// header comment, and `tip` as the new best block. With `erase`, entries are removed from the
-    /// map as they are written (a full flush); otherwise spent entries are removed and the flags of
-    /// the others cleared (Core's Sync). If the database holds H, `tip` must equal H's new tip.
-    StoreStatus BatchWrite(CoinsMap& coins, const BlockHash& tip, bool erase);
-    /// How the keys of the maps given to one BatchWrite relate.
-    enum class MapKeys {
-        Interleaved, ///< any keys: the maps' dirty entries are sorted together, in one index
-        Ranges,      ///< each map holds one key range, the maps in key order (a sharded cache's
-                     ///< shards): sorted and written one map at a time
-    };
-    /// The same for the entries of several maps at once (a sharded cache), written as one flush.
-    StoreStatus BatchWrite(std::span<CoinsMap* const> maps, const BlockHash& tip, bool erase,
-                           MapKeys keys = MapKeys::Interleaved);
-
     /// Walks every coin in key order: fn(outpoint, coin). Stops early when fn returns false.
     /// Returns an error for a malformed record or a LevelDB failure.
     Result<uint64_t> ForEachCoin(const std::function<bool(const OutPoint&, const Coin&)>& fn) const;
@@ -157,6 +141,8 @@ public:
     Store& store() noexcept { return *m_store; }
     const Store& store() const noexcept { return *m_store; }
     PolicyId policy() const noexcept { return m_options.policy; }
+    /// The options it was opened with (the flush's settings as last set below).
+    const CoinsDBOptions& options() const noexcept { return m_options; }
     /// See CoinsDBOptions::flush_threads (the engine sets it from --threads).
     void SetFlushThreads(unsigned n) noexcept { m_options.flush_threads = n; }
     /// See CoinsDBOptions::batch_write_bytes (the engine's --dbbatchsize).
@@ -172,56 +158,6 @@ private:
     CoinsDB();
     std::unique_ptr<Store> m_store;
     CoinsDBOptions m_options;
-};
-
-/// New coins written into a chainstate in batches, the way a flush writes the cache's entries
-/// (each a FRESH, DIRTY entry through CoinsDB::BatchWrite): what loading a UTXO snapshot needs
-/// without the cache. Every `batch_coins` coins go out under `interim_tip` (a tip that names no
-/// block, so an interrupted load never looks complete); Finish writes the rest under the real tip.
-class CoinsLoader {
-public:
-    CoinsLoader(CoinsDB& db, std::size_t batch_coins, const BlockHash& interim_tip);
-    ~CoinsLoader();
-    CoinsLoader(const CoinsLoader&) = delete;
-    CoinsLoader& operator=(const CoinsLoader&) = delete;
-
-    /// Adds one coin; writes a batch when `batch_coins` are waiting.
-    StoreStatus Add(const OutPoint& outpoint, const Coin& coin);
-    /// Writes the coins still waiting, and `tip` as the best block.
-    StoreStatus Finish(const BlockHash& tip);
-
-private:
-    CoinsDB& m_db;
-    std::size_t m_batch_coins;
-    BlockHash m_interim_tip;
-    std::unique_ptr<CoinsMap> m_map;
-};
-
-/// A new chainstate written in one bulk load from coins already in chainstate key order (SwiftSync's
-/// unspent coins after an external sort): each record is Core's key ('C' | txid | VARINT(n)) and
-/// its value as Core serializes a coin, not obfuscated. The records go straight into table files
-/// (Store::BeginBulkLoad) with `tip` as the best block; Commit switches the database to them in one
-/// step, so a load that never commits leaves the chainstate as empty as it was. The records come
-/// in `parts`, as BulkLoad's: keys increase within a part, every key of a part is below the next
-/// part's, and different parts may be added to from different threads at once.
-class SortedCoinsLoader {
-public:
-    /// nullptr when `db` already holds a record (a bulk load replaces the whole database) or is
-    /// read-only.
-    static std::unique_ptr<SortedCoinsLoader> Begin(CoinsDB& db, const BlockHash& tip, std::size_t parts = 1);
-    ~SortedCoinsLoader();
-    SortedCoinsLoader(const SortedCoinsLoader&) = delete;
-    SortedCoinsLoader& operator=(const SortedCoinsLoader&) = delete;
-
-    /// Appends one record to `part`; a key not above the part's last one is InvalidArgument.
-    StoreStatus Add(std::size_t part, std::span<const uint8_t> key, std::span<const uint8_t> value);
-    /// Finishes the tables and makes them the database.
-    StoreStatus Commit();
-
-private:
-    struct Impl;
-    explicit SortedCoinsLoader(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> m_impl;
 };
 
 } // namespace ibdkit
