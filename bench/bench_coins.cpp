@@ -16,6 +16,7 @@
 #include "coins/coins_cache.h"
 #include "kv/store.h"
 #include "memory/policy.h"
+#include "coins/coins_db_internal.h"
 
 #include <unistd.h>
 
@@ -102,7 +103,7 @@ Case FlushCase()
                     o.cache_bytes = COINS_DB_CACHE;
                     o.obfuscate = true;
                     StoreStatus st;
-                    auto db = CoinsDB::Open(dir, o, &st);
+                    auto db = OpenCoinsDB(dir, o, &st);
                     if (!db) std::abort();
                     {
                         CoinsCache cache(*db, std::size_t(1) << 40);
@@ -130,7 +131,7 @@ Case StatsCase()
                     auto coins = MakeCoins(NUM_COINS, 43);
                     CoinsDBOptions o;
                     StoreStatus st;
-                    auto db = CoinsDB::Open(tmp->path, o, &st);
+                    auto db = OpenCoinsDB(tmp->path, o, &st);
                     if (!db) std::abort();
                     CoinsCache cache(*db, std::size_t(1) << 40);
                     for (const auto& [op, coin] : coins->coins) cache.AddCoin(op, Coin(coin), false);
@@ -144,7 +145,7 @@ Case StatsCase()
                     o.read_only = true;
                     o.cache_bytes = 64 << 20;
                     StoreStatus st;
-                    return CoinsDB::Open(tmp->path, o, &st).release();
+                    return OpenCoinsDB(tmp->path, o, &st).release();
                 }());
                 if (!db) {
                     *why = "cannot reopen read-only";

@@ -10,6 +10,7 @@
 
 #include "coins/coins_cache.h"
 #include "kv/store.h"
+#include "coins/coins_db_internal.h"
 
 #include <unistd.h>
 
@@ -69,7 +70,7 @@ Case DumpCase(const char* variant, ExportFormat format)
                 }
                 {
                     StoreStatus st;
-                    auto db = CoinsDB::Open(tmp->path / "cs", {}, &st);
+                    auto db = OpenCoinsDB(tmp->path / "cs", {}, &st);
                     if (!db) std::abort();
                     CoinsCache cache(*db, std::size_t(1) << 40);
                     std::mt19937_64 rng(44);
@@ -96,7 +97,7 @@ Case DumpCase(const char* variant, ExportFormat format)
                     o.read_only = true;
                     o.cache_bytes = 64 << 20;
                     StoreStatus st;
-                    return CoinsDB::Open(tmp->path / "cs", o, &st).release();
+                    return OpenCoinsDB(tmp->path / "cs", o, &st).release();
                 }());
                 if (!db) {
                     *why = "cannot reopen read-only";

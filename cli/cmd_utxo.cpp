@@ -19,6 +19,7 @@
 #include "encoding/hex.h"
 #include "kv/store.h"
 #include "memory/policy.h"
+#include "coins/coins_db_internal.h"
 
 #include <nlohmann/json.hpp>
 
@@ -78,7 +79,7 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     opt.policy = *policy;
     opt.cache_bytes = o.dbcache_mib << 20;
     StoreStatus st;
-    auto db = CoinsDB::Open(loc->dir, opt, &st);
+    auto db = OpenCoinsDB(loc->dir, opt, &st);
     if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);
     if (db->store().FromSnapshot() && !o.quiet) {
         auto best = db->GetBestBlock();

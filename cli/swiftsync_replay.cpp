@@ -9,6 +9,8 @@
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/utxo/stats.h>
 
+#include "coins/coins_db_internal.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -42,7 +44,7 @@ Result<UtxoStats> StatsOf(const fs::path& dir)
     CoinsDBOptions o;
     o.read_only = true;
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, o, &st);
+    auto db = OpenCoinsDB(dir, o, &st);
     if (!db) return Error{Errc::Corrupt, "cannot read the chainstate written: " + st.message};
     return ComputeUtxoStats(*db);
 }

@@ -6,6 +6,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "progress.h"
+#include "coins/coins_db_internal.h"
 
 #include <nlohmann/json.hpp>
 
@@ -138,7 +139,7 @@ void HeightExport::Finish(const EngineResult& r, bool progress)
     opt.policy = m_policy;
     opt.cache_bytes = std::size_t(64) << 20;
     StoreStatus st;
-    auto db = CoinsDB::Open(m_chainstate, opt, &st);
+    auto db = OpenCoinsDB(m_chainstate, opt, &st);
     if (!db) throw std::runtime_error("opening " + m_chainstate.string() + ": " + st.message);
     const auto net = ParseAddressNetwork(ChainTypeName(r.chain));
     WriteUtxoExport(*db, m_format, m_out, GetChainParams(r.chain), net.value_or(AddressNetwork::Main), progress, stderr);

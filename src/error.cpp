@@ -21,6 +21,8 @@ std::string_view ErrcName(Errc e) noexcept
     case Errc::Corrupt: return "Corrupt";
     case Errc::Refused: return "Refused";
     case Errc::NotFound: return "NotFound";
+    case Errc::Locked: return "Locked";
+    case Errc::Io: return "Io";
     }
     return "Unknown";
 }

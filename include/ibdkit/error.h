@@ -35,6 +35,8 @@ enum class Errc : uint16_t {
     Corrupt,                 ///< stored data is inconsistent (database, block file)
     Refused,                 ///< a path ibdkit will not write: the user's data (common/write_guard.h)
     NotFound,                ///< a path that does not exist, or holds nothing of what was asked
+    Locked,                  ///< another process holds it (a database's lock, a node mid-flush)
+    Io,                      ///< the operating system failed a read or write
 };
 
 /// Stable, human-readable name of an error code ("EndOfData", …); "Unknown" for a value outside

@@ -13,6 +13,7 @@
 
 #include "encoding/hex.h"
 #include "engine/result_fields.h"
+#include "coins/coins_db_internal.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -72,7 +73,7 @@ public:
         opt.policy = ParsePolicyName(policy);
         opt.cache_bytes = dbcache << 20;
         StoreStatus st;
-        m_db = CoinsDB::Open(dir, opt, &st);
+        m_db = OpenCoinsDB(dir, opt, &st);
         if (!m_db) throw PyError{StoreCodeName(st.code), st.message};
     }
 

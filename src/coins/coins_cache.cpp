@@ -1,5 +1,5 @@
 #include "coins/coins_cache_access.h"
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 
 #include <sys/mman.h>
 

@@ -6,7 +6,7 @@
 #include "memory/cleanse.h"
 #include "stream/streams.h"
 
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 #include "coins/coins_map.h"
 #include "common/handoff.h"
 #include "common/test_hooks.h"
@@ -415,8 +415,7 @@ Result<Coin> DecodeCoinValue(std::span<const std::byte> value) { return DecodeEx
 CoinsDB::CoinsDB() = default;
 CoinsDB::~CoinsDB() = default;
 
-std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const CoinsDBOptions& options,
-                                       StoreStatus* status)
+Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path, const CoinsDBOptions& options)
 {
     StoreOptions so;
     so.cache_bytes = options.cache_bytes;
@@ -436,13 +435,11 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
             std::filesystem::create_directories(path, ec);
             refused = MarkChainstate(path);
         }
-        if (refused) {
-            if (status) *status = StoreStatus::Error(StoreStatus::Code::Refused, refused->message);
-            return nullptr;
-        }
+        if (refused) return Error{Errc::Refused, refused->message};
     }
-    auto store = Store::Open(path, so, status);
-    if (!store) return nullptr;
+    StoreStatus status;
+    auto store = Store::Open(path, so, &status);
+    if (!store) return ErrorOf(status);
     std::unique_ptr<CoinsDB> db(new CoinsDB);
     db->m_store = std::move(store);
     db->m_options = options;
@@ -451,14 +448,47 @@ std::unique_ptr<CoinsDB> CoinsDB::Open(const std::filesystem::path& path, const 
         // snapshot holds is part old state, part new.
         auto heads = db->GetHeadBlocks();
         if (!heads || !heads->empty()) {
-            if (status) {
-                *status = StoreStatus::Error(StoreStatus::Code::Locked,
-                                             heads ? CHAINSTATE_FLUSHING : "chainstate " + path.string() + ": " + heads.error().message);
-            }
-            return nullptr;
+            return Error{Errc::Locked, heads ? CHAINSTATE_FLUSHING : "chainstate " + path.string() + ": " + heads.error().message};
         }
     }
     return db;
+}
+
+Error ErrorOf(const StoreStatus& status)
+{
+    switch (status.code) {
+    case StoreStatus::Code::Ok: return Error{Errc::Ok, status.message};
+    case StoreStatus::Code::NotFound: return Error{Errc::NotFound, status.message};
+    case StoreStatus::Code::IoError: return Error{Errc::Io, status.message};
+    case StoreStatus::Code::Corruption: return Error{Errc::Corrupt, status.message};
+    case StoreStatus::Code::Locked: return Error{Errc::Locked, status.message};
+    case StoreStatus::Code::InvalidArgument: return Error{Errc::InvalidValue, status.message};
+    case StoreStatus::Code::Refused: return Error{Errc::Refused, status.message};
+    }
+    return Error{Errc::Io, status.message};
+}
+
+StoreStatus StatusOf(const Error& e)
+{
+    switch (e.code) {
+    case Errc::Ok: return StoreStatus::Error(StoreStatus::Code::Ok, e.message);
+    case Errc::NotFound: return StoreStatus::Error(StoreStatus::Code::NotFound, e.message);
+    case Errc::Corrupt: return StoreStatus::Error(StoreStatus::Code::Corruption, e.message);
+    case Errc::Locked: return StoreStatus::Error(StoreStatus::Code::Locked, e.message);
+    case Errc::InvalidValue: return StoreStatus::Error(StoreStatus::Code::InvalidArgument, e.message);
+    case Errc::Refused: return StoreStatus::Error(StoreStatus::Code::Refused, e.message);
+    default: return StoreStatus::Error(StoreStatus::Code::IoError, e.message);
+    }
+}
+
+std::unique_ptr<CoinsDB> OpenCoinsDB(const std::filesystem::path& path, const CoinsDBOptions& options, StoreStatus* status)
+{
+    auto db = CoinsDB::Open(path, options);
+    if (!db) {
+        if (status) *status = StatusOf(db.error());
+        return nullptr;
+    }
+    return std::move(*db);
 }
 
 Result<std::optional<Coin>> CoinsDB::GetCoin(const OutPoint& outpoint) const

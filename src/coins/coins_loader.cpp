@@ -4,7 +4,7 @@
 
 #include "kv/store.h"
 
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 #include "coins/coins_map.h"
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 #include <ibdkit/consensus/check.h>
 
 #include "stream/streams.h"
+#include "coins/coins_db_internal.h"
 
 #include <sys/resource.h>
 #ifdef __GLIBC__
@@ -57,7 +58,7 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     budget.ApplyTo(dbo);
     h.m_budget = budget;
     StoreStatus status;
-    h.m_db = CoinsDB::Open(h.m_dir, dbo, &status);
+    h.m_db = OpenCoinsDB(h.m_dir, dbo, &status);
     if (!h.m_db) return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
     return h;
 }

@@ -15,6 +15,7 @@
 
 #include "common/task_pool.h"
 #include "swiftsync/block_walk.h"
+#include "coins/coins_db_internal.h"
 
 #include <algorithm>
 #include <bit>
@@ -95,7 +96,7 @@ Result<KeyedSet> KeysOfChainstate(const fs::path& dir, const SaltedHasher& hashe
     CoinsDBOptions opt;
     opt.read_only = true;
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, opt, &st);
+    auto db = OpenCoinsDB(dir, opt, &st);
     if (!db) return Error{Errc::Corrupt, "cannot open the chainstate " + dir.string() + ": " + st.message};
     auto replay = db->NeedsReplay();
     if (!replay) return replay.error();

@@ -7,7 +7,7 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
 
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 #include "common/write_guard.h"
 #include "consensus/assumevalid.h"
 #include "memory/cleanse.h"
@@ -111,7 +111,7 @@ public:
         CoinsDBOptions o;
         o.cache_bytes = 16 << 20;
         StoreStatus st;
-        cs->m_db = CoinsDB::Open(dir, o, &st);
+        cs->m_db = OpenCoinsDB(dir, o, &st);
         if (!cs->m_db) return Error{Errc::Corrupt, "cannot create the chainstate " + dir.string() + ": " + st.message};
         (void)RecordChainstateNetwork(dir, ChainTypeName(chain)); // a hint for later readers only
         return cs;

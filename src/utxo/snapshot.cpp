@@ -9,7 +9,7 @@
 #include "atomic_file.h"
 
 #include "common/buffered_writer.h"
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 
 #include <ibdkit/coins/coins_db.h>
 
@@ -437,7 +437,7 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
     dbopt.policy = options.policy;
     dbopt.cache_bytes = 16 << 20;
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, dbopt, &st);
+    auto db = OpenCoinsDB(dir, dbopt, &st);
     created = true;
     if (!db) return fail(Error{Errc::InvalidValue, "cannot create chainstate " + dir.string() + ": " + st.message});
 

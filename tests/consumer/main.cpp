@@ -20,13 +20,12 @@ int main(int argc, char** argv)
         return 1;
     }
     const std::filesystem::path dir = argc > 1 ? argv[1] : "consumer-chainstate";
-    StoreStatus status;
-    auto db = CoinsDB::Open(dir, CoinsDBOptions{}, &status);
+    auto db = CoinsDB::Open(dir, CoinsDBOptions{});
     if (!db) {
-        std::fprintf(stderr, "consumer: cannot open %s\n", dir.c_str());
+        std::fprintf(stderr, "consumer: cannot open %s: %s\n", dir.c_str(), db.error().message.c_str());
         return 1;
     }
-    auto stats = ComputeUtxoStats(*db);
+    auto stats = ComputeUtxoStats(**db);
     if (!stats) return 1;
     std::printf("genesis %s\nempty set %s\n", block->GetHash().ToHex().c_str(),
                 stats->hash_serialized.ToHex().c_str());

@@ -7,6 +7,7 @@
 #include "coins/coins_cache.h"
 
 #include "test_util.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +42,7 @@ std::vector<Row> MakeChainstate(const fs::path& dir, int coins, int distinct, ui
     std::map<Bytes, std::pair<uint64_t, Amount>> want;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(dir, {}, &st);
+        auto db = OpenCoinsDB(dir, {}, &st);
         EXPECT_TRUE(db) << st.message;
         CoinsCache cache(*db, 1 << 20);
         for (int i = 0; i < coins; ++i) {
@@ -70,7 +71,7 @@ std::unique_ptr<CoinsDB> OpenRO(const fs::path& dir)
     StoreStatus st;
     CoinsDBOptions ro;
     ro.read_only = true;
-    return CoinsDB::Open(dir, ro, &st);
+    return OpenCoinsDB(dir, ro, &st);
 }
 
 std::pair<std::vector<Row>, BalancesResult> Balances(const CoinsDB& db, BalancesOptions opt)

@@ -14,7 +14,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "coins/coins_cache.h"
-#include "coins/coins_db_write.h"
+#include "coins/coins_db_internal.h"
 #include "common/test_hooks.h"
 #include "kv/store.h"
 #include "stream/streams.h"
@@ -291,7 +291,7 @@ TEST(CoinsStore, ObfuscationKeyFormatAndXor)
     ObfuscationKey key;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db) << st.message;
         key = db->store().Obfuscation();
         EXPECT_FALSE(key.IsNull());
@@ -317,7 +317,7 @@ TEST(CoinsStore, ObfuscationKeyFormatAndXor)
     }
     // Reopen: same key is read back, not regenerated.
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     EXPECT_EQ(db->store().Obfuscation(), key);
     EXPECT_EQ(db->GetBestBlock()->ToHex(), TipOf(1).ToHex());
@@ -329,7 +329,7 @@ TEST(CoinsStore, UnobfuscatedDatabase)
     CoinsDBOptions o;
     o.obfuscate = false;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, o, &st);
+    auto db = OpenCoinsDB(d.path, o, &st);
     ASSERT_TRUE(db);
     EXPECT_TRUE(db->store().Obfuscation().IsNull());
     EXPECT_FALSE(db->store().Exists(std::as_bytes(std::span(OBFUSCATE_KEY_KEY))));
@@ -343,7 +343,7 @@ TEST(CoinsStore, OptionsWriteUncompressedTablesWithTheirBloomFilters)
     TempDir d;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsMap m;
         std::mt19937_64 rng(1);
@@ -424,7 +424,7 @@ TEST(CoinsStore, LockedDirectoryIsReported)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     // Checked from another process first (fcntl locks are per process; and LevelDB's own
     // in-process lock attempt below closes an fd on LOCK, which drops the POSIX lock — a LevelDB
@@ -436,7 +436,7 @@ TEST(CoinsStore, LockedDirectoryIsReported)
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     // In-process LevelDB also refuses a second open of the same directory.
     StoreStatus st2;
-    auto db2 = CoinsDB::Open(d.path, {}, &st2);
+    auto db2 = OpenCoinsDB(d.path, {}, &st2);
     EXPECT_FALSE(db2);
     EXPECT_EQ(st2.code, StoreStatus::Code::Locked) << st2.message;
 }
@@ -467,7 +467,7 @@ TEST(CoinsCache, RandomOpsMatchModelAcrossFlushAndReopen)
     o.batch_write_bytes = 4096; // many batches per flush
     o.policy = ALL_POLICIES[seed % ALL_POLICIES.size()];
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, o, &st);
+    auto db = OpenCoinsDB(d.path, o, &st);
     ASSERT_TRUE(db) << st.message;
     auto cache = std::make_unique<CoinsCache>(*db, 1 << 20);
     Model model;
@@ -527,7 +527,7 @@ TEST(CoinsCache, RandomOpsMatchModelAcrossFlushAndReopen)
             ASSERT_TRUE(cache->Flush().ok());
             cache.reset();
             db.reset();
-            db = CoinsDB::Open(d.path, o, &st);
+            db = OpenCoinsDB(d.path, o, &st);
             ASSERT_TRUE(db) << st.message;
             cache = std::make_unique<CoinsCache>(*db, 1 << 20);
             ASSERT_EQ(cache->GetBestBlock(), TipOf(tip));
@@ -587,7 +587,7 @@ TEST(CoinsCache, ShardsAreKeyRangesAndMayRunOnThreadsOfTheirOwn)
     std::vector<std::size_t> usage;
     for (unsigned threads : {1u, 4u}) {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path / std::to_string(threads), {}, &st);
+        auto db = OpenCoinsDB(d.path / std::to_string(threads), {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 1 << 30);
         build(cache, threads);
@@ -610,7 +610,7 @@ TEST(CoinsCache, FreshSpendNeverReachesDatabase)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     CoinsCache cache(*db, 1 << 20);
     std::mt19937_64 rng(5);
@@ -640,7 +640,7 @@ TEST(CoinsCache, MemoryAccountingGrowsAndFlushResets)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     CoinsCache cache(*db, 4 << 20);
     std::mt19937_64 rng(9);
@@ -678,7 +678,7 @@ TEST(CoinsCache, ACoinCostsItsNodeItsSlotAndItsShareOfTheFlushIndex)
     for (const Case& k : {Case{"P2WPKH", 72, p2wpkh}, Case{"P2TR", 88, p2tr}}) {
         TempDir d;
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, std::size_t(1) << 30);
         std::mt19937_64 rng(12);
@@ -703,7 +703,7 @@ TEST(CoinsCache, AFullCacheHoldsACoinIn88Bytes)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     for (const std::size_t budget : {std::size_t(24) << 20, std::size_t(40) << 20}) {
         CoinsCache cache(*db, budget);
@@ -728,7 +728,7 @@ std::vector<OutPoint> FlushWarmAndListKept(const TaskRunner* runner)
     std::vector<OutPoint> kept;
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     EXPECT_TRUE(db);
     if (!db) return kept;
     CoinsCache cache(*db, 64 << 20);
@@ -799,7 +799,7 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
     std::mt19937_64 rng(3);
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, o, &st);
+        auto db = OpenCoinsDB(d.path, o, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 1 << 20);
         for (int i = 0; i < 50; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
@@ -813,7 +813,7 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
             if (++batches == 2) throw std::runtime_error("simulated crash");
         });
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, o2, &st);
+        auto db = OpenCoinsDB(d.path, o2, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 1 << 20);
         for (int i = 0; i < 50; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
@@ -821,7 +821,7 @@ TEST(CoinsDB, InterruptedFlushReportsReplayRange)
         EXPECT_THROW((void)cache.Flush(), std::runtime_error);
     }
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, o, &st);
+    auto db = OpenCoinsDB(d.path, o, &st);
     ASSERT_TRUE(db);
     EXPECT_TRUE(db->GetBestBlock()->IsNull());
     auto r = db->NeedsReplay();
@@ -864,7 +864,7 @@ TEST(CoinsDB, FlushWritesKeysThatShareASortPrefixOrHaveLongVarints)
         o.batch_write_bytes = 64 << 10;
         o.flush_threads = threads;
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path / std::to_string(threads), o, &st);
+        auto db = OpenCoinsDB(d.path / std::to_string(threads), o, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsCache cache(*db, 1 << 30);
         for (const auto& [op, coin] : want) cache.AddCoin(op, Coin(coin), false);
@@ -922,7 +922,7 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
         o.batch_write_bytes = 64 << 10; // many batches
         o.flush_threads = threads;
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path / std::to_string(threads), o, &st);
+        auto db = OpenCoinsDB(d.path / std::to_string(threads), o, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsCache cache(*db, 1 << 30);
         const auto ops = fill(cache, 5, 100'000);
@@ -948,7 +948,7 @@ TEST(CoinsDB, TwoFlushThreadsWriteTheSameDatabase)
         if (++batches == 3) throw std::runtime_error("simulated crash");
     });
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path / "2", o, &st);
+    auto db = OpenCoinsDB(d.path / "2", o, &st);
     ASSERT_TRUE(db) << st.message;
     {
         CoinsCache cache(*db, 1 << 30);
@@ -983,7 +983,7 @@ TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
             o.flush_threads = threads;
             o.batch_write_bytes = 64 << 10;
             StoreStatus st;
-            auto db = CoinsDB::Open(dir, o, &st);
+            auto db = OpenCoinsDB(dir, o, &st);
             ASSERT_TRUE(db) << st.message;
             {
                 CoinsCache cache(*db, 1 << 30);
@@ -1016,7 +1016,7 @@ TEST(CoinsDB, FirstFlushIntoANewDatabaseIsABulkLoadWithTheSameContents)
                 ASSERT_TRUE(cache.Flush().ok());
             }
             db.reset();
-            db = CoinsDB::Open(dir, o, &st);
+            db = OpenCoinsDB(dir, o, &st);
             ASSERT_TRUE(db) << st.message;
             EXPECT_EQ(*db->GetBestBlock(), TipOf(2));
             std::size_t left = 0;
@@ -1050,7 +1050,7 @@ TEST(CoinsDB, MapsWhoseKeysInterleaveAreMergedBeforeTheWrite)
         o.bulk_load_new = bulk;
         o.flush_threads = 2;
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path / (bulk ? "bulk" : "batches"), o, &st);
+        auto db = OpenCoinsDB(d.path / (bulk ? "bulk" : "batches"), o, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsMap* const maps[] = {&a, &b};
         ASSERT_TRUE(BatchWrite(*db, std::span<CoinsMap* const>(maps), TipOf(1), false).ok());
@@ -1070,7 +1070,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
     o.test_hooks = TestHooks::AfterPartialBatch([] { throw std::runtime_error("simulated crash"); });
     StoreStatus st;
     {
-        auto db = CoinsDB::Open(d.path, o, &st);
+        auto db = OpenCoinsDB(d.path, o, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsCache cache(*db, 1 << 30);
         for (int i = 0; i < 70'000; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), false);
@@ -1086,7 +1086,7 @@ TEST(CoinsDB, BulkLoadStoppedBeforeItsSwitchLeavesTheNewDatabaseEmpty)
     }
     EXPECT_EQ(unlisted, 2) << "one table per flush thread";
     o.test_hooks = nullptr;
-    auto db = CoinsDB::Open(d.path, o, &st);
+    auto db = OpenCoinsDB(d.path, o, &st);
     ASSERT_TRUE(db) << st.message;
     EXPECT_TRUE(db->GetBestBlock()->IsNull());
     EXPECT_FALSE(db->NeedsReplay()->has_value());
@@ -1155,7 +1155,7 @@ TEST(CoinsDB, CorruptValuesGiveTypedErrors)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     std::mt19937_64 rng(11);
     const OutPoint op = RandomOutPoint(rng);
@@ -1198,7 +1198,7 @@ TEST(CoinsDB, WrongObfuscationKeyGivesTypedErrors)
     std::vector<OutPoint> ops;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 1 << 20);
         for (int i = 0; i < 200; ++i) {
@@ -1216,7 +1216,7 @@ TEST(CoinsDB, WrongObfuscationKeyGivesTypedErrors)
         ASSERT_TRUE(db->store().WriteBatch(b).ok());
     }
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     int errors = 0;
     for (const auto& op : ops) {
@@ -1237,7 +1237,7 @@ TEST(CoinsDB, CorruptTableFileIsReportedNotCrashed)
     std::mt19937_64 rng(13);
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 64 << 20);
         for (int i = 0; i < 5000; ++i) cache.AddCoin(RandomOutPoint(rng), RandomCoin(rng), true);
@@ -1253,7 +1253,7 @@ TEST(CoinsDB, CorruptTableFileIsReportedNotCrashed)
         fsx.write(junk, sizeof(junk));
     }
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     if (!db) {
         EXPECT_NE(st.code, StoreStatus::Code::Ok);
         return;
@@ -1273,7 +1273,7 @@ TEST(CoinsDB, OneFlippedByteInATableIsAChecksumErrorOnAPointRead)
     std::vector<std::pair<OutPoint, Coin>> coins;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 64 << 20);
         for (int i = 0; i < 3000; ++i) {
@@ -1301,7 +1301,7 @@ TEST(CoinsDB, OneFlippedByteInATableIsAChecksumErrorOnAPointRead)
     }
     ASSERT_GE(tables, 1);
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db) << st.message;
     int corrupt = 0, other = 0;
     for (const auto& [op, coin] : coins) {
@@ -1345,7 +1345,7 @@ TEST(CoinsDB, ReadOnlyOpenLeavesDirectoryByteIdentical)
     Model model;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, {}, &st);
+        auto db = OpenCoinsDB(d.path, {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 64 << 20);
         for (int i = 0; i < 3000; ++i) {
@@ -1364,7 +1364,7 @@ TEST(CoinsDB, ReadOnlyOpenLeavesDirectoryByteIdentical)
         CoinsDBOptions o;
         o.read_only = true;
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path, o, &st);
+        auto db = OpenCoinsDB(d.path, o, &st);
         ASSERT_TRUE(db) << st.message;
         EXPECT_EQ(ReadAll(*db), model);
         EXPECT_EQ(*db->GetBestBlock(), TipOf(1));
@@ -1377,9 +1377,36 @@ TEST(CoinsDB, ReadOnlyOpenLeavesDirectoryByteIdentical)
     EXPECT_EQ(HashDirectory(d.path), before);
     // And the database is still fully usable afterwards.
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db) << st.message;
     EXPECT_EQ(ReadAll(*db), model);
+}
+
+TEST(CoinsDB, OpenReturnsTypedErrors)
+{
+    TempDir d;
+    CoinsDBOptions ro;
+    ro.read_only = true;
+    auto missing = CoinsDB::Open(d.path / "nope", ro);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code, Errc::NotFound) << missing.error().message;
+    // A folder of someone's files is never written into.
+    fs::create_directories(d.path / "notes");
+    std::ofstream(d.path / "notes" / "todo.txt") << "keep";
+    auto refused = CoinsDB::Open(d.path / "notes", {});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, Errc::Refused) << refused.error().message;
+    // Held by a writer of this process: LevelDB's lock.
+    auto writer = CoinsDB::Open(d.path / "db", {});
+    ASSERT_TRUE(writer) << writer.error().message;
+    auto second = CoinsDB::Open(d.path / "db", {});
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error().code, Errc::Locked) << second.error().message;
+    // The library's own callers take the store's status: the same codes, one for one.
+    StoreStatus st;
+    EXPECT_FALSE(OpenCoinsDB(d.path / "db", {}, &st));
+    EXPECT_EQ(st.code, StoreStatus::Code::Locked);
+    EXPECT_EQ(ErrorOf(StatusOf(second.error())).code, Errc::Locked);
 }
 
 TEST(CoinsDB, ReadOnlyOpenOfMissingOrLockedDirectory) // locked: a snapshot is read (test_live_snapshot.cpp)
@@ -1388,13 +1415,13 @@ TEST(CoinsDB, ReadOnlyOpenOfMissingOrLockedDirectory) // locked: a snapshot is r
     CoinsDBOptions o;
     o.read_only = true;
     StoreStatus st;
-    EXPECT_FALSE(CoinsDB::Open(d.path / "nope", o, &st));
+    EXPECT_FALSE(OpenCoinsDB(d.path / "nope", o, &st));
     EXPECT_EQ(st.code, StoreStatus::Code::NotFound);
     EXPECT_FALSE(fs::exists(d.path / "nope"));
 
     {
         StoreStatus st1;
-        auto w = CoinsDB::Open(d.path / "db", {}, &st1);
+        auto w = OpenCoinsDB(d.path / "db", {}, &st1);
         ASSERT_TRUE(w);
     }
     // A writer in another process holds the lock: the read-only open reads a private snapshot.
@@ -1418,7 +1445,7 @@ TEST(CoinsDB, ReadOnlyOpenOfMissingOrLockedDirectory) // locked: a snapshot is r
     char c = 0;
     ASSERT_EQ(read(pipefd[0], &c, 1), 1);
     ASSERT_EQ(c, 1);
-    auto db = CoinsDB::Open(d.path / "db", o, &st);
+    auto db = OpenCoinsDB(d.path / "db", o, &st);
     ASSERT_TRUE(db) << st.message;
     EXPECT_TRUE(db->store().FromSnapshot());
     db.reset();
@@ -1438,7 +1465,7 @@ TEST(CoinsStats, EmptySetHash)
 {
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     auto s = ComputeUtxoStats(*db);
     ASSERT_TRUE(s.ok());
@@ -1453,7 +1480,7 @@ TEST(CoinsStats, OutputsSortedByIndexNotByVarIntKey)
     // VARINT key order puts 65535 (82 fe 7f) before 16383 (fe 7f); the hash wants ascending n.
     TempDir d;
     StoreStatus st;
-    auto db = CoinsDB::Open(d.path, {}, &st);
+    auto db = OpenCoinsDB(d.path, {}, &st);
     ASSERT_TRUE(db);
     std::mt19937_64 rng(15);
     const std::vector<uint32_t> ns{0, 127, 128, 255, 16383, 16384, 65535, 70000};

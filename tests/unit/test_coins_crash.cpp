@@ -12,6 +12,7 @@
 
 #include "coins/coins_cache.h"
 #include "common/test_hooks.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -112,7 +113,7 @@ CoinsDBOptions CrashOptions()
 uint64_t OpenAndRecover(const fs::path& dir, std::unique_ptr<CoinsDB>& db, const CoinsDBOptions& options = CrashOptions())
 {
     StoreStatus st;
-    db = CoinsDB::Open(dir, options, &st);
+    db = OpenCoinsDB(dir, options, &st);
     if (!db) throw std::runtime_error("open: " + st.message);
     auto replay = db->NeedsReplay();
     if (!replay) throw std::runtime_error("replay: " + replay.error().message);
@@ -237,7 +238,7 @@ TEST(CoinsCrash, SigkillDuringFlushLeavesOldOrNewState)
         // Inspect before recovery: either B names a generation, or H = [g, g'] with g' < g.
         {
             StoreStatus st;
-            auto db = CoinsDB::Open(dir, CrashOptions(), &st);
+            auto db = OpenCoinsDB(dir, CrashOptions(), &st);
             ASSERT_TRUE(db) << st.message;
             auto replay = db->NeedsReplay();
             ASSERT_TRUE(replay.ok());

@@ -13,6 +13,7 @@
 #include "coins/coins_cache.h"
 #include "connect/connect.h"
 #include "consensus/merkle.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -110,7 +111,7 @@ public:
     explicit Fixture(ChainType chain, int height) : m_params(GetChainParams(chain).consensus), m_height(height)
     {
         StoreStatus st;
-        m_db = CoinsDB::Open(m_dir.path, {}, &st);
+        m_db = OpenCoinsDB(m_dir.path, {}, &st);
         if (!m_db) throw std::runtime_error(st.message);
         m_cache = std::make_unique<CoinsCache>(*m_db, 1u << 24);
         for (int h = 0; h < height; ++h) m_headers.push_back(HeaderInfo{T0 + uint32_t(h) * SPACING, 0x207fffff});

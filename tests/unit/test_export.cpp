@@ -6,6 +6,7 @@
 #include "coins/coins_cache.h"
 
 #include "test_util.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +34,7 @@ std::unique_ptr<CoinsDB> MakeChainstate(const fs::path& dir, int txs = 300)
 {
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(dir, {}, &st);
+        auto db = OpenCoinsDB(dir, {}, &st);
         EXPECT_TRUE(db) << st.message;
         CoinsCache cache(*db, 1 << 20);
         std::mt19937_64 rng(3);
@@ -57,7 +58,7 @@ std::unique_ptr<CoinsDB> MakeChainstate(const fs::path& dir, int txs = 300)
     StoreStatus st;
     CoinsDBOptions ro;
     ro.read_only = true;
-    return CoinsDB::Open(dir, ro, &st);
+    return OpenCoinsDB(dir, ro, &st);
 }
 
 std::string Slurp(const fs::path& p)

@@ -11,6 +11,7 @@
 #include "coins/coins_cache.h"
 #include "common/test_hooks.h"
 #include "kv/store.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -237,13 +238,13 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
         CoinsDBOptions ro;
         ro.read_only = true;
         StoreStatus st;
-        auto r = CoinsDB::Open(chainstate, ro, &st);
+        auto r = OpenCoinsDB(chainstate, ro, &st);
         EXPECT_FALSE(r) << "a chainstate mid-flush must not be read";
         EXPECT_EQ(st.code, StoreStatus::Code::Locked);
         refusal = st.message;
     });
     StoreStatus st;
-    auto db = CoinsDB::Open(chainstate, o, &st);
+    auto db = OpenCoinsDB(chainstate, o, &st);
     ASSERT_TRUE(db) << st.message;
     std::mt19937_64 rng(7);
     std::array<uint8_t, 32> raw{1};
@@ -265,7 +266,7 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
     // Flushed (B written, H erased): the snapshot is read, at the writer's best block.
     CoinsDBOptions ro;
     ro.read_only = true;
-    auto r = CoinsDB::Open(chainstate, ro, &st);
+    auto r = OpenCoinsDB(chainstate, ro, &st);
     ASSERT_TRUE(r) << st.message;
     EXPECT_TRUE(r->store().FromSnapshot());
     auto best = r->GetBestBlock();

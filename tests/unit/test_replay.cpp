@@ -6,6 +6,8 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/engine/replay.h>
 
+#include "coins/coins_db_internal.h"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -129,7 +131,7 @@ TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
         CoinsDBOptions o;
         o.read_only = true;
         StoreStatus st;
-        auto db = CoinsDB::Open(cs, o, &st);
+        auto db = OpenCoinsDB(cs, o, &st);
         if (!db) return false;
         auto replay = db->NeedsReplay();
         return replay.ok() && replay->has_value();

@@ -10,6 +10,7 @@
 #include "stream/streams.h"
 
 #include "test_util.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -84,7 +85,7 @@ std::vector<uint8_t> ReadBytes(const fs::path& p) { return test::ReadFile(p); }
 void FillChainstate(const fs::path& dir, std::vector<Group>* key_order)
 {
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, {}, &st);
+    auto db = OpenCoinsDB(dir, {}, &st);
     ASSERT_TRUE(db) << st.message;
     std::mt19937_64 rng(7);
     CoinsCache cache(*db, 1 << 20);
@@ -130,7 +131,7 @@ TEST(Snapshot, WriterFollowsKeyOrderAndRoundTripsByteIdentical)
     StoreStatus st;
     CoinsDBOptions ro;
     ro.read_only = true;
-    auto db = CoinsDB::Open(d.path / "cs", ro, &st);
+    auto db = OpenCoinsDB(d.path / "cs", ro, &st);
     ASSERT_TRUE(db);
     auto w = WriteUtxoSnapshot(*db, params, d.path / "a.snap");
     ASSERT_TRUE(w.ok()) << w.error().message;
@@ -147,7 +148,7 @@ TEST(Snapshot, WriterFollowsKeyOrderAndRoundTripsByteIdentical)
     ASSERT_TRUE(l.ok()) << l.error().message;
     EXPECT_EQ(l->stats.hash_serialized, stats->hash_serialized);
     EXPECT_EQ(l->stats.best_block, BASE);
-    auto db2 = CoinsDB::Open(d.path / "cs2", ro, &st);
+    auto db2 = OpenCoinsDB(d.path / "cs2", ro, &st);
     ASSERT_TRUE(db2);
     auto w2 = WriteUtxoSnapshot(*db2, params, d.path / "b.snap");
     ASSERT_TRUE(w2.ok());
@@ -159,7 +160,7 @@ TEST(Snapshot, EmptySet)
     TempDir d;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(d.path / "cs", {}, &st);
+        auto db = OpenCoinsDB(d.path / "cs", {}, &st);
         ASSERT_TRUE(db);
         CoinsCache cache(*db, 1 << 20);
         cache.SetBestBlock(BASE);
@@ -168,7 +169,7 @@ TEST(Snapshot, EmptySet)
     StoreStatus st;
     CoinsDBOptions ro;
     ro.read_only = true;
-    auto db = CoinsDB::Open(d.path / "cs", ro, &st);
+    auto db = OpenCoinsDB(d.path / "cs", ro, &st);
     auto w = WriteUtxoSnapshot(*db, GetChainParams(ChainType::REGTEST), d.path / "e.snap");
     ASSERT_TRUE(w.ok()) << w.error().message;
     EXPECT_EQ(ReadBytes(d.path / "e.snap").size(), SNAPSHOT_METADATA_SIZE);

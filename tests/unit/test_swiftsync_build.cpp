@@ -8,6 +8,8 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/utxo/snapshot.h>
 
+#include "coins/coins_db_internal.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -24,7 +26,7 @@ std::unique_ptr<CoinsDB> OpenRO(const fs::path& dir)
     CoinsDBOptions opt;
     opt.read_only = true;
     StoreStatus st;
-    auto db = CoinsDB::Open(dir, opt, &st);
+    auto db = OpenCoinsDB(dir, opt, &st);
     EXPECT_TRUE(db) << st.message;
     return db;
 }

@@ -10,6 +10,8 @@
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/partial.h>
 
+#include "coins/coins_db_internal.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -53,7 +55,7 @@ void Prepare(const fs::path& blocks, Replayed& r)
     CoinsDBOptions opt;
     opt.read_only = true;
     StoreStatus st;
-    auto db = CoinsDB::Open(r.dir.path / "cs", opt, &st);
+    auto db = OpenCoinsDB(r.dir.path / "cs", opt, &st);
     ASSERT_TRUE(db);
     ASSERT_TRUE(db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
                       r.coins.emplace_back(op, c);

@@ -8,6 +8,8 @@
 #include <ibdkit/swiftsync/build_hints.h>
 #include <ibdkit/swiftsync/partial.h>
 
+#include "coins/coins_db_internal.h"
+
 #include <gtest/gtest.h>
 
 using namespace ibdkit;
@@ -99,7 +101,7 @@ TEST(SwiftSyncPartial, RoundTripOfARealChainCombinesAndMergesIntoTheReplayedSet)
     CoinsDBOptions opt;
     opt.read_only = true;
     StoreStatus st;
-    auto db = CoinsDB::Open(ro.chainstate, opt, &st);
+    auto db = OpenCoinsDB(ro.chainstate, opt, &st);
     ASSERT_TRUE(db);
     ASSERT_TRUE(db->ForEachCoin([&](const OutPoint& op, const Coin& c) {
                       replayed.emplace_back(op, c);

@@ -17,6 +17,7 @@
 #include <ibdkit/consensus/pow.h>
 
 #include "common/test_hooks.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -567,7 +568,7 @@ TEST(Sync, RecoversAChainstateInterruptedMidFlush)
             if (++batches == 3) throw std::runtime_error("simulated crash");
         });
         StoreStatus st;
-        auto db = CoinsDB::Open(cs.path, dbo, &st);
+        auto db = OpenCoinsDB(cs.path, dbo, &st);
         ASSERT_TRUE(db) << st.message;
         BlockConnector conn(*db, Regtest(), CacheBudget(1ull << 30));
         const auto& c = TheChain();

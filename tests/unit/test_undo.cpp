@@ -15,6 +15,7 @@
 #include "connect/connect.h"
 #include "connect/disconnect.h"
 #include "gen/chain_gen.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -393,7 +394,7 @@ TEST(Undo, ConnectBlockUndoIsTheBlocksSpentCoinsInCoresOrder)
 
     TempDir t;
     StoreStatus st;
-    auto db = CoinsDB::Open(t.path, {}, &st);
+    auto db = OpenCoinsDB(t.path, {}, &st);
     ASSERT_TRUE(db) << st.message;
     CoinsCache view(*db, 1 << 30);
     // The view before the block: every spent coin not created inside the block itself.
@@ -458,7 +459,7 @@ TEST(Undo, ApplyTxInUndoTakesLegacyMetadataFromASibling)
 {
     TempDir t;
     StoreStatus st;
-    auto db = CoinsDB::Open(t.path, {}, &st);
+    auto db = OpenCoinsDB(t.path, {}, &st);
     ASSERT_TRUE(db) << st.message;
     CoinsCache view(*db, 1 << 20);
     Txid txid(uint256(std::span<const uint8_t, 32>(std::array<uint8_t, 32>{7}.data(), 32)));
@@ -517,7 +518,7 @@ TEST(Undo, DisconnectingBackToKGivesTheUtxoSetOfAReplayStoppedAtK)
     uint64_t restored = 0;
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(o.chainstate, {}, &st);
+        auto db = OpenCoinsDB(o.chainstate, {}, &st);
         ASSERT_TRUE(db) << st.message;
         CoinsCache view(*db, 64 << 20);
         for (int h = 220; h > k; --h) {
@@ -540,7 +541,7 @@ TEST(Undo, DisconnectingBackToKGivesTheUtxoSetOfAReplayStoppedAtK)
     EXPECT_GT(restored, 100u) << "the disconnected blocks spend coins";
     {
         StoreStatus st;
-        auto db = CoinsDB::Open(o.chainstate, {}, &st);
+        auto db = OpenCoinsDB(o.chainstate, {}, &st);
         ASSERT_TRUE(db) << st.message;
         auto best = db->GetBestBlock();
         ASSERT_TRUE(best.ok());

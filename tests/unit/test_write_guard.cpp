@@ -10,6 +10,7 @@
 #include "blockfile/undo_file.h"
 #include "common/write_guard.h"
 #include "kv/store.h"
+#include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -103,19 +104,19 @@ TEST(WriteGuard, CoinsDBRefusesAFolderOfNotesAndLeavesItAlone)
     WriteText(t.path / "notes" / "todo.txt", "my notes");
     CoinsDBOptions o;
     StoreStatus st;
-    EXPECT_FALSE(CoinsDB::Open(t.path / "notes", o, &st));
+    EXPECT_FALSE(OpenCoinsDB(t.path / "notes", o, &st));
     EXPECT_EQ(st.code, StoreStatus::Code::Refused);
     EXPECT_EQ(ReadText(t.path / "notes" / "todo.txt"), "my notes");
     std::size_t files = 0;
     for ([[maybe_unused]] const auto& e : fs::directory_iterator(t.path / "notes")) ++files;
     EXPECT_EQ(files, 1u);
     // A new chainstate is marked, and opens again for writing.
-    ASSERT_TRUE(CoinsDB::Open(t.path / "cs", o, &st)) << st.message;
+    ASSERT_TRUE(OpenCoinsDB(t.path / "cs", o, &st)) << st.message;
     EXPECT_TRUE(fs::exists(t.path / "cs" / CHAINSTATE_MARKER));
-    EXPECT_TRUE(CoinsDB::Open(t.path / "cs", o, &st)) << st.message;
+    EXPECT_TRUE(OpenCoinsDB(t.path / "cs", o, &st)) << st.message;
     // Read-only opens need no marker and write none.
     o.read_only = true;
-    auto ro = CoinsDB::Open(t.path / "cs", o, &st);
+    auto ro = OpenCoinsDB(t.path / "cs", o, &st);
     EXPECT_TRUE(ro) << st.message;
 }
 
@@ -142,7 +143,7 @@ TEST(WriteGuard, AChainstateIbdkitWroteBeforeTheMarkerIsRecognisedByItsTableBloc
     ASSERT_FALSE(fs::exists(dir / CHAINSTATE_MARKER));
     EXPECT_FALSE(CheckChainstateWritable(dir)) << CheckChainstateWritable(dir)->message;
     StoreStatus st;
-    ASSERT_TRUE(CoinsDB::Open(dir, CoinsDBOptions{}, &st)) << st.message;
+    ASSERT_TRUE(OpenCoinsDB(dir, CoinsDBOptions{}, &st)) << st.message;
     EXPECT_TRUE(fs::exists(dir / CHAINSTATE_MARKER)) << "marked once recognised";
 }
 
@@ -194,7 +195,7 @@ TEST(WriteGuard, LocateChainstateFindsADatadirsNetworkAndSaysWhatIsWrong)
     EXPECT_NE(file.error().message.find("is a file, not a folder"), std::string::npos);
     // What ibdkit recorded in its own chainstate names the network.
     StoreStatus st;
-    ASSERT_TRUE(CoinsDB::Open(t.path / "cs", CoinsDBOptions{}, &st)) << st.message;
+    ASSERT_TRUE(OpenCoinsDB(t.path / "cs", CoinsDBOptions{}, &st)) << st.message;
     ASSERT_FALSE(RecordChainstateNetwork(t.path / "cs", "signet"));
     EXPECT_EQ(ChainstateNetworkRecord(t.path / "cs"), "signet");
     auto recorded = LocateChainstate(t.path / "cs", std::nullopt);

@@ -115,12 +115,15 @@ inline constexpr const char* CHAINSTATE_FLUSHING =
 
 class CoinsDB {
 public:
-    /// Opens the chainstate at `path`. nullptr + status on failure (see Store::Open). A read-only
-    /// open while another process writes it (its LOCK, or its datadir's `.lock`, held) reads a
-    /// private snapshot (kv/store.h); a snapshot taken mid-flush (H present) is refused: Locked,
-    /// CHAINSTATE_FLUSHING. store().FromSnapshot() tells a snapshot.
-    static std::unique_ptr<CoinsDB> Open(const std::filesystem::path& path, const CoinsDBOptions& options,
-                                         StoreStatus* status);
+    /// Opens the chainstate at `path`; the caller owns it. A read-only open while another process
+    /// writes it (its LOCK, or its datadir's `.lock`, held) reads a private snapshot of it
+    /// (store().FromSnapshot() tells). Errors: a read-only open of no database (Errc::NotFound); a
+    /// snapshot taken mid-flush, H present (Errc::Locked, CHAINSTATE_FLUSHING), or a writable open
+    /// of a database another process holds (Errc::Locked); a writable open of a path ibdkit does not
+    /// write, such as a Core datadir's (Errc::Refused, common/write_guard.h's words); LevelDB's
+    /// failures (Errc::Corrupt, Errc::Io, Errc::InvalidValue). Several threads may read one open
+    /// database at once.
+    static Result<std::unique_ptr<CoinsDB>> Open(const std::filesystem::path& path, const CoinsDBOptions& options);
 
     /// The coin at `outpoint`, nullopt if absent. Errors: Errc::Corrupt / decoder codes for a bad
     /// record. Throws StoreError on I/O failure.

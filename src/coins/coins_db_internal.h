@@ -1,4 +1,4 @@
-// src/coins/coins_db_write.h — writing coins into a chainstate (private to the library): the
+// src/coins/coins_db_internal.h — writing coins into a chainstate (private to the library): the
 // flush's BatchWrite (Core's CCoinsViewDB::BatchWrite) over the cache's maps, and the two loaders
 // that write without the cache (a snapshot's coins, SwiftSync's sorted coins). What a user opens
 // and reads is CoinsDB (coins/coins_db.h); chainstates are written by the runs.
@@ -7,12 +7,21 @@
 #include <ibdkit/coins/coins_db.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <span>
 
 namespace ibdkit {
 
 class CoinsMap;
+
+/// The store's status for CoinsDB::Open's error, and back (one code each way: NotFound, Io,
+/// Corrupt, Locked, InvalidValue, Refused).
+Error ErrorOf(const StoreStatus& status);
+StoreStatus StatusOf(const Error& e);
+/// CoinsDB::Open, its error as the store's status: null and `*status` set on failure.
+std::unique_ptr<CoinsDB> OpenCoinsDB(const std::filesystem::path& path, const CoinsDBOptions& options,
+                                     StoreStatus* status);
 
 /// Core's CCoinsViewDB::BatchWrite: writes the dirty entries of `coins` to `db` under the protocol
 /// in coins/coins_db.h's header comment, and `tip` as the new best block. With `erase`, entries
