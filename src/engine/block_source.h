@@ -45,12 +45,20 @@ public:
     using Emit = std::function<bool(RawBlock&&)>;
 
     virtual ~BlockSource() = default;
+    /// What Prepare found.
+    struct Prepared {
+        /// The source failed (a misbehaving peer): the run ends with a clean flush, and the
+        /// source's result says why.
+        bool failed{false};
+        /// How errors name the source's chain: "the chainstate's best block H is not on
+        /// <chain><chain_advice>" for a chainstate whose best block is off it, and `recovery`
+        /// whole for one left mid-flush between blocks the source does not have.
+        std::string chain, chain_advice, recovery;
+    };
     /// Called first, with the chainstate's best block (null for a new chainstate): a peer makes
     /// its handshake and syncs headers here. An environment failure is an error; a failure of the
-    /// source itself (a misbehaving peer) is recorded by the source and Failed() says so.
-    virtual std::optional<Error> Prepare(const BlockHash& best) = 0;
-    /// The source failed; the run ends (with a clean flush) and the source's result says why.
-    virtual bool Failed() const = 0;
+    /// source itself is recorded by the source and reported as `failed`.
+    virtual Result<Prepared> Prepare(const BlockHash& best) = 0;
     /// The source's best header chain, from the genesis: the engine finds the chainstate's blocks
     /// on it, checks each block's header against its ancestors and derives every block's context
     /// (ConnectContext) from it. Not called while Produce runs except from inside its emit, when
@@ -65,10 +73,6 @@ public:
     /// A delivered block's bytes did not decode: an environment error (block files) or, recorded
     /// as a source failure, nullopt (a peer sent garbage).
     virtual std::optional<Error> Undecodable(int height, const Error& e) = 0;
-    /// The error text for a chainstate whose best block is not on the source's chain.
-    virtual std::string NotOurChain(const BlockHash& best) const = 0;
-    /// The error text for a chainstate left mid-flush between blocks the source does not have.
-    virtual std::string NotOurRecovery() const = 0;
 
     /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
     /// fork, tip first, to be disconnected with their undo data before the new branch is connected.

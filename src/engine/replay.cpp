@@ -31,8 +31,15 @@ public:
     {
     }
 
-    std::optional<Error> Prepare(const BlockHash&) override { return std::nullopt; }
-    bool Failed() const override { return false; }
+    Result<Prepared> Prepare(const BlockHash&) override
+    {
+        Prepared p;
+        p.chain = "the chain in these block files";
+        p.chain_advice = " (use another --chainstate or the matching blocks)";
+        p.recovery = "chainstate was interrupted mid-flush between blocks that are not in these block files; "
+                     "point --blocks-dir at the files it was built from";
+        return p;
+    }
     int TipHeight() const override { return m_tip_height; }
 
     // The whole chain, known from the scan or the index: its best header is the last block.
@@ -53,16 +60,6 @@ public:
     std::optional<Error> Undecodable(int height, const Error& e) override
     {
         return Error{e.code, "block at height " + std::to_string(height) + " does not decode: " + e.message};
-    }
-    std::string NotOurChain(const BlockHash& best) const override
-    {
-        return "the chainstate's best block " + best.ToHex() +
-               " is not on the chain in these block files (use another --chainstate or the matching blocks)";
-    }
-    std::string NotOurRecovery() const override
-    {
-        return "chainstate was interrupted mid-flush between blocks that are not in these block files; "
-               "point --blocks-dir at the files it was built from";
     }
 
 private:

@@ -37,6 +37,7 @@ struct EngineRun {
     UndoFileWriter* undo; ///< null without --undo
     EngineResult& res;
     const BlockContexts& contexts;
+    BlockSource::Prepared prepared; ///< what the source's Prepare found
 
     /// The source's blocks from..to with their contexts, each through `emit`.
     std::optional<Error> Produce(int from, int to, const BlockSource::Emit& emit)
@@ -59,7 +60,7 @@ Result<Next> RecoverInterruptedFlush(EngineRun& run, const ReplayRange& range)
     auto& src = run.src;
     auto from = range.old_tip.IsNull() ? std::optional<int>(0) : src.Headers().HeightOf(range.old_tip);
     auto to = src.Headers().HeightOf(range.new_tip);
-    if (!from || !to) return EnvError(src.NotOurRecovery());
+    if (!from || !to) return EnvError(run.prepared.recovery);
     int next = std::max(*from + 1, 1);
     std::optional<Error> undecodable;
     auto e = src.Produce(next, *to, [&](RawBlock&& raw) {
@@ -158,7 +159,10 @@ Result<int> ResumeHeight(EngineRun& run, const BlockHash& best)
         run.res.tip = run.params.consensus.hash_genesis_block;
     } else {
         auto h = run.src.Headers().HeightOf(best);
-        if (!h) return EnvError(run.src.NotOurChain(best));
+        if (!h) {
+            return EnvError("the chainstate's best block " + best.ToHex() + " is not on " + run.prepared.chain +
+                            run.prepared.chain_advice);
+        }
         run.res.height = *h;
         run.res.tip = best;
         next = *h + 1;
@@ -243,13 +247,15 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
     conn.SetUndoWriter(undo.get());
     conn.SetConnectedSink(o.on_connected);
     const BlockContexts contexts(o, params, src.Headers());
-    EngineRun run{o, params, src, db, conn, undo.get(), res, contexts};
+    EngineRun run{o, params, src, db, conn, undo.get(), res, contexts, {}};
     auto needs = db.NeedsReplay();
     if (!needs) return needs.error();
     auto best = db.GetBestBlock();
     if (!best) return best.error();
-    if (auto e = src.Prepare(*best)) return e;
-    if (src.Failed() || Interrupted(o)) return std::nullopt;
+    auto prepared = src.Prepare(*best);
+    if (!prepared) return prepared.error();
+    if (prepared->failed || Interrupted(o)) return std::nullopt;
+    run.prepared = std::move(*prepared);
 
     if (*needs) {
         auto r = RecoverInterruptedFlush(run, **needs);

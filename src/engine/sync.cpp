@@ -37,7 +37,24 @@ public:
 
     const HeaderChain& Headers() const override { return m_link.chain; }
 
-    std::optional<Error> Prepare(const BlockHash& best) override
+    Result<Prepared> Prepare(const BlockHash& best) override
+    {
+        if (auto e = HandshakeAndHeaders(best)) return *e;
+        Prepared p;
+        p.failed = Failed();
+        p.chain = "the peer's chain";
+        p.chain_advice = (m_link.getblocks ? " (and " + std::string(HEADERS_FILE) +
+                                                 " does not know it; the peer did not answer getheaders)"
+                                           : std::string()) +
+                         ": use another --chainstate or a peer on the same chain";
+        p.recovery = "chainstate was interrupted mid-flush between blocks this peer's chain does not have; "
+                     "sync it from the peer it was built from";
+        return p;
+    }
+
+    /// The handshake, then the headers (or the getblocks fallback). A failure of the peer is
+    /// recorded (Failed()); an error is the environment's.
+    std::optional<Error> HandshakeAndHeaders(const BlockHash& best)
     {
         const auto t_start = NetClock::now();
         std::optional<int> best_height = best.IsNull() ? std::optional<int>(-1) : m_link.chain.HeightOf(best);
@@ -66,7 +83,7 @@ public:
         return std::nullopt;
     }
 
-    bool Failed() const override { return m_link.res.failure.has_value(); }
+    bool Failed() const { return m_link.res.failure.has_value(); }
     std::optional<StaleBranch> Reorganisation() const override { return m_headers.Reorganisation(); }
 
     // The stale branch's blocks from the peer (Core serves the blocks of a branch it left), tip
@@ -149,17 +166,6 @@ public:
     {
         m_link.Fail({NetErrc::Misbehaving, "peer sent a block that does not decode (height " + std::to_string(height) + "): " + e.message});
         return std::nullopt;
-    }
-    std::string NotOurChain(const BlockHash& best) const override
-    {
-        return "the chainstate's best block " + best.ToHex() + " is not on the peer's chain" +
-               (m_link.getblocks ? " (and " + std::string(HEADERS_FILE) + " does not know it; the peer did not answer getheaders)" : "") +
-               ": use another --chainstate or a peer on the same chain";
-    }
-    std::string NotOurRecovery() const override
-    {
-        return "chainstate was interrupted mid-flush between blocks this peer's chain does not have; "
-               "sync it from the peer it was built from";
     }
 
     /// The peer's side of the progress (safe while Produce runs).

@@ -491,6 +491,33 @@ TEST(Replay, TheMinimumChainWorkAppliesToTheAssumeValidRule)
     EXPECT_EQ(demanding->utxo->hash_serialized, plain->utxo->hash_serialized);
 }
 
+TEST(Replay, AChainstateOfAnotherChainIsRefusedWithItsBestBlock)
+{
+    auto core = ibdkit::test::TestData("regtest/core_kernel_blocks_1-206.blk");
+    ASSERT_TRUE(core) << "tests/data/regtest is missing";
+    TempDir cs;
+    ReplayOptions ro;
+    ro.blocks_dir = *core;
+    ro.chainstate = cs.path;
+    ro.stop_height = 20;
+    auto first = Replay(ro);
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.stop_height.reset();
+    auto other = Replay(ro);
+    ASSERT_FALSE(other.ok());
+    EXPECT_EQ(other.error().message, "the chainstate's best block " + first->tip.ToHex() +
+                                         " is not on the chain in these block files (use another --chainstate or the "
+                                         "matching blocks)");
+    // A peer on that other chain: the words name the peer.
+    FakeNode node(Mode::Honest);
+    auto o = Options(node, cs.path);
+    auto r = Sync(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, "the chainstate's best block " + first->tip.ToHex() +
+                                     " is not on the peer's chain: use another --chainstate or a peer on the same chain");
+}
+
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)
 {
     FakeNode node(Mode::NoHeaders);
