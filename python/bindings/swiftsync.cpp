@@ -359,7 +359,7 @@ void BindSwiftSync(nb::module_& m)
                 throw PyError{"InvalidArgument", "the blocks hold heights " + std::to_string(b.chain->base_height) + ".." +
                                                      std::to_string(b.chain->TipHeight()) + ", not " + std::to_string(height)};
             }
-            return b.chain->order.hashes[std::size_t(i)].ToHex();
+            return b.chain->headers.Hash(int(height)).ToHex();
         }, "height"_a)
         .def("split", &PyBlocks::Split, "height"_a, "count"_a);
 

@@ -100,6 +100,7 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
         const auto [time, bits] = time_bits_of[s.order.hashes[i]];
         s.headers.AppendKnown(s.order.hashes[i], HeaderInfo{time, bits});
     }
+    std::vector<BlockHash>().swap(s.order.hashes); // kept once, in s.headers
     return s;
 }
 
@@ -271,7 +272,6 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     BlockFileReader frames(s.files, s.key);
     const auto magic = std::span<const uint8_t, 4>(params.message_start);
     s.order.blocks.reserve(best->entries.size());
-    s.order.hashes.reserve(best->entries.size());
     s.headers = HeaderChain(params);
     s.headers.Reserve(best->entries.size());
     for (std::size_t i : best->entries) {
@@ -283,7 +283,6 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
                                                "): " + pos.error().message};
         }
         s.order.blocks.push_back(*pos);
-        s.order.hashes.push_back(e.hash);
         if (e.height != 0) s.headers.AppendKnown(e.hash, HeaderInfo{e.Time(), e.Bits()});
     }
     s.order.orphans = best->orphans;

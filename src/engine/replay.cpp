@@ -50,7 +50,7 @@ public:
         for (int h = std::max(from, m_sc.base_height); h <= std::min(to, m_tip_height); ++h) {
             engine::RawBlock raw;
             raw.height = h;
-            raw.hash = m_sc.order.hashes[Index(h)];
+            raw.hash = m_sc.headers.Hash(h);
             if (auto e = Load(h, raw.bytes)) return e;
             if (!emit(std::move(raw))) break;
         }
@@ -79,7 +79,7 @@ private:
             return Error{r.error().code, "cannot read block at height " + std::to_string(height) + ": " + r.error().message};
         }
         // The bytes must be the block the index or the scan named (a stale index can point elsewhere).
-        const BlockHash& want = m_sc.order.hashes[Index(height)];
+        const BlockHash& want = m_sc.headers.Hash(height);
         if (out.size() < 80 || BlockHash(HashSha256d(std::span<const std::byte>(out.data(), 80))) != want) {
             return Error{Errc::Corrupt, "the record at height " + std::to_string(height) + " is not block " + want.ToHex()};
         }
@@ -157,9 +157,9 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
     res.orphans = sc->order.orphans;
     res.stale = sc->order.stale;
     res.duplicates = sc->order.duplicates;
-    if (sc->live && !sc->order.hashes.empty()) {
+    if (sc->live && !sc->order.blocks.empty()) {
         res.live_height = sc->TipHeight();
-        res.live_hash = sc->order.hashes.back();
+        res.live_hash = sc->headers.Hash(sc->TipHeight());
     }
     if (sc->order.blocks.empty()) {
         return Error{Errc::InvalidValue, "no block in " + (opts.datadir.empty() ? opts.blocks_dir : sc->blocks_dir).string() +

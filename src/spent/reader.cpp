@@ -49,7 +49,7 @@ public:
         if (m_next > m_last) return std::optional<SpentBlock>{};
         const int h = m_next++;
         const std::size_t i = std::size_t(h - m_loc.base_height);
-        const BlockHash& hash = m_loc.order.hashes[i];
+        const BlockHash& hash = m_loc.headers.Hash(h);
         auto bytes = m_blocks.Read(m_loc.order.blocks[i]);
         if (!bytes) return AtHeight(h, hash, bytes.error());
         BlockUndo undo; // the genesis block spends nothing and has no record

@@ -25,9 +25,8 @@ namespace ibdkit::swiftsync {
 /// Height of `hash` in the located chain's best chain; an error if it is not there.
 inline Result<uint32_t> HeightInChain(const LocatedChain& loc, const BlockHash& hash)
 {
-    for (std::size_t i = loc.order.hashes.size(); i-- > 0;) {
-        if (loc.order.hashes[i] == hash) return uint32_t(loc.base_height + int(i));
-    }
+    // A genesis that is no record (base_height 1) is not among the blocks.
+    if (auto h = loc.headers.HeightOf(hash); h && *h >= loc.base_height) return uint32_t(*h);
     return Error{Errc::InvalidValue, "block " + hash.ToHex() + " is not in the best chain of the blocks (tip height " +
                                          std::to_string(loc.TipHeight()) + ")"};
 }
@@ -79,7 +78,7 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
         errors.assign(n, std::nullopt);
         pool.Run(n, [&](std::size_t i) {
             const uint32_t height = uint32_t(h + i);
-            const BlockHash& hash = loc.order.hashes[std::size_t(height - loc.base_height)];
+            const BlockHash& hash = loc.headers.Hash(int(height));
             auto block = DecodeBlock(raw[i].uchars());
             if (!block) {
                 errors[i] = Error{block.error().code, "block at height " + std::to_string(height) + ": " + block.error().message};

@@ -44,16 +44,16 @@ Result<std::vector<const DatadirUndo::Block*>> UndoByHeight(const LocatedChain& 
     std::vector<const DatadirUndo::Block*> by_height(std::size_t(to - from + 1), nullptr);
     for (const DatadirUndo::Block& b : undo.blocks) {
         if (b.height < int(from) || b.height > int(to)) continue;
-        if (b.hash != loc.order.hashes[std::size_t(b.height - loc.base_height)]) {
+        if (b.hash != loc.headers.Hash(int(b.height))) {
             return Error{Errc::Corrupt, "the block index gives two blocks at height " + std::to_string(b.height) + ": " +
-                                            loc.order.hashes[std::size_t(b.height - loc.base_height)].ToHex() + " and, with undo data, " +
+                                            loc.headers.Hash(int(b.height)).ToHex() + " and, with undo data, " +
                                             b.hash.ToHex()};
         }
         by_height[std::size_t(uint32_t(b.height) - from)] = &b;
     }
     for (uint32_t h = from; h <= to; ++h) {
         if (!by_height[h - from]) {
-            return Error{Errc::NotFound, "block " + loc.order.hashes[std::size_t(int(h) - loc.base_height)].ToHex() + " at height " +
+            return Error{Errc::NotFound, "block " + loc.headers.Hash(int(h)).ToHex() + " at height " +
                                              std::to_string(h) +
                                              " has no undo data in the datadir (pruned, or not connected by Core yet): coins mode "
                                              "needs every block's rev data; outpoints mode checks without it (much less)"};
@@ -84,7 +84,7 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     const HeaderChain& headers = blocks.headers;
     const AssumeValidRule assumevalid(headers, coins.assumevalid, params);
     std::optional<BlockHash> bip34_hash;
-    if (params.bip34_height <= blocks.TipHeight()) bip34_hash = blocks.order.hashes[std::size_t(params.bip34_height)];
+    if (params.bip34_height <= blocks.TipHeight()) bip34_hash = blocks.headers.Hash(params.bip34_height);
     // Where BIP34 holds from height 1, no coinbase can repeat another (connect.cpp, Bip30For).
     const bool collect_bip30 = params.bip34_height > 1;
     const int64_t now = int64_t(std::time(nullptr));
@@ -119,7 +119,7 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
         // The ancestry below comes from the block index: each block's own header must agree with
         // it (every block of 1..n passes here, so every time and bits it holds is checked).
         const HeaderInfo& indexed = headers.Info(int(h));
-        if (header.hash_prev_block != blocks.order.hashes[h - 1] || header.time != indexed.time || header.bits != indexed.bits) {
+        if (header.hash_prev_block != blocks.headers.Hash(int(h) - 1) || header.time != indexed.time || header.bits != indexed.bits) {
             out.error = Error{Errc::Corrupt, "block " + hash.ToHex() + " at height " + std::to_string(h) +
                                                  " does not agree with the block index (parent, time or bits)"};
             return out;

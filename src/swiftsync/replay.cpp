@@ -185,7 +185,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
         return Error{Errc::InvalidValue, "the hintsfile is for height " + std::to_string(res.height) + ", the blocks hold heights " +
                                              std::to_string(loc->base_height) + ".." + std::to_string(loc->TipHeight())};
     }
-    res.tip = loc->order.hashes[std::size_t(int(res.height) - loc->base_height)];
+    res.tip = loc->headers.Hash(int(res.height));
     if (o.mode == AggregateMode::Coins) {
         if (!o.skip_scripts) {
             const AssumeValidRule rule(loc->headers, o.assumevalid, GetChainParams(loc->chain).consensus);

@@ -144,7 +144,7 @@ TEST(Datadir, RealV25IndexesPointAtTheirBlocks)
         ASSERT_EQ(scanned->TipHeight(), real.file_tip);
         ASSERT_EQ(located->order.blocks.size(), std::size_t(real.tip + 1));
         for (std::size_t i = 0; i < located->order.blocks.size(); ++i) {
-            EXPECT_EQ(located->order.hashes[i], scanned->order.hashes[i]);
+            EXPECT_EQ(located->headers.Hash(int(i)), scanned->headers.Hash(int(i)));
             EXPECT_EQ(located->headers.Info(int(i)).time, scanned->headers.Info(int(i)).time);
             EXPECT_EQ(located->headers.Info(int(i)).bits, scanned->headers.Info(int(i)).bits);
             EXPECT_EQ(located->order.blocks[i].offset, scanned->order.blocks[i].offset);

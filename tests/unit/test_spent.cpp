@@ -129,7 +129,7 @@ TEST(Spent, CoresMainnetRevFileEqualsTheEnginesSpentOutputs)
     uint64_t pos = 8;
     for (int h = 1; h <= 40; ++h) {
         ASSERT_LT(pos, rev.size());
-        auto u = reader.Read(0, uint32_t(pos), chain->order.hashes[std::size_t(h - 1)]);
+        auto u = reader.Read(0, uint32_t(pos), chain->headers.Hash(int(h) - 1));
         ASSERT_TRUE(u.ok()) << h << ": " << u.error().message;
         auto bytes = blocks.Read(chain->order.blocks[std::size_t(h)]);
         ASSERT_TRUE(bytes.ok());

@@ -291,7 +291,7 @@ TEST(Undo, ReadsCoresMainnetRevFile)
     if (!dir) FAIL() << "tests/data is incomplete";
     auto chain = LocateFromBlocksDir(*dir, ChainType::MAIN);
     ASSERT_TRUE(chain.ok()) << chain.error().message;
-    ASSERT_GE(chain->order.hashes.size(), 41u);
+    ASSERT_GE(chain->order.blocks.size(), 41u);
     // Core wrote the records of heights 1..40 back to back; each checksum binds it to its parent.
     const auto rev = test::ReadFile(*dir / "rev00000.dat");
     UndoFileReader reader(*dir, ObfuscationKey{}, GetChainParams(ChainType::MAIN).message_start);
@@ -299,16 +299,16 @@ TEST(Undo, ReadsCoresMainnetRevFile)
     int height = 1;
     while (pos < rev.size() && height <= 40) {
         const uint32_t size = ReadLE32(rev.data() + pos - 4);
-        auto u = reader.Read(0, uint32_t(pos), chain->order.hashes[std::size_t(height - 1)]);
+        auto u = reader.Read(0, uint32_t(pos), chain->headers.Hash(int(height) - 1));
         ASSERT_TRUE(u.ok()) << height << ": " << u.error().message;
         EXPECT_TRUE(u->vtxundo.empty()); // coinbase-only blocks
         // The same bytes re-serialized, the same checksum recomputed: what ibdkit writes.
         std::vector<uint8_t> ours;
-        AppendUndoRecord(ours, GetChainParams(ChainType::MAIN).message_start, chain->order.hashes[std::size_t(height - 1)],
+        AppendUndoRecord(ours, GetChainParams(ChainType::MAIN).message_start, chain->headers.Hash(int(height) - 1),
                          SerializeBlockUndo(*u));
         EXPECT_TRUE(std::equal(ours.begin(), ours.end(), rev.begin() + std::ptrdiff_t(pos - 8))) << height;
         // And bound to the wrong parent, it fails.
-        auto wrong = reader.Read(0, uint32_t(pos), chain->order.hashes[std::size_t(height)]);
+        auto wrong = reader.Read(0, uint32_t(pos), chain->headers.Hash(int(height)));
         ASSERT_FALSE(wrong.ok());
         EXPECT_EQ(wrong.error().code, Errc::BadChecksum);
         pos += size + 32 + 8;
@@ -527,7 +527,7 @@ TEST(Undo, DisconnectingBackToKGivesTheUtxoSetOfAReplayStoppedAtK)
             ASSERT_TRUE(bytes.ok());
             auto block = DecodeBlock(*bytes);
             ASSERT_TRUE(block.ok());
-            const BlockHash hash = chain->order.hashes[i];
+            const BlockHash hash = chain->headers.Hash(chain->base_height + int(i));
             ASSERT_EQ(view.GetBestBlock(), hash);
             ASSERT_TRUE(where.contains(hash));
             auto undo = rev.Read(where[hash].file, where[hash].pos, block->hash_prev_block);

@@ -33,7 +33,9 @@ struct LocatedChain {
     std::filesystem::path blocks_dir;           ///< the directory holding `files` (and xor.dat)
     std::vector<std::filesystem::path> files;   ///< BlockRecordPos::file indexes into this
     ObfuscationKey key;                         ///< xor.dat (null when absent)
-    ChainOrder order;                           ///< positions and hashes, genesis or first known first
+    /// The blocks' positions, genesis or first known first, and what the ordering met; their
+    /// hashes are kept once, in `headers` (headers.Hash(height)): order.hashes is empty.
+    ChainOrder order;
     /// The chain's headers from the genesis to the tip (the genesis from the network's parameters
     /// when it is not a record): hashes, times, bits, chain work, heights by hash.
     HeaderChain headers{GetChainParams(ChainType::MAIN)};
@@ -43,7 +45,7 @@ struct LocatedChain {
     uint64_t index_entries{0};                  ///< datadir: 'b' records in the block index
     uint64_t failed{0};                         ///< datadir: entries Core marked invalid
     /// datadir: bitcoind was running; the chain is that of a private snapshot of its block index
-    /// and the data is consistent up to TipHeight() (order.hashes.back()); nothing later is read.
+    /// and the data is consistent up to TipHeight() (headers.Hash(TipHeight())); nothing later is read.
     bool live{false};
 
     /// Height of the last block (base_height - 1 when empty).
