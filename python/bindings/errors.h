@@ -18,7 +18,11 @@ struct PyError {
     std::string message;
 };
 
-[[noreturn]] inline void Throw(const Error& e) { throw PyError{std::string(ErrcName(e.code)), e.message}; }
+/// Errc::Io keeps the store's name ("IoError"), as a chainstate's open reports it.
+[[noreturn]] inline void Throw(const Error& e)
+{
+    throw PyError{e.code == Errc::Io ? std::string("IoError") : std::string(ErrcName(e.code)), e.message};
+}
 
 inline std::string StoreCodeName(StoreStatus::Code c)
 {

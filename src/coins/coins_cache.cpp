@@ -76,7 +76,7 @@ CoinsMap::iterator CoinsCacheAccess::FetchCoin(CoinsCache& cache, const OutPoint
     CoinsCache::Shard& sh = cache.ShardFor(outpoint);
     auto it = sh.map.find(outpoint);
     if (it != sh.map.end()) return it;
-    auto r = cache.m_db.GetCoin(outpoint);
+    auto r = ReadCoin(cache.m_db, outpoint);
     if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
     if (!*r) return End();
     auto ret = sh.map.try_emplace(outpoint, **r).first;

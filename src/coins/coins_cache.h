@@ -34,6 +34,7 @@
 #include <ibdkit/primitives/transaction.h>
 
 #include "common/executor.h"
+#include "kv/status.h"
 
 #include <array>
 #include <cstddef>

@@ -1,10 +1,13 @@
-// src/coins/coins_db_internal.h — writing coins into a chainstate (private to the library): the
-// flush's BatchWrite (Core's CCoinsViewDB::BatchWrite) over the cache's maps, and the two loaders
-// that write without the cache (a snapshot's coins, SwiftSync's sorted coins). What a user opens
-// and reads is CoinsDB (coins/coins_db.h); chainstates are written by the runs.
+// src/coins/coins_db_internal.h — the chainstate as the library's own code uses it: writing coins
+// (the flush's BatchWrite, Core's CCoinsViewDB::BatchWrite, over the cache's maps, and the two
+// loaders that write without the cache: a snapshot's coins, SwiftSync's sorted coins) and the
+// UTXO cache's read. What a user opens and reads is CoinsDB (coins/coins_db.h); chainstates are
+// written by the runs.
 #pragma once
 
 #include <ibdkit/coins/coins_db.h>
+
+#include "kv/status.h"
 
 #include <cstddef>
 #include <filesystem>
@@ -14,6 +17,10 @@
 namespace ibdkit {
 
 class CoinsMap;
+
+/// CoinsDB::GetCoin, except that a failure of LevelDB itself is thrown (StoreError): the UTXO
+/// cache's fetch-through carries it up to the run, which reports it for the chainstate.
+Result<std::optional<Coin>> ReadCoin(const CoinsDB& db, const OutPoint& outpoint);
 
 /// The store's status for CoinsDB::Open's error, and back (one code each way: NotFound, Io,
 /// Corrupt, Locked, InvalidValue, Refused).

@@ -1,5 +1,6 @@
 #include "connect/connect.h"
 
+#include "coins/coins_db_internal.h"
 #include "connect/rules.h"
 
 #include <ibdkit/consensus/check.h>
@@ -222,7 +223,7 @@ bool OverwritesCoinOnDisk(CoinsCache& view, std::span<const std::vector<OutPoint
 {
     for (const auto& outs : not_in_cache) {
         for (const OutPoint& out : outs) {
-            auto r = view.db().GetCoin(out);
+            auto r = ReadCoin(view.db(), out);
             if (!r) throw DecodeError(r.error().code, r.error().message.c_str());
             if (*r) return true;
         }

@@ -27,10 +27,10 @@
 #pragma once
 
 #include <ibdkit/error.h>
-#include <ibdkit/kv/status.h>
 #include <ibdkit/stream/obfuscation.h>
 
 #include "common/chainstate_format.h"
+#include "kv/status.h"
 #include "memory/policy.h"
 #include "stream/streams.h"
 

@@ -16,7 +16,6 @@
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/coins/replay_range.h>
-#include <ibdkit/kv/status.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
@@ -125,10 +124,14 @@ public:
     /// database at once.
     static Result<std::unique_ptr<CoinsDB>> Open(const std::filesystem::path& path, const CoinsDBOptions& options);
 
-    /// The coin at `outpoint`, nullopt if absent. Errors: Errc::Corrupt / decoder codes for a bad
-    /// record. Throws StoreError on I/O failure.
+    // The reads below never throw for the database: a malformed record is Errc::Corrupt (or the
+    // decoder's code), a failure of LevelDB itself Errc::Io or Errc::Corrupt, its message naming
+    // the record.
+
+    /// The coin at `outpoint`, nullopt if absent.
     Result<std::optional<Coin>> GetCoin(const OutPoint& outpoint) const;
-    bool HaveCoin(const OutPoint& outpoint) const;
+    /// Whether a coin at `outpoint` exists (its record is not decoded).
+    Result<bool> HaveCoin(const OutPoint& outpoint) const;
 
     /// The best block (B); null while H is present or for a new database.
     Result<BlockHash> GetBestBlock() const;

@@ -55,8 +55,8 @@ struct BuildHintsResult {
 /// chainstate mid-flush, a UTXO set whose block is not in the blocks' best chain, a coin above that
 /// height, coins the blocks never create (the set and the blocks disagree), I/O failures. Most are
 /// Errc::InvalidValue; `out` refused by the write guard is Errc::Refused, checked before any block is
-/// read. Only reads the sources. Throws StoreError if LevelDB fails reading the chainstate's
-/// best-block or head-blocks record.
+/// read; LevelDB's failure reading the chainstate's best-block or head-blocks record is Errc::Io or
+/// Errc::Corrupt. Only reads the sources.
 Result<BuildHintsResult> BuildHints(const BuildHintsOptions& options);
 
 } // namespace ibdkit::swiftsync

@@ -66,8 +66,8 @@ using BalanceSink = std::function<bool(const BalanceRow&)>;
 /// Computes the balances of `db` and hands the rows to `sink` in order. Errors: a malformed record
 /// or a LevelDB failure (as ComputeUtxoStats), a chainstate with an interrupted flush (Errc::Corrupt:
 /// replay it first), a run file that cannot be written or read back (Errc::Corrupt), totals that do
-/// not reconcile (Errc::Corrupt). Throws StoreError if LevelDB fails reading the best-block or
-/// head-blocks record. Only reads `db`; `sink` and `progress` run on the calling thread, and a sink
+/// not reconcile (Errc::Corrupt), LevelDB's failure reading the best-block or head-blocks record
+/// (Errc::Io or Errc::Corrupt). Only reads `db`; `sink` and `progress` run on the calling thread, and a sink
 /// that returns false ends the rows early (not an error).
 Result<BalancesResult> ComputeBalances(const CoinsDB& db, const BalancesOptions& options, const BalanceSink& sink,
                                        const BalancesProgress& progress = {});

@@ -47,8 +47,8 @@ using ExportProgress = std::function<void(std::string_view phase, uint64_t coins
 /// only once verified; after an error it is as it was. Errors: `out` refused by the write guard
 /// (Errc::Refused: its folder missing, a directory, inside a Core data directory), a file that
 /// cannot be written (Errc::InvalidValue), a malformed record, a LevelDB or SQLite failure, a
-/// verification that fails (Errc::Corrupt). Throws StoreError if LevelDB fails reading the best
-/// block. Only reads `db`; `progress` runs on the calling thread.
+/// verification that fails (Errc::Corrupt), LevelDB's failure reading the best block (Errc::Io or
+/// Errc::Corrupt). Only reads `db`; `progress` runs on the calling thread.
 Result<ExportResult> ExportUtxoSet(const CoinsDB& db, ExportFormat format, const std::filesystem::path& out,
                                    AddressNetwork net, const ExportProgress& progress = {});
 

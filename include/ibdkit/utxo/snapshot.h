@@ -78,8 +78,8 @@ struct SnapshotWriteResult {
 /// (Errc::Corrupt). The chainstate must not hold an interrupted flush (Errc::InvalidValue). Also:
 /// `out` refused by the write guard (Errc::Refused), a file that cannot be written
 /// (Errc::InvalidValue), a malformed record or a LevelDB failure while walking (Errc::Corrupt).
-/// `out` appears only once checked. Throws StoreError if LevelDB fails reading the best-block or
-/// head-blocks record. Only reads `db`; `progress` runs on the calling thread.
+/// `out` appears only once checked. LevelDB's failure reading the best-block or head-blocks record
+/// is Errc::Io or Errc::Corrupt. Only reads `db`; `progress` runs on the calling thread.
 Result<SnapshotWriteResult> WriteUtxoSnapshot(const CoinsDB& db, const ChainParams& params,
                                               const std::filesystem::path& out, const SnapshotProgress& progress = {});
 
@@ -139,11 +139,10 @@ struct SnapshotLoadResult {
 /// not exist or be empty) in Core's format with the base block as best block, recomputes its
 /// hash_serialized_3 and checks it against Core's pinned value for the base block or
 /// `expected_hash` (one of them is required: unknown bases are refused as Core does). On any
-/// error the new directory is removed. Errors: `chainstate_dir` refused by the write guards
-/// (Errc::Refused), not empty, an unknown base, a hash that contradicts the pinned one or differs
-/// from it (Errc::InvalidValue), SnapshotReader's, a failed write (Errc::Corrupt). Throws StoreError
-/// if LevelDB fails reading the new chainstate's records; the directory is left then. `progress`
-/// runs on the calling thread.
+/// error what it wrote is removed (the directory too unless it was there, empty, before). Errors:
+/// `chainstate_dir` refused by the write guards (Errc::Refused), not empty, an unknown base, a hash
+/// that contradicts the pinned one or differs from it (Errc::InvalidValue), SnapshotReader's, a
+/// failed write or read back (Errc::Corrupt, Errc::Io). `progress` runs on the calling thread.
 Result<SnapshotLoadResult> LoadUtxoSnapshot(const std::filesystem::path& file, const ChainParams& params,
                                             const std::filesystem::path& chainstate_dir,
                                             const SnapshotLoadOptions& options = {},

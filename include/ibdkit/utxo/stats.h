@@ -81,7 +81,7 @@ using StatsProgress = std::function<void(uint64_t coins, double fraction)>;
 
 /// Computes the statistics of the whole chainstate. Errors: a malformed record (Errc::Corrupt or
 /// the decoder's code), LevelDB failures while walking the coins (Errc::Corrupt with LevelDB's
-/// message). Throws StoreError if LevelDB fails reading the best-block or head-blocks record.
+/// message), and reading the best-block or head-blocks record (Errc::Io or Errc::Corrupt).
 /// Only reads `db` (no other thread may write it meanwhile); `progress` runs on the calling thread.
 Result<UtxoStats> ComputeUtxoStats(const CoinsDB& db, std::optional<uint32_t> height = std::nullopt,
                                    const StatsProgress& progress = {});

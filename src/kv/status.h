@@ -1,6 +1,7 @@
-// ibdkit/kv/status.h — how the chainstate's database reports an environment failure: a status
-// returned (StoreStatus) or, on the typed read paths, thrown (StoreError). The store itself:
-// kv/store.h.
+// src/kv/status.h — how the chainstate's database reports an environment failure inside the
+// library: a status returned (StoreStatus) or, under the UTXO cache's fetch-through, thrown
+// (StoreError). The store itself: kv/store.h. The public reads (coins/coins_db.h) return both as
+// an Error.
 #pragma once
 
 #include <stdexcept>
@@ -20,7 +21,8 @@ struct StoreStatus {
     static StoreStatus Error(Code c, std::string msg) { return {c, std::move(msg)}; }
 };
 
-/// Thrown by the typed read paths (cache fetch-through) when LevelDB itself fails.
+/// Thrown by the store's reads when LevelDB itself fails; CoinsDB's public reads return it as an
+/// Error, the cache's fetch-through carries it to the run that catches it.
 class StoreError : public std::runtime_error {
 public:
     explicit StoreError(StoreStatus st) : std::runtime_error(st.message), m_status(std::move(st)) {}
