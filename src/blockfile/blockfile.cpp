@@ -69,16 +69,19 @@ std::filesystem::path BlockFilePath(const std::filesystem::path& dir, int n)
     return dir / name;
 }
 
-std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file)
+Result<std::vector<std::filesystem::path>> ListBlockFiles(const std::filesystem::path& dir_or_file)
 {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(dir_or_file, ec)) return {dir_or_file};
+    if (std::filesystem::is_regular_file(dir_or_file, ec)) return std::vector<std::filesystem::path>{dir_or_file};
     std::vector<std::pair<uint64_t, std::filesystem::path>> found;
     static const std::regex name(R"(blk(\d{5,})\.dat)");
-    // The non-throwing forms throughout: a file that vanishes or cannot be read while the folder
-    // is listed ends the listing or is passed over, and a number too long for 64 bits names no
-    // file Core writes (blk%05u.dat).
+    // The non-throwing forms throughout: a file that vanishes or cannot be typed while the folder
+    // is listed is passed over, and a number too long for 64 bits names no file Core writes
+    // (blk%05u.dat); a folder that cannot be listed whole is an error, never a shorter chain.
     std::filesystem::directory_iterator it(dir_or_file, ec), end;
+    if (ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) {
+        return std::vector<std::filesystem::path>{};
+    }
     for (; !ec && it != end; it.increment(ec)) {
         std::smatch m;
         const std::string fn = it->path().filename().string();
@@ -89,6 +92,7 @@ std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& d
         const auto [end_ptr, parse_ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
         if (parse_ec == std::errc() && end_ptr == digits.data() + digits.size()) found.emplace_back(n, it->path());
     }
+    if (ec) return Error{Errc::Io, "cannot list the blk files of " + dir_or_file.string() + ": " + ec.message()};
     std::sort(found.begin(), found.end());
     std::vector<std::filesystem::path> out;
     for (auto& f : found) out.push_back(std::move(f.second));

@@ -48,12 +48,12 @@ std::string Name(ChainType c) { return std::string(ChainTypeName(c)); }
 std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& blocks_dir)
 {
     const auto files = ListBlockFiles(blocks_dir);
-    if (files.empty()) return std::nullopt;
+    if (!files || files->empty()) return std::nullopt;
     std::error_code ec;
     const auto key_dir = std::filesystem::is_directory(blocks_dir, ec) ? blocks_dir : blocks_dir.parent_path();
     auto key = ReadXorKey(key_dir);
     if (!key) return std::nullopt;
-    BlockFileReader reader({files.front()}, *key);
+    BlockFileReader reader({files->front()}, *key);
     std::array<uint8_t, 4> magic{};
     if (!reader.ReadInto(0, 0, MakeWritableByteSpan(magic))) return std::nullopt;
     return ChainTypeFromMagic(magic);
@@ -63,7 +63,9 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
 {
     LocatedChain s;
     if (auto e = CheckBlocksComplete(blocks_dir)) return *e;
-    s.files = ListBlockFiles(blocks_dir);
+    auto files = ListBlockFiles(blocks_dir);
+    if (!files) return files.error();
+    s.files = std::move(*files);
     if (s.files.empty()) {
         return Error{Errc::InvalidValue, "no blkNNNNN.dat files in " + blocks_dir.string() +
                                              " (point --blocks-dir at a Bitcoin Core blocks directory or a blk file)"};

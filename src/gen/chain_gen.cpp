@@ -447,7 +447,9 @@ Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_di
     const fs::path marker = dir / INCOMPLETE_BLOCKS_MARKER;
     if (!WriteMarker(marker)) return Error{Errc::Corrupt, marker.string() + ": cannot write: " + std::strerror(errno)};
     // Replace a previous chain: stale blk files after the new last one would be read as more blocks.
-    for (const fs::path& p : ListBlockFiles(dir)) fs::remove(p, ec);
+    auto stale = ListBlockFiles(dir);
+    if (!stale) return stale.error();
+    for (const fs::path& p : *stale) fs::remove(p, ec);
     fs::remove(dir / "xor.dat", ec);
 
     ObfuscationKey key;

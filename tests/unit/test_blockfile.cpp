@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/span.h>
 
@@ -32,7 +33,7 @@ Scanned Scan(const fs::path& dir_or_file, std::span<const uint8_t, 4> magic, con
     auto key = ReadXorKey(fs::is_directory(dir_or_file) ? dir_or_file : dir_or_file.parent_path());
     EXPECT_TRUE(key.ok());
     ChainOrderer orderer(*BlockHash::FromHex(genesis));
-    const auto files = ListBlockFiles(dir_or_file);
+    const auto files = ListBlockFiles(dir_or_file).value();
     auto st = ScanBlockFiles(files, magic, *key, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80> hdr) {
         orderer.Add(pos, hdr);
     });
@@ -213,9 +214,22 @@ TEST(BlockFile, ListingTakesCoresNamesInNumberOrderAndPassesOverTheRest)
         WriteFile(d.path / name, {0});
     std::filesystem::create_directory(d.path / "blk00001.dat"); // a folder, not a file
     std::vector<std::string> names;
-    for (const auto& p : ListBlockFiles(d.path)) names.push_back(p.filename().string());
+    auto listed = ListBlockFiles(d.path);
+    ASSERT_TRUE(listed.ok()) << listed.error().message;
+    for (const auto& p : *listed) names.push_back(p.filename().string());
     EXPECT_EQ(names, (std::vector<std::string>{"blk00000.dat", "blk00002.dat", "blk100000.dat"}));
-    EXPECT_TRUE(ListBlockFiles(d.path / "missing").empty());
+    auto missing = ListBlockFiles(d.path / "missing");
+    ASSERT_TRUE(missing.ok());
+    EXPECT_TRUE(missing->empty());
+    // A folder that cannot be listed is an error, never an empty or shorter listing (a name too
+    // long for the file system: root reads any folder whatever its permissions).
+    auto unlistable = ListBlockFiles(d.path / std::string(300, 'b'));
+    ASSERT_FALSE(unlistable.ok());
+    EXPECT_EQ(unlistable.error().code, Errc::Io);
+    EXPECT_NE(unlistable.error().message.find("cannot list the blk files of"), std::string::npos) << unlistable.error().message;
+    auto located = LocateFromBlocksDir(d.path / std::string(300, 'b'), ChainType::REGTEST);
+    ASSERT_FALSE(located.ok());
+    EXPECT_EQ(located.error().code, Errc::Io) << located.error().message;
 }
 
 TEST(BlockFile, ScanReadsRecordPrefixesOnlyAndResyncIsLinear)

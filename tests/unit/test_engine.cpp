@@ -150,7 +150,7 @@ TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
 
     // Find block 180's record: scan the (xor'd) files for its position.
     std::optional<BlockRecordPos> pos;
-    std::vector<fs::path> files = ListBlockFiles(src);
+    std::vector<fs::path> files = ListBlockFiles(src).value();
     auto key = ReadXorKey(src);
     ASSERT_TRUE(key.ok());
     ChainOrderer orderer(GetChainParams(ChainType::REGTEST).consensus.hash_genesis_block);

@@ -52,7 +52,7 @@ std::vector<std::vector<uint8_t>> ReadRecords(const fs::path& blocks_dir)
     auto key = ReadXorKey(blocks_dir);
     EXPECT_TRUE(key.ok());
     std::vector<BlockRecordPos> where;
-    const auto files = ListBlockFiles(blocks_dir);
+    const auto files = ListBlockFiles(blocks_dir).value();
     auto st = ScanBlockFiles(files, RegtestMagic(), *key,
                              [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) { where.push_back(pos); });
     EXPECT_TRUE(st.ok());
@@ -100,7 +100,7 @@ TEST(Gen, RegeneratingReplacesThePreviousChain)
     ChainWriteOptions w;
     w.max_file_size = 200'000; // several files
     ASSERT_TRUE(WriteGeneratedChain(d.path, big, w).ok());
-    const std::size_t many = ListBlockFiles(d.path / "blocks").size();
+    const std::size_t many = ListBlockFiles(d.path / "blocks").value().size();
     ASSERT_GT(many, 2u);
     auto r = WriteGeneratedChain(d.path, TinyChainGenOptions() /* start_time 0: invalid */, {});
     ASSERT_FALSE(r.ok());
@@ -108,7 +108,7 @@ TEST(Gen, RegeneratingReplacesThePreviousChain)
     auto small = SmallOptions();
     small.blocks = 20;
     ASSERT_TRUE(WriteGeneratedChain(d.path, small, {}).ok());
-    EXPECT_EQ(ListBlockFiles(d.path / "blocks").size(), 1u);
+    EXPECT_EQ(ListBlockFiles(d.path / "blocks").value().size(), 1u);
     EXPECT_EQ(ReadRecords(d.path / "blocks").size(), 21u);
 }
 
@@ -503,7 +503,7 @@ TEST(Gen, SplitsFilesBelowTheLimitAtAbsoluteXorOffsets)
     w.max_file_size = 300'000;
     auto r = WriteGeneratedChain(many.path, o, w);
     ASSERT_TRUE(r.ok());
-    const auto files = ListBlockFiles(many.path / "blocks");
+    const auto files = ListBlockFiles(many.path / "blocks").value();
     EXPECT_EQ(int(files.size()), r->files);
     ASSERT_GT(files.size(), 3u);
     uint64_t total = 0;

@@ -47,11 +47,11 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
     std::vector<std::vector<uint8_t>> recs;
     const std::array<uint8_t, 4> magic{0xf9, 0xbe, 0xb4, 0xd9};
     std::vector<BlockRecordPos> where;
-    auto st = ScanBlockFiles(ListBlockFiles(*dir), magic, ObfuscationKey{}, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) {
+    auto st = ScanBlockFiles(ListBlockFiles(*dir).value(), magic, ObfuscationKey{}, [&](const BlockRecordPos& pos, std::span<const uint8_t, 80>) {
         where.push_back(pos);
     });
     ASSERT_TRUE(st.ok());
-    BlockFileReader reader(ListBlockFiles(*dir), ObfuscationKey{});
+    BlockFileReader reader(ListBlockFiles(*dir).value(), ObfuscationKey{});
     for (const auto& pos : where) {
         auto b = reader.Read(pos);
         ASSERT_TRUE(b.ok());

@@ -28,8 +28,10 @@ namespace ibdkit {
 Result<ObfuscationKey> ReadXorKey(const std::filesystem::path& blocks_dir);
 
 /// blkNNNNN.dat files of a directory (or a single file path) in numeric order. Files of other names
-/// are ignored; a plain file path is returned as the only element.
-std::vector<std::filesystem::path> ListBlockFiles(const std::filesystem::path& dir_or_file);
+/// are ignored; a plain file path is returned as the only element, a path that does not exist
+/// gives none. A folder that cannot be listed whole (permissions, an I/O error midway) is
+/// Errc::Io.
+Result<std::vector<std::filesystem::path>> ListBlockFiles(const std::filesystem::path& dir_or_file);
 /// A file of this name in a blocks directory says that its blk files are being written or that
 /// their writer stopped before the end (`gen-chain` creates it before the first block file and
 /// removes it after the last one is durable). Core never writes it.
