@@ -45,6 +45,12 @@ public:
     using Emit = std::function<bool(RawBlock&&)>;
 
     virtual ~BlockSource() = default;
+    /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
+    /// fork, tip first, to be disconnected with their undo data before the new branch is connected.
+    struct StaleBranch {
+        std::vector<BlockHash> hashes; ///< tip first
+        int tip_height{0};             ///< height of hashes.front(); the fork is tip_height - hashes.size()
+    };
     /// What Prepare found.
     struct Prepared {
         /// The source failed (a misbehaving peer): the run ends with a clean flush, and the
@@ -54,6 +60,8 @@ public:
         /// <chain><chain_advice>" for a chainstate whose best block is off it, and `recovery`
         /// whole for one left mid-flush between blocks the source does not have.
         std::string chain, chain_advice, recovery;
+        /// The branch left for one with more work (a peer's reorganisation), if any.
+        std::optional<StaleBranch> stale;
     };
     /// Called first, with the chainstate's best block (null for a new chainstate): a peer makes
     /// its handshake and syncs headers here. An environment failure is an error; a failure of the
@@ -74,14 +82,7 @@ public:
     /// as a source failure, nullopt (a peer sent garbage).
     virtual std::optional<Error> Undecodable(int height, const Error& e) = 0;
 
-    /// A branch the source left in Prepare for one with more work: the chainstate's blocks above the
-    /// fork, tip first, to be disconnected with their undo data before the new branch is connected.
-    struct StaleBranch {
-        std::vector<BlockHash> hashes; ///< tip first
-        int tip_height{0};             ///< height of hashes.front(); the fork is tip_height - hashes.size()
-    };
-    virtual std::optional<StaleBranch> Reorganisation() const { return std::nullopt; }
-    /// Delivers the stale branch's blocks, tip first, through `emit` (heights and hashes set) until
+    /// Delivers Prepared::stale's blocks, tip first, through `emit` (heights and hashes set) until
     /// emit returns false or the source fails (recorded as for Produce).
     virtual std::optional<Error> ProduceStale(const StaleBranch&, const Emit&) { return EnvError("this source has no stale blocks"); }
 };

@@ -142,7 +142,7 @@ void PeerHeaders::CheckMinimumChainWork()
 // while `more`. Every header must link and pass Core's header checks on its own branch's
 // ancestors (CheckHeaderOn). The branch replaces ours above the
 // fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
-// that is a reorganisation, which the engine carries out with the undo data (Reorganisation()).
+// that is a reorganisation, which the engine carries out with the undo data (the source's Prepared::stale).
 std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more)
 {
     // The branch's ancestry: ours up to the fork, then the branch's own headers as they pass.

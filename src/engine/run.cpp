@@ -264,7 +264,7 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
         best = db.GetBestBlock();
         if (!best) return best.error();
     }
-    if (auto reorg = src.Reorganisation(); reorg && !reorg->hashes.empty() && !best->IsNull() && *best == reorg->hashes.front()) {
+    if (const auto& reorg = run.prepared.stale; reorg && !reorg->hashes.empty() && !best->IsNull() && *best == reorg->hashes.front()) {
         auto r = DisconnectStaleBranch(run, *reorg);
         if (!r) return r.error();
         if (*r == Next::End) return std::nullopt;

@@ -49,6 +49,7 @@ public:
                          ": use another --chainstate or a peer on the same chain";
         p.recovery = "chainstate was interrupted mid-flush between blocks this peer's chain does not have; "
                      "sync it from the peer it was built from";
+        p.stale = m_headers.Reorganisation();
         return p;
     }
 
@@ -84,7 +85,6 @@ public:
     }
 
     bool Failed() const { return m_link.res.failure.has_value(); }
-    std::optional<StaleBranch> Reorganisation() const override { return m_headers.Reorganisation(); }
 
     // The stale branch's blocks from the peer (Core serves the blocks of a branch it left), tip
     // first, a window at a time.
