@@ -427,18 +427,26 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
                                              ") - refusing to load snapshot (give the expected hash_serialized_3)"};
     }
 
-    bool created = false;
+    // On failure what the load wrote goes: the folder too when the load made it, its contents
+    // when it was there (empty) before.
+    const bool existed = fs::exists(dir, ec);
+    std::unique_ptr<CoinsDB> db;
     auto fail = [&](Error e) -> Result<SnapshotLoadResult> {
-        if (created) fs::remove_all(dir, ec);
+        db.reset();
+        if (!existed) {
+            fs::remove_all(dir, ec);
+        } else {
+            std::vector<fs::path> inside;
+            for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) inside.push_back(it->path());
+            for (const auto& p : inside) fs::remove_all(p, ec);
+        }
         return e;
     };
-    created = !fs::exists(dir, ec);
     CoinsDBOptions dbopt;
     dbopt.policy = options.policy;
     dbopt.cache_bytes = 16 << 20;
     StoreStatus st;
-    auto db = OpenCoinsDB(dir, dbopt, &st);
-    created = true;
+    db = OpenCoinsDB(dir, dbopt, &st);
     if (!db) return fail(Error{Errc::InvalidValue, "cannot create chainstate " + dir.string() + ": " + st.message});
 
     // Intermediate flushes name a tip that is not the base block (Core flushes with a random hash),

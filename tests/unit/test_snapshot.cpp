@@ -283,6 +283,12 @@ TEST(Snapshot, LoaderChecksTheHashAndRefusesUnknownBases)
               std::string::npos)
         << wrong.error().message;
     EXPECT_FALSE(fs::exists(d.path / "out"));
+    // A folder that was there, empty, stays (emptied again) after a failed load.
+    fs::create_directory(d.path / "empty");
+    auto into_empty = LoadUtxoSnapshot(d.path / "a.snap", params, d.path / "empty", lo);
+    ASSERT_FALSE(into_empty.ok());
+    ASSERT_TRUE(fs::is_directory(d.path / "empty")) << "a failed load removed a folder it did not make";
+    EXPECT_TRUE(fs::is_empty(d.path / "empty")) << "a failed load left its files behind";
     // An existing, non-empty directory is never overwritten.
     auto busy = LoadUtxoSnapshot(d.path / "a.snap", params, d.path / "cs", lo);
     ASSERT_FALSE(busy.ok());
