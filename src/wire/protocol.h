@@ -15,18 +15,31 @@
 //   block       a block with witness
 //   reject      string message | u8 code | string reason | [32-byte hash]
 //   addr        CompactSize count (≤ 1000) | (u32 time | addr)*
+//   feature     (BIP 434) string featureid (4..80 bytes) | byte-vector featuredata (≤ 512 bytes)
+//   getbspent   (BIP 455) 32-byte block hash | u32 cutoff
+//   bspent      (BIP 455) 32-byte block hash | CompactSize count | coin*, each coin:
+//               u32 input index (the block's inputs counted without the coinbase's, strictly
+//               increasing) | u32 height·2 + coinbase | reconstructable script |
+//               CompactSize CompressAmount(value)
+//               reconstructable script: a prefix byte, then 00: CompactSize length | the script;
+//               01 P2PKH: the 20-byte hash; 02/03 P2PK: the key's 32 bytes after its 02/03;
+//               04 P2PK: the key's 64 bytes after its 04; 05 P2SH: the 20-byte hash; 06 P2WSH:
+//               the 32-byte hash; 07 P2WPKH: the 20-byte hash; 08 P2TR: the 32-byte key
 //
 // Decoders take an untrusted payload and return Result<T>: Errc::SizeTooLarge for a count above
 // its limit, Errc::EndOfData for a truncated payload. They are as lenient as Core's
 // net_processing.cpp, which reads what it needs from a message and never looks past it: bytes
 // after a complete message are ignored (later protocol versions append fields), a header's
 // transaction count in `headers` is read and ignored, and `version` may end after any of its
-// optional groups.
+// optional groups. The messages of BIPs 434 and 455 are the exception: no later version appends to
+// them (a new version is a new featureid), so their decoders want exactly their bytes
+// (Errc::TrailingData), as BIP 434 allows a node to require of `feature`.
 #pragma once
 
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/primitives/script.h>
 
 #include <array>
 #include <cstdint>
@@ -58,6 +71,20 @@ inline constexpr std::size_t MAX_ADDR_TO_SEND = 1000;
 inline constexpr std::size_t MAX_BLOCKS_PER_GETBLOCKS = 500;
 /// ibdkit's user agent (BIP14).
 inline constexpr std::string_view USER_AGENT = "/ibdkit:0.1/";
+
+/// BIP 434: the protocol version a peer must announce before it is sent `feature` messages.
+inline constexpr int32_t FEATURE_NEGOTIATION_VERSION = 70017;
+/// BIP 434's bounds on a `feature` message's id and data.
+inline constexpr std::size_t MIN_FEATURE_ID_LENGTH = 4;
+inline constexpr std::size_t MAX_FEATURE_ID_LENGTH = 80;
+inline constexpr std::size_t MAX_FEATURE_DATA_LENGTH = 512;
+/// BIP 455's feature id: the peer answers `getbspent`.
+inline constexpr std::string_view FEATURE_BLOCK_SPENT_COINS_V1 = "blockspentcoinsv1";
+/// The smallest coin a `bspent` can carry: index, code, prefix 00, length 0, amount 0.
+inline constexpr std::size_t MIN_BSPENT_COIN_SIZE = 4 + 4 + 1 + 1 + 1;
+/// The most coins one `bspent` can carry within Core's message limit (a count above it is refused
+/// before anything is read for it).
+inline constexpr std::size_t MAX_BSPENT_COINS = 4'000'000 / MIN_BSPENT_COIN_SIZE;
 
 /// Service bits (Core's ServiceFlags).
 enum ServiceFlags : uint64_t {
@@ -136,6 +163,41 @@ struct RejectMessage {
     std::string ToString() const;
 };
 
+/// BIP 434's `feature`: an id (printable ASCII by convention, not checked) and its data.
+struct FeatureMessage {
+    std::string id;
+    std::vector<uint8_t> data;
+    friend bool operator==(const FeatureMessage&, const FeatureMessage&) = default;
+};
+
+/// BIP 455's `getbspent`: the coins a block spent, only those created below `cutoff` when it is
+/// above 0 (the client keeps the younger ones itself).
+struct GetBspentMessage {
+    BlockHash block_hash;
+    uint32_t cutoff{0};
+    /// Whether a coin created at `height` belongs in the answer.
+    bool Wants(uint32_t height) const noexcept { return cutoff == 0 || height < cutoff; }
+    friend bool operator==(const GetBspentMessage&, const GetBspentMessage&) = default;
+};
+
+/// One coin of a `bspent` as the wire carries it (BIP 455's Coin). The amount stays compressed
+/// here: decompressing it is the coins' business (coins/compressor.h), a floor above this one.
+struct BspentCoin {
+    uint32_t input_index{0};       ///< among the block's inputs, the coinbase's not counted
+    uint32_t height{0};            ///< 31 bits
+    bool coinbase{false};
+    Script script;
+    uint64_t compressed_amount{0}; ///< CompressAmount(value)
+    friend bool operator==(const BspentCoin&, const BspentCoin&) = default;
+};
+
+/// BIP 455's `bspent`.
+struct BspentMessage {
+    BlockHash block_hash;
+    std::vector<BspentCoin> coins; ///< input_index strictly increasing
+    friend bool operator==(const BspentMessage&, const BspentMessage&) = default;
+};
+
 // ---- encoders: the payload bytes --------------------------------------------------------------
 
 std::vector<uint8_t> EncodeVersion(const VersionMessage& m);
@@ -145,6 +207,15 @@ std::vector<uint8_t> EncodeLocator(const LocatorMessage& m);
 std::vector<uint8_t> EncodeHeaders(std::span<const BlockHeader> headers);
 std::vector<uint8_t> EncodeInv(std::span<const Inv> invs);
 std::vector<uint8_t> EncodeReject(const RejectMessage& m);
+
+std::vector<uint8_t> EncodeFeature(const FeatureMessage& m);
+std::vector<uint8_t> EncodeGetBspent(const GetBspentMessage& m);
+/// `bspent`. Precondition: input indexes strictly increasing and heights below 2^31 (what
+/// DecodeBspent accepts). The payload may exceed MAX_PROTOCOL_MESSAGE_LENGTH: the sender checks.
+std::vector<uint8_t> EncodeBspent(const BspentMessage& m);
+/// Appends `script` in BIP 455's reconstructable form: its table's row when one matches the
+/// script's exact shape (a P2PK key is not checked to be a point), else prefix 00 and the bytes.
+void AppendReconstructableScript(std::vector<uint8_t>& out, std::span<const uint8_t> script);
 
 /// A whole message (24-byte header + payload) for `magic`.
 std::vector<uint8_t> MakeMessage(const std::array<uint8_t, 4>& magic, std::string_view command,
@@ -166,6 +237,22 @@ std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs);
 /// A `block` message: one block with witness from the front of the payload; bytes after it are
 /// ignored, as Core's `block` handler does (DecodeBlock, for a block alone, refuses them).
 Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload);
+
+/// `feature`: an id of 4..80 bytes (else Errc::InvalidValue, or SizeTooLarge above 80), data of at
+/// most 512 (SizeTooLarge); nothing after them (TrailingData).
+Result<FeatureMessage> DecodeFeature(std::span<const uint8_t> payload);
+/// `getbspent`: exactly 36 bytes (EndOfData, TrailingData).
+Result<GetBspentMessage> DecodeGetBspent(std::span<const uint8_t> payload);
+/// `bspent`, untrusted: a payload above MAX_PROTOCOL_MESSAGE_LENGTH is Errc::OversizedMessage; a
+/// count above MAX_BSPENT_COINS SizeTooLarge, one the remaining bytes cannot hold EndOfData (both
+/// before anything is allocated for it); input indexes not strictly increasing, or a script prefix
+/// above 08, InvalidValue; a non-canonical CompactSize NonCanonicalCompactSize; bytes after the
+/// last coin TrailingData. Whether the coins fit the block is checked a floor above
+/// (swiftsync/spent_coins.h).
+Result<BspentMessage> DecodeBspent(std::span<const uint8_t> payload);
+/// One reconstructable script from the front of `in`; `used`, when given, gets its length. Errors
+/// as DecodeBspent's. Prefix 00 is accepted for any script, also one a shorter row would fit.
+Result<Script> DecodeReconstructableScript(std::span<const uint8_t> in, std::size_t* used = nullptr);
 
 /// A block locator for a chain given as hashes by height (index = height): the tip, the 10 below,
 /// then doubling steps back, and always the genesis block (Core's LocatorEntries).
