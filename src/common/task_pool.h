@@ -31,22 +31,22 @@ class TaskPool {
 public:
     using Task = std::function<void(std::size_t)>;
 
+    /// Starts `helpers` threads. Throws std::system_error when the system cannot start one (too
+    /// many threads for its limits), after stopping those it started: a thread count is the user's
+    /// to choose, so its failure must reach them as an error, never as std::terminate.
     explicit TaskPool(unsigned helpers)
     {
-        m_threads.reserve(helpers);
-        for (unsigned i = 0; i < helpers; ++i) m_threads.emplace_back([this] { Serve(); });
+        try {
+            m_threads.reserve(helpers);
+            for (unsigned i = 0; i < helpers; ++i) m_threads.emplace_back([this] { Serve(); });
+        } catch (...) {
+            StopHelpers();
+            throw;
+        }
     }
     TaskPool(const TaskPool&) = delete;
     TaskPool& operator=(const TaskPool&) = delete;
-    ~TaskPool()
-    {
-        {
-            std::lock_guard lk(m_mu);
-            m_stop = true;
-        }
-        m_posted.notify_all();
-        for (auto& t : m_threads) t.join();
-    }
+    ~TaskPool() { StopHelpers(); }
 
     /// Runs task(0) ... task(n - 1) on this thread and the helpers; rethrows the first exception.
     void Run(std::size_t n, const Task& task)
@@ -109,6 +109,16 @@ public:
     uint64_t Cleansed() const noexcept { return m_cleansed.load(std::memory_order_relaxed); }
 
 private:
+    void StopHelpers()
+    {
+        {
+            std::lock_guard lk(m_mu);
+            m_stop = true;
+        }
+        m_posted.notify_all();
+        for (auto& t : m_threads) t.join();
+    }
+
     // Claims and runs tasks of set `set` until none is left. A claim is one compare-and-swap of the
     // set's number and its next task, so no thread takes a lock per task, and a thread holding a
     // stale set (it woke after that set ended) claims nothing. A helper thread (`count_cleansed`)

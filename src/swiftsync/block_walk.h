@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace ibdkit::swiftsync {
@@ -55,7 +56,13 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
                                              " are not all in the blocks' best chain (heights " + std::to_string(loc.base_height) +
                                              ".." + std::to_string(loc.TipHeight()) + ")"};
     }
-    TaskPool pool(threads > 1 ? threads - 1 : 0);
+    std::optional<TaskPool> pool;
+    try {
+        pool.emplace(threads > 1 ? threads - 1 : 0);
+    } catch (const std::system_error& e) {
+        return Error{Errc::Io, "cannot start " + std::to_string(threads) + " threads (" + e.what() +
+                                             "): the system allows fewer; ask for fewer threads"};
+    }
     BlockFileReader reader(loc.files, loc.key);
     const ReadOwnedFn read = VisitPolicy(policy, []<typename P>(P) -> ReadOwnedFn { return &ReadOwned<P>; });
     std::vector<OwnedBytes> raw;
@@ -76,7 +83,7 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
         }
         results.assign(n, R{});
         errors.assign(n, std::nullopt);
-        pool.Run(n, [&](std::size_t i) {
+        pool->Run(n, [&](std::size_t i) {
             const uint32_t height = uint32_t(h + i);
             const BlockHash& hash = loc.headers.Hash(int(height));
             auto block = DecodeBlock(raw[i].uchars());
