@@ -235,6 +235,7 @@ Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::o
     auto key = ReadXorKey(u.blocks_dir);
     if (!key) return key.error();
     u.key = *key;
+    if (!best->entries.empty()) u.tip_height = index->entries[best->entries.back()].height;
     for (std::size_t i = 1; i < best->entries.size(); ++i) {
         const auto& e = index->entries[best->entries[i]];
         if (!(e.status & BLOCK_HAVE_UNDO) || e.file < 0) {

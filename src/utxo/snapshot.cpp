@@ -230,6 +230,20 @@ Result<std::unique_ptr<SnapshotReader>> SnapshotReader::Open(const fs::path& pat
     return r;
 }
 
+Result<ChainType> SnapshotNetwork(const fs::path& path)
+{
+    std::array<uint8_t, SNAPSHOT_METADATA_SIZE> head{};
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return Error{Errc::InvalidValue, "cannot open snapshot " + path.string() + ": " + std::strerror(errno)};
+    const std::size_t got = std::fread(head.data(), 1, head.size(), f);
+    std::fclose(f);
+    if (got != head.size()) return Error{Errc::EndOfData, "snapshot " + path.string() + " is shorter than its metadata"};
+    const MessageStart magic{head[7], head[8], head[9], head[10]};
+    if (auto meta = ParseSnapshotMetadata(head, magic); !meta) return meta.error(); // the file's magic and version
+    if (auto chain = ChainTypeFromMagic(magic)) return *chain;
+    return ParseSnapshotMetadata(head, GetChainParams(ChainType::MAIN).message_start).error(); // Core's words for it
+}
+
 Result<bool> SnapshotReader::Next(OutPoint& op, Coin& coin)
 {
     Impl& im = *m_impl;

@@ -105,6 +105,7 @@ struct DatadirUndo {
     };
     std::vector<Block> blocks;   ///< best-chain blocks with BLOCK_HAVE_UNDO, in height order (never the genesis)
     uint64_t without_undo{0};    ///< best-chain blocks above the genesis without undo data (pruned, or not yet connected)
+    int tip_height{0};           ///< height of the best chain's tip
     bool live{false};            ///< bitcoind was running: the index is a snapshot's, consistent up to `blocks.back()`
 };
 

@@ -117,6 +117,10 @@ private:
     uint64_t m_read{0};
 };
 
+/// The network a snapshot file was written for, from the magic in its metadata (the rest of the file
+/// unread). Errors: SnapshotReader::Open's (an unknown network: Errc::BadMagic, Core's message).
+Result<ChainType> SnapshotNetwork(const std::filesystem::path& path);
+
 /// Statistics of a snapshot file's coins (hash_serialized_3 as Core computes on the loaded set).
 /// Errors: SnapshotReader's.
 Result<UtxoStats> ComputeSnapshotStats(const std::filesystem::path& path, const MessageStart& network,
