@@ -47,7 +47,9 @@ void ProgressInto(nb::dict& d, const EngineProgress& p)
 }
 
 /// Runs `run` (Replay or Sync) on `o` without the GIL, re-raises what the progress callback or a
-/// signal raised (after the run flushed), and returns the result's fields as a dict.
+/// signal raised (after the run flushed), raises a peer's failure (a sync's: ibdkit.Error of the
+/// NetErrc's kind, after the blocks connected were flushed, as the CLI exits 1), and returns the
+/// result's fields as a dict.
 template <typename Options, typename Run, typename ToFields>
 nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToFields to_fields)
 {
@@ -61,6 +63,12 @@ nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToField
     // The network goes into the chainstate ibdkit wrote, for whoever reads it next.
     if (!o.chainstate.empty() && fs::exists(o.chainstate / CHAINSTATE_MARKER)) {
         (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(r->chain));
+    }
+    if constexpr (requires { r->failure; }) {
+        if (r->failure) {
+            throw PyError{std::string(NetErrcName(r->failure->code)),
+                          "sync stopped at height " + std::to_string(r->height) + ": " + r->failure->message};
+        }
     }
     return FieldsDict(to_fields(*r, o.policy));
 }

@@ -274,7 +274,10 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
     in :func:`replay` and the CLI (timeout and headers_wait in seconds, window = blocks in flight,
     getblocks = use getblocks/inv instead of headers-first). Returns the statistics as a dict
-    (with ``mode``, ``peer``, ``failure`` — a dict with kind and message when the peer failed us).
+    (with ``mode``, ``peer``). A peer that fails us (unreachable, stalled, misbehaving, gone) raises
+    :class:`Error` with ``kind`` Connect, Timeout, Closed, Io or Misbehaving, once the blocks
+    connected so far are flushed (as ``ibdkit sync`` exits 1); a block failing its checks is not an
+    exception, as in :func:`replay`.
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
