@@ -49,10 +49,11 @@ const CommandRegistrar bench_cmd([](CLI::App& app) {
     auto opts = std::make_shared<bench::Options>();
     auto policies = std::make_shared<std::string>("all");
     cmd->add_option("--filter", opts->filter, "Regular expression over benchmark names")->capture_default_str();
-    cmd->add_option("--min-time", opts->min_time_ms, "Target milliseconds per sample")->check(CLI::Range(0.001, 3.6e6))->capture_default_str();
+    cmd->add_option("--min-time", opts->min_time_ms, "Target milliseconds per sample")->check(NumberIn(0.001, 3.6e6))->capture_default_str();
     cmd->add_option("--epochs", opts->epochs, "Interleaved samples per benchmark")->check(IntegerIn(1, 100000))->capture_default_str();
     cmd->add_option("--max-group-time", opts->max_group_s,
                     "Seconds a benchmark's variants may take together; slow ones get fewer epochs (min 3; 0 = no cap)")
+        ->check(NumberIn(0, 86400))
         ->capture_default_str();
     cmd->add_option("--policy", *policies, "Policies to compare: NAME[,NAME...] or all; NAME is one of " + PolicyNameList())->capture_default_str();
     cmd->add_option("--json", opts->json_path, "Also write results as JSON to this file");
@@ -63,11 +64,12 @@ const CommandRegistrar bench_cmd([](CLI::App& app) {
     cmd->add_flag("--callgrind", opts->callgrind,
                   "Count instructions with valgrind --tool=callgrind instead of timing (stable across runs)");
     cmd->add_option("--callgrind-iters", opts->callgrind_iters, "Iterations per benchmark under --callgrind")
+        ->check(IntegerIn(1, MAX_COUNT))
         ->capture_default_str();
     cmd->add_option("--kernel-lib", opts->kernel_lib,
                     "Bitcoin Core's libbitcoinkernel.so (default: $IBDKIT_KERNEL_LIB, then the pbk Python package)");
     // Hidden: the child of --callgrind runs each selected case N times, untimed.
-    cmd->add_option("--iterations", opts->fixed_iters)->group("");
+    cmd->add_option("--iterations", opts->fixed_iters)->check(IntegerIn(0, MAX_COUNT))->group("");
     cmd->callback([opts, policies] {
         opts->policies = ParsePolicyList(*policies);
         CheckFilter(opts->filter);

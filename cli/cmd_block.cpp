@@ -232,6 +232,7 @@ int RunCheck(const CheckArgs& a)
             std::printf("verdict       invalid: %s (%s)\n", state.GetRejectReason().c_str(), state.GetDebugMessage().c_str());
         }
     }
+    if (!valid) PrintError("block " + hash.ToHex() + " is invalid: " + state.GetRejectReason());
     return valid ? EXIT_OK : EXIT_INVALID_CHAIN;
 }
 
@@ -452,6 +453,7 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
             std::printf("verdict       invalid: %s\n", failures.front().verdict.BlockRejectReason().c_str());
         }
     }
+    if (!valid) PrintError("block " + hash.ToHex() + " is invalid: " + failures.front().verdict.BlockRejectReason());
     return valid ? EXIT_OK : EXIT_INVALID_CHAIN;
 }
 
@@ -470,7 +472,7 @@ const CommandRegistrar block_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("block", "Decode and check raw blocks (Core's CheckBlock, getblock JSON, script verification)");
     cmd->require_subcommand(1);
 
-    auto* check = cmd->add_subcommand("check", "Decode a raw block and run Core's context-free checks; exit 0 valid, 1 invalid, 2 undecodable");
+    auto* check = cmd->add_subcommand("check", "Decode a raw block and run Core's context-free checks; exit 0 valid, 2 invalid, 1 unreadable or undecodable");
     auto args = std::make_shared<CheckArgs>();
     check->add_option("FILE", args->path, "Raw block file (binary or hex), or - for standard input")->required();
     check->add_option("--network", args->network, "main, test, testnet4, signet or regtest")->capture_default_str();
@@ -490,8 +492,8 @@ const CommandRegistrar block_cmd([](CLI::App& app) {
     auto* vs = cmd->add_subcommand(
         "verify-scripts",
         "Verify every input's scripts against the outputs it spends, under the block's script flags (Core's "
-        "GetBlockScriptFlags and CScriptCheck); print each failing input and a summary. Exit 0 if all pass, 1 if an "
-        "input fails (with Core's reject reason of the first), 2 on unusable input");
+        "GetBlockScriptFlags and CScriptCheck); print each failing input and a summary. Exit 0 if all pass, 2 if an "
+        "input fails (with Core's reject reason of the first), 1 on unusable input");
     auto vargs = std::make_shared<VerifyScriptsArgs>();
     vs->add_option("FILE", vargs->path, "Raw block file (binary or hex), or - for standard input")->required();
     vs->add_option("--spent", vargs->spent_path,
@@ -499,7 +501,7 @@ const CommandRegistrar block_cmd([](CLI::App& app) {
                    "{\"txout\": {\"value\": sats, \"script_pubkey\": hex}} or {\"value\", \"script_pubkey\"}")
         ->required();
     vs->add_option("--network", vargs->network, "main, test, testnet4, signet or regtest")->capture_default_str();
-    vs->add_option("--height", vargs->height, "The block's height (default: the BIP34 height in its coinbase)");
+    vs->add_option("--height", vargs->height, "The block's height (default: the BIP34 height in its coinbase)")->check(IntegerIn(0, MAX_HEIGHT));
     vs->add_flag("--json", vargs->as_json, "Print the result as JSON");
     vs->callback([vargs] { Guarded([&] { return RunVerifyScripts(*vargs); }); });
 });

@@ -102,14 +102,15 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
                     "see docs/generator.md)")
         ->check(CLI::IsMember({"default", "mainnet"}))
         ->capture_default_str();
-    cmd->add_option("--blocks", o->blocks, "Height of the last block (overrides the preset)")->check(CLI::Range(1, 1'000'000));
-    cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+    cmd->add_option("--blocks", o->blocks, "Height of the last block (overrides the preset)")->check(IntegerIn(1, 1'000'000));
+    cmd->add_option("--seed", o->seed, "Seed of every random choice")->check(IntegerIn(0, UINT64_MAX))->capture_default_str();
     cmd->add_option("--start-time", o->start_time,
-                    "Timestamp of block 1 (default: such that the last block is stamped about now; fix it for identical output)");
+                    "Timestamp of block 1 (default: such that the last block is stamped about now; fix it for identical output)")
+        ->check(IntegerIn(0, UINT32_MAX));
     cmd->add_option("--target-mb", o->target_mb,
                     "Approximate total block bytes in MB (default: the preset's, or 72 kB per block with --blocks; mainnet "
                     "profile: 1 MB per block)")
-        ->check(CLI::PositiveNumber);
+        ->check(NumberIn(0.001, 4'000'000));
     cmd->add_flag("--signed", o->signed_spends,
                   "Spend with real signatures in mainnet's shares (P2PKH, P2WPKH, P2TR key path, 2-of-3 multisig in P2SH and "
                   "P2WSH, tapscript), so full validation checks a signature for every input");
@@ -141,6 +142,9 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         if (auto core = CoreDataDirAround(o->out)) {
             throw UsageError("--out " + o->out + " is inside the Bitcoin Core data directory " + core->string() +
                              ": ibdkit never writes there; give the generated chain a folder of its own");
+        }
+        if (std::error_code ec; std::filesystem::exists(o->out, ec) && !std::filesystem::is_directory(o->out, ec)) {
+            throw UsageError("--out " + o->out + " is a file, not a folder: the chain is written into a folder (OUT/blocks); give a folder's path");
         }
         const bool tty = ::isatty(STDERR_FILENO);
         const auto start = std::chrono::steady_clock::now();

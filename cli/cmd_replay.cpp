@@ -184,7 +184,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             PrintHuman(*r);
             if (hintsfile) PrintHints(*hintsfile, hints->Out());
         }
-        if (r->reject_reason) ExitCode() = EXIT_INVALID_CHAIN;
+        ReportReject(*r);
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });

@@ -122,7 +122,10 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
                         (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs, (unsigned long long)v.counts.unspent,
                         (long long)v.supply, (long long)v.supply_bound);
         }
-        if (!v.ok) ExitCode() = EXIT_INVALID_CHAIN;
+        if (!v.ok) {
+            PrintError("SwiftSync refuses the chain: " + v.reason);
+            ExitCode() = EXIT_INVALID_CHAIN;
+        }
     });
 });
 

@@ -68,12 +68,12 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
-        ->check(CLI::PositiveNumber)
+        ->check(NumberIn(0.001, 86400))
         ->capture_default_str();
     cmd->add_option("--headers-wait", a->headers_wait, "Seconds to wait for a getheaders answer before falling back to getblocks")
-        ->check(CLI::PositiveNumber)
+        ->check(NumberIn(0.001, 86400))
         ->capture_default_str();
-    cmd->add_option("--window", a->window, "Blocks in flight")->check(CLI::Range(1, 1024))->capture_default_str();
+    cmd->add_option("--window", a->window, "Blocks in flight")->check(IntegerIn(1, 1024))->capture_default_str();
     AddConnectOutputOptions(cmd, a->out);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     height_export->AddOptions(cmd);
@@ -139,7 +139,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             PrintError("sync stopped at height " + std::to_string(r->height) + ": " + r->failure->message);
             ExitCode() = EXIT_FAILED;
         }
-        if (r->reject_reason) ExitCode() = EXIT_INVALID_CHAIN;
+        ReportReject(*r);
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
     });

@@ -73,6 +73,15 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
                             b.undo_pos, bytes->size(), undo->vtxundo.size(), (unsigned long long)undo->CoinCount());
             }
         }
+        if (a->height >= 0 && records == 0) {
+            PrintError(a->height > loc->tip_height
+                           ? "--height " + std::to_string(a->height) + " is above the datadir's tip, height " +
+                                 std::to_string(loc->tip_height)
+                           : "the block at height " + std::to_string(a->height) + " has no undo data (" +
+                                 (a->height == 0 ? "the genesis block never has any" : "pruned, or not connected yet") + ")");
+            ExitCode() = EXIT_FAILED;
+            return;
+        }
         if (a->json) {
             nlohmann::json out{{"network", std::string(ChainTypeName(loc->chain))}, {"blocks", std::move(blocks)},
                                {"records", records}, {"coins", coins}, {"without_undo", loc->without_undo}};

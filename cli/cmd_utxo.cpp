@@ -257,7 +257,8 @@ void AddGet(CLI::App* utxo)
         if (!*r) {
             if (json) std::printf("null\n");
             else std::printf("%s:%u is not in the UTXO set\n", op.hash.ToHex().c_str(), op.n);
-            throw CLI::RuntimeError(1);
+            PrintError(op.hash.ToHex() + ":" + std::to_string(op.n) + " is not in the UTXO set");
+            throw CLI::RuntimeError(EXIT_FAILED);
         }
         const Coin& c = **r;
         const TxoutType tt = Solver(c.out.script_pubkey.span());
@@ -306,18 +307,26 @@ void AddLoadSnapshot(CLI::App* utxo)
     auto ljson = std::make_shared<bool>(false);
     load->add_option("file", *lfile, "Snapshot file")->required();
     load->add_option("--chainstate", *ldir, "New chainstate directory (must not exist or be empty)")->required();
-    AddNetworkOption(load, *lnet, "")->required();
+    AddNetworkOption(load, *lnet, "the snapshot's, which it must match");
     load->add_option("--expect-hash", *lhash, "hash_serialized_3 the set must have (required unless Core pins the base block)");
     AddQuietOption(load, *lprog);
     load->add_flag("--json", *ljson, "Print the result as JSON");
     load->callback([lfile, ldir, lnet, lhash, lprog, ljson] {
-        const ChainParams& params = GetChainParams(*ParseNetworkOption(*lnet));
+        const std::optional<ChainType> given = ParseNetworkOption(*lnet);
         if (auto refused = CheckChainstateWritable(*ldir)) throw UsageError("--chainstate: " + refused->message);
         SnapshotLoadOptions opt;
         if (!lhash->empty()) {
             opt.expected_hash = uint256::FromHex(*lhash);
             if (!opt.expected_hash) throw CLI::ValidationError("--expect-hash", "expected 64 hex digits");
         }
+        auto stated = SnapshotNetwork(*lfile);
+        if (!stated) Fail(stated.error());
+        if (given && *given != *stated) {
+            const std::string name(ChainTypeName(*stated));
+            throw std::runtime_error(*lfile + " is a " + name + " snapshot, not " + std::string(ChainTypeName(*given)) +
+                                     ": drop --network, or pass --network " + name);
+        }
+        const ChainParams& params = GetChainParams(*stated);
         SetInterruptNote("chainstate " + *ldir + " is incomplete: remove it, then load the snapshot again");
         ProgressBar bar(!*lprog);
         auto r = LoadUtxoSnapshot(*lfile, params, *ldir, opt, [&](uint64_t n, double f) { bar.Update(n, f); });
@@ -357,7 +366,8 @@ void AddDump(CLI::App* utxo)
         CheckOutput(*out);
         auto cs = OpenReadOnly(*dopt);
         const AddressNetwork net = AddressNetworkFor(cs, *dopt);
-        WriteUtxoExport(*cs.db, *format, *out, GetChainParams(cs.chain.value_or(ChainType::MAIN)), net, !dopt->quiet, stderr, dopt->json);
+        WriteUtxoExport(*cs.db, *format, *out, GetChainParams(cs.chain.value_or(ChainType::MAIN)), net, !dopt->quiet,
+                        dopt->quiet ? nullptr : stderr, dopt->json);
     });
 }
 

@@ -38,8 +38,8 @@ void AddVerifySnapshot(CLI::App* utxo)
         ->check(CLI::IsMember({"coins", "outpoints"}))
         ->capture_default_str();
     cmd->add_option("--threads", a->threads, "Threads checking blocks")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
-    cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
-    cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark)");
+    auto* av = cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
+    cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
@@ -90,7 +90,10 @@ void AddVerifySnapshot(CLI::App* utxo)
                         (unsigned long long)v.counts.blocks, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
                         (unsigned long long)r->script_checked_inputs);
         }
-        if (!v.ok) ExitCode() = EXIT_INVALID_CHAIN;
+        if (!v.ok) {
+            PrintError("the snapshot is not the UTXO set at its base block: " + v.reason);
+            ExitCode() = EXIT_INVALID_CHAIN;
+        }
     });
 }
 

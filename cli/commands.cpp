@@ -3,12 +3,15 @@
 #include "common/write_guard.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <system_error>
 
+#include <pwd.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 namespace ibdkit::cli {
 
@@ -18,9 +21,69 @@ std::vector<CommandRegistration>& Commands()
     return commands;
 }
 
+namespace {
+
+// A path quoted in a script or given as `--datadir=~/dd` reaches us with its `~` unexpanded by the
+// shell; every value that can be a path gets what Python's os.path.expanduser would give it.
+void ExpandUserInValues(CLI::App& app)
+{
+    for (CLI::Option* opt : app.get_options()) {
+        if (opt->get_type_size() == 0) continue; // a flag takes no value
+        opt->transform([](std::string value) { return ExpandUser(value); }, "", "ExpandUser");
+    }
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) ExpandUserInValues(*sub);
+}
+
+bool WholeNumberIn(const std::string& value, long long lo, unsigned long long hi)
+{
+    const bool negative = !value.empty() && value[0] == '-';
+    const std::string digits = negative ? value.substr(1) : value;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || (negative && lo >= 0)) return false;
+    errno = 0;
+    const unsigned long long magnitude = std::strtoull(digits.c_str(), nullptr, 10);
+    if (errno == ERANGE) return false;
+    if (negative) return magnitude <= 1 + (unsigned long long)(-(lo + 1)); // |lo|, without overflowing at LLONG_MIN
+    return magnitude <= hi && (lo <= 0 || magnitude >= (unsigned long long)lo);
+}
+
+std::string Shortest(double v)
+{
+    if (v == double(int64_t(v)) && v < 1e15) return std::to_string(int64_t(v)); // 4000000, not 4e+06
+    char text[32];
+    const auto r = std::to_chars(text, text + sizeof text, v);
+    return std::string(text, r.ptr);
+}
+
+} // namespace
+
 void RegisterCommands(CLI::App& app)
 {
     for (auto& r : Commands()) r(app);
+    ExpandUserInValues(app);
+}
+
+std::string ExpandUser(const std::string& value)
+{
+    if (value.empty() || value[0] != '~') return value;
+    const std::size_t slash = value.find('/');
+    const std::string user = value.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
+    std::string home;
+    if (user.empty()) {
+        if (const char* h = std::getenv("HOME")) {
+            home = h;
+        } else if (const passwd* pw = ::getpwuid(::getuid())) {
+            home = pw->pw_dir;
+        } else {
+            return value;
+        }
+    } else if (const passwd* pw = ::getpwnam(user.c_str())) {
+        home = pw->pw_dir;
+    } else {
+        return value;
+    }
+    while (!home.empty() && home.back() == '/') home.pop_back();
+    const std::string expanded = home + (slash == std::string::npos ? "" : value.substr(slash));
+    return expanded.empty() ? "/" : expanded;
 }
 
 int& ExitCode()
@@ -29,24 +92,45 @@ int& ExitCode()
     return code;
 }
 
-void PrintError(const std::string& message) { std::fprintf(stderr, "ibdkit: error: %s\n", message.c_str()); }
+namespace {
+bool g_error_printed = false;
+} // namespace
+
+void PrintError(const std::string& message)
+{
+    g_error_printed = true;
+    std::fprintf(stderr, "ibdkit: error: %s\n", message.c_str());
+}
+
+bool ErrorPrinted() { return g_error_printed; }
 
 void PrintNote(const std::string& message) { std::fprintf(stderr, "ibdkit: %s\n", message.c_str()); }
 
-CLI::Validator IntegerIn(long long lo, long long hi)
+CLI::Validator IntegerIn(long long lo, unsigned long long hi)
 {
     const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     return CLI::Validator(
         [lo, hi, range](std::string& value) -> std::string {
-            errno = 0;
-            char* end = nullptr;
-            const long long v = std::strtoll(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
-                return "expected a whole number in " + range + ", got '" + value + "'";
-            }
+            if (!WholeNumberIn(value, lo, hi)) return "expected a whole number in " + range + ", got '" + value + "'";
             return {};
         },
         "INT in " + range, "IntegerIn");
+}
+
+CLI::Validator NumberIn(double lo, double hi)
+{
+    const std::string range = "[" + Shortest(lo) + ", " + Shortest(hi) + "]";
+    return CLI::Validator(
+        [lo, hi, range](std::string& value) -> std::string {
+            double v = 0;
+            const char* end = value.data() + value.size();
+            const auto r = std::from_chars(value.data(), end, v);
+            if (value.empty() || r.ec != std::errc() || r.ptr != end || !(v >= lo && v <= hi)) {
+                return "expected a number in " + range + ", got '" + value + "'";
+            }
+            return {};
+        },
+        "NUMBER in " + range, "NumberIn");
 }
 
 CLI::Option* AddNetworkOption(CLI::App* cmd, std::string& network, const std::string& default_from)
@@ -100,6 +184,15 @@ TemporaryDir::~TemporaryDir()
     std::filesystem::remove_all(m_path, ec);
 }
 
+namespace {
+const CLI::App& DeepestParsed(const CLI::App& app)
+{
+    const CLI::App* a = &app;
+    while (!a->get_subcommands().empty()) a = a->get_subcommands().front();
+    return *a;
+}
+} // namespace
+
 std::string UsageCommand(const CLI::App& app)
 {
     std::string path;
@@ -110,6 +203,20 @@ std::string UsageCommand(const CLI::App& app)
         path += a->get_name() + " ";
     }
     return path;
+}
+
+std::optional<std::string> UnknownCommand(const CLI::App& app)
+{
+    const CLI::App& last = DeepestParsed(app);
+    const auto known = last.get_subcommands([](const CLI::App*) { return true; });
+    const auto extra = last.remaining();
+    if (known.empty() || extra.empty() || extra.front().starts_with("-")) return std::nullopt;
+    std::string names;
+    for (const CLI::App* sub : known) {
+        if (sub->get_group().empty()) continue; // hidden
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return "unknown command '" + UsageCommand(app) + extra.front() + "' (one of: " + names + ")";
 }
 
 } // namespace ibdkit::cli

@@ -25,7 +25,14 @@ struct CommandRegistrar {
     explicit CommandRegistrar(CommandRegistration r) { Commands().push_back(std::move(r)); }
 };
 
+/// Registers every command, then makes every option that takes a value expand a leading `~` or
+/// `~user` as Python's os.path.expanduser does (ExpandUser): a path quoted in a script reaches
+/// ibdkit unexpanded.
 void RegisterCommands(CLI::App& app);
+/// `value` with a leading "~" (then the end or '/') replaced by $HOME (else the user's home from
+/// the password database) and "~user" by that user's home; any other value, or one whose home is
+/// not known, unchanged.
+std::string ExpandUser(const std::string& value);
 /// Exit code set by the command that ran (EXIT_OK by default).
 int& ExitCode();
 
@@ -39,6 +46,9 @@ public:
 
 /// "ibdkit: error: MESSAGE" on stderr: the one form of every failure's line.
 void PrintError(const std::string& message);
+/// Whether PrintError has said something: main says a line of its own for a failing exit code
+/// that none explains, so that no failure is silent on stderr.
+bool ErrorPrinted();
 /// "ibdkit: MESSAGE" on stderr: something the user should know that is not a failure.
 void PrintNote(const std::string& message);
 /// Bounds of the numbers options take (docs/cli.md): every size and count is positive and bounded,
@@ -48,8 +58,12 @@ inline constexpr long long MAX_HEIGHT = 100'000'000;
 inline constexpr long long MAX_COUNT = 1'000'000'000'000LL;
 inline constexpr long long MAX_THREADS = 1024;
 /// A CLI11 check: the value is a whole number (no sign other than a leading '-', no fraction, no
-/// suffix) in [lo, hi].
-CLI::Validator IntegerIn(long long lo, long long hi);
+/// suffix) in [lo, hi]; one message for every option: "expected a whole number in [lo, hi], got 'v'".
+/// `hi` reaches 2^64 - 1 (a seed).
+CLI::Validator IntegerIn(long long lo, unsigned long long hi);
+/// The same for a number that may have a fraction (seconds, megabytes): "expected a number in
+/// [lo, hi], got 'v'".
+CLI::Validator NumberIn(double lo, double hi);
 
 /// Adds `--network NAME` (main, test, testnet4, signet, regtest) to `cmd`; `default_from` says
 /// where the network comes from when it is not given ("" when it must be). Returns the option.
@@ -81,5 +95,8 @@ private:
 
 /// The subcommand path that was parsed ("utxo stats "), for the hint after a usage error.
 std::string UsageCommand(const CLI::App& app);
+/// After a failed parse: "unknown command 'utxo frob' (one of: stats, get, …)" when a word stands
+/// where a command was expected and names none; nullopt otherwise.
+std::optional<std::string> UnknownCommand(const CLI::App& app);
 
 } // namespace ibdkit::cli

@@ -24,10 +24,10 @@ int main(int argc, char** argv)
     } catch (const CLI::Success& e) {
         return app.exit(e); // --help, --version
     } catch (const CLI::RuntimeError& e) {
-        // A command's own outcome (e.g. `utxo get` of a coin not in the set), already printed.
+        // A command's own outcome (e.g. `utxo get` of a coin not in the set), already said.
         return e.get_exit_code();
     } catch (const CLI::ParseError& e) {
-        PrintError(e.what());
+        PrintError(UnknownCommand(app).value_or(e.what()));
         PrintNote("see ibdkit " + UsageCommand(app) + "--help");
         return EXIT_USAGE;
     } catch (const UsageError& e) {
@@ -37,5 +37,9 @@ int main(int argc, char** argv)
         PrintError(e.what());
         return EXIT_FAILED;
     }
-    return ExitCode();
+    const int code = ExitCode();
+    if ((code == EXIT_FAILED || code == EXIT_INVALID_CHAIN) && !ErrorPrinted()) {
+        PrintError(code == EXIT_INVALID_CHAIN ? "the input is invalid: the verdict above says why" : "failed: the output above says why");
+    }
+    return code;
 }

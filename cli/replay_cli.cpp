@@ -115,6 +115,13 @@ std::optional<BlockHash> ParseAssumeValid(const std::string& value)
     return *h;
 }
 
+void ReportReject(const EngineResult& r)
+{
+    if (!r.reject_reason) return;
+    PrintError("block at height " + std::to_string(r.reject_height) + " is invalid: " + *r.reject_reason);
+    ExitCode() = EXIT_INVALID_CHAIN;
+}
+
 void PrintScripts(const EngineResult& r)
 {
     if (r.script_checks_from_height) {

@@ -48,6 +48,9 @@ void RecordNetwork(const EngineOptions& o, ChainType chain);
 /// The line about scripts (for PrintHuman): how many inputs were verified from which height and
 /// why, or that the assumevalid rule skipped them.
 void PrintScripts(const EngineResult& r);
+/// A run that stopped at a block breaking a rule: its height and Core's reject reason on stderr
+/// (the result on stdout says it too), and exit code EXIT_INVALID_CHAIN. Nothing otherwise.
+void ReportReject(const EngineResult& r);
 
 /// SIGINT/SIGTERM for a block-connecting run: the first sets `flag` (the engine stops after the
 /// block it is connecting and flushes), a second exits at once saying that a rerun on the same

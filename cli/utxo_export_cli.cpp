@@ -48,6 +48,7 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
             std::printf("%s\n", j.dump(2).c_str());
             return;
         }
+        if (!summary) return;
         std::fprintf(summary,
                      "snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
                      "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
@@ -80,6 +81,7 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
+    if (!summary) return;
     std::fprintf(summary,
                  "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
                  "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",

@@ -22,7 +22,7 @@ namespace ibdkit::cli {
 inline constexpr const char* EXPORT_FORMATS_HELP = "csv, jsonl, sqlite (schemas: docs/utxo-export.md) or snapshot (Core's dumptxoutset format)";
 
 /// Writes `format` ("csv", "jsonl", "sqlite" or "snapshot") of `db` to `out`, re-reads and checks it,
-/// and prints the summary to `summary` (with `json`: as JSON on stdout). Addresses use `net`; the
+/// and prints the summary to `summary` (null: none, as under -q; with `json`: as JSON on stdout). Addresses use `net`; the
 /// snapshot's metadata `params`. Throws std::runtime_error when the export or its check fails.
 void WriteUtxoExport(const CoinsDB& db, const std::string& format, const std::filesystem::path& out,
                      const ChainParams& params, AddressNetwork net, bool progress, std::FILE* summary, bool json = false);

@@ -1,0 +1,188 @@
+"""Every number the CLI takes has one range and one message, every failing exit says why on stderr,
+and what a user types is read as they mean it (issue 57, items 3, 9 and 10).
+
+The cases that need Bitcoin Core's data directory are rows of docs/hostile-input.md
+(test_hostile_input.py); these run on a tiny chain gen-chain writes.
+"""
+import json
+import os
+import re
+import resource
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+
+NUMERIC = re.compile(r"^\s+(?:-\w,)?(--[\w-]+) (UINT|INT|FLOAT)\b(.*)")
+
+
+def commands(cli, path=()):
+    """Every command path ("utxo", "stats") the CLI has, from the Subcommands section of --help."""
+    out = run_cli(cli, *path, "--help").stdout
+    found = []
+    if "Subcommands:" in out:
+        for line in out.split("Subcommands:", 1)[1].splitlines():
+            m = re.match(r"^  (\S+)\s", line)
+            if m:
+                found += commands(cli, (*path, m.group(1)))
+    return found or [path]
+
+
+def numeric_options(cli):
+    """(command path, option, validator text) of every option whose value is a number."""
+    for path in commands(cli):
+        for line in run_cli(cli, *path, "--help").stdout.splitlines():
+            m = NUMERIC.match(line)
+            if m:
+                yield path, m.group(1), m.group(3)
+
+
+def test_every_numeric_option_has_one_range_and_one_message(cli):
+    """Each number is checked by IntegerIn or NumberIn (help: "INT in [lo, hi]"); a value below or above
+    its range is a usage error with the same words, before anything else is looked at."""
+    seen = list(numeric_options(cli))
+    names = {(" ".join(p), o) for p, o, _ in seen}
+    assert ("hints", "--threads") in names and ("gen-chain", "--seed") in names and ("sync", "--timeout") in names
+    for path, option, validator in seen:
+        m = re.match(r":(INT|NUMBER) in \[(-?[\d.e+]+), (-?[\d.e+]+)\]", validator)
+        assert m, f"{' '.join(path)} {option}: no range check ({validator!r})"
+        kind, lo, hi = m.groups()
+        words = "a whole number" if kind == "INT" else "a number"
+        below = str(int(lo) - 1) if kind == "INT" else str(-1 - abs(float(lo)))
+        above = str(int(hi) + 1) if kind == "INT" else str(float(hi) * 2 + 1)
+        for bad in (below, above, "12abc"):
+            r = run_cli(cli, *path, f"{option}={bad}", check=False)
+            assert r.returncode == 64, (path, option, bad, r.stderr)
+            want = f"ibdkit: error: {option}: expected {words} in [{lo}, {hi}], got '{bad}'"
+            assert r.stderr.startswith(want), (path, option, bad, r.stderr)
+
+
+def test_threads_are_bounded_before_any_work(cli, tmp_path):
+    for threads in ("100000", "-1", "0"):
+        r = run_cli(cli, "hints", "--blocks-dir", tmp_path, "--snapshot", tmp_path / "s", "--out", tmp_path / "h",
+                    "--threads", threads, check=False)
+        assert r.returncode == 64 and f"--threads: expected a whole number in [1, 1024], got '{threads}'" in r.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def chain(cli, tmp_path_factory):
+    """A tiny generated chain, its chainstate (network recorded) and a snapshot of it."""
+    root = tmp_path_factory.mktemp("bounds")
+    run_cli(cli, "gen-chain", "--out", root / "g", "--preset", "tiny", "--start-time", 1600000000, "-q")
+    stats = json.loads(run_cli(cli, "replay", "-q", "--json", "--blocks-dir", root / "g" / "blocks",
+                               "--chainstate", root / "cs").stdout)
+    run_cli(cli, "utxo", "snapshot", "--chainstate", root / "cs", "--out", root / "s.dat", "-q")
+    return {"root": root, "blocks": root / "g" / "blocks", "cs": root / "cs", "snapshot": root / "s.dat",
+            "hash": stats["hash_serialized_3"]}
+
+
+def test_threads_the_system_cannot_start_are_an_error(cli, chain, tmp_path):
+    """With an address space too small for 1024 thread stacks the pool cannot start them all: a clear
+    error (exit 1) instead of std::terminate, and no temporary hintsfile left behind."""
+    out = tmp_path / "u.hints"
+
+    def small_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([str(cli), "hints", "-q", "--blocks-dir", str(chain["blocks"]), "--chainstate", str(chain["cs"]),
+                        "--out", str(out), "--threads", "1024"], capture_output=True, text=True, env=env,
+                       preexec_fn=small_address_space)
+    assert r.returncode == 1, r
+    assert r.stderr.startswith("ibdkit: error: cannot start 1024 threads"), r.stderr
+    assert list(tmp_path.iterdir()) == [], "the temporary hintsfile is removed"
+    run_cli(cli, "hints", "-q", "--blocks-dir", chain["blocks"], "--chainstate", chain["cs"], "--out", out, "--threads", 2)
+    assert out.stat().st_size > 0
+
+
+def test_a_leading_tilde_is_the_home_folder(cli, chain, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"} | {"HOME": str(chain["root"])}
+    r = subprocess.run([str(cli), "utxo", "stats", "--chainstate", "~/cs", "--json", "--hash-type", "hash_serialized_3"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["hash_serialized_3"] == chain["hash"]
+    r = subprocess.run([str(cli), "utxo", "stats", "--chainstate=~/missing"], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and f"{chain['root']}/missing" in r.stderr, r.stderr
+
+
+def test_load_snapshot_takes_the_network_from_the_snapshot(cli, chain, tmp_path):
+    r = run_cli(cli, "utxo", "load-snapshot", chain["snapshot"], "--chainstate", tmp_path / "a", "--network", "main",
+                "--expect-hash", chain["hash"], check=False)
+    assert r.returncode == 1 and "is a regtest snapshot, not main: drop --network, or pass --network regtest" in r.stderr
+    assert not (tmp_path / "a").exists()
+    r = run_cli(cli, "utxo", "load-snapshot", chain["snapshot"], "--chainstate", tmp_path / "b", "--expect-hash",
+                chain["hash"], "--json", "-q")
+    assert json.loads(r.stdout)["hash_serialized_3"] == chain["hash"]
+    assert "network=regtest" in (tmp_path / "b" / "IBDKIT_CHAINSTATE").read_text()
+
+
+def test_quiet_dump_says_nothing(cli, chain, tmp_path):
+    loud = run_cli(cli, "utxo", "dump", "--chainstate", chain["cs"], "--format", "csv", "--out", tmp_path / "a.csv")
+    assert loud.stderr.startswith("wrote ")
+    quiet = run_cli(cli, "utxo", "dump", "--chainstate", chain["cs"], "--format", "csv", "--out", tmp_path / "b.csv", "-q")
+    assert quiet.stderr == "" and (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
+
+
+def first_block(chain, tmp_path):
+    """Block 1 of the chain as a raw file (the record after the genesis in blk00000.dat)."""
+    data = (chain["blocks"] / "blk00000.dat").read_bytes()
+    size0 = int.from_bytes(data[4:8], "little")
+    at = 8 + size0
+    size1 = int.from_bytes(data[at + 4:at + 8], "little")
+    return bytearray(data[at + 8:at + 8 + size1])
+
+
+def exit_codes_in_help(cli, *command):
+    """{"valid": 0, "invalid": 2, ...} from "exit 0 valid, 2 invalid, 1 ..." in a command's help."""
+    text = " ".join(run_cli(cli, *command, "--help").stdout.split())
+    return {word: int(code) for code, word in re.findall(r"\b([012]) (?:if )?(?:an )?(\w+)", text.split("xit ", 1)[1])}
+
+
+def test_block_check_exits_as_its_help_says_and_says_why(cli, chain, tmp_path):
+    codes = exit_codes_in_help(cli, "block", "check")
+    good = tmp_path / "good.bin"
+    good.write_bytes(first_block(chain, tmp_path))
+    bad_block = first_block(chain, tmp_path)
+    bad_block[36] ^= 1  # the merkle root
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(bad_block)
+    assert run_cli(cli, "block", "check", good, "--network", "regtest").returncode == codes["valid"] == 0
+    r = run_cli(cli, "block", "check", bad, "--network", "regtest", "--no-pow", check=False)
+    assert r.returncode == codes["invalid"] == 2
+    assert r.stderr.startswith("ibdkit: error: block ") and "is invalid: bad-txnmrklroot" in r.stderr, r.stderr
+    r = run_cli(cli, "block", "check", tmp_path / "missing.bin", check=False)
+    assert r.returncode == codes["unreadable"] == 1 and r.stderr.startswith("ibdkit: error: ")
+
+
+def test_verify_scripts_exits_as_its_help_says(cli, chain, tmp_path):
+    text = " ".join(run_cli(cli, "block", "verify-scripts", "--help").stdout.split())
+    assert "Exit 0 if all pass, 2 if an input fails" in text and "1 on unusable input" in text
+    block = tmp_path / "b.bin"
+    block.write_bytes(first_block(chain, tmp_path))  # block 1 spends nothing: every input passes
+    spent = tmp_path / "spent.json"
+    spent.write_text("[]")
+    assert run_cli(cli, "block", "verify-scripts", block, "--spent", spent, "--network", "regtest").returncode == 0
+    spent.write_text("not json")
+    r = run_cli(cli, "block", "verify-scripts", block, "--spent", spent, "--network", "regtest", check=False)
+    assert r.returncode == 1 and r.stderr.startswith("ibdkit: error: "), r.stderr
+
+
+def test_an_unknown_command_is_named(cli):
+    r = run_cli(cli, "frobnicate", check=False)
+    assert r.returncode == 64
+    assert r.stderr.startswith("ibdkit: error: unknown command 'frobnicate' (one of: bench, block, "), r.stderr
+    r = run_cli(cli, "utxo", "frobnicate", "--chainstate", "x", check=False)
+    assert r.returncode == 64 and "unknown command 'utxo frobnicate' (one of: stats, get, " in r.stderr, r.stderr
+
+
+def test_gen_chain_refuses_a_wrapped_seed_and_a_file_for_a_folder(cli, tmp_path):
+    r = run_cli(cli, "gen-chain", "--out", tmp_path / "g", "--preset", "tiny", "--seed", "-1", check=False)
+    assert r.returncode == 64 and "--seed: expected a whole number in [0, 18446744073709551615], got '-1'" in r.stderr
+    assert not (tmp_path / "g").exists()
+    file = tmp_path / "f"
+    file.write_text("mine\n")
+    r = run_cli(cli, "gen-chain", "--out", file, "--preset", "tiny", check=False)
+    assert r.returncode == 64 and f"--out {file} is a file, not a folder" in r.stderr, r.stderr
+    assert file.read_text() == "mine\n"
