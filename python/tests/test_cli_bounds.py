@@ -110,7 +110,7 @@ def test_a_leading_tilde_is_the_home_folder(cli, chain, tmp_path):
 def test_load_snapshot_takes_the_network_from_the_snapshot(cli, chain, tmp_path):
     r = run_cli(cli, "utxo", "load-snapshot", chain["snapshot"], "--chainstate", tmp_path / "a", "--network", "main",
                 "--expect-hash", chain["hash"], check=False)
-    assert r.returncode == 1 and "is a regtest snapshot, not main: drop --network, or pass --network regtest" in r.stderr
+    assert r.returncode == 1 and "The network of the snapshot (regtest) does not match the network of this node (main)" in r.stderr
     assert not (tmp_path / "a").exists()
     r = run_cli(cli, "utxo", "load-snapshot", chain["snapshot"], "--chainstate", tmp_path / "b", "--expect-hash",
                 chain["hash"], "--json", "-q")
@@ -186,3 +186,13 @@ def test_gen_chain_refuses_a_wrapped_seed_and_a_file_for_a_folder(cli, tmp_path)
     r = run_cli(cli, "gen-chain", "--out", file, "--preset", "tiny", check=False)
     assert r.returncode == 64 and f"--out {file} is a file, not a folder" in r.stderr, r.stderr
     assert file.read_text() == "mine\n"
+
+
+def test_a_replay_with_threads_the_system_cannot_start_says_so(cli, chain, tmp_path):
+    def small_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([str(cli), "replay", "-q", "--blocks-dir", str(chain["blocks"]), "--threads", "1024"],
+                       capture_output=True, text=True, env=env, preexec_fn=small_address_space)
+    assert r.returncode == 1 and r.stderr.startswith("ibdkit: error: cannot start 1024 threads"), r

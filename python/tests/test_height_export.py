@@ -41,8 +41,7 @@ def summary(stderr):
 def test_replay_height_dump_equals_stop_height_chainstate_dump(cli, chain, fmt):
     d, blocks, cs, stats = chain
     ref = d / f"ref.{fmt}"
-    r = run_cli(cli, "utxo", "dump", "--chainstate", cs, "--format", fmt, "--out", ref, "--network", "regtest",
-                "--no-progress")
+    r = run_cli(cli, "utxo", "dump", "--chainstate", cs, "--format", fmt, "--out", ref, "--network", "regtest")
     assert summary(r.stderr) == (stats["txouts"], stats["hash_serialized_3"])
 
     out = d / f"h.{fmt}"

@@ -63,8 +63,14 @@ Pipeline::Pipeline(const ConsensusParams& params, unsigned workers, const CoinsD
             m_space.notify_all();
         });
     }
-    m_workers.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
+    try {
+        m_workers.reserve(workers);
+        for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { Work(); });
+    } catch (...) { // std::system_error: the workers started must not outlive a pipeline never made
+        (void)Stop();
+        if (m_tasks) m_tasks->OnPost({});
+        throw;
+    }
 }
 
 Pipeline::~Pipeline()

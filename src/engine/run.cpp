@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace ibdkit::engine {
@@ -344,6 +345,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = Error{e.code(), "chainstate " + cs.dir().string() + ": " + e.what()};
     } catch (const UndoWriteError& e) { // writing undo data failed (disk full, I/O error)
         err = EnvError(std::string("undo data: ") + e.what());
+    } catch (const std::system_error& e) { // a thread the system would not start (TaskPool, Pipeline)
+        err = Error{Errc::Io, "cannot start " + std::to_string(threads) + " threads (" + e.what() + "): ask for fewer"};
     }
     if (err) return *err;
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
