@@ -196,3 +196,19 @@ def test_a_replay_with_threads_the_system_cannot_start_says_so(cli, chain, tmp_p
     r = subprocess.run([str(cli), "replay", "-q", "--blocks-dir", str(chain["blocks"]), "--threads", "1024"],
                        capture_output=True, text=True, env=env, preexec_fn=small_address_space)
     assert r.returncode == 1 and r.stderr.startswith("ibdkit: error: cannot start 1024 threads"), r
+
+
+def test_a_rejected_block_is_said_on_stderr(cli, chain, tmp_path):
+    """The last byte of block 100 (its last transaction's lock time) flipped: the header still links,
+    the merkle root no longer matches. The result on stdout says REJECTED; stderr says it too."""
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
+    data = bytearray((chain["blocks"] / "blk00000.dat").read_bytes())
+    at = 0
+    for _ in range(100):  # the genesis is record 0: 100 records before block 100
+        at += 8 + int.from_bytes(data[at + 4:at + 8], "little")
+    data[at + 8 + int.from_bytes(data[at + 4:at + 8], "little") - 1] ^= 1
+    (blocks / "blk00000.dat").write_bytes(bytes(data))
+    r = run_cli(cli, "replay", "-q", "--blocks-dir", blocks, check=False)
+    assert r.returncode == 2 and "REJECTED" in r.stdout
+    assert r.stderr.startswith("ibdkit: error: block at height 100 is invalid: bad-txnmrklroot"), r.stderr
