@@ -134,6 +134,7 @@ def test_wrong_hints_and_tampered_rev_data_are_refused(cli, tmp_path):
         cs = tmp_path / "cs"
         r = swiftsync(cli, "--swiftsync", hints_path, "--datadir", data, "--chainstate", cs, *more, check=False)
         assert r.returncode == 2, (r.returncode, r.stderr)
+        assert "ibdkit: error: " in r.stderr, "a failing exit says so on stderr"
         assert not json.loads(r.stdout)["swiftsync"]["ok"]
         assert not cs.exists(), "a refused history leaves no chainstate"
         return json.loads(r.stdout)["swiftsync"]["reason"]
@@ -201,6 +202,7 @@ def test_verify_snapshot_proves_a_snapshot_and_refuses_a_changed_one(cli, tmp_pa
     bad = run_cli(cli, "utxo", "verify-snapshot", changed, "--datadir", datadir, "--json", check=False)
     assert bad.returncode == 2, bad.stderr
     assert "is not the UTXO set" in json.loads(bad.stdout)["reason"]
+    assert bad.stderr.startswith("ibdkit: error: the snapshot is not the UTXO set at its base block: "), bad.stderr
 
     at90 = tmp_path / "at90"
     run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", at90, "--stop-height", "90")
@@ -223,7 +225,7 @@ def test_fallback_names_the_cause(cli, tmp_path):
     wrong = tmp_path / "wrong.hints"
     wrong.write_bytes(hintsfile(lists))
     r = swiftsync(cli, "--swiftsync", wrong, "--datadir", datadir, "--fallback", check=False)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 1 and "ibdkit: error: " in r.stderr, r.stderr
     got = json.loads(r.stdout)
     assert not got["swiftsync"]["ok"]
     assert got["fallback"]["valid"] and got["fallback"]["hash_serialized_3"] == exp["hash_serialized_3"]
