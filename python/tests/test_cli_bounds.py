@@ -125,13 +125,13 @@ def test_quiet_dump_says_nothing(cli, chain, tmp_path):
     assert quiet.stderr == "" and (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
 
 
-def first_block(chain, tmp_path):
-    """Block 1 of the chain as a raw file (the record after the genesis in blk00000.dat)."""
+def block_at(chain, height):
+    """The block at `height` as bytes (blk00000.dat holds the genesis and then each block in order)."""
     data = (chain["blocks"] / "blk00000.dat").read_bytes()
-    size0 = int.from_bytes(data[4:8], "little")
-    at = 8 + size0
-    size1 = int.from_bytes(data[at + 4:at + 8], "little")
-    return bytearray(data[at + 8:at + 8 + size1])
+    at = 0
+    for _ in range(height):
+        at += 8 + int.from_bytes(data[at + 4:at + 8], "little")
+    return bytearray(data[at + 8:at + 8 + int.from_bytes(data[at + 4:at + 8], "little")])
 
 
 def exit_codes_in_help(cli, *command):
@@ -143,8 +143,8 @@ def exit_codes_in_help(cli, *command):
 def test_block_check_exits_as_its_help_says_and_says_why(cli, chain, tmp_path):
     codes = exit_codes_in_help(cli, "block", "check")
     good = tmp_path / "good.bin"
-    good.write_bytes(first_block(chain, tmp_path))
-    bad_block = first_block(chain, tmp_path)
+    good.write_bytes(block_at(chain, 1))
+    bad_block = block_at(chain, 1)
     bad_block[36] ^= 1  # the merkle root
     bad = tmp_path / "bad.bin"
     bad.write_bytes(bad_block)
@@ -160,13 +160,21 @@ def test_verify_scripts_exits_as_its_help_says(cli, chain, tmp_path):
     text = " ".join(run_cli(cli, "block", "verify-scripts", "--help").stdout.split())
     assert "Exit 0 if all pass, 2 if an input fails" in text and "1 on unusable input" in text
     block = tmp_path / "b.bin"
-    block.write_bytes(first_block(chain, tmp_path))  # block 1 spends nothing: every input passes
+    block.write_bytes(block_at(chain, 1))  # block 1 spends nothing: every input passes
     spent = tmp_path / "spent.json"
     spent.write_text("[]")
     assert run_cli(cli, "block", "verify-scripts", block, "--spent", spent, "--network", "regtest").returncode == 0
     spent.write_text("not json")
     r = run_cli(cli, "block", "verify-scripts", block, "--spent", spent, "--network", "regtest", check=False)
     assert r.returncode == 1 and r.stderr.startswith("ibdkit: error: "), r.stderr
+    # A block that spends, each input given an OP_RETURN output to spend: every input fails.
+    block.write_bytes(block_at(chain, 140))
+    decoded = json.loads(run_cli(cli, "block", "decode", block).stdout)
+    inputs = sum(len(tx["vin"]) for tx in decoded["tx"][1:])
+    assert inputs > 0
+    spent.write_text(json.dumps([{"value": 1000, "script_pubkey": "6a"}] * inputs))
+    r = run_cli(cli, "block", "verify-scripts", block, "--spent", spent, "--network", "regtest", check=False)
+    assert r.returncode == 2 and r.stderr.startswith("ibdkit: error: block "), r.stderr
 
 
 def test_an_unknown_command_is_named(cli):
@@ -203,12 +211,12 @@ def test_a_rejected_block_is_said_on_stderr(cli, chain, tmp_path):
     the merkle root no longer matches. The result on stdout says REJECTED; stderr says it too."""
     blocks = tmp_path / "blocks"
     blocks.mkdir()
-    data = bytearray((chain["blocks"] / "blk00000.dat").read_bytes())
-    at = 0
-    for _ in range(100):  # the genesis is record 0: 100 records before block 100
-        at += 8 + int.from_bytes(data[at + 4:at + 8], "little")
-    data[at + 8 + int.from_bytes(data[at + 4:at + 8], "little") - 1] ^= 1
-    (blocks / "blk00000.dat").write_bytes(bytes(data))
+    data = (chain["blocks"] / "blk00000.dat").read_bytes()
+    block = block_at(chain, 100)
+    at = data.index(bytes(block))
+    changed = bytearray(data)
+    changed[at + len(block) - 1] ^= 1
+    (blocks / "blk00000.dat").write_bytes(bytes(changed))
     r = run_cli(cli, "replay", "-q", "--blocks-dir", blocks, check=False)
     assert r.returncode == 2 and "REJECTED" in r.stdout
     assert r.stderr.startswith("ibdkit: error: block at height 100 is invalid: bad-txnmrklroot"), r.stderr
