@@ -3,7 +3,6 @@
 #include "common/write_guard.h"
 
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -46,12 +45,17 @@ bool WholeNumberIn(const std::string& value, long long lo, unsigned long long hi
     return magnitude <= hi && (lo <= 0 || magnitude >= (unsigned long long)lo);
 }
 
+// The fewest digits that read back as `v` (0.001, not 0.00100000000000000002); whole numbers in
+// full (4000000, not 4e+06). snprintf, not std::to_chars: libc++ 14 has no floating-point one.
 std::string Shortest(double v)
 {
-    if (v == double(int64_t(v)) && v < 1e15) return std::to_string(int64_t(v)); // 4000000, not 4e+06
+    if (v == double(int64_t(v)) && v < 1e15) return std::to_string(int64_t(v));
     char text[32];
-    const auto r = std::to_chars(text, text + sizeof text, v);
-    return std::string(text, r.ptr);
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, v);
+        if (std::strtod(text, nullptr) == v) break;
+    }
+    return text;
 }
 
 } // namespace
@@ -122,10 +126,14 @@ CLI::Validator NumberIn(double lo, double hi)
     const std::string range = "[" + Shortest(lo) + ", " + Shortest(hi) + "]";
     return CLI::Validator(
         [lo, hi, range](std::string& value) -> std::string {
-            double v = 0;
-            const char* end = value.data() + value.size();
-            const auto r = std::from_chars(value.data(), end, v);
-            if (value.empty() || r.ec != std::errc() || r.ptr != end || !(v >= lo && v <= hi)) {
+            // strtod, not std::from_chars (libc++ 14 has none for double); no leading space or sign
+            // but '-', no hex or infinity.
+            errno = 0;
+            char* end = nullptr;
+            const double v = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+            const bool plain = !value.empty() && value.find_first_not_of("0123456789.eE+-") == std::string::npos &&
+                               value[0] != '+';
+            if (!plain || *end != '\0' || errno == ERANGE || !(v >= lo && v <= hi)) {
                 return "expected a number in " + range + ", got '" + value + "'";
             }
             return {};
