@@ -16,8 +16,13 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace ibdkit {
 namespace {
@@ -187,6 +192,37 @@ TEST(TaskPool, CountsTheHelpersCleansedBytes)
     EXPECT_EQ(pool.Cleansed() % 100, 0u);
     EXPECT_GT(pool.Cleansed(), 0u);
     EXPECT_EQ((pool.Cleansed() + by_caller) % 400, 0u); // every task's 100 bytes counted once
+}
+
+// A child process with an address space too small for the stacks of 100,000 threads: the pool's
+// constructor must throw std::system_error after joining the threads it started (the child exits
+// 0), never leave them joinable (std::terminate: SIGABRT). Sanitizers reserve address space of
+// their own at start, so the limit would starve them instead.
+TEST(TaskPool, ThreadsTheSystemCannotStartAreAnException)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "a sanitizer runtime needs more address space than the limit leaves";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    GTEST_SKIP() << "a sanitizer runtime needs more address space than the limit leaves";
+#endif
+#endif
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        const rlimit limit{rlim_t(1) << 30, rlim_t(1) << 30};
+        if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+        try {
+            TaskPool pool(100000);
+        } catch (const std::system_error&) {
+            ::_exit(0);
+        }
+        ::_exit(2); // every thread started: the limit did not hold
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 } // namespace
