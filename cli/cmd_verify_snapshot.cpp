@@ -18,6 +18,14 @@
 
 namespace ibdkit::cli {
 
+namespace {
+
+constexpr const char* OUTPOINTS_ONLY =
+    "the snapshot is not certified: outpoints mode proved only that its outpoints are the UTXO set's at its base block, not "
+    "its coins' heights, coinbase flags, amounts or scripts; --mode coins with --datadir proves them";
+
+} // namespace
+
 void AddVerifySnapshot(CLI::App* utxo)
 {
     auto* cmd = utxo->add_subcommand("verify-snapshot",
@@ -34,7 +42,8 @@ void AddVerifySnapshot(CLI::App* utxo)
     auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks and rev files, read-only");
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (outpoints mode only)")->excludes(dd);
     AddNetworkOption(cmd, a->network, "from the blocks");
-    cmd->add_option("--mode", a->mode, "coins (every Core rule, needs --datadir) or outpoints (much less)")
+    cmd->add_option("--mode", a->mode, "coins (every Core rule, needs --datadir) or outpoints (proves only the outpoints: never\n"
+                                     "certifies the snapshot, exit 1 when they match)")
         ->check(CLI::IsMember({"coins", "outpoints"}))
         ->capture_default_str();
     cmd->add_option("--threads", a->threads, "Threads checking blocks")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
@@ -74,8 +83,13 @@ void AddVerifySnapshot(CLI::App* utxo)
         }
         const auto& v = r->verdict;
         const char* mode = r->mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints";
+        // Equal sums in outpoints mode prove the outpoints and nothing of the coins they name: the
+        // snapshot is not certified, and the verdict and the exit code say so.
+        const bool outpoints_only = v.ok && !r->Certified();
+        const std::string reason = outpoints_only ? OUTPOINTS_ONLY : v.reason;
         if (a->json) {
-            const nlohmann::json j{{"ok", v.ok},           {"reason", v.reason},           {"mode", mode},
+            const nlohmann::json j{{"ok", r->Certified()}, {"reason", reason},         {"mode", mode},
+                                   {"outpoints_proven", v.ok},
                                    {"network", std::string(ChainTypeName(r->chain))},     {"base", r->base.ToHex()},
                                    {"height", r->height},  {"coins", v.counts.unspent},    {"amount_sat", v.supply},
                                    {"blocks", v.counts.blocks}, {"inputs", v.counts.inputs}, {"outputs", v.counts.outputs},
@@ -85,7 +99,11 @@ void AddVerifySnapshot(CLI::App* utxo)
             std::printf("verdict            %s\nmode               %s\nbase block         %s (height %u)\n"
                         "snapshot           %llu coins, %s\nblocks             %llu, %llu inputs, %llu spendable outputs\n"
                         "scripts            %llu inputs verified\n",
-                        v.ok ? "the snapshot is the UTXO set at its base block" : ("REFUSED: " + v.reason).c_str(), mode,
+                        r->Certified() ? "the snapshot is the UTXO set at its base block"
+                        : outpoints_only ? "NOT CERTIFIED: only its outpoints are the UTXO set's at its base block; its coins' "
+                                           "heights, coinbase flags, amounts and scripts are unchecked"
+                                         : ("REFUSED: " + v.reason).c_str(),
+                        mode,
                         r->base.ToHex().c_str(), r->height, (unsigned long long)v.counts.unspent, FormatMoney(Amount(v.supply)).c_str(),
                         (unsigned long long)v.counts.blocks, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
                         (unsigned long long)r->script_checked_inputs);
@@ -93,6 +111,10 @@ void AddVerifySnapshot(CLI::App* utxo)
         if (!v.ok) {
             PrintError("the snapshot is not the UTXO set at its base block: " + v.reason);
             ExitCode() = EXIT_INVALID_CHAIN;
+        }
+        if (outpoints_only) {
+            PrintError(std::string(OUTPOINTS_ONLY));
+            ExitCode() = EXIT_FAILED;
         }
     });
 }

@@ -203,6 +203,17 @@ def test_verify_snapshot_proves_a_snapshot_and_refuses_a_changed_one(cli, tmp_pa
     assert bad.returncode == 2, bad.stderr
     assert "is not the UTXO set" in json.loads(bad.stdout)["reason"]
     assert bad.stderr.startswith("ibdkit: error: the snapshot is not the UTXO set at its base block: "), bad.stderr
+    # Outpoints mode proves the outpoints only: the changed script passes its sums, and the
+    # verdict says that the snapshot is not certified (exit 1), never that it is the UTXO set.
+    bare = ["--blocks-dir", datadir / "regtest" / "blocks", "--mode", "outpoints"]
+    for snap_file in (changed, snap):
+        r = run_cli(cli, "utxo", "verify-snapshot", snap_file, *bare, check=False)
+        assert r.returncode == 1, r.stderr
+        assert "is the UTXO set at its base block" not in r.stdout
+        assert "NOT CERTIFIED" in r.stdout and "outpoints mode proved only" in r.stderr, r.stderr
+    j = json.loads(run_cli(cli, "utxo", "verify-snapshot", changed, *bare, "--json", check=False).stdout)
+    assert (j["ok"], j["outpoints_proven"], j["mode"]) == (False, True, "outpoints"), j
+    assert "not certified" in j["reason"]
 
     at90 = tmp_path / "at90"
     run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", at90, "--stop-height", "90")

@@ -46,11 +46,15 @@ struct SnapshotVerdict {
     Verdict verdict;                  ///< counts.unspent and supply are the snapshot's coins and value
     uint64_t script_checked_inputs{0};
     double seconds{0};
+
+    /// Whether the snapshot is proven to be the UTXO set at its base block: equal sums in coins
+    /// mode. Equal sums in outpoints mode (verdict.ok) prove its outpoints only, never its coins.
+    bool Certified() const noexcept { return verdict.ok && mode == AggregateMode::Coins; }
 };
 
 /// Checks the snapshot against blocks 1..n of the chain, n its base block's height. A snapshot
 /// that is not the UTXO set, or a block that breaks a rule, is a verdict (ok false, the reason),
-/// not an error. Errors: options (InvalidValue), an unreadable or malformed snapshot (its
+/// not an error; only Certified() vouches for the snapshot. Errors: options (InvalidValue), an unreadable or malformed snapshot (its
 /// reader's errors, Core's messages), a base block not in the blocks' best chain (InvalidValue),
 /// coins mode without undo data (NotFound), unreadable blocks. Only reads its inputs; blocks until
 /// done.
