@@ -4,6 +4,8 @@
 #include "script.h"
 #include "spent.h"
 
+#include "blockfile/checked_read.h"
+
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
@@ -19,6 +21,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <memory>
@@ -222,7 +225,8 @@ struct PyBlock {
 /// Blocks of a blk directory or a Core datadir in chain order (read_blocks).
 class BlockReader {
 public:
-    BlockReader(const std::string& path, std::optional<std::string> network)
+    BlockReader(const std::string& path, std::optional<std::string> network, std::optional<int> from_height,
+                std::optional<int> to_height)
     {
         const fs::path dir = path;
         const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
@@ -238,20 +242,24 @@ public:
         if (!located) Throw(located.error());
         m_chain = std::move(*located);
         m_reader = std::make_unique<BlockFileReader>(m_chain.files, m_chain.key);
+        // The range is a seek through the chain's positions: no block below it is read.
+        m_next = std::max(from_height.value_or(0), m_chain.base_height);
+        m_last = std::min(to_height.value_or(INT_MAX), m_chain.TipHeight());
     }
 
-    std::size_t Size() const noexcept { return m_chain.order.blocks.size(); }
+    /// The blocks left to read in the range.
+    std::size_t Size() const noexcept { return m_next > m_last ? 0 : std::size_t(m_last - m_next + 1); }
     PyBlock Next()
     {
-        if (m_next >= m_chain.order.blocks.size()) throw nb::stop_iteration();
-        const BlockRecordPos& pos = m_chain.order.blocks[m_next];
+        if (m_next > m_last) throw nb::stop_iteration();
+        const int height = m_next;
         Result<std::vector<uint8_t>> bytes = Error{};
         {
             nb::gil_scoped_release nogil;
-            bytes = m_reader->Read(pos);
+            bytes = ReadCheckedBlock(*m_reader, m_chain, height);
         }
         if (!bytes) Throw(bytes.error());
-        const int height = m_chain.base_height + int(m_next++);
+        ++m_next;
         return PyBlock::FromBytes(std::move(*bytes), m_chain.chain, height);
     }
     ChainType chain() const noexcept { return m_chain.chain; }
@@ -267,6 +275,7 @@ public:
         d["skipped_bytes"] = m_chain.scan.skipped_bytes;
         d["truncated_records"] = m_chain.scan.truncated;
         d["from_index"] = m_chain.from_index;
+        d["block_bytes_read"] = m_reader->bytes_read(); // the blocks read so far, not the scan's headers
         // A running node's datadir: read through a snapshot of its block index, consistent up to here.
         d["live_snapshot_height"] = m_chain.live ? nb::object(nb::int_(m_chain.TipHeight())) : nb::none();
         return d;
@@ -275,7 +284,8 @@ public:
 private:
     LocatedChain m_chain;
     std::unique_ptr<BlockFileReader> m_reader;
-    std::size_t m_next{0};
+    int m_next{0};
+    int m_last{-1};
 };
 
 } // namespace
@@ -464,7 +474,8 @@ void BindBlocks(nb::module_& m)
         .def_prop_ro("last_height", &SpentReader::last_height, "The last height it will read, as far as known (-1: not yet).");
 
     nb::class_<BlockReader>(m, "BlockReader", "Blocks of a blk directory in chain order.")
-        .def(nb::init<const std::string&, std::optional<std::string>>(), "path"_a, "network"_a = nb::none())
+        .def(nb::init<const std::string&, std::optional<std::string>, std::optional<int>, std::optional<int>>(), "path"_a,
+             "network"_a = nb::none(), "from_height"_a = nb::none(), "to_height"_a = nb::none())
         .def("__len__", &BlockReader::Size)
         .def("__iter__", [](nb::handle self) { return self; })
         .def("__next__", &BlockReader::Next)

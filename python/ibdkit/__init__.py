@@ -129,24 +129,24 @@ def read_blocks(path: PathLike, network: Optional[str] = None, spent_outputs: bo
     most-work chain wins; orphans, stale blocks and duplicates are skipped and counted in
     ``reader.scan``). Each block is read when iterated; its transactions are views into it.
     ``network`` defaults to the one whose magic starts the first file. ``len(reader)`` is the
-    number of blocks in the chain.
+    number of blocks left to read. Each block is checked as a replay checks it before connecting
+    it: its record is the block the index (or the scan) names, and it passes Core's CheckBlock
+    (merkle root, proof of work, sizes); a damaged one raises ``ibdkit.Error`` (kind ``"Corrupt"``).
 
     With ``spent_outputs=True`` each block carries the coins its inputs spend (docs/spent-outputs.md):
     ``Input.value``, ``script_pubkey``, ``script_type``, ``address``, ``height``, ``is_coinbase``,
     ``Transaction.fee`` and ``feerate``, ``Block.fees`` and ``subsidy``. From a Core datadir they come
     from its rev files; from blk files the blocks are replayed into a temporary chainstate to compute
     them. Without them those attributes raise ``ibdkit.Error`` (kind ``"NoSpentOutputs"``).
-    ``from_height``/``to_height`` bound the heights read (inclusive).
+    ``from_height``/``to_height`` bound the heights read (inclusive): the reader seeks to the first
+    through the chain's positions, reading no block below it.
     """
     where = _existing("path", path)
     _whole("from_height", from_height, 0, MAX_HEIGHT, optional=True)
     _whole("to_height", to_height, 0, MAX_HEIGHT, optional=True)
     if spent_outputs:
         return SpentBlockReader(where, network, from_height, to_height)
-    reader = BlockReader(where, network)
-    if from_height is None and to_height is None:
-        return reader
-    return _height_range(reader, from_height or 0, to_height)
+    return BlockReader(where, network, from_height, to_height)
 
 
 BLOCK_TABLES = ("blocks", "transactions", "inputs", "outputs")
@@ -177,15 +177,6 @@ def to_arrow(table: str, blocks: Any, batch_size: int = 65536) -> Iterator[Any]:
     from ._arrow import table_batches
     cursor = _ibdkit._TableBatches(blocks, table, batch_size)
     return table_batches(iter(cursor.next, None), _ibdkit._table_columns(table))
-
-
-def _height_range(reader: BlockReader, first: int, last: Optional[int]) -> Iterator[Block]:
-    for block in reader:
-        if block.height is not None and block.height < first:
-            continue
-        if last is not None and block.height is not None and block.height > last:
-            return
-        yield block
 
 
 class _Bar:

@@ -5,13 +5,16 @@ block_spent_outputs); each transaction's fee is the sum of those input values mi
 `ibdkit export` writes the tables to CSV, JSON lines and SQLite, re-read here."""
 import csv
 import json
+import shutil
 import sqlite3
+
+import pytest
 
 from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import START, block_hash, core_datadir, records, snapshot  # noqa: E402
+from test_replay_datadir import START, block_hash, core_datadir, framed_records, records, snapshot  # noqa: E402
 
 REGTEST_GENESIS = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
 
@@ -143,3 +146,61 @@ def test_export_tables_to_csv_jsonl_sqlite(cli, tmp_path):
                 "--to", "500", check=False)
     assert r.returncode != 0 and "tip" in r.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.fixture(scope="module")
+def damaged(cli, tmp_path_factory):
+    """Core's datadir of a 120-block chain, and a copy with the last byte of block 100 flipped (a
+    transaction's lock time: the header, hence the block index's hash, is unchanged)."""
+    ibdkit = import_ibdkit()
+    root = tmp_path_factory.mktemp("damaged")
+    datadir, _ = core_chain(cli, root, seed=47)
+    hash100 = list(ibdkit.read_blocks(datadir, from_height=100, to_height=100))[0].hash
+    bad = root / "bad"
+    shutil.copytree(datadir, bad)
+    blocks_dir = bad / "regtest" / "blocks"
+    for name, offset, payload, _ in framed_records(blocks_dir):
+        if block_hash(payload) == hash100:
+            f = blocks_dir / name
+            data = bytearray(f.read_bytes())
+            data[offset + len(payload) - 1] ^= 0x01  # xor.dat's obfuscation is linear: one bit either way
+            f.write_bytes(bytes(data))
+            return datadir, bad
+    raise AssertionError("block 100 not found in the blk files")
+
+
+def test_every_reader_refuses_a_damaged_block_the_same_way(cli, damaged, tmp_path):
+    """Regression: `export --datadir` exported a block with a damaged transaction (exit 0, a txid
+    that does not exist) while `export --blocks-dir` and `replay` refused it. Every reader now
+    checks what it reads as the replay does, and says the same words."""
+    ibdkit = import_ibdkit()
+    _, bad = damaged
+    says = "the block at height 100 breaks a consensus rule: bad-txnmrklroot"
+    for source in (["--datadir", bad], ["--blocks-dir", bad / "regtest" / "blocks"]):
+        out = tmp_path / "t.csv"
+        r = run_cli(cli, "export", "transactions", *source, "--format", "csv", "--out", out, "-q", check=False)
+        assert r.returncode == 1 and says in r.stderr, (source[0], r.returncode, r.stderr)
+        assert not out.exists()
+    r = run_cli(cli, "replay", "-q", "--datadir", bad, check=False)
+    assert r.returncode == 2 and "bad-txnmrklroot" in r.stdout + r.stderr, r.stdout
+    for where, kw in ((bad, {}), (bad, {"spent_outputs": True}), (bad / "regtest" / "blocks", {"network": "regtest"})):
+        with pytest.raises(ibdkit.Error, match=says) as e:
+            list(ibdkit.read_blocks(where, **kw))
+        assert e.value.kind == "Corrupt"
+    assert [b.height for b in ibdkit.read_blocks(bad, to_height=99)] == list(range(100)), "the blocks below it read"
+
+
+def test_read_blocks_seeks_to_from_height(damaged):
+    """Regression: read_blocks(path, from_height=N) read every block from the genesis to skip them.
+    It seeks: the damaged block 100 below the range is never read, and the bytes read are those of
+    the blocks delivered."""
+    ibdkit = import_ibdkit()
+    good, bad = damaged
+    for where, kw in ((bad, {}), (bad / "regtest" / "blocks", {"network": "regtest"})):
+        reader = ibdkit.read_blocks(where, from_height=101, to_height=102, **kw)
+        assert len(reader) == 2
+        got = list(reader)
+        assert [b.height for b in got] == [101, 102]
+        assert reader.scan["block_bytes_read"] == sum(b.size for b in got)
+    full = ibdkit.read_blocks(good)
+    assert len(full) == 121 and [b.height for b in ibdkit.read_blocks(good, from_height=119)] == [119, 120]

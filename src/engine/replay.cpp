@@ -1,5 +1,6 @@
 #include <ibdkit/engine/replay.h>
 
+#include "blockfile/checked_read.h"
 #include "blockfile/read_owned.h"
 #include "run.h"
 
@@ -79,9 +80,8 @@ private:
             return Error{r.error().code, "cannot read block at height " + std::to_string(height) + ": " + r.error().message};
         }
         // The bytes must be the block the index or the scan named (a stale index can point elsewhere).
-        const BlockHash& want = m_sc.headers.Hash(height);
-        if (out.size() < 80 || BlockHash(HashSha256d(std::span<const std::byte>(out.data(), 80))) != want) {
-            return Error{Errc::Corrupt, "the record at height " + std::to_string(height) + " is not block " + want.ToHex()};
+        if (auto e = CheckRecordIsBlock(std::span<const std::byte>(out.data(), out.size()), height, m_sc.headers.Hash(height))) {
+            return e;
         }
         if (!m_opts.via_p2p) return std::nullopt;
         // As Core's IBD receives it: the block framed as a P2P message, fed in socket-sized reads.

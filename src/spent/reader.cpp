@@ -5,6 +5,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/primitives/block.h>
 
+#include "blockfile/checked_read.h"
 #include "blockfile/undo_file.h"
 
 #include <algorithm>
@@ -21,11 +22,6 @@ namespace ibdkit {
 namespace {
 
 namespace fs = std::filesystem;
-
-Error AtHeight(int height, const BlockHash& hash, const Error& e)
-{
-    return Error{e.code, "block " + hash.ToHex() + " at height " + std::to_string(height) + ": " + e.message};
-}
 
 /// A Core data directory: blocks through the block index, spent coins from the rev files.
 class DatadirReader final : public SpentBlockReader {
@@ -48,10 +44,11 @@ public:
     {
         if (m_next > m_last) return std::optional<SpentBlock>{};
         const int h = m_next++;
-        const std::size_t i = std::size_t(h - m_loc.base_height);
         const BlockHash& hash = m_loc.headers.Hash(h);
-        auto bytes = m_blocks.Read(m_loc.order.blocks[i]);
-        if (!bytes) return AtHeight(h, hash, bytes.error());
+        // Checked as the replay checks a block before connecting it, so that a damaged record is
+        // refused here as it is from blk files, never exported as transactions that do not exist.
+        auto bytes = ReadCheckedBlock(m_blocks, m_loc, h);
+        if (!bytes) return bytes.error();
         BlockUndo undo; // the genesis block spends nothing and has no record
         if (h > 0) {
             while (m_undo_at < m_undo.blocks.size() && m_undo.blocks[m_undo_at].height < h) ++m_undo_at;
@@ -178,8 +175,7 @@ private:
         if (!r) {
             error = r.error();
         } else if (r->reject_reason) {
-            error = Error{Errc::Corrupt, "the replay rejected the block at height " + std::to_string(r->reject_height) + ": " +
-                                             *r->reject_reason};
+            error = InvalidBlockError(r->reject_height, *r->reject_reason);
         } else if (m_o.to_height && r->height < *m_o.to_height && !m_interrupt.load()) {
             error = Error{Errc::InvalidValue, "the blocks end at height " + std::to_string(r->height) + ", below --to " +
                                                   std::to_string(*m_o.to_height)};

@@ -52,8 +52,10 @@ public:
 
     /// The next block (nullopt after the last). Errors: unreadable files, an undo record that does
     /// not check (BadChecksum, BadMagic, EndOfData, Corrupt), spent outputs that do not match the
-    /// block (SpentBlock::Make), a block the replay rejects (Corrupt with Core's reject reason), a
-    /// datadir block without undo data. One thread at a time; each SpentBlock is the caller's. Stop
+    /// block (SpentBlock::Make), a block that breaks a rule (Corrupt, "the block at height N breaks
+    /// a consensus rule: REASON" from either source: a datadir's blocks pass the replay's checks
+    /// before connecting, src/blockfile/checked_read.h), a datadir record that is not the block
+    /// its index names (Corrupt), a datadir block without undo data. One thread at a time; each SpentBlock is the caller's. Stop
     /// after an error.
     virtual Result<std::optional<SpentBlock>> Next() = 0;
 
