@@ -139,13 +139,8 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
         w.xor_files = o->xor_files;
         w.include_genesis = !o->no_genesis;
 
-        if (auto core = CoreDataDirAround(o->out)) {
-            throw UsageError("--out " + o->out + " is inside the Bitcoin Core data directory " + core->string() +
-                             ": ibdkit never writes there; give the generated chain a folder of its own");
-        }
-        if (std::error_code ec; std::filesystem::exists(o->out, ec) && !std::filesystem::is_directory(o->out, ec)) {
-            throw UsageError("--out " + o->out + " is a file, not a folder: the chain is written into a folder (OUT/blocks); give a folder's path");
-        }
+        w.own_files = {"chain.json"};
+        if (auto refused = CheckChainOutWritable(o->out, w, "--out")) throw UsageError(refused->message);
         const bool tty = ::isatty(STDERR_FILENO);
         const auto start = std::chrono::steady_clock::now();
         auto last = start;

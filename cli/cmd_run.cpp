@@ -28,6 +28,14 @@ std::string Stamp(const ChainGenOptions& o)
     return s.str();
 }
 
+/// The default chain's folder holds its blocks and the STAMP naming them.
+ChainWriteOptions RunChainWrite()
+{
+    ChainWriteOptions w;
+    w.own_files = {"STAMP"};
+    return w;
+}
+
 bool EnsureChain(const fs::path& dir, const ChainGenOptions& o, bool quiet)
 {
     const auto stamp_path = dir / "STAMP";
@@ -44,7 +52,7 @@ bool EnsureChain(const fs::path& dir, const ChainGenOptions& o, bool quiet)
     fs::remove(stamp_path, ec);
     fs::create_directories(dir, ec);
     ProgressLine bar(!quiet);
-    auto r = WriteGeneratedChain(dir, o, ChainWriteOptions{}, [&](const ChainGenStats& s) {
+    auto r = WriteGeneratedChain(dir, o, RunChainWrite(), [&](const ChainGenStats& s) {
         char text[160];
         std::snprintf(text, sizeof text, "gen-chain: height %d/%d  %.1f MB  %llu txs", s.height, o.blocks,
                       double(s.block_bytes) / 1e6, (unsigned long long)s.txs);
@@ -94,10 +102,7 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
                     "mainnet-shaped regtest chain whose UTXO set is ~8x the cache,\n"
                     "once per buffer policy per round, each run in its own process; rounds interleave the policies,\n"
                     "and 'vs plain' is the median [min-max] of the per-round ratios of wall times.\n\n");
-        if (auto core = CoreDataDirAround(a->dir)) {
-            throw UsageError("--dir " + a->dir + " is inside the Bitcoin Core data directory " + core->string() +
-                             ": ibdkit never writes there; give the default chain a folder of its own");
-        }
+        if (auto refused = CheckChainOutWritable(a->dir, RunChainWrite(), "--dir")) throw UsageError(refused->message);
         const auto opts = DefaultChainOptions(a->blocks);
         if (!EnsureChain(a->dir, opts, a->quiet)) {
             ExitCode() = EXIT_FAILED;

@@ -391,7 +391,7 @@ void AddBalances(CLI::App* utxo)
         CheckOutput(*bout);
         BalancesOptions opt;
         opt.memory_bytes = ParseMemory(*bmem);
-        if (!btmp->empty() && !fs::is_directory(*btmp)) throw UsageError("--tmpdir " + *btmp + " is not an existing folder");
+        if (auto refused = CheckTempDirWritable(*btmp, "--tmpdir")) throw UsageError(refused->message);
         auto cs = OpenReadOnly(*bopt);
         const AddressNetwork net = AddressNetworkFor(cs, *bopt);
         opt.top = *btop;

@@ -115,3 +115,24 @@ def test_bad_arguments(ibdkit, cli_replay, tmp_path):
         cs.balances(out=tmp_path / "x.parquet")
     with pytest.raises(ibdkit.Error):
         cs.balances(memory=0)
+
+
+def test_tmpdir_inside_a_core_datadir_is_refused(ibdkit, cli, cli_replay, tmp_path):
+    """Regression: balances(tmpdir=) and `--tmpdir` made their sort's run files inside a Bitcoin Core
+    data directory. The write guards refuse it before any work, and the folder is untouched."""
+    core = tmp_path / "dd"
+    (core / "regtest" / "blocks" / "index").mkdir(parents=True)
+    (core / "bitcoin.conf").write_text("regtest=1\n")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in core.rglob("*"))
+    mtime = (core / "regtest").stat().st_mtime_ns
+    cs = ibdkit.Chainstate(cli_replay[0], network="regtest")
+    with pytest.raises(ibdkit.RefusedError, match="inside the Bitcoin Core data directory") as e:
+        cs.balances(tmpdir=core / "regtest", memory=1)
+    assert "give tmpdir a path outside it" in str(e.value)
+    from ibdkit_cli import run_cli as run
+    r = run(cli, "utxo", "balances", "--chainstate", cli_replay[0], "--network", "regtest", "--out", tmp_path / "b.csv",
+            "--memory", "16K", "--tmpdir", core / "regtest", "-q", check=False)
+    assert r.returncode == 64 and "give --tmpdir a path outside it" in r.stderr, r.stderr
+    assert not (tmp_path / "b.csv").exists()
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in core.rglob("*")) == before
+    assert (core / "regtest").stat().st_mtime_ns == mtime

@@ -242,6 +242,44 @@ std::optional<Error> CheckOutputFile(const fs::path& file)
     return std::nullopt;
 }
 
+std::optional<Error> CheckTempDirWritable(const fs::path& dir, std::string_view what)
+{
+    if (dir.empty()) return std::nullopt;
+    const std::string name(what);
+    if (auto e = InsideCore(dir, name.c_str())) return e;
+    std::error_code ec;
+    const auto st = fs::status(dir, ec);
+    if (!fs::exists(st)) return Refused(name + " " + dir.string() + " does not exist: give an existing folder for the temporary files");
+    if (!fs::is_directory(st)) return Refused(name + " " + dir.string() + " is a file, not a folder: give a folder for the temporary files");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        return Refused("cannot write into " + dir.string() + ": permission denied (check its owner and mode)");
+    }
+    return std::nullopt;
+}
+
+std::optional<Error> CheckOwnFolderWritable(const fs::path& dir, std::string_view what,
+                                            const std::function<bool(const fs::path& relative)>& ours)
+{
+    const std::string name(what);
+    if (auto e = InsideCore(dir, name.c_str())) return e;
+    std::error_code ec;
+    const auto st = fs::status(dir, ec);
+    if (!fs::exists(st)) return std::nullopt;
+    if (!fs::is_directory(st)) return Refused(name + " " + dir.string() + " is a file, not a folder: give a new folder's path");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        return Refused("cannot write into " + dir.string() + ": permission denied (check its owner and mode)");
+    }
+    fs::recursive_directory_iterator it(dir, ec);
+    for (const fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
+        const fs::path rel = it->path().lexically_relative(dir);
+        if (ours(rel)) continue;
+        return Refused(name + " " + dir.string() + " holds " + rel.string() + ", which ibdkit did not write there: it writes only "
+                       "into a new or empty folder, or one it made; give another path");
+    }
+    if (ec) return Refused("cannot look into " + dir.string() + " (" + ec.message() + "): check its permissions");
+    return std::nullopt;
+}
+
 std::optional<Error> CheckUndoDirWritable(const fs::path& dir)
 {
     if (dir.empty()) return std::nullopt;

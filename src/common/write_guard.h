@@ -7,7 +7,9 @@
 //    whichever directory the caller named as the data directory, if any;
 //  - a chainstate only where ibdkit made one (CHAINSTATE_MARKER), or in a new or empty directory;
 //    never into a LevelDB database that ibdkit did not create, nor a directory holding other files;
-//  - an output file only in an existing directory, and never where a directory is.
+//  - an output file only in an existing directory, and never where a directory is; temporary
+//    files only in an existing directory; a folder of ibdkit's own (a generated chain) only where
+//    it holds nothing but what ibdkit writes there.
 // Every refusal is Errc::Refused, with a message that names the path, the reason and what to do.
 #pragma once
 
@@ -15,6 +17,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +56,20 @@ std::optional<std::string> ChainstateNetworkRecord(const std::filesystem::path& 
 /// Whether ibdkit may write (create or replace) the file `file`: nullopt when its directory exists
 /// and lies in no Core data directory and `file` is not a directory; otherwise Errc::Refused.
 std::optional<Error> CheckOutputFile(const std::filesystem::path& file);
+
+/// Whether ibdkit may make its temporary files (an external sort's runs) in `dir`: nullopt when
+/// `dir` is empty (the system's temporary folder) or an existing folder ibdkit may write into that
+/// lies in no Core data directory; otherwise Errc::Refused. `what` names it in the message
+/// ("--tmpdir", "tmpdir").
+std::optional<Error> CheckTempDirWritable(const std::filesystem::path& dir, std::string_view what);
+
+/// Whether ibdkit may write a folder of its own making at `dir` (a generated chain): nullopt when
+/// `dir` lies in no Core data directory and does not exist, is an empty folder, or holds nothing
+/// but entries `ours` accepts — the names ibdkit writes there, relative to `dir`, each folder's
+/// entries asked about too; otherwise Errc::Refused naming the first other entry. `what` names
+/// the folder in the message ("--out").
+std::optional<Error> CheckOwnFolderWritable(const std::filesystem::path& dir, std::string_view what,
+                                            const std::function<bool(const std::filesystem::path& relative)>& ours);
 
 /// Whether ibdkit may write its undo data into `dir`: nullopt when `dir` lies in no Core data
 /// directory and is new, empty, or already an ibdkit undo directory (it holds `revindex.dat`);

@@ -427,10 +427,28 @@ bool WriteMarker(const std::filesystem::path& marker)
 
 } // namespace
 
+std::optional<Error> CheckChainOutWritable(const std::filesystem::path& out_dir, const ChainWriteOptions& wopts, std::string_view what)
+{
+    return CheckOwnFolderWritable(out_dir, what, [&](const std::filesystem::path& rel) {
+        const std::string first = rel.begin()->string();
+        const auto depth = std::distance(rel.begin(), rel.end());
+        // A caller's file may be left as NAME.partial-PID (an AtomicFile killed before its commit).
+        const auto own = [&](const std::string& f) { return first == f || first.starts_with(f + ".partial-"); };
+        if (depth == 1) return first == "blocks" || std::ranges::any_of(wopts.own_files, own);
+        if (depth != 2 || first != "blocks") return false;
+        const std::string n = rel.filename().string();
+        const bool blk = n.size() == 12 && n.starts_with("blk") && n.ends_with(".dat") &&
+                         std::all_of(n.begin() + 3, n.begin() + 8, [](char c) { return c >= '0' && c <= '9'; });
+        return blk || n == "xor.dat" || n == INCOMPLETE_BLOCKS_MARKER;
+    });
+}
+
 Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
                                              const ChainWriteOptions& wopts,
                                              const std::function<void(const ChainGenStats&)>& progress)
 {
+    // Before anything is made: the chain replaces only a chain, never a user's files.
+    if (auto refused = CheckChainOutWritable(out_dir, wopts)) return *refused;
     std::unique_ptr<ChainGenerator> gen;
     try {
         gen = std::make_unique<ChainGenerator>(opts);

@@ -29,6 +29,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace ibdkit {
 
@@ -146,6 +149,9 @@ struct ChainWriteOptions {
     uint64_t max_file_size{MAX_BLOCKFILE_SIZE};
     /// Write the genesis block as the first record, as Core's own blk00000.dat starts.
     bool include_genesis{true};
+    /// The files the caller writes beside blocks/ (gen-chain's chain.json, run's STAMP): a folder
+    /// holding them is one ibdkit made (CheckChainOutWritable).
+    std::vector<std::string> own_files;
 };
 
 /// Result of writing a chain.
@@ -155,12 +161,20 @@ struct ChainWriteResult {
     int files{0};           ///< number of blk files
 };
 
+/// Whether a chain may be generated into `out_dir` (common/write_guard.h): nullopt when it lies in
+/// no Core data directory and is new, empty, or holds only what a generated chain holds (blocks/
+/// with blkNNNNN.dat, xor.dat and INCOMPLETE_BLOCKS_MARKER, and wopts.own_files); otherwise
+/// Errc::Refused, `what` naming the folder ("--out"). WriteGeneratedChain checks it first.
+std::optional<Error> CheckChainOutWritable(const std::filesystem::path& out_dir, const ChainWriteOptions& wopts,
+                                           std::string_view what = "the chain's folder");
+
 /// Generates the chain into `out_dir`/blocks/blkNNNNN.dat (records: regtest magic fabfb5da, LE32
 /// size, block). Existing blk*.dat and xor.dat files in that directory are replaced. From before
 /// the first file is touched until every file is durable, the directory holds
 /// INCOMPLETE_BLOCKS_MARKER (blockfile.h), which readers refuse: an interrupted run leaves a chain
 /// marked incomplete, never a shorter one that looks whole. `progress` (optional) is called after
-/// every block. Errors: Errc::InvalidValue for bad options, Errc::Corrupt
+/// every block. Errors: Errc::InvalidValue for bad options, Errc::Refused for a folder that is not
+/// the generator's (CheckChainOutWritable), Errc::Corrupt
 /// (with the path) when a file cannot be written.
 Result<ChainWriteResult> WriteGeneratedChain(const std::filesystem::path& out_dir, const ChainGenOptions& opts,
                                              const ChainWriteOptions& wopts,

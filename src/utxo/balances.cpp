@@ -6,6 +6,7 @@
 #include <ibdkit/primitives/consensus_constants.h>
 
 #include "common/external_sort.h"
+#include "common/write_guard.h"
 
 #include <algorithm>
 #include <cstring>
@@ -75,6 +76,8 @@ BalanceRow RowOf(std::span<const uint8_t> r) { return {r.subspan(HEAD), CoinsOf(
 Result<BalancesResult> ComputeBalances(const CoinsDB& db, const BalancesOptions& options, const BalanceSink& sink,
                                        const BalancesProgress& progress)
 {
+    // Run files live in tmp_dir only while open, but making them writes into it: never a Core datadir.
+    if (auto refused = CheckTempDirWritable(options.tmp_dir, "tmpdir")) return *refused;
     BalancesResult res;
     auto best = db.GetBestBlock();
     if (!best) return best.error();

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <unordered_map>
 
@@ -110,6 +111,34 @@ TEST(Gen, RegeneratingReplacesThePreviousChain)
     ASSERT_TRUE(WriteGeneratedChain(d.path, small, {}).ok());
     EXPECT_EQ(ListBlockFiles(d.path / "blocks").value().size(), 1u);
     EXPECT_EQ(ReadRecords(d.path / "blocks").size(), 21u);
+}
+
+TEST(Gen, AChainIsWrittenOnlyIntoAFolderOfItsOwn)
+{
+    // Regression: gen-chain --out and run --dir wrote blocks/ into any existing folder of the user's.
+    TempDir d;
+    const auto notes = d.path / "notes";
+    std::filesystem::create_directories(notes / "blocks");
+    std::ofstream(notes / "todo.txt") << "my notes\n";
+    auto r = WriteGeneratedChain(notes, SmallOptions(), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::Refused);
+    EXPECT_NE(r.error().message.find("todo.txt, which ibdkit did not write there"), std::string::npos) << r.error().message;
+    EXPECT_TRUE(std::filesystem::is_empty(notes / "blocks")) << "nothing written before the refusal";
+    // A user's file among the blocks too.
+    std::filesystem::remove(notes / "todo.txt");
+    std::ofstream(notes / "blocks" / "rev00000.dat") << "x";
+    EXPECT_FALSE(WriteGeneratedChain(notes, SmallOptions(), {}).ok());
+
+    // A new folder, then the same folder again (a chain, the caller's own files, a killed commit's leftover).
+    const auto chain = d.path / "chain";
+    ChainWriteOptions w;
+    w.own_files = {"chain.json"};
+    ASSERT_TRUE(WriteGeneratedChain(chain, SmallOptions(), w).ok());
+    std::ofstream(chain / "chain.json") << "{}";
+    std::ofstream(chain / "chain.json.partial-123") << "{";
+    EXPECT_TRUE(WriteGeneratedChain(chain, SmallOptions(), w).ok());
+    EXPECT_FALSE(WriteGeneratedChain(chain, SmallOptions(), {}).ok()) << "chain.json is not the generator's own unless named";
 }
 
 TEST(Gen, AnInterruptedChainIsMarkedIncompleteAndRefused)

@@ -36,7 +36,8 @@ namespace ibdkit {
 struct BalancesOptions {
     /// Memory for each sort's buffer and its merge's read buffers.
     std::size_t memory_bytes{64u << 20};
-    /// Directory for the sorts' run files (empty: the system's temporary directory).
+    /// Directory for the sorts' run files (empty: the system's temporary directory); refused inside
+    /// a Core data directory (common/write_guard.h).
     std::filesystem::path tmp_dir;
     /// Hand on only the N largest rows.
     std::optional<uint64_t> top;
@@ -63,7 +64,9 @@ using BalancesProgress = std::function<void(std::string_view phase, uint64_t don
 /// Receives rows in order; returns false to stop.
 using BalanceSink = std::function<bool(const BalanceRow&)>;
 
-/// Computes the balances of `db` and hands the rows to `sink` in order. Errors: a malformed record
+/// Computes the balances of `db` and hands the rows to `sink` in order. Errors: a tmp_dir that is
+/// not an existing folder ibdkit may write, or lies in a Core data directory (Errc::Refused, before
+/// anything is read), a malformed record
 /// or a LevelDB failure (as ComputeUtxoStats), a chainstate with an interrupted flush (Errc::Corrupt:
 /// replay it first), a run file that cannot be written or read back (Errc::Corrupt), totals that do
 /// not reconcile (Errc::Corrupt), LevelDB's failure reading the best-block or head-blocks record
