@@ -83,8 +83,10 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);
     if (db->store().FromSnapshot() && !o.quiet) {
         auto best = db->GetBestBlock();
-        PrintNote(std::string("bitcoind is running: reading a snapshot of its chainstate; consistent at best block ") +
-                  (best ? best->ToHex() : "(unreadable)"));
+        // ibdkit marks every chainstate it makes: then the writer holding the LOCK is another ibdkit.
+        const std::string who = HoldsChainstateMarker(loc->dir) ? "another ibdkit is writing this chainstate: reading a snapshot of it"
+                                                                : "bitcoind is running: reading a snapshot of its chainstate";
+        PrintNote(who + "; consistent at best block " + (best ? best->ToHex() : "(unreadable)"));
     }
     return {std::move(db), loc->chain, loc->dir};
 }

@@ -107,6 +107,12 @@ Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path
     }
     StoreStatus status;
     auto store = Store::Open(path, so, &status);
+    // Whose the chainstate is decides who holds it: ibdkit marks every one it makes.
+    const bool ibdkits = HoldsChainstateMarker(path);
+    if (!store && status.code == StoreStatus::Code::Locked && !options.read_only) {
+        return Error{Errc::Locked, (ibdkits ? "another ibdkit is writing the chainstate " : "another process (bitcoind?) holds the chainstate ") +
+                                       path.string() + " (its LOCK is held): wait for it to finish, or give another folder"};
+    }
     if (!store) return ErrorOf(status);
     std::unique_ptr<CoinsDB> db(new CoinsDB);
     db->m_store = std::move(store);
@@ -116,7 +122,8 @@ Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path
         // snapshot holds is part old state, part new.
         auto heads = db->GetHeadBlocks();
         if (!heads || !heads->empty()) {
-            return Error{Errc::Locked, heads ? CHAINSTATE_FLUSHING : "chainstate " + path.string() + ": " + heads.error().message};
+            return Error{Errc::Locked, heads ? (ibdkits ? IBDKIT_CHAINSTATE_FLUSHING : CHAINSTATE_FLUSHING)
+                                             : "chainstate " + path.string() + ": " + heads.error().message};
         }
     }
     return db;

@@ -186,6 +186,8 @@ std::optional<Error> CheckChainstateWritable(const fs::path& dir)
                    "continue, mark it: touch " + (dir / CHAINSTATE_MARKER).string());
 }
 
+bool HoldsChainstateMarker(const fs::path& dir) { return Exists(dir / CHAINSTATE_MARKER); }
+
 std::optional<Error> MarkChainstate(const fs::path& dir)
 {
     const fs::path marker = dir / CHAINSTATE_MARKER;

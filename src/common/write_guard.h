@@ -43,6 +43,10 @@ std::optional<std::filesystem::path> CoreDataDirAround(const std::filesystem::pa
 /// too small to tell is refused with the one command that marks it (docs/hostile-input.md).
 std::optional<Error> CheckChainstateWritable(const std::filesystem::path& dir);
 
+/// Whether `dir` holds CHAINSTATE_MARKER: a chainstate ibdkit made, so a process holding its LOCK
+/// is another ibdkit, not bitcoind. Never throws.
+bool HoldsChainstateMarker(const std::filesystem::path& dir);
+
 /// Writes CHAINSTATE_MARKER into `dir` (an ibdkit chainstate) if it is not there. Errc::Refused if
 /// it cannot be written.
 std::optional<Error> MarkChainstate(const std::filesystem::path& dir);

@@ -5,6 +5,7 @@
 
 #include "stream/streams.h"
 #include "coins/coins_db_internal.h"
+#include "common/write_guard.h"
 
 #include <sys/resource.h>
 #ifdef __GLIBC__
@@ -38,7 +39,8 @@ uint64_t PeakRssBytes() noexcept
 }
 
 Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir, PolicyId policy,
-                                                const CacheBudget& budget, const std::string& temp_prefix)
+                                                const CacheBudget& budget, const std::string& temp_prefix,
+                                                std::optional<ChainType> chain)
 {
     ChainstateHandle h;
     h.m_dir = dir;
@@ -59,7 +61,18 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     h.m_budget = budget;
     StoreStatus status;
     h.m_db = OpenCoinsDB(h.m_dir, dbo, &status);
-    if (!h.m_db) return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
+    if (!h.m_db) {
+        // Another writer is named, with what to do, in CoinsDB::Open's words; the rest are LevelDB's.
+        if (status.code == StoreStatus::Code::Locked) return ErrorOf(status);
+        return Error{Errc::Corrupt, "cannot open chainstate " + h.m_dir.string() + ": " + status.message};
+    }
+    // A new chainstate's network goes into its marker now, not only when the run ends, so that
+    // what reads it meanwhile (from a snapshot) knows it; an existing one's waits for the run to
+    // accept its blocks as this network's.
+    const auto best = h.m_db->GetBestBlock();
+    if (chain && !h.m_temporary && best && best->IsNull() && HoldsChainstateMarker(h.m_dir) && !ChainstateNetworkRecord(h.m_dir)) {
+        (void)RecordChainstateNetwork(h.m_dir, ChainTypeName(*chain)); // a hint for later readers only
+    }
     return h;
 }
 

@@ -28,11 +28,13 @@ namespace ibdkit {
 
 /// The chainstate of an IBD run: `dir`, or a fresh temporary directory (removed when the handle is
 /// destroyed) when `dir` is empty. LevelDB's cache and the flush's batch size come from `budget`,
-/// which the handle keeps for the run (budget()).
+/// which the handle keeps for the run (budget()). `chain`, when given, is recorded in the marker of
+/// a chainstate that records none yet (common/write_guard.h), for readers during the run. Errors:
+/// CoinsDB::Open's Locked as it is (another writer named), other failures Errc::Corrupt.
 class ChainstateHandle {
 public:
     static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, const CacheBudget& budget,
-                                         const std::string& temp_prefix);
+                                         const std::string& temp_prefix, std::optional<ChainType> chain = std::nullopt);
     ChainstateHandle(ChainstateHandle&&) noexcept = default;
     ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;
     ~ChainstateHandle();

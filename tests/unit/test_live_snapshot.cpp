@@ -10,6 +10,7 @@
 
 #include "coins/coins_cache.h"
 #include "common/test_hooks.h"
+#include "common/write_guard.h"
 #include "kv/store.h"
 #include "coins/coins_db_internal.h"
 
@@ -231,17 +232,24 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
     o.bulk_load_new = false;
     o.batch_write_bytes = 16 << 10;
     int checked = 0;
-    std::string refusal;
+    std::string refusal, ibdkit_refusal;
     o.test_hooks = TestHooks::AfterPartialBatch([&] {
         if (checked++ != 1) return;
         // Between H and B of the writer's flush.
-        CoinsDBOptions ro;
-        ro.read_only = true;
-        StoreStatus st;
-        auto r = OpenCoinsDB(chainstate, ro, &st);
-        EXPECT_FALSE(r) << "a chainstate mid-flush must not be read";
-        EXPECT_EQ(st.code, StoreStatus::Code::Locked);
-        refusal = st.message;
+        auto read = [&] {
+            CoinsDBOptions ro;
+            ro.read_only = true;
+            StoreStatus st;
+            auto r = OpenCoinsDB(chainstate, ro, &st);
+            EXPECT_FALSE(r) << "a chainstate mid-flush must not be read";
+            EXPECT_EQ(st.code, StoreStatus::Code::Locked);
+            return st.message;
+        };
+        // The writer is ibdkit (its marker), then, the marker set aside, a chainstate as Core's.
+        ibdkit_refusal = read();
+        fs::rename(chainstate / CHAINSTATE_MARKER, d.path / "marker");
+        refusal = read();
+        fs::rename(d.path / "marker", chainstate / CHAINSTATE_MARKER);
     });
     StoreStatus st;
     auto db = OpenCoinsDB(chainstate, o, &st);
@@ -263,6 +271,7 @@ TEST(LiveSnapshot, AChainstateMidFlushIsRefusedAndReadOnceFlushed)
     }
     EXPECT_GE(checked, 2);
     EXPECT_EQ(refusal, CHAINSTATE_FLUSHING);
+    EXPECT_EQ(ibdkit_refusal, IBDKIT_CHAINSTATE_FLUSHING);
     // Flushed (B written, H erased): the snapshot is read, at the writer's best block.
     CoinsDBOptions ro;
     ro.read_only = true;

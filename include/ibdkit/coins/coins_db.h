@@ -111,14 +111,19 @@ struct CoinsDBOptions {
 /// head-blocks marker (H), so Core was in the middle of a flush.
 inline constexpr const char* CHAINSTATE_FLUSHING =
     "bitcoind is writing its chainstate (flush in progress): try again in a moment";
+/// The same refusal for a chainstate ibdkit made (it holds IBDKIT_CHAINSTATE): another ibdkit is
+/// the writer.
+inline constexpr const char* IBDKIT_CHAINSTATE_FLUSHING =
+    "another ibdkit is writing this chainstate (flush in progress): try again in a moment";
 
 class CoinsDB {
 public:
     /// Opens the chainstate at `path`; the caller owns it. A read-only open while another process
     /// writes it (its LOCK, or its datadir's `.lock`, held) reads a private snapshot of it
     /// (store().FromSnapshot() tells). Errors: a read-only open of no database (Errc::NotFound); a
-    /// snapshot taken mid-flush, H present (Errc::Locked, CHAINSTATE_FLUSHING), or a writable open
-    /// of a database another process holds (Errc::Locked); a writable open of a path ibdkit does not
+    /// snapshot taken mid-flush, H present (Errc::Locked, CHAINSTATE_FLUSHING, or
+    /// IBDKIT_CHAINSTATE_FLUSHING for a chainstate ibdkit made), or a writable open of a database
+    /// another process holds (Errc::Locked, saying "another ibdkit is writing" when ibdkit made it); a writable open of a path ibdkit does not
     /// write, such as a Core datadir's (Errc::Refused, common/write_guard.h's words); LevelDB's
     /// failures (Errc::Corrupt, Errc::Io, Errc::InvalidValue). Several threads may read one open
     /// database at once.
