@@ -57,7 +57,11 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
         return;
     }
     CheckEngineOutputs(o);
-    RunSwiftSyncReplay(std::move(s), a.out, a.fallback ? &o : nullptr);
+    run::SwiftSyncRunOptions run;
+    run.swiftsync = std::move(s);
+    run.statistics = !a.out.no_stats;
+    if (a.fallback) run.fallback = o;
+    RunSwiftSyncReplay(std::move(run), a.out);
 }
 
 /// The engine's options from the command line's (all but the policy).

@@ -5,9 +5,10 @@
 #include "progress.h"
 
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/swiftsync/replay.h>
 
-#include "engine/result_fields.h"
+#include "run/result_fields.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,7 @@
 
 namespace ibdkit::cli {
 
-/// A result's fields (engine/result_fields.h) as a JSON object (keys sorted, as nlohmann::json
+/// A result's fields (run/result_fields.h) as a JSON object (keys sorted, as nlohmann::json
 /// keeps them); one value as JSON.
 nlohmann::json ToJson(const ResultFields& fields);
 nlohmann::json ToJson(const ResultValue& value);
@@ -61,13 +62,11 @@ void StopOnInterrupt(std::atomic<bool>* flag, const std::string& chainstate);
 /// at once (InstallInterruptExit).
 void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 
-/// `replay --swiftsync`: runs SwiftSyncReplay with a progress line (unless quiet or JSON), computes
-/// the written chainstate's statistics (into a temporary chainstate when none is named, unless
-/// --no-stats) and prints the verdict; sets ExitCode() (EXIT_INVALID_CHAIN when refused). With
-/// `fallback` (--fallback), a refused history is replayed the classic way with those options up to
-/// n: Core's reason for the first invalid block, or, when the chain is valid, EXIT_FAILED (the
-/// hints or the rev data were wrong).
-void RunSwiftSyncReplay(swiftsync::SwiftSyncOptions o, const ConnectOutputArgs& out, const ReplayOptions* fallback);
+/// `replay --swiftsync`: runs the SwiftSync driver (run/swiftsync_run.h) with a progress line
+/// (unless quiet or JSON), prints its result (JSON: SwiftSyncRunFields) and sets ExitCode() from its
+/// outcome: EXIT_INVALID_CHAIN when refused, EXIT_FAILED when the fallback found the chain valid
+/// (the hints or the rev data were wrong) or failed.
+void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

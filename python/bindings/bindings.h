@@ -7,7 +7,7 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block_view.h>
 
-#include "engine/result_fields.h"
+#include "run/result_fields.h"
 #include "memory/policy.h"
 
 #include <nanobind/nanobind.h>

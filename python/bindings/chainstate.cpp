@@ -12,7 +12,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "encoding/hex.h"
-#include "engine/result_fields.h"
+#include "run/result_fields.h"
 #include "coins/coins_db_internal.h"
 
 #include <nanobind/stl/optional.h>

@@ -45,7 +45,7 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
     return *h;
 }
 
-/// A result value (engine/result_fields.h) as the Python object of its type.
+/// A result value (run/result_fields.h) as the Python object of its type.
 nb::object FieldValue(const ResultValue& v)
 {
     return std::visit(

@@ -1,6 +1,6 @@
 // replay and sync in the Python module: the options from Python, the run without the GIL, the
 // progress callback, and the result as a dict of the same fields as the CLI's --json
-// (engine/result_fields.h).
+// (run/result_fields.h).
 #include "bindings.h"
 
 #include <ibdkit/chain/params.h>
@@ -8,7 +8,7 @@
 #include <ibdkit/engine/sync.h>
 
 #include "common/write_guard.h"
-#include "engine/result_fields.h"
+#include "run/result_fields.h"
 #include "memory/policy.h"
 #include "wire/peer.h"
 #include "wire/peer.h" // SplitHostPort
@@ -81,11 +81,12 @@ void CheckWritable(const EngineOptions& o)
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
                  std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
-                 unsigned threads, bool statistics, std::optional<std::string> assumevalid, nb::object progress)
+                 unsigned threads, bool statistics, std::optional<std::string> assumevalid, bool skip_scripts, nb::object progress)
 {
     ReplayOptions o;
     o.statistics = statistics;
     o.assumevalid = ParseAssumeValidArg(assumevalid);
+    o.skip_scripts = skip_scripts;
     const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     if (LooksLikeDatadir(dir)) {
@@ -149,7 +150,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
 void BindEngine(nb::module_& m)
 {
     m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
-          "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
+          "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "progress"_a.none());
     m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
           "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
           "progress"_a.none());

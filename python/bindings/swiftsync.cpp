@@ -8,6 +8,8 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/blockfile/locate.h>
+#include <ibdkit/engine/engine.h> // ResolveThreads
+#include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
@@ -16,7 +18,7 @@
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "engine/result_fields.h"
+#include "run/result_fields.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -312,6 +314,63 @@ nb::dict RunStats(const std::vector<nb::bytes>& runs, const std::string& hash_ty
     return FieldsDict(UtxoStatsFields(stats));
 }
 
+/// `ibdkit.replay(..., swiftsync=HINTS)`: the SwiftSync driver (run/swiftsync_run.h) without the
+/// GIL, its result as the CLI's `replay --swiftsync --json` fields.
+nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, std::optional<std::string> network,
+                         std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, unsigned threads,
+                         bool statistics, std::optional<std::string> assumevalid, bool skip_scripts, const std::string& mode,
+                         bool fallback, nb::object progress)
+{
+    run::SwiftSyncRunOptions o;
+    swiftsync::SwiftSyncOptions& s = o.swiftsync;
+    const fs::path dir = blocks;
+    if (LooksLikeDatadir(dir)) {
+        s.datadir = dir;
+    } else {
+        s.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
+    }
+    s.hints = hints;
+    if (network) s.chain = ParseNetwork(*network);
+    if (chainstate) s.chainstate = *chainstate;
+    s.mode = ParseMode(mode);
+    if (s.mode == swiftsync::AggregateMode::Coins && s.datadir.empty()) {
+        throw PyError{"InvalidArgument", "swiftsync_mode='coins' reads the spent coins from a Bitcoin Core datadir's rev files: give a "
+                                         "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
+    }
+    s.threads = ResolveThreads(threads);
+    s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
+    s.assumevalid = ParseAssumeValidArg(assumevalid);
+    s.skip_scripts = skip_scripts;
+    s.policy = ParsePolicyName(policy);
+    o.statistics = statistics;
+    ProgressBridge bridge(progress);
+    s.progress = [&](uint32_t h, uint32_t n) {
+        bridge.Call([&](nb::dict& d) {
+            d["height"] = h;
+            d["tip_height"] = n;
+        });
+    };
+    if (fallback) {
+        ReplayOptions& c = o.fallback.emplace();
+        c.datadir = s.datadir;
+        c.blocks_dir = s.blocks_dir;
+        c.chain = s.chain;
+        c.threads = threads;
+        c.dbcache_mib = dbcache;
+        c.policy = s.policy;
+        c.assumevalid = s.assumevalid;
+        c.skip_scripts = skip_scripts;
+    }
+    Result<run::SwiftSyncRunResult> r = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        r = run::RunSwiftSync(std::move(o));
+    }
+    bridge.Rethrow();
+    if (!r) Throw(r.error());
+    return FieldsDict(SwiftSyncRunFields(*r, ParsePolicyName(policy)));
+}
+
 } // namespace
 
 void BindSwiftSync(nb::module_& m)
@@ -377,6 +436,9 @@ void BindSwiftSync(nb::module_& m)
         .def("_run", [](const PyPartial& p) { return p.run; })
         .def_static("_from_parts", &FromParts, "partial"_a, "run"_a.none());
 
+    m.def("_replay_swiftsync", &ReplaySwiftSync, "blocks"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a,
+          "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
+          "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

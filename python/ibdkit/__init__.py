@@ -219,7 +219,9 @@ class _Bar:
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
            via_p2p: bool = False, threads: int = 0, statistics: bool = True,
-           assumevalid: Optional[Union[str, int]] = None, progress: Progress = None) -> Dict[str, Any]:
+           assumevalid: Optional[Union[str, int]] = None, progress: Progress = None,
+           skip_scripts: bool = False, swiftsync: Optional[PathLike] = None, swiftsync_mode: str = "coins",
+           fallback: bool = False) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
@@ -240,17 +242,42 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     script_checked_inputs, script_checks_from_height, ...).
     A block failing its checks is not an exception: ``reject_reason``/``reject_height`` say which.
     Ctrl-C stops cleanly (the chainstate is flushed) and then raises KeyboardInterrupt.
+    skip_scripts: trust every script, as ``--skip-scripts`` (a benchmark; not with assumevalid).
+
+    swiftsync: a hintsfile (BIP 456), as ``replay --swiftsync``: blocks 1..n checked with SwiftSync
+    into a new chainstate (C++ ``run::RunSwiftSync``; docs/swiftsync.md). swiftsync_mode: "coins"
+    (every rule Core checks, spent coins from a datadir's rev files) or "outpoints" (any blocks,
+    checks much less). fallback: on a refused history, replay 1..n the classic way to name the
+    first invalid block. Returns the fields of ``replay --swiftsync --json`` (``swiftsync`` holds
+    the verdict; a refused history is not an exception: ``swiftsync["ok"]`` is False).
     """
     where = _existing("blocks", blocks)
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
     _whole("threads", threads, 0, MAX_THREADS)
+    if skip_scripts and assumevalid is not None:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument", "skip_scripts trusts every script: drop assumevalid")
+    if swiftsync is not None:
+        if stop_height is not None or via_p2p:
+            raise _error(_ibdkit.ArgumentError, "InvalidArgument",
+                         "swiftsync checks blocks 1..n of its hintsfile: drop stop_height and via_p2p")
+        bar = _Bar(progress, "swiftsync")
+        try:
+            return _ibdkit._replay_swiftsync(where, os.fspath(_existing("swiftsync", swiftsync)), network,
+                                             None if chainstate is None else os.fspath(chainstate), dbcache, policy,
+                                             threads, statistics, None if assumevalid is None else str(assumevalid),
+                                             skip_scripts, swiftsync_mode, fallback, bar if bar.active else None)
+        finally:
+            bar.close()
+    if fallback:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument", "fallback goes with swiftsync")
     bar = _Bar(progress, "replay")
     try:
         return _ibdkit._replay(where, network,
                                None if chainstate is None else os.fspath(chainstate), dbcache, policy,
                                stop_height, via_p2p, threads, statistics,
-                               None if assumevalid is None else str(assumevalid), bar if bar.active else None)
+                               None if assumevalid is None else str(assumevalid), skip_scripts,
+                               bar if bar.active else None)
     finally:
         bar.close()
 

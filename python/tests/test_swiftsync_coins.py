@@ -241,7 +241,7 @@ def test_fallback_names_the_cause(cli, tmp_path):
     assert not got["swiftsync"]["ok"]
     assert got["fallback"]["valid"] and got["fallback"]["hash_serialized_3"] == exp["hash_serialized_3"]
     ok = json.loads(swiftsync(cli, "--swiftsync", good, "--datadir", datadir, "--fallback", "--no-stats").stdout)
-    assert ok["swiftsync"]["ok"] and "fallback" not in ok
+    assert ok["swiftsync"]["ok"] and ok["fallback"] is None
     r = run_cli(cli, "replay", "-q", "--datadir", datadir, "--fallback", check=False)
     assert r.returncode == 64 and "--fallback goes with --swiftsync" in r.stderr
 
@@ -297,3 +297,34 @@ def test_python_ranges_in_coins_mode_pass_cores_chain_and_refuse_tampered_rev_da
     assert r.returncode == 2 and "block-script-verify-flag-failed" in json.loads(r.stdout)["reason"]
     v, _ = verdict(bad, skip_scripts=True)
     assert not v.ok and "aggregates differ" in v.reason, v.reason
+
+
+def test_swiftsync_json_and_python_dict_agree(cli, tmp_path):
+    """One field list (src/run/result_fields.h): `replay --swiftsync --json` and
+    `ibdkit.replay(..., swiftsync=...)` name and type every field alike, accepted or refused with
+    the fallback's verdict, and agree on the deterministic ones."""
+    from conftest import import_ibdkit
+    from test_result_fields import types
+    ibdkit = import_ibdkit()
+    blocks = gen_blocks(cli, tmp_path, 40, seed=45)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=16)
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+    lists = parse_lists(good.read_bytes(), height)
+    h = next(h for h in range(height, 0, -1) if lists[h - 1])
+    lists[h - 1] = lists[h - 1][1:]
+    wrong = tmp_path / "wrong.hints"
+    wrong.write_bytes(hintsfile(lists))
+    for hints, extra in ((good, []), (wrong, ["--fallback"])):
+        r = swiftsync(cli, "--swiftsync", hints, "--datadir", datadir, "--threads", "2", "--policy", "secure", *extra,
+                      check=False)
+        got_cli = json.loads(r.stdout)
+        got_py = ibdkit.replay(datadir, swiftsync=hints, threads=2, policy="secure", fallback=bool(extra), progress=False)
+        assert set(got_cli) == set(got_py), set(got_cli) ^ set(got_py)
+        assert types(got_cli) == types(got_py)
+        for k, v in got_py.items():
+            if k not in ("seconds", "check_seconds", "throughput_by_decile", "peak_rss_bytes"):
+                assert got_cli[k] == v, k
+        assert got_py["policy"] == "secure" and got_py["height"] == height and got_py["bestblock"] == tip
+    assert got_py["fallback"]["valid"] and got_py["fallback"]["hash_serialized_3"] == exp["hash_serialized_3"]
+    assert not got_py["swiftsync"]["ok"] and got_py["swiftsync"]["reason"]

@@ -191,7 +191,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
             const AssumeValidRule rule(loc->headers, o.assumevalid, GetChainParams(loc->chain).consensus);
             for (uint32_t h = 1; h <= res.height; ++h) {
                 if (auto why = rule.Reason(int(h))) {
-                    res.scripts_from_height = h;
+                    res.script_checks_from_height = int(h);
                     res.script_check_reason = std::string(*why);
                     break;
                 }

@@ -54,7 +54,7 @@ struct SwiftSyncResult {
     BlockHash tip;                    ///< the block at n
     uint64_t script_checked_inputs{0};
     /// The lowest height whose scripts were verified, and Core's reason (coins mode).
-    std::optional<uint32_t> scripts_from_height;
+    std::optional<int> script_checks_from_height;
     std::string script_check_reason;
     uint64_t coins_written{0};        ///< into the chainstate (0 without one)
     uint64_t block_bytes{0};          ///< of blocks 1..n, read

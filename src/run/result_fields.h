@@ -1,8 +1,8 @@
-// src/engine/result_fields.h — a run's result as named, typed output fields.
+// src/run/result_fields.h — a run's result as named, typed output fields.
 //
-// The one place a ReplayResult / SyncResult (and a UtxoStats) becomes the fields a user reads: the
-// CLI's `--json` (replay, sync) and the Python package's dicts (`ibdkit.replay`, `ibdkit.sync`,
-// `Chainstate.stats`) both convert these lists, so the two name and type every field alike.
+// The one place a ReplayResult / SyncResult / SwiftSync run (and a UtxoStats) becomes the fields a
+// user reads: the CLI's `--json` (replay, replay --swiftsync, sync) and the Python package's dicts
+// (`ibdkit.replay`, `ibdkit.replay(swiftsync=...)`, `ibdkit.sync`, `Chainstate.stats`) both convert these lists, so the two name and type every field alike.
 // gettxoutsetinfo's names where it has one (height, bestblock, txouts, transactions, bogosize,
 // total_amount — a decimal string "21.00000000" as Core's FormatMoney writes it, beside the exact
 // integer total_amount_sat — hash_serialized_3). The field list and the choices: docs/python.md,
@@ -12,6 +12,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
@@ -56,5 +57,16 @@ ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy);
 /// A sync's result: as a replay's, with the peer, the headers and the messages in place of the
 /// block files' counts, failure (null unless the peer failed us) and peer_rejects.
 ResultFields SyncResultFields(const SyncResult& r, PolicyId policy);
+
+/// A SwiftSync verdict (the `swiftsync` object of a SwiftSync run's result): ok, reason (null when
+/// accepted), mode, the counts (blocks, transactions, inputs, outputs, unspent, unspendable),
+/// supply_sat and supply_bound_sat.
+ResultValue SwiftSyncVerdictValue(const swiftsync::Verdict& v, swiftsync::AggregateMode mode);
+
+/// `replay --swiftsync`'s result: network, policy, the tip (height n, bestblock), the written
+/// chainstate's statistics (when computed), the verdict (`swiftsync`), the timing, the script
+/// counters under the replay's names, coins_written, peak_rss_bytes, and `fallback` (null unless
+/// the classic replay ran: {valid, height, reject_reason, reject_height, hash_serialized_3, error}).
+ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId policy);
 
 } // namespace ibdkit

@@ -1,5 +1,5 @@
-// A run's result as named, typed fields (include/ibdkit/engine/result_fields.h).
-#include "engine/result_fields.h"
+// A run's result as named, typed fields (src/run/result_fields.h).
+#include "run/result_fields.h"
 
 #include <utility>
 
@@ -127,6 +127,57 @@ ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy)
     Put(f, "truncated_records", UInt(r.scan.truncated));
     Put(f, "live_snapshot_height", r.live_height < 0 ? Null() : Int(r.live_height));
     PutReject(f, r);
+    return f;
+}
+
+ResultValue SwiftSyncVerdictValue(const swiftsync::Verdict& v, swiftsync::AggregateMode mode)
+{
+    const auto& c = v.counts;
+    return ResultValue{ResultValue::Object{{"ok", Bool(v.ok)},
+                                           {"reason", v.ok ? Null() : Str(v.reason)},
+                                           {"mode", Str(mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints")},
+                                           {"blocks", UInt(c.blocks)},
+                                           {"transactions", UInt(c.transactions)},
+                                           {"inputs", UInt(c.inputs)},
+                                           {"outputs", UInt(c.outputs)},
+                                           {"unspent", UInt(c.unspent)},
+                                           {"unspendable", UInt(c.unspendable)},
+                                           {"supply_sat", UInt(v.supply)},
+                                           {"supply_bound_sat", UInt(v.supply_bound)}}};
+}
+
+ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& run, PolicyId policy)
+{
+    const swiftsync::SwiftSyncResult& r = run.swiftsync;
+    ResultFields f;
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    Put(f, "height", Int(r.height));
+    Put(f, "bestblock", Str(r.tip.ToHex()));
+    if (run.utxo) PutUtxoStats(f, *run.utxo);
+    Put(f, "swiftsync", SwiftSyncVerdictValue(r.verdict, r.mode));
+    Put(f, "seconds", Real(r.seconds));
+    Put(f, "check_seconds", Real(r.check_seconds));
+    Put(f, "bytes", UInt(r.block_bytes));
+    Put(f, "bytes_cleansed", UInt(r.bytes_cleansed));
+    Put(f, "throughput_by_decile", DecilesValue(r.throughput_by_decile));
+    Put(f, "script_checked_inputs", UInt(r.script_checked_inputs));
+    Put(f, "script_checks_from_height", r.script_checks_from_height ? Int(*r.script_checks_from_height) : Null());
+    Put(f, "script_check_reason", r.script_checks_from_height ? Str(r.script_check_reason) : Null());
+    Put(f, "coins_written", UInt(r.coins_written));
+    Put(f, "peak_rss_bytes", UInt(run.peak_rss_bytes));
+    if (!run.fallback) {
+        Put(f, "fallback", Null());
+        return f;
+    }
+    const run::FallbackVerdict& fb = *run.fallback;
+    Put(f, "fallback", ResultValue{ResultValue::Object{
+                           {"valid", Bool(fb.valid)},
+                           {"height", Int(fb.height)},
+                           {"reject_reason", fb.reject_reason ? Str(*fb.reject_reason) : Null()},
+                           {"reject_height", fb.reject_reason ? Int(fb.reject_height) : Null()},
+                           {"hash_serialized_3", fb.hash_serialized ? Str(fb.hash_serialized->ToHex()) : Null()},
+                           {"error", fb.error ? Str(*fb.error) : Null()}}});
     return f;
 }
 
