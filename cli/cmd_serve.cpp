@@ -1,0 +1,113 @@
+// `ibdkit serve`: a read-only P2P server over a Bitcoin Core data directory (serve/serve.h).
+#include "commands.h"
+#include "interrupt.h"
+
+#include <ibdkit/serve/serve.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace ibdkit::cli {
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+
+/// `--listen`: "ADDR", "ADDR:PORT", "[V6]" or "[V6]:PORT" (a bare IPv6 address is all address);
+/// the port nullopt when not given. nullopt when malformed.
+std::optional<std::pair<std::string, std::optional<uint16_t>>> ParseListen(const std::string& s)
+{
+    std::string host = s, port;
+    if (!s.empty() && s.front() == '[') {
+        const auto close = s.find(']');
+        if (close == std::string::npos) return std::nullopt;
+        host = s.substr(1, close - 1);
+        const std::string rest = s.substr(close + 1);
+        if (!rest.empty() && (rest.front() != ':' || rest.size() == 1)) return std::nullopt;
+        if (!rest.empty()) port = rest.substr(1);
+    } else if (std::count(s.begin(), s.end(), ':') == 1) {
+        host = s.substr(0, s.find(':'));
+        port = s.substr(s.find(':') + 1);
+        if (port.empty()) return std::nullopt;
+    }
+    if (host.empty()) return std::nullopt;
+    if (port.empty()) return std::make_pair(host, std::optional<uint16_t>());
+    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+    const unsigned long n = std::stoul(port);
+    if (n > 65535) return std::nullopt;
+    return std::make_pair(host, std::optional<uint16_t>(uint16_t(n)));
+}
+
+const CommandRegistrar serve_cmd([](CLI::App& app) {
+    auto* cmd = app.add_subcommand("serve",
+        "Serve a Bitcoin Core data directory's blocks to other nodes over P2P (v1), read-only: version/verack,\n"
+        "ping/pong, getheaders, getblocks, getdata (blocks with or without witness). Also beside a running\n"
+        "bitcoind (from a snapshot of its block index). Ctrl-C stops it.");
+    struct Args {
+        std::string datadir, blocks_dir, network, listen{"127.0.0.1"};
+        unsigned max_peers{32};
+        double peer_timeout{120};
+        bool json{false}, quiet{false};
+    };
+    auto a = std::make_shared<Args>();
+    auto* datadir_opt = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory whose blocks to serve (read-only)");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(datadir_opt);
+    AddNetworkOption(cmd, a->network, "from the datadir layout or the files' magic");
+    cmd->add_option("--listen", a->listen,
+                    "ADDR[:PORT] to listen on: an IPv4 or [IPv6] address; the port defaults to the network's (8333,\n"
+                    "18444 on regtest, ...), 0 picks a free one")
+        ->capture_default_str();
+    cmd->add_option("--max-peers", a->max_peers, "Peers served at once; more are closed at once")->check(IntegerIn(1, 1024))->capture_default_str();
+    cmd->add_option("--peer-timeout", a->peer_timeout, "Seconds a peer may stay silent (or not take our bytes) before it is dropped")
+        ->check(CLI::Range(1.0, 86400.0))
+        ->capture_default_str();
+    cmd->add_flag("--json", a->json, "On exit, print the counters as JSON");
+    AddQuietOption(cmd, a->quiet);
+    cmd->callback([a] {
+        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("give --datadir or --blocks-dir (exactly one)");
+        ServeOptions o;
+        o.datadir = a->datadir;
+        o.blocks_dir = a->blocks_dir;
+        o.chain = ParseNetworkOption(a->network);
+        auto listen = ParseListen(a->listen);
+        if (!listen) throw UsageError("--listen '" + a->listen + "' is not ADDR, ADDR:PORT, [IPV6] or [IPV6]:PORT (a port is 0..65535)");
+        o.listen_host = listen->first;
+        o.port = listen->second;
+        o.max_peers = a->max_peers;
+        o.peer_timeout = std::chrono::milliseconds(int64_t(a->peer_timeout * 1000));
+        InstallInterruptFlag(&g_interrupt);
+        o.interrupt = &g_interrupt;
+        o.on_listening = [](const std::string& host, uint16_t port) {
+            // The address on stdout, flushed: a script (or a test) reads it to connect.
+            const bool v6 = host.find(':') != std::string::npos;
+            std::printf("listening on %s%s%s:%u\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", unsigned(port));
+            std::fflush(stdout);
+        };
+        if (!a->quiet) o.on_event = [](const std::string& line) { std::fprintf(stderr, "ibdkit serve: %s\n", line.c_str()); };
+        auto r = Serve(o);
+        if (!r) {
+            PrintError(r.error().message);
+            ExitCode() = r.error().code == Errc::InvalidValue ? EXIT_USAGE : EXIT_FAILED;
+            return;
+        }
+        if (a->json) {
+            const nlohmann::json j{{"height", r->height},           {"connections", r->connections}, {"refused", r->refused},
+                                   {"dropped", r->dropped},         {"blocks_sent", r->blocks_sent}, {"headers_sent", r->headers_sent},
+                                   {"bytes_sent", r->bytes_sent}, {"bytes_received", r->bytes_received}};
+            std::printf("%s\n", j.dump(2).c_str());
+        } else if (!a->quiet) {
+            std::printf("served height %d to %llu peers: %llu blocks, %llu headers, %.1f MB sent; %llu dropped, %llu refused\n", r->height,
+                        (unsigned long long)r->connections, (unsigned long long)r->blocks_sent, (unsigned long long)r->headers_sent,
+                        double(r->bytes_sent) / 1e6, (unsigned long long)r->dropped, (unsigned long long)r->refused);
+        }
+    });
+});
+
+} // namespace
+} // namespace ibdkit::cli

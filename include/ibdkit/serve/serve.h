@@ -1,0 +1,62 @@
+// ibdkit/serve/serve.h — a read-only P2P server over a Bitcoin Core data directory (`ibdkit serve`):
+// other nodes download the chain from it as from a Core peer.
+//
+// It speaks Core's P2P v1 with every inbound peer: version/verack (its height, NODE_NETWORK |
+// NODE_WITNESS), ping/pong, getheaders → headers, getblocks → inv, getdata → block (witness or
+// not, as asked) or notfound; other messages are read and ignored. Peers are untrusted: a
+// malformed message, a payload above Core's limits or a stall ends that connection only. Each
+// connection holds at most one message and one block at a time. Blocks are read from the
+// datadir's block files where Core's block index (or, while bitcoind runs, a private snapshot of
+// it: docs/live-node.md) puts them; nothing is ever written into the datadir.
+#pragma once
+
+#include <ibdkit/chain/chain_type.h>
+#include <ibdkit/error.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ibdkit {
+
+struct ServeOptions {
+    std::filesystem::path datadir;     ///< a Bitcoin Core data directory, read-only
+    std::filesystem::path blocks_dir;  ///< or a blocks directory / one blk file (exclusive with datadir)
+    std::optional<ChainType> chain;    ///< nullopt: from the datadir's layout or the files' magic
+    std::string listen_host{"127.0.0.1"}; ///< an IPv4 or IPv6 literal
+    std::optional<uint16_t> port;      ///< nullopt: the network's default port; 0: any free port
+    unsigned max_peers{32};            ///< connections served at once (1..1024); more are closed at once
+    /// A peer that sends nothing for this long, or takes longer than this to accept a message, is
+    /// disconnected.
+    std::chrono::milliseconds peer_timeout{std::chrono::minutes(2)};
+    /// Set (e.g. by a signal handler) to stop: the server closes every connection and returns.
+    const std::atomic<bool>* interrupt{nullptr};
+    /// Called once, on the calling thread, when the socket listens: the address and the bound port.
+    std::function<void(const std::string& host, uint16_t port)> on_listening;
+    /// One line per connection's start and end (peer address, user agent, why it ended); called
+    /// from the connections' threads, one at a time.
+    std::function<void(const std::string& line)> on_event;
+};
+
+struct ServeStats {
+    int height{-1};                   ///< the tip served
+    uint64_t connections{0};          ///< accepted and handshaken
+    uint64_t refused{0};              ///< closed at once: max_peers already served
+    uint64_t dropped{0};              ///< ended for breaking the protocol (malformed, oversized, stalled)
+    uint64_t blocks_sent{0};
+    uint64_t headers_sent{0};
+    uint64_t bytes_sent{0};
+    uint64_t bytes_received{0};
+};
+
+/// Serves until `interrupt` is set. Errors before serving: the blocks cannot be located
+/// (LocateFromDatadir's or LocateFromBlocksDir's errors), bad options (Errc::InvalidValue), an
+/// address that cannot be bound (Errc::Io, naming it). A connection's failure is never an error of
+/// the server. Blocks the calling thread; each connection runs on a thread of its own.
+Result<ServeStats> Serve(const ServeOptions& options);
+
+} // namespace ibdkit

@@ -1,0 +1,97 @@
+// `ibdkit serve`: the listening loop, a thread per connection (include/ibdkit/serve/serve.h).
+#include <ibdkit/serve/serve.h>
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/chain/params.h>
+
+#include "serve/listener.h"
+#include "serve/session.h"
+
+#include <list>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+
+namespace ibdkit {
+namespace {
+
+/// How often the accept loop looks at the interrupt flag and reaps finished connections.
+constexpr std::chrono::milliseconds ACCEPT_POLL{200};
+
+struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+};
+
+Result<LocatedChain> LocateServed(const ServeOptions& o)
+{
+    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "give a datadir or a blocks directory (exactly one)"};
+    return o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+}
+
+/// Joins the connections that ended; with `all`, every connection (after the interrupt).
+void Reap(std::list<Connection>& live, bool all)
+{
+    for (auto it = live.begin(); it != live.end();) {
+        if (all || it->done->load()) {
+            it->thread.join();
+            it = live.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+} // namespace
+
+Result<ServeStats> Serve(const ServeOptions& o)
+{
+    if (o.max_peers < 1 || o.max_peers > 1024) return Error{Errc::InvalidValue, "max_peers must be in 1..1024"};
+    if (o.peer_timeout.count() < 1) return Error{Errc::InvalidValue, "peer_timeout must be positive"};
+    auto chain = LocateServed(o);
+    if (!chain) return chain.error();
+    const ChainParams& params = GetChainParams(chain->chain);
+    auto listener = Listener::Bind(o.listen_host, o.port.value_or(params.default_port));
+    if (!listener) return listener.error();
+    if (o.on_listening) o.on_listening(o.listen_host, listener->port());
+
+    ServeShared shared(*chain, params, o);
+    ServeStats stats;
+    stats.height = chain->TipHeight();
+    std::list<Connection> live;
+    while (!(o.interrupt && o.interrupt->load())) {
+        auto accepted = listener->Accept(ACCEPT_POLL, o.interrupt);
+        Reap(live, false);
+        if (!accepted) continue;
+        if (live.size() >= o.max_peers) {
+            ::close(accepted->first);
+            ++stats.refused;
+            shared.Event("peer " + accepted->second + " refused: " + std::to_string(o.max_peers) + " peers are served already");
+            continue;
+        }
+        Connection& c = live.emplace_back();
+        try {
+            c.thread = std::thread([fd = accepted->first, address = accepted->second, &shared, done = c.done] {
+                ServeConnection(fd, address, shared);
+                done->store(true);
+            });
+        } catch (const std::system_error& e) {
+            // No thread for it (the system's limit): this peer is refused, the server goes on.
+            live.pop_back();
+            ::close(accepted->first);
+            ++stats.refused;
+            shared.Event("peer " + accepted->second + " refused: no thread for it (" + e.what() + ")");
+        }
+    }
+    Reap(live, true);
+    stats.connections = shared.connections.load();
+    stats.dropped = shared.dropped.load();
+    stats.blocks_sent = shared.blocks_sent.load();
+    stats.headers_sent = shared.headers_sent.load();
+    stats.bytes_sent = shared.bytes_sent.load();
+    stats.bytes_received = shared.bytes_received.load();
+    return stats;
+}
+
+} // namespace ibdkit

@@ -1,0 +1,33 @@
+// src/serve/session.h — one inbound peer of `ibdkit serve` (serve/serve.h): the handshake, then
+// each request answered from the located chain, until the peer leaves, breaks the protocol, stalls
+// or the server stops.
+#pragma once
+
+#include <ibdkit/blockfile/locate.h>
+#include <ibdkit/chain/params.h>
+#include <ibdkit/serve/serve.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace ibdkit {
+
+/// What every connection of one server shares: the chain (read-only), the options, the counters.
+struct ServeShared {
+    ServeShared(const LocatedChain& c, const ChainParams& p, const ServeOptions& o) : chain(c), params(p), options(o) {}
+    const LocatedChain& chain;
+    const ChainParams& params;
+    const ServeOptions& options;
+    std::atomic<uint64_t> connections{0}, dropped{0}, blocks_sent{0}, headers_sent{0}, bytes_sent{0}, bytes_received{0};
+    std::mutex event_mutex;
+
+    /// Calls options.on_event, one caller at a time.
+    void Event(const std::string& line);
+};
+
+/// Serves the peer connected on `fd` (owned from here on) until it ends; `address` names it in events.
+void ServeConnection(int fd, const std::string& address, ServeShared& shared);
+
+} // namespace ibdkit
