@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 namespace ibdkit::cli {
 
@@ -90,11 +91,24 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
         PrintHuman(*r);
         if (r->fallback) PrintFallback(*r->fallback, r->swiftsync.height);
     }
+    const std::string refused = "SwiftSync refuses blocks 1.." + std::to_string(r->swiftsync.height) + ": " + r->swiftsync.verdict.reason;
     switch (run::OutcomeOf(*r)) {
     case run::SwiftSyncOutcome::Accepted: break;
-    case run::SwiftSyncOutcome::Refused: ExitCode() = EXIT_INVALID_CHAIN; break;
+    case run::SwiftSyncOutcome::Refused:
+        PrintError(r->fallback && r->fallback->reject_reason
+                       ? refused + "; the classic replay rejects the block at height " + std::to_string(r->fallback->reject_height) + ": " +
+                             *r->fallback->reject_reason
+                       : refused);
+        ExitCode() = EXIT_INVALID_CHAIN;
+        break;
     case run::SwiftSyncOutcome::HintsWrong:
-    case run::SwiftSyncOutcome::FallbackFailed: ExitCode() = EXIT_FAILED; break;
+        PrintError(refused + "; the classic replay accepts them: the hints, or the datadir's rev data, were wrong");
+        ExitCode() = EXIT_FAILED;
+        break;
+    case run::SwiftSyncOutcome::FallbackFailed:
+        PrintError(refused + "; the classic replay could not finish: " + *r->fallback->error);
+        ExitCode() = EXIT_FAILED;
+        break;
     }
 }
 
