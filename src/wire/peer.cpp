@@ -239,6 +239,9 @@ NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)
             }
             if (msg.command == "reject") {
                 auto rej = DecodeReject(Bytes(msg));
+                // Kept for the failure they explain: the last few, so that a peer's stream of
+                // them cannot grow our memory.
+                if (m_info.rejects.size() == MAX_REJECTS_KEPT) m_info.rejects.erase(m_info.rejects.begin());
                 m_info.rejects.push_back(rej ? rej->ToString() : "malformed reject message");
                 continue;
             }

@@ -63,11 +63,14 @@ private:
 /// Splits "host:port", "[v6]:port" or "host" (default_port). nullopt when malformed.
 std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, uint16_t default_port);
 
+/// How many of a peer's reject messages a connection keeps (the newest).
+inline constexpr std::size_t MAX_REJECTS_KEPT = 16;
+
 struct PeerInfo {
     VersionMessage version; ///< the peer's version message
     bool verack{false};
     uint64_t pings_answered{0};
-    std::vector<std::string> rejects; ///< reject messages received, formatted
+    std::vector<std::string> rejects; ///< the last MAX_REJECTS_KEPT reject messages received, formatted
 };
 
 /// A P2P connection on top of a socket; messages are received through a MessageReceiver of the
