@@ -47,8 +47,9 @@ std::optional<std::pair<std::string, std::optional<uint16_t>>> ParseListen(const
 const CommandRegistrar serve_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("serve",
         "Serve a Bitcoin Core data directory's blocks to other nodes over P2P (v1), read-only: version/verack,\n"
-        "ping/pong, getheaders, getblocks, getdata (blocks with or without witness). Also beside a running\n"
-        "bitcoind (from a snapshot of its block index). Ctrl-C stops it.");
+        "ping/pong, getheaders, getblocks, getdata (blocks with or without witness), and SwiftSync's spent\n"
+        "coins from the rev files (BIP 455 getbspent/bspent, announced with BIP 434's feature). Also beside a\n"
+        "running bitcoind (from a snapshot of its block index). Ctrl-C stops it.");
     struct Args {
         std::string datadir, blocks_dir, network, listen{"127.0.0.1"};
         unsigned max_peers{32};
@@ -65,7 +66,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--max-peers", a->max_peers, "Peers served at once; more are closed at once")->check(IntegerIn(1, 1024))->capture_default_str();
     cmd->add_option("--peer-timeout", a->peer_timeout, "Seconds a peer may stay silent (or not take our bytes) before it is dropped")
-        ->check(CLI::Range(1.0, 86400.0))
+        ->check(NumberIn(1, 86400))
         ->capture_default_str();
     cmd->add_flag("--json", a->json, "On exit, print the counters as JSON");
     AddQuietOption(cmd, a->quiet);
@@ -99,12 +100,14 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
         if (a->json) {
             const nlohmann::json j{{"height", r->height},           {"connections", r->connections}, {"refused", r->refused},
                                    {"dropped", r->dropped},         {"blocks_sent", r->blocks_sent}, {"headers_sent", r->headers_sent},
+                                   {"bspent_sent", r->bspent_sent}, {"spent_coins", r->spent_coins},
                                    {"bytes_sent", r->bytes_sent}, {"bytes_received", r->bytes_received}};
             std::printf("%s\n", j.dump(2).c_str());
         } else if (!a->quiet) {
-            std::printf("served height %d to %llu peers: %llu blocks, %llu headers, %.1f MB sent; %llu dropped, %llu refused\n", r->height,
-                        (unsigned long long)r->connections, (unsigned long long)r->blocks_sent, (unsigned long long)r->headers_sent,
-                        double(r->bytes_sent) / 1e6, (unsigned long long)r->dropped, (unsigned long long)r->refused);
+            std::printf("served height %d to %llu peers: %llu blocks, %llu headers, %llu bspent, %.1f MB sent; %llu dropped, %llu refused\n",
+                        r->height, (unsigned long long)r->connections, (unsigned long long)r->blocks_sent,
+                        (unsigned long long)r->headers_sent, (unsigned long long)r->bspent_sent, double(r->bytes_sent) / 1e6,
+                        (unsigned long long)r->dropped, (unsigned long long)r->refused);
         }
     });
 });

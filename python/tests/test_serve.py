@@ -16,7 +16,7 @@ import time
 import pytest
 
 from chain_model import sha256d
-from conftest import import_pbk, run_cli
+from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
@@ -50,10 +50,93 @@ def message(command, payload, magic=REGTEST_MAGIC):
     return (magic + command.encode().ljust(12, b"\0") + struct.pack("<I", len(payload)) + sha256d(payload)[:4] + payload)
 
 
-def version_payload():
+def version_payload(version=70016):
     addr = struct.pack("<Q", 0) + bytes(10) + b"\xff\xff" + bytes(4) + struct.pack(">H", 0)
-    return (struct.pack("<iQq", 70016, 0, int(time.time())) + addr + addr + struct.pack("<Q", 7) + b"\x00" +
+    return (struct.pack("<iQq", version, 0, int(time.time())) + addr + addr + struct.pack("<Q", 7) + b"\x00" +
             struct.pack("<i", 0) + b"\x00")
+
+
+class Client:
+    """A bare P2P client over a socket: messages out, (command, payload) in."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.buf = b""
+
+    def send(self, command, payload=b""):
+        self.sock.sendall(message(command, payload))
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 20)
+            assert chunk, "the server closed the connection"
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def receive(self):
+        header = self._read(24)
+        assert header[:4] == REGTEST_MAGIC
+        (length,) = struct.unpack_from("<I", header, 16)
+        payload = self._read(length)
+        assert sha256d(payload)[:4] == header[20:24]
+        return header[4:16].rstrip(b"\0").decode(), payload
+
+    def until(self, command):
+        while True:
+            got, payload = self.receive()
+            if got == command:
+                return payload
+
+
+def compact_size(data, pos):
+    first = data[pos]
+    if first < 0xfd:
+        return first, pos + 1
+    size = {0xfd: 2, 0xfe: 4, 0xff: 8}[first]
+    return int.from_bytes(data[pos + 1:pos + 1 + size], "little"), pos + 1 + size
+
+
+def decompress_amount(x):
+    """Core's DecompressAmount."""
+    if x == 0:
+        return 0
+    x -= 1
+    e, x = x % 10, x // 10
+    if e < 9:
+        d, x = x % 9 + 1, x // 9
+        n = x * 10 + d
+    else:
+        n = x + 1
+    return n * 10 ** e
+
+
+def reconstruct_script(data, pos):
+    """BIP 455's reconstructable script: (script, next position)."""
+    prefix, pos = data[pos], pos + 1
+    if prefix == 0:
+        n, pos = compact_size(data, pos)
+        return data[pos:pos + n], pos + n
+    size = {1: 20, 2: 32, 3: 32, 4: 64, 5: 20, 6: 32, 7: 20, 8: 32}[prefix]
+    body, pos = data[pos:pos + size], pos + size
+    script = {1: b"\x76\xa9\x14" + body + b"\x88\xac", 2: b"\x21\x02" + body + b"\xac", 3: b"\x21\x03" + body + b"\xac",
+              4: b"\x41\x04" + body + b"\xac", 5: b"\xa9\x14" + body + b"\x87", 6: b"\x00\x20" + body,
+              7: b"\x00\x14" + body, 8: b"\x51\x20" + body}[prefix]
+    return script, pos
+
+
+def decode_bspent(payload):
+    """(block hash in display order, [(input index, height, coinbase, value, script)])."""
+    block_hash = payload[:32][::-1].hex()
+    count, pos = compact_size(payload, 32)
+    coins = []
+    for _ in range(count):
+        index, code = struct.unpack_from("<II", payload, pos)
+        script, pos = reconstruct_script(payload, pos + 8)
+        amount, pos = compact_size(payload, pos)
+        coins.append((index, code >> 1, bool(code & 1), decompress_amount(amount), bytes(script)))
+    assert pos == len(payload), "nothing after the coins"
+    return block_hash, coins
 
 
 def closed_by_server(sock, timeout=10):
@@ -158,3 +241,44 @@ def test_serve_refuses_what_it_cannot_serve(cli, tmp_path):
         assert r.returncode == 1 and "cannot listen on 127.0.0.1" in r.stderr, r.stderr
     finally:
         busy.close()
+
+
+def test_bspent_holds_exactly_the_coins_of_each_blocks_rev_record(cli, served):
+    """BIP 455 from `serve`: announced with BIP 434's feature to a 70017 peer; for every block the
+    `bspent` decodes (by this test's own reading of BIP 455) to the coins Core's rev files hold for
+    it, as ibdkit's rev-file reader gives them, without a cutoff and with one."""
+    ibdkit = import_ibdkit()
+    datadir, height, tip, _ = served
+    expected = {}
+    for block in ibdkit.read_blocks(datadir, spent_outputs=True, from_height=1):
+        coins = [i for tx in block if not tx.is_coinbase for i in tx.inputs]
+        expected[block.hash] = (block.height, [(n, i.height, i.is_coinbase, i.value, bytes(i.script_pubkey))
+                                                for n, i in enumerate(coins)])
+    assert len(expected) == height and sum(len(c) for _, c in expected.values()) > height, "the chain spends coins"
+    server = Server(cli, "--datadir", datadir)
+    try:
+        c = Client(server.port)
+        c.send("version", version_payload(70017))
+        got, payload = c.receive()
+        assert got == "version" and struct.unpack_from("<i", payload)[0] == 70017
+        got, payload = c.receive()
+        assert (got, payload) == ("feature", b"\x11blockspentcoinsv1\x01\x00")
+        assert c.receive()[0] == "verack"
+        c.send("verack")
+        for block_hash, (h, coins) in expected.items():
+            for cutoff in (0, max(h - 3, 1)):
+                c.send("getbspent", bytes.fromhex(block_hash)[::-1] + struct.pack("<I", cutoff))
+                got_hash, got = decode_bspent(c.until("bspent"))
+                assert got_hash == block_hash
+                assert got == [x for x in coins if cutoff == 0 or x[1] < cutoff], (h, cutoff)
+        # A peer of protocol 70016 gets no feature and no answer to getbspent.
+        old = Client(server.port)
+        old.send("version", version_payload(70016))
+        assert [old.receive()[0] for _ in range(2)] == ["version", "verack"]
+        old.send("verack")
+        old.send("getbspent", bytes.fromhex(tip)[::-1] + struct.pack("<I", 0))
+        old.send("ping", struct.pack("<Q", 99))
+        assert old.receive() == ("pong", struct.pack("<Q", 99)), "the getbspent was not answered"
+    finally:
+        counters, _ = server.stop()
+    assert counters["spent_coins"] and counters["bspent_sent"] == 2 * height

@@ -8,6 +8,7 @@
 #include "serve/session.h"
 
 #include <list>
+#include <optional>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -56,8 +57,14 @@ Result<ServeStats> Serve(const ServeOptions& o)
     if (!listener) return listener.error();
     if (o.on_listening) o.on_listening(o.listen_host, listener->port());
 
-    ServeShared shared(*chain, params, o);
+    // BIP 455's spent coins come from the datadir's rev files: without them the feature is not offered.
+    std::optional<DatadirUndo> undo;
+    if (!o.datadir.empty()) {
+        if (auto u = LocateUndoInDatadir(o.datadir, chain->chain); u && !u->blocks.empty()) undo = std::move(*u);
+    }
+    ServeShared shared(*chain, params, o, undo ? &*undo : nullptr);
     ServeStats stats;
+    stats.spent_coins = undo.has_value();
     stats.height = chain->TipHeight();
     std::list<Connection> live;
     while (!(o.interrupt && o.interrupt->load())) {
@@ -89,6 +96,7 @@ Result<ServeStats> Serve(const ServeOptions& o)
     stats.dropped = shared.dropped.load();
     stats.blocks_sent = shared.blocks_sent.load();
     stats.headers_sent = shared.headers_sent.load();
+    stats.bspent_sent = shared.bspent_sent.load();
     stats.bytes_sent = shared.bytes_sent.load();
     stats.bytes_received = shared.bytes_received.load();
     return stats;

@@ -4,6 +4,8 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/primitives/block.h>
 
+#include "blockfile/undo_file.h"
+#include "swiftsync/spent_coins.h"
 #include "wire/peer.h"
 #include "wire/protocol.h"
 
@@ -33,6 +35,7 @@ public:
         : m_s(shared), m_peer(Socket(fd), shared.params, PolicyId::Hardened, shared.options.interrupt),
           m_reader(shared.chain.files, shared.chain.key)
     {
+        if (shared.undo) m_undo.emplace(shared.undo->blocks_dir, shared.undo->key, shared.params.message_start);
     }
 
     /// Serves until the peer leaves (nullopt) or fails (why).
@@ -49,6 +52,7 @@ public:
             if (m->command == "getheaders") e = OnLocator(Peer::Bytes(*m), true);
             else if (m->command == "getblocks") e = OnLocator(Peer::Bytes(*m), false);
             else if (m->command == "getdata") e = OnGetData(Peer::Bytes(*m));
+            else if (m->command == "getbspent" && m_spent_coins) e = OnGetBspent(Peer::Bytes(*m));
             else if (m->command == "version") e = NetError{NetErrc::Misbehaving, "a second version message"};
             // Everything else (verack, addr, inv, sendheaders, feefilter, sendcmpct, ...) is read and ignored.
             if (e) return e;
@@ -80,6 +84,12 @@ private:
                 m_version = *v;
                 version = true;
                 if (auto e = SendVersion()) return e;
+                // BIP 434: features between version and verack, to a peer that negotiates them.
+                m_spent_coins = m_s.undo && v->version >= FEATURE_NEGOTIATION_VERSION;
+                if (m_spent_coins) {
+                    const FeatureMessage f{std::string(FEATURE_BLOCK_SPENT_COINS_V1), {0x00}};
+                    if (auto e = m_peer.Send("feature", EncodeFeature(f), Timeout())) return e;
+                }
                 if (auto e = m_peer.Send("verack", {}, Timeout())) return e;
             } else if (m->command == "verack") {
                 if (!version) return NetError{NetErrc::Misbehaving, "verack before version"};
@@ -92,6 +102,7 @@ private:
     std::optional<NetError> SendVersion()
     {
         VersionMessage v;
+        v.version = m_s.undo ? FEATURE_NEGOTIATION_VERSION : PROTOCOL_VERSION;
         v.services = NODE_NETWORK | NODE_WITNESS;
         v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
         v.addr_recv = m_version.addr_from;
@@ -197,6 +208,25 @@ private:
         return m_peer.Send("notfound", EncodeInv(missing), Timeout());
     }
 
+    /// BIP 455: the block's spent coins from its rev record, those below the cutoff when it is set.
+    /// A block not on our chain, or without undo data, gets no answer.
+    std::optional<NetError> OnGetBspent(std::span<const uint8_t> payload)
+    {
+        auto request = DecodeGetBspent(payload);
+        if (!request) return NetError{NetErrc::Misbehaving, "a malformed getbspent: " + request.error().message};
+        const auto h = HeightOf(request->block_hash);
+        const auto& blocks = m_s.undo->blocks;
+        const auto it = std::lower_bound(blocks.begin(), blocks.end(), h.value_or(-1),
+                                         [](const DatadirUndo::Block& b, int height) { return b.height < height; });
+        if (!h || it == blocks.end() || it->height != *h || it->hash != request->block_hash) return std::nullopt;
+        auto undo = m_undo->Read(it->file, it->undo_pos, it->prev);
+        if (!undo) return NetError{NetErrc::Io, "cannot read the undo data of height " + std::to_string(*h) + ": " + undo.error().message};
+        auto bytes = swiftsync::BspentPayload(*request, *undo);
+        if (!bytes) return std::nullopt; // above Core's message limit: BIP 455 cannot carry it
+        m_s.bspent_sent.fetch_add(1);
+        return m_peer.Send("bspent", *bytes, Timeout());
+    }
+
     std::optional<NetError> SendBlock(int h, bool witness)
     {
         auto bytes = BlockAt(h);
@@ -214,6 +244,8 @@ private:
     ServeShared& m_s;
     Peer m_peer;
     BlockFileReader m_reader;
+    std::optional<UndoFileReader> m_undo;
+    bool m_spent_coins{false}; ///< the feature was announced to this peer
     VersionMessage m_version;
     std::optional<uint256> m_continue;
     std::string m_address;

@@ -16,11 +16,16 @@ namespace ibdkit {
 
 /// What every connection of one server shares: the chain (read-only), the options, the counters.
 struct ServeShared {
-    ServeShared(const LocatedChain& c, const ChainParams& p, const ServeOptions& o) : chain(c), params(p), options(o) {}
+    ServeShared(const LocatedChain& c, const ChainParams& p, const ServeOptions& o, const DatadirUndo* u)
+        : chain(c), params(p), options(o), undo(u)
+    {
+    }
     const LocatedChain& chain;
     const ChainParams& params;
     const ServeOptions& options;
-    std::atomic<uint64_t> connections{0}, dropped{0}, blocks_sent{0}, headers_sent{0}, bytes_sent{0}, bytes_received{0};
+    /// The datadir's undo data: BIP 455's spent coins are served from it (nullptr: none, no feature).
+    const DatadirUndo* undo;
+    std::atomic<uint64_t> connections{0}, dropped{0}, blocks_sent{0}, headers_sent{0}, bspent_sent{0}, bytes_sent{0}, bytes_received{0};
     std::mutex event_mutex;
 
     /// Calls options.on_event, one caller at a time.

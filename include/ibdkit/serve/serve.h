@@ -3,7 +3,10 @@
 //
 // It speaks Core's P2P v1 with every inbound peer: version/verack (its height, NODE_NETWORK |
 // NODE_WITNESS), ping/pong, getheaders → headers, getblocks → inv, getdata → block (witness or
-// not, as asked) or notfound; other messages are read and ignored. Peers are untrusted: a
+// not, as asked) or notfound; other messages are read and ignored. From a datadir with undo data
+// it also serves SwiftSync's spent coins (BIP 455): to a peer of protocol version 70017 or more it
+// announces `blockspentcoinsv1` (BIP 434's `feature`) and answers `getbspent` with `bspent`, made
+// from the block's rev record (docs/formats.md §13). Peers are untrusted: a
 // malformed message, a payload above Core's limits or a stall ends that connection only. Each
 // connection holds at most one message and one block at a time. Blocks are read from the
 // datadir's block files where Core's block index (or, while bitcoind runs, a private snapshot of
@@ -49,6 +52,8 @@ struct ServeStats {
     uint64_t dropped{0};              ///< ended for breaking the protocol (malformed, oversized, stalled)
     uint64_t blocks_sent{0};
     uint64_t headers_sent{0};
+    uint64_t bspent_sent{0};          ///< BIP 455 answers
+    bool spent_coins{false};          ///< BIP 455 was offered (a datadir with undo data)
     uint64_t bytes_sent{0};
     uint64_t bytes_received{0};
 };
