@@ -28,6 +28,9 @@ struct ConnectScratch::Impl {
     std::array<std::vector<OutPoint>, CoinsCache::SHARDS> not_in_cache;
     /// The plan of a block ConnectBlock was given none for.
     ConnectPlan plan;
+    /// Per shard, whether the cache's side ran its operations for the block (a BIP30 violation
+    /// leaves a shard alone): what a failed block puts back (RevertShard).
+    std::array<bool, CoinsCache::SHARDS> applied{};
 };
 
 ConnectScratch::ConnectScratch() : m_impl(std::make_unique<Impl>()) {}
@@ -67,8 +70,8 @@ using ShardOp = ConnectPlan::Op;
 // input's sigop cost (counted here, while the coin's script is in the CPU's cache); each output
 // is added. In block order, so every outpoint sees the operations a sequential ConnectBlock would
 // apply to it, in the same order, whichever thread runs which shard. Nothing is checked here: the
-// caller checks afterwards, in Core's order, from `inputs`, and drops the cache if the block
-// fails. An output that would overwrite an unspent coin is not added; the lowest such transaction
+// caller checks afterwards, in Core's order, from `inputs`, and takes the changes back if the
+// block fails (RevertShard). An output that would overwrite an unspent coin is not added; the lowest such transaction
 // index goes to `first_conflict` (Core asserts there: it cannot happen to a transaction whose
 // inputs exist).
 //
@@ -77,7 +80,9 @@ using ShardOp = ConnectPlan::Op;
 // coin sets `bip30_violation` and the shard is left alone. Bip30::OnFailure does the same from the
 // cache's entries alone, and puts the outputs the cache holds no entry for in `not_in_cache`
 // (cleared first), for the caller to look up on disk should the block fail.
-void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
+//
+// Returns whether it applied the shard's operations (false: a BIP30 violation left it alone).
+bool ApplyShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
                 std::span<const std::size_t> first_input, std::span<const ShardOp> ops, Bip30 bip30,
                 std::span<const InputSigOps> input_sigops, SigOpFlags sigop_flags, std::vector<OutPoint>& not_in_cache,
                 std::atomic<bool>& bip30_violation, std::atomic<std::size_t>& first_conflict)
@@ -111,7 +116,7 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
                 }
                 if (unspent) {
                     bip30_violation.store(true, std::memory_order_relaxed);
-                    return;
+                    return false;
                 }
             }
         }
@@ -140,6 +145,39 @@ void ApplyShard(const Block& block, int height, CoinsCache& view, std::span<Spen
                 while (t < cur && !first_conflict.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
                 }
             }
+        }
+    }
+    return true;
+}
+
+// Takes back what ApplyShard did for a block that then failed, so that the cache is what it was
+// before the block (as Core drops the view a failed ConnectBlock worked on, and flushes what came
+// before): the shard's operations undone in reverse order, each outpoint thereby going back
+// through the states it went through. An output is spent again where the cache holds the coin
+// this block would have added (at this height: a coin left in place by a refused add is older,
+// or the same transaction's earlier copy in this block, undone in its turn); each
+// coin an input spent is added back from where the checks left it, the undo data for the
+// transactions whose coins they kept (the first `kept` after the coinbase), the input otherwise.
+// Not undone: a coinbase output that overwrote an unspent coin, which only Core's two BIP30
+// exception blocks do (they connect).
+void RevertShard(const Block& block, int height, CoinsCache& view, std::span<SpentInput> inputs,
+                 std::span<const std::size_t> first_input, std::span<const ShardOp> ops, BlockUndo* undo)
+{
+    const std::size_t kept = undo ? undo->vtxundo.size() : 0;
+    for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+        const Transaction& tx = block.vtx[op->tx];
+        if (op->input != ShardOp::OUTPUTS) {
+            SpentInput& in = inputs[first_input[op->tx] + op->input];
+            if (!in.found) continue;
+            Coin& coin = op->tx <= kept ? undo->vtxundo[op->tx - 1].prevout[op->input] : in.coin;
+            view.AddCoin(tx.vin()[op->input].prevout, std::move(coin), /*possible_overwrite=*/false);
+            in.found = false;
+            continue;
+        }
+        for (uint32_t o = uint32_t(tx.vout().size()); o-- > 0;) {
+            const OutPoint out{tx.GetHash(), o};
+            if (!view.HaveCoinInCache(out)) continue;
+            if (view.AccessCoin(out) == Coin(tx.vout()[o], uint32_t(height), tx.IsCoinBase())) view.SpendCoin(out);
         }
     }
 }
@@ -257,8 +295,8 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     }
 
     // The cache's side first, spread over the runner's threads by shard, and the sigop costs;
-    // then the checks, in Core's order, from the coins each input found. A block that fails
-    // leaves the cache with part (or all) of its changes, as Core's does: the caller drops it.
+    // then the checks, in Core's order, from the coins each input found. A block that fails has
+    // its changes taken back (RevertShard): the cache is left as it was before the block.
     std::unique_ptr<ConnectScratch> own_scratch;
     if (!extras.scratch) own_scratch = std::make_unique<ConnectScratch>();
     ConnectScratch::Impl& scratch = (extras.scratch ? *extras.scratch : *own_scratch).impl();
@@ -280,9 +318,16 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     std::atomic<bool> bip30_violation{false};
     std::atomic<std::size_t> first_conflict{SIZE_MAX};
     auto& not_in_cache = scratch.not_in_cache;
+    scratch.applied.fill(false);
     auto apply = [&](std::size_t s) {
-        ApplyShard(block, height, view, all_inputs, first_input, plan->Shard(s), bip30, checked.input_sigops(), sigop_flags,
-                   not_in_cache[s], bip30_violation, first_conflict);
+        scratch.applied[s] = ApplyShard(block, height, view, all_inputs, first_input, plan->Shard(s), bip30, checked.input_sigops(),
+                                        sigop_flags, not_in_cache[s], bip30_violation, first_conflict);
+    };
+    // A failed block's changes are taken back, shard by shard (only a failure pays for it).
+    auto revert = [&] {
+        for (std::size_t s = 0; s < CoinsCache::SHARDS; ++s) {
+            if (scratch.applied[s]) RevertShard(block, height, view, all_inputs, first_input, plan->Shard(s), undo);
+        }
     };
     if (runner) {
         (*runner)(CoinsCache::SHARDS, apply);
@@ -292,6 +337,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         for (std::size_t s = 0; s < CoinsCache::SHARDS && !bip30_violation.load(std::memory_order_relaxed); ++s) apply(s);
     }
     if (bip30_violation.load(std::memory_order_relaxed)) {
+        revert();
         return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
     }
 
@@ -301,7 +347,9 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     connect_rules::SpendTotals totals;
     if (!connect_rules::CheckSpendsInOrder(checked, ctx, std::span<SpentInput>(all_inputs).first(n_inputs), first_input, params,
                             first_conflict.load(std::memory_order_relaxed), undo, script_runner, state, totals)) {
-        if (bip30 == Bip30::OnFailure && OverwritesCoinOnDisk(view, not_in_cache)) {
+        const bool overwrites = bip30 == Bip30::OnFailure && OverwritesCoinOnDisk(view, not_in_cache);
+        revert();
+        if (overwrites) {
             state = BlockValidationState{};
             return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-txns-BIP30", "tried to overwrite transaction");
         }

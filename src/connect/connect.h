@@ -152,8 +152,9 @@ struct ConnectExtras {
 };
 
 /// Applies `block` at ctx.height: checks the rules above and updates `view`. Returns false with
-/// Core's reason in `state` if a rule fails; `view` may then hold part of the block's changes and
-/// must be discarded (not flushed) by the caller. Throws as the cache's reads do.
+/// Core's reason in `state` if a rule fails; `view` is then as it was before the block (the changes
+/// the block made are taken back, as Core drops its view of a failed block), so the blocks before
+/// it may be flushed. Throws as the cache's reads do (`view` may then hold part of the block).
 bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsCache& view, const ConsensusParams& params,
                   BlockValidationState& state, const ConnectExtras& extras = {});
 

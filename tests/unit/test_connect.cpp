@@ -166,15 +166,20 @@ public:
         std::optional<ConnectPlan> plan;
         if (m_pool) plan.emplace(checked->block());
         std::optional<BlockUndo> spent = SpentCoins(checked->block());
+        const auto before = SeenTouched(checked->block());
         ConnectStats stats;
+        BlockUndo undo;
         std::string reason;
         if (ConnectBlock(*checked, ctx, *m_cache, m_params, state,
-                         {.stats = &stats, .runner = m_pool ? &m_runner : nullptr, .plan = plan ? &*plan : nullptr})) {
+                         {.stats = &stats, .undo = with_undo ? &undo : nullptr, .runner = m_pool ? &m_runner : nullptr,
+                          .plan = plan ? &*plan : nullptr})) {
             script_checked_inputs += stats.script_checked_inputs;
         } else {
             EXPECT_TRUE(state.IsInvalid());
             EXPECT_EQ(state.GetResult(), BlockValidationResult::BLOCK_CONSENSUS);
             reason = state.GetRejectReason();
+            // A failed block takes its changes back: every coin it touched is as it was.
+            EXPECT_TRUE(SeenTouched(checked->block()) == before) << "the failed block (" << reason << ") left changes in the cache";
         }
         // The same block with its spent coins given, as SwiftSync's coins mode checks it: the same
         // verdict and reason, except for what only the UTXO set can tell (BIP30, a coin spent twice).
@@ -214,6 +219,28 @@ public:
         return undo;
     }
 
+    /// What the cache says of `op` (its entry's coin, or a spent entry's nullopt), else what the
+    /// chainstate holds, without reading anything into the cache.
+    std::optional<Coin> Seen(const OutPoint& op)
+    {
+        if (m_cache->HasEntry(op)) return m_cache->HaveCoinInCache(op) ? std::optional<Coin>(m_cache->AccessCoin(op)) : std::nullopt;
+        auto r = ReadCoin(*m_db, op);
+        EXPECT_TRUE(r.ok());
+        return r.ok() ? *r : std::nullopt;
+    }
+    /// Seen() of every outpoint `block` spends or makes.
+    std::map<OutPoint, std::optional<Coin>> SeenTouched(const Block& block)
+    {
+        std::map<OutPoint, std::optional<Coin>> seen;
+        for (const Transaction& tx : block.vtx) {
+            if (!tx.IsCoinBase()) {
+                for (const TxIn& in : tx.vin()) seen.emplace(in.prevout, Seen(in.prevout));
+            }
+            for (uint32_t o = 0; o < tx.vout().size(); ++o) seen.emplace(OutPoint{tx.GetHash(), o}, Seen(OutPoint{tx.GetHash(), o}));
+        }
+        return seen;
+    }
+
     /// Writes the cache's coins to the chainstate and empties it.
     void Flush()
     {
@@ -226,6 +253,7 @@ public:
     CoinsCache& cache() { return *m_cache; }
     int height() const { return m_height; }
     bool check_scripts{false};             ///< ConnectContext::check_scripts for the next blocks
+    bool with_undo{false};                 ///< ConnectBlock fills undo data (which takes the spent coins)
     uint64_t script_checked_inputs{0};     ///< summed over the blocks connected
     const ConsensusParams& params() const { return m_params; }
 
@@ -468,6 +496,77 @@ TEST_P(ConnectBlockTest, Bip30HistoricalExceptions)
     EXPECT_FALSE(IsBIP30Repeat(91880, h91842));
     EXPECT_FALSE(IsBIP30Repeat(91843, h91842));
     EXPECT_FALSE(IsBIP30Repeat(91842, BlockHash{}));
+}
+
+// A block that fails takes back what it did to the cache, whatever it touched: coins on disk
+// only, clean and dirty coins in the cache, coins it made and spent itself, a transaction it
+// repeats; with its undo data kept (which takes the spent coins) or not; failing after every
+// transaction was applied (the coinbase claim) or part way (an input below its outputs). Flushed,
+// the chainstate is the one the blocks before it made.
+TEST_P(ConnectBlockTest, AFailedBlockLeavesTheCacheAsItWas)
+{
+    const Transaction a = Spend({{Prevout(1)}}, 9'000);
+    const Transaction b = Spend({{OutPoint{a.GetHash(), 0}}, {Prevout(2)}}, 18'000);
+    const Transaction c = Spend({{Prevout(3)}, {Prevout(4)}}, 19'000);
+    const Transaction below = Spend({{Prevout(5)}}, 20'000); // spends 10,000: bad-txns-in-belowout
+    struct Case {
+        std::vector<Transaction> txs;
+        Amount cb_value;
+        const char* reason;
+    };
+    const std::vector<Case> cases = {
+        {{a, b, c}, 1'000'000'000'000, "bad-cb-amount"},
+        {{a, b, below, c}, -1, "bad-txns-in-belowout"},
+        {{a, c, b, a}, -1, "bad-txns-inputs-missingorspent"}, // a repeated: its input is spent
+    };
+    for (const bool undo : {false, true}) {
+        for (const Case& k : cases) {
+            SCOPED_TRACE(std::string(k.reason) + (undo ? " with undo data" : ""));
+            auto state = [](Fixture& f) {
+                f.AddCoin(Prevout(1), 10'000, 10);
+                f.AddCoin(Prevout(3), 10'000, 10);
+                f.AddCoin(Prevout(5), 10'000, 10);
+                f.Flush(); // on disk only
+                f.AddCoin(Prevout(2), 10'000, 20); // fresh in the cache
+                f.AddCoin(Prevout(4), 10'000, 20);
+                ASSERT_TRUE(f.cache().SpendCoin(Prevout(5))); // spent in the cache, unspent on disk
+                f.AddCoin(Prevout(5), 10'000, 30);             // and made again
+                ASSERT_TRUE(f.cache().HaveCoin(Prevout(3)));   // read back: clean in the cache
+            };
+            Fixture failed(ChainType::REGTEST, H);
+            failed.with_undo = undo;
+            state(failed);
+            Block block;
+            for (const auto& tx : k.txs) block.vtx.push_back(tx);
+            const auto before = failed.SeenTouched(block);
+            EXPECT_EQ(failed.Connect(k.txs, k.cb_value), k.reason);
+            failed.Flush();
+            Fixture never(ChainType::REGTEST, H);
+            state(never);
+            never.Flush();
+            EXPECT_TRUE(failed.SeenTouched(block) == never.SeenTouched(block));
+            EXPECT_TRUE(failed.SeenTouched(block) == before);
+        }
+    }
+}
+
+// Mainnet with BIP30 checked before the block: the shard of the repeated coinbase is left alone,
+// the other shards (a spend here) may have been applied, and are taken back.
+TEST_P(ConnectBlockTest, ABip30FailureTakesBackTheOtherShards)
+{
+    constexpr int at = 300'000;
+    const auto& main = GetChainParams(ChainType::MAIN).consensus;
+    const Transaction cb = Coinbase(at, GetBlockSubsidy(at, main) + 1'000);
+    Fixture f(ChainType::MAIN, at);
+    f.AddCoin(OutPoint{cb.GetHash(), 0}, 1, 100, true);
+    f.AddCoin(Prevout(1), 10'000, 10);
+    f.AddCoin(Prevout(2), 10'000, 10);
+    f.Flush();
+    f.AddCoin(Prevout(3), 10'000, 10);
+    std::vector<Transaction> txs;
+    for (uint8_t t = 1; t <= 3; ++t) txs.push_back(Spend({{Prevout(t)}}, 9'000));
+    EXPECT_EQ(f.Connect(txs, GetBlockSubsidy(at, main) + 1'000), "bad-txns-BIP30");
+    for (uint8_t t = 1; t <= 3; ++t) EXPECT_TRUE(f.cache().HaveCoin(Prevout(t)));
 }
 
 TEST_P(ConnectBlockTest, InputValuesOutOfRange)
