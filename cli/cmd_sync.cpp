@@ -35,7 +35,7 @@ void PrintHuman(const SyncResult& r)
                 r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0);
     if (r.recovered_blocks) std::printf("recovered          %llu blocks rolled forward after an interrupted flush\n", (unsigned long long)r.recovered_blocks);
     PrintScripts(r);
-    if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
+    PrintRejected(r);
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
     PrintTip(r);
 }

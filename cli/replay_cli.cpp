@@ -60,9 +60,19 @@ void PrintHuman(const ReplayResult& r)
     std::printf("memory             peak RSS %.0f MiB; %llu coins read back from the chainstate\n",
                 double(r.peak_rss_bytes) / double(1 << 20), (unsigned long long)r.coins_read_from_disk);
     PrintScripts(r);
-    if (r.reject_reason) std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
+    PrintRejected(r);
     if (r.interrupted) std::printf("interrupted        flushed at height %d; run again to resume\n", r.height);
     PrintTip(r);
+}
+
+void PrintRejected(const EngineResult& r)
+{
+    if (!r.reject_reason) return;
+    std::printf("REJECTED           block at height %d: %s\n", r.reject_height, r.reject_reason->c_str());
+    if (r.kept_height) {
+        std::printf("kept               every block before it: the chainstate is at height %d, where a rerun resumes\n",
+                    *r.kept_height);
+    }
 }
 
 void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args)

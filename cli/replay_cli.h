@@ -27,6 +27,9 @@ nlohmann::json ToJson(const ResultFields& fields);
 nlohmann::json ToJson(const ResultValue& value);
 /// The chainstate's tip and UTXO-set statistics for people (PrintHuman's last lines).
 void PrintTip(const EngineResult& r);
+/// A rejected block for people: its height and Core's reason, and the height the chainstate keeps
+/// for a rerun (EngineResult::kept_height). Nothing when no block was rejected.
+void PrintRejected(const EngineResult& r);
 /// The options every block-connecting command (`replay`, `sync`) shares.
 struct ConnectOutputArgs {
     std::string assumevalid; ///< `--assumevalid HASH|0` as given (ParseAssumeValid reads it)

@@ -247,7 +247,7 @@ Result<DatadirUndo> LocateUndoInDatadir(const std::filesystem::path& dir, std::o
     return u;
 }
 
-Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
+Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain, bool keep_unreadable)
 {
     auto dc = OpenDatadirChain(dir, chain);
     if (!dc) return dc.error();
@@ -281,11 +281,13 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
         const auto& e = index->entries[i];
         auto pos = frames.ReadFrame(file_index.at(e.file), e.data_pos, magic);
         if (!pos) {
-            return Error{pos.error().code, "block " + e.hash.ToHex() + " at height " + std::to_string(e.height) +
-                                               " (blk" + std::to_string(e.file) + " position " + std::to_string(e.data_pos) +
-                                               "): " + pos.error().message};
+            Error why{pos.error().code, "block " + e.hash.ToHex() + " at height " + std::to_string(e.height) +
+                                            " (blk" + std::to_string(e.file) + " position " + std::to_string(e.data_pos) +
+                                            "): " + pos.error().message};
+            if (!keep_unreadable) return why;
+            s.unreadable.emplace(e.height, std::move(why));
         }
-        s.order.blocks.push_back(*pos);
+        s.order.blocks.push_back(pos ? *pos : BlockRecordPos{});
         if (e.height != 0) s.headers.AppendKnown(e.hash, HeaderInfo{e.Time(), e.Bits()});
     }
     s.order.orphans = best->orphans;

@@ -58,8 +58,8 @@ bool ConnectLoop::ConnectStep(ReadyBlock& rb)
         reason = m_conn.Connect(*rb.block, rb.ctx, rb.size, rb.plan.Transactions() ? &rb.plan : nullptr);
     }
     if (reason) {
-        // The cache may hold part of the block: it is dropped by not flushing. Good blocks
-        // since the last flush are lost too; the next run redoes them.
+        // ConnectBlock took back whatever the block changed in the cache: it holds exactly the
+        // blocks connected before it, which Finish flushes.
         m_res.reject_reason = std::move(reason);
         m_res.reject_height = rb.height;
         return false;
@@ -76,12 +76,10 @@ bool ConnectLoop::ConnectStep(ReadyBlock& rb)
 std::optional<Error> ConnectLoop::Finish(UndoFileWriter* undo)
 {
     m_conn.OnFlush({});
-    if (!m_res.reject_reason) {
-        Report(true, true);
-        const auto t_flush = Clock::now();
-        if (auto st = m_conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
-        m_res.final_flush_seconds = std::chrono::duration<double>(Clock::now() - t_flush).count();
-    }
+    Report(true, true);
+    const auto t_flush = Clock::now();
+    if (auto st = m_conn.Flush(); !st.ok()) return EnvError("final flush failed: " + st.message);
+    m_res.final_flush_seconds = std::chrono::duration<double>(Clock::now() - t_flush).count();
     static_cast<ConnectorCounters&>(m_res) = m_conn.counters();
     m_res.coins_read_from_disk = m_conn.cache().CoinsReadFromDisk();
     if (undo) {

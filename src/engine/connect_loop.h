@@ -50,7 +50,8 @@ public:
     /// The block whose bytes did not decode, if one ended the run: its height and the error.
     const std::optional<std::pair<int, Error>>& Undecodable() const noexcept { return m_undecodable; }
 
-    /// Ends the run: unless a block was rejected, the final flush (timed apart from the blocks);
+    /// Ends the run: the final flush of every block connected (timed apart from the blocks), also
+    /// after a rejected block (which left nothing in the cache) or a failed source;
     /// then the connector's counters, the undo files synced, the run's time and its throughput
     /// per tenth into the result. An error when the final flush fails.
     std::optional<Error> Finish(UndoFileWriter* undo);

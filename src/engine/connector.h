@@ -41,6 +41,8 @@ public:
 
     CoinsDB& db() noexcept { return *m_db; }
     const std::filesystem::path& dir() const noexcept { return m_dir; }
+    /// Whether the chainstate is a temporary one (removed with the handle: a run keeps nothing).
+    bool temporary() const noexcept { return m_temporary; }
     const CacheBudget& budget() const noexcept { return m_budget; }
 
 private:
@@ -62,7 +64,8 @@ public:
 
     /// ConnectBlock at ctx.height. On success the cache's best block is the block and the cache
     /// is flushed if over budget; returns nullopt. On a consensus failure returns Core's reject
-    /// reason: the cache then holds part of the block and must not be flushed. `size` is the
+    /// reason: the cache is then as it was before the block (ConnectBlock takes its changes back),
+    /// so the blocks connected before it may be flushed. `size` is the
     /// block's serialized size (for the byte counter). Throws StoreError/DecodeError on a database
     /// failure, as CoinsCache does. `plan`: the block's ConnectPlan, if made already.
     std::optional<std::string> Connect(const CheckedBlock& block, const ConnectContext& ctx, std::size_t size,

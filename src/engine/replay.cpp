@@ -76,6 +76,7 @@ private:
     // does in Core, so every policy pays its allocation and free once per block.
     std::optional<Error> Load(int height, OwnedBytes& out)
     {
+        if (auto bad = m_sc.unreadable.find(height); bad != m_sc.unreadable.end()) return bad->second;
         if (auto r = m_read_record(m_reader, m_sc.order.blocks[Index(height)], out); !r) {
             return Error{r.error().code, "cannot read block at height " + std::to_string(height) + ": " + r.error().message};
         }
@@ -150,7 +151,9 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
             }
         }
     }
-    auto sc = opts.datadir.empty() ? LocateFromBlocksDir(opts.blocks_dir, opts.chain) : LocateFromDatadir(opts.datadir, opts.chain);
+    // A block the files cannot deliver ends the run there, after the blocks before it (FileSource::Load).
+    auto sc = opts.datadir.empty() ? LocateFromBlocksDir(opts.blocks_dir, opts.chain)
+                                   : LocateFromDatadir(opts.datadir, opts.chain, /*keep_unreadable=*/true);
     if (!sc) return sc.error();
     res.chain = sc->chain;
     res.scan = sc->scan;

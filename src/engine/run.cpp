@@ -234,9 +234,12 @@ std::optional<Error> ConnectPipelined(EngineRun& run, ConnectLoop& loop, int nex
 }
 
 /// The run from the source's Prepare to the final flush. An error is an environment failure; a
-/// rejected block, a failed source or an interrupt end the run cleanly (recorded in `res`).
+/// rejected block, a failed source or an interrupt end the run cleanly (recorded in `res`). A block
+/// the source could not read or decode ends it in `source_failure`, after the final flush of the
+/// blocks before it.
 std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params, BlockSource& src, CoinsDB& db,
-                               const CacheBudget& budget, unsigned threads, EngineResult& res, uint64_t& cleansed_elsewhere)
+                               const CacheBudget& budget, unsigned threads, EngineResult& res, uint64_t& cleansed_elsewhere,
+                               std::optional<Error>& source_failure)
 {
     std::unique_ptr<UndoFileWriter> undo;
     if (!o.undo_dir.empty()) {
@@ -289,16 +292,16 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
         produce_error = threads <= 1 ? ConnectInline(run, loop, *next, last)
                                      : ConnectPipelined(run, loop, *next, last, threads, !best->IsNull(), cleansed_elsewhere);
     }
-    if (produce_error) return produce_error;
-    if (const auto& u = loop.Undecodable()) {
-        if (auto e = src.Undecodable(u->first, u->second)) return e;
-    }
+    // A block that cannot be read or decoded left nothing in the cache, as a rejected one does:
+    // every block before it is flushed all the same (a rerun resumes after them).
+    source_failure = std::move(produce_error);
+    if (const auto& u = loop.Undecodable(); u && !source_failure) source_failure = src.Undecodable(u->first, u->second);
     return loop.Finish(undo.get());
 }
 
 /// The tip of what is on disk (a run may end below the block it last connected) and, with
-/// --statistics, the statistics of its UTXO set.
-std::optional<Error> RecordDiskTip(const EngineOptions& o, BlockSource& src, const CoinsDB& db, EngineResult& res)
+/// `statistics`, the statistics of its UTXO set.
+std::optional<Error> RecordDiskTip(bool statistics, BlockSource& src, const CoinsDB& db, EngineResult& res)
 {
     auto best = db.GetBestBlock();
     if (!best) return best.error();
@@ -307,12 +310,22 @@ std::optional<Error> RecordDiskTip(const EngineOptions& o, BlockSource& src, con
     if (!h) return std::nullopt;
     res.height = *h;
     res.tip = *best;
-    if (o.statistics) {
+    if (statistics) {
         auto stats = ComputeUtxoStats(db, uint32_t(*h));
         if (!stats) return stats.error();
         res.utxo = *stats;
     }
     return std::nullopt;
+}
+
+/// A source's failure after the final flush, saying what the chainstate keeps.
+Error KeptAfter(Error failure, const EngineResult& res, const ChainstateHandle& cs)
+{
+    if (res.kept_height) {
+        failure.message += "; the chainstate " + cs.dir().string() + " keeps every block before it, up to height " +
+                           std::to_string(*res.kept_height) + ": a rerun resumes there";
+    }
+    return failure;
 }
 
 } // namespace
@@ -332,12 +345,14 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     if (o.db_batch_bytes) db.SetBatchWriteBytes(o.db_batch_bytes);
 
     std::optional<Error> err;
+    std::optional<Error> source_failure;
     try {
-        err = RunPhases(o, params, src, db, cs.budget(), threads, res, cleansed_elsewhere);
+        err = RunPhases(o, params, src, db, cs.budget(), threads, res, cleansed_elsewhere, source_failure);
         if (!err) {
             res.interrupted = Interrupted(o);
             res.bytes_cleansed = CleansedBytes() - cleansed_before + cleansed_elsewhere;
-            err = RecordDiskTip(o, src, db, res); // reads the chainstate too: inside the try
+            // reads the chainstate too: inside the try
+            err = RecordDiskTip(o.statistics && !source_failure, src, db, res);
         }
     } catch (const StoreError& e) { // a LevelDB failure inside the cache (disk full, corruption)
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
@@ -349,6 +364,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = Error{Errc::Io, "cannot start " + std::to_string(threads) + " threads (" + e.what() + "): ask for fewer"};
     }
     if (err) return *err;
+    if (!cs.temporary() && res.height >= 0) res.kept_height = res.height;
+    if (source_failure) return KeptAfter(std::move(*source_failure), res, cs);
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
     res.peak_rss_bytes = PeakRssBytes();
     return res;

@@ -60,6 +60,7 @@ void PutRun(ResultFields& f, const EngineResult& c)
     Put(f, "cache_full_bytes", UInt(c.cache_full_bytes));
     Put(f, "recovered_blocks", UInt(c.recovered_blocks));
     Put(f, "interrupted", Bool(c.interrupted));
+    Put(f, "kept_height", c.kept_height ? Int(*c.kept_height) : Null());
     Put(f, "threads", UInt(c.threads));
     Put(f, "bytes_cleansed", UInt(c.bytes_cleansed));
     Put(f, "coins_read_from_disk", UInt(c.coins_read_from_disk));

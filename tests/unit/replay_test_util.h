@@ -4,14 +4,21 @@
 
 #include "test_util.h"
 
+#include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/pow.h>
+#include <ibdkit/encoding/endian.h>
 #include <ibdkit/engine/replay.h>
 
 #include "gen/chain_gen.h"
+#include "stream/streams.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace ibdkit::test {
 
@@ -33,6 +40,39 @@ inline const std::filesystem::path& GeneratedBlocks()
         return dir.path / "blocks";
     }();
     return blocks;
+}
+
+/// Blocks 0..`at` of a small generated chain, block `at` changed by `breakit` (given the blocks
+/// below it) and mined again, written as one blk file: the chain ends at the broken block.
+inline std::filesystem::path BrokenChain(const std::filesystem::path& dir, int at,
+                                         const std::function<void(Block&, const std::vector<Block>&)>& breakit)
+{
+    auto o = TinyChainGenOptions();
+    o.blocks = at;
+    o.target_bytes = 1'000'000;
+    o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
+    ChainGenerator gen(o);
+    std::vector<Block> blocks{gen.Genesis()};
+    while (!gen.Done()) blocks.push_back(gen.Next());
+    Block& b = blocks.back();
+    breakit(b, blocks);
+    const auto& params = GetChainParams(ChainType::REGTEST);
+    b.nonce = 0;
+    while (!CheckProofOfWork(b.GetHash().ToUint256(), b.bits, params.consensus)) ++b.nonce;
+    std::vector<uint8_t> out;
+    for (const auto& block : blocks) {
+        std::vector<uint8_t> bytes;
+        VectorWriter w(bytes, 0);
+        Serialize(w, block);
+        out.insert(out.end(), params.message_start.begin(), params.message_start.end());
+        uint8_t size[4];
+        WriteLE32(size, uint32_t(bytes.size()));
+        out.insert(out.end(), size, size + 4);
+        out.insert(out.end(), bytes.begin(), bytes.end());
+    }
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "blk00000.dat", std::ios::binary).write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
+    return dir;
 }
 
 /// Replay(o), which must succeed (a failed expectation otherwise, and an empty result).

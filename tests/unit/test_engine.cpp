@@ -34,6 +34,7 @@ namespace {
 
 using TempDir = ibdkit::test::TempDir;
 
+using ibdkit::test::BrokenChain;
 using ibdkit::test::GeneratedBlocks;
 using ibdkit::test::HashOf;
 using ibdkit::test::MustReplay;
@@ -135,7 +136,7 @@ TEST(Engine, BytesCleansedAreCountedOnEveryThread)
 }
 
 // One kind of break per chain: the rejection height and Core's reason are the same with every
-// thread count, and the chainstate holds the state of its last flush before the bad block.
+// thread count (what the chainstate keeps: tests/unit/test_engine_failure.cpp).
 TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
 {
     // Copy the generated files, then change the last byte of block 180 (its last transaction's
@@ -189,38 +190,6 @@ TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
 }
 
 namespace {
-
-// Blocks 0..`at` of a small generated chain, block `at` changed by `breakit` (given the blocks
-// below it) and mined again, written as one blk file: the chain ends at the broken block.
-fs::path BrokenChain(const fs::path& dir, int at, const std::function<void(Block&, const std::vector<Block>&)>& breakit)
-{
-    auto o = TinyChainGenOptions();
-    o.blocks = at;
-    o.target_bytes = 1'000'000;
-    o.start_time = DefaultStartTime(o.blocks, 1'700'000'000);
-    ChainGenerator gen(o);
-    std::vector<Block> blocks{gen.Genesis()};
-    while (!gen.Done()) blocks.push_back(gen.Next());
-    Block& b = blocks.back();
-    breakit(b, blocks);
-    const auto& params = GetChainParams(ChainType::REGTEST);
-    b.nonce = 0;
-    while (!CheckProofOfWork(b.GetHash().ToUint256(), b.bits, params.consensus)) ++b.nonce;
-    std::vector<uint8_t> out;
-    for (const auto& block : blocks) {
-        std::vector<uint8_t> bytes;
-        VectorWriter w(bytes, 0);
-        Serialize(w, block);
-        out.insert(out.end(), params.message_start.begin(), params.message_start.end());
-        uint8_t size[4];
-        WriteLE32(size, uint32_t(bytes.size()));
-        out.insert(out.end(), size, size + 4);
-        out.insert(out.end(), bytes.begin(), bytes.end());
-    }
-    fs::create_directories(dir);
-    std::ofstream(dir / "blk00000.dat", std::ios::binary).write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
-    return dir;
-}
 
 // The median of the 11 timestamps below the last block.
 uint32_t MedianBelow(const std::vector<Block>& blocks)

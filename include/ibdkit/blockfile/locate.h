@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,10 @@ struct LocatedChain {
     /// datadir: bitcoind was running; the chain is that of a private snapshot of its block index
     /// and the data is consistent up to TipHeight() (headers.Hash(TipHeight())); nothing later is read.
     bool live{false};
+    /// datadir, located with `keep_unreadable`: the chain blocks whose records the files cannot
+    /// frame (a blk file cut short, overwritten), by height, each with its error; their entries in
+    /// order.blocks are empty. The blocks before the first of them can still be read.
+    std::map<int, Error> unreadable;
 
     /// Height of the last block (base_height - 1 when empty).
     int TipHeight() const noexcept { return base_height + int(order.blocks.size()) - 1; }
@@ -86,8 +91,10 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
 /// (docs/live-node.md). The index's genesis must be the network's. Errors: ResolveDatadir's, an
 /// unreadable or inconsistent block index (Errc::Corrupt; a malformed record: the decoder's code),
 /// an index being rebuilt or without the genesis (Errc::InvalidValue), a chain block whose record
-/// framing does not read (its code).
-Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain);
+/// framing does not read (its code), unless `keep_unreadable`: then such blocks are listed in
+/// `unreadable`, for a reader that stops there after reading the blocks before them (replay).
+Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain,
+                                       bool keep_unreadable = false);
 
 /// Where a Core data directory keeps the undo data of its best chain (read through the block index,
 /// read-only, as LocateFromDatadir does: from a snapshot of the index while bitcoind runs). Read the records with an

@@ -136,6 +136,10 @@ struct EngineResult : ConnectorCounters {
     bool interrupted{false};
     std::optional<std::string> reject_reason;  ///< set when a block failed its checks
     int reject_height{-1};
+    /// The height of the chainstate the run leaves for a rerun to resume from: every block
+    /// connected, also when a block was rejected or the run interrupted (nullopt: a temporary
+    /// chainstate, nothing kept, or none on disk).
+    std::optional<int> kept_height;
     std::optional<UtxoStats> utxo;             ///< statistics of the final chainstate
     /// The process's peak resident set so far, from the kernel (getrusage ru_maxrss), read when the
     /// run ends: for a CLI run, the run's peak; in a longer-lived process, the highest of its life.
