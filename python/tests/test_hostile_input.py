@@ -47,16 +47,21 @@ def places(tmp_path_factory):
     (notes / "todo.txt").write_text("my notes\n")
     file = root / "file.txt"
     file.write_text("not a folder\n")
-    return {"DD": datadir, "COPY": copy, "NOTES": notes, "FILE": file, "root": root}
+    skeleton = root / "skeleton"  # what an interrupted `replay --swiftsync` leaves: claims no block
+    skeleton.mkdir()
+    (skeleton / "IBDKIT_UNFINISHED").write_text("unfinished\n")
+    (skeleton / "CURRENT").write_text("MANIFEST-000001\n")
+    (skeleton / "IBDKIT_CHAINSTATE").write_text("A chainstate written by ibdkit\nnetwork=regtest\n")
+    return {"DD": datadir, "COPY": copy, "NOTES": notes, "FILE": file, "SKELETON": skeleton, "root": root}
 
 
 def kept(places):
-    return {k: snapshot(places[k]) for k in ("DD", "COPY", "NOTES")} | {"FILE": places["FILE"].read_bytes()}
+    return {k: snapshot(places[k]) for k in ("DD", "COPY", "NOTES", "SKELETON")} | {"FILE": places["FILE"].read_bytes()}
 
 
 def expand(command, places, tmp):
     def one(word):
-        for name in ("DD", "COPY", "NOTES", "FILE", "TMP"):
+        for name in ("DD", "COPY", "NOTES", "FILE", "SKELETON", "TMP"):
             if word == name or word.startswith(name + "/"):
                 base = tmp if name == "TMP" else places[name]
                 return str(base) + word[len(name):]

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -224,3 +225,43 @@ def test_replay(cli, base, tmp_path):
         assert out.read_bytes() == expected, where
         assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name], where
     report("replay", outcomes, states)
+
+
+def test_replay_swiftsync(cli, base, tmp_path):
+    """replay --swiftsync HINTS --chainstate CS, killed: CS is absent, empty, complete (the
+    reference's UTXO set), or an unfinished skeleton that claims no block (readers refuse it); the
+    same command run again on it completes with the reference's hash."""
+    rng = random.Random(f"{SEED}-replay-swiftsync")
+    blocks = base / "chain" / "blocks"
+    hints = tmp_path / "utxo.hints"
+    run_cli(cli, "hints", "-q", "--chainstate", base / "cs", "--blocks-dir", blocks, "--out", hints)
+    args = lambda cs: ["replay", "-q", "--json", "--swiftsync", hints, "--swiftsync-mode", "outpoints", "--blocks-dir", blocks,
+                       "--chainstate", cs]
+    t = time.monotonic()
+    ref = json.loads(run_cli(cli, *args(tmp_path / "ref-cs")).stdout)
+    budget = 1.2 * (time.monotonic() - t)
+    stats = lambda cs: run_cli(cli, "utxo", "stats", "--chainstate", cs, "--json", check=False)
+    cs = tmp_path / "cs"
+    outcomes, states = [], []
+    for i in range(KILLS):
+        sig, rc, err, delay = kill_round(cli, args(cs), rng, budget)
+        where = check_exit(sig, rc, err, delay, f"replay --swiftsync round {i}")
+        outcomes.append(outcome(sig, rc))
+        if not cs.exists() or not any(cs.iterdir()):
+            states.append("nothing")
+        elif (cs / "IBDKIT_UNFINISHED").exists():
+            states.append("unfinished")
+            r = stats(cs)
+            assert r.returncode != 0 and "unfinished chainstate" in r.stderr, (r.stderr, where)
+        else:
+            states.append("complete")
+            r = stats(cs)
+            assert r.returncode == 0, (r.stderr, where)
+            assert json.loads(r.stdout)["hash_serialized_3"] == ref["hash_serialized_3"], where
+            shutil.rmtree(cs)  # a complete chainstate is not written again
+        r = run_cli(cli, *args(cs), check=False)
+        assert r.returncode == 0, (r.stderr, where)
+        assert json.loads(r.stdout)["hash_serialized_3"] == ref["hash_serialized_3"], where
+        assert not (cs / "IBDKIT_UNFINISHED").exists(), where
+        shutil.rmtree(cs)
+    report("replay --swiftsync", outcomes, states)

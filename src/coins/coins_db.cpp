@@ -96,14 +96,19 @@ Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path
     // A chainstate is written only where ibdkit made one, never into what a user keeps.
     // The mark comes before LevelDB's first file, so that a run killed at any moment leaves a
     // folder the next run recognises as its own and resumes.
+    // An unfinished one (a bulk writer's, killed before its load was committed) holds no UTXO set.
     if (!options.read_only) {
         auto refused = CheckChainstateWritable(path);
+        if (!refused && !options.unfinished) refused = CheckChainstateFinished(path);
         if (!refused) {
             std::error_code ec;
             std::filesystem::create_directories(path, ec);
-            refused = MarkChainstate(path);
+            if (options.unfinished) refused = MarkUnfinishedChainstate(path);
+            if (!refused) refused = MarkChainstate(path);
         }
         if (refused) return Error{Errc::Refused, refused->message};
+    } else if (auto unfinished = CheckChainstateFinished(path)) {
+        return *unfinished;
     }
     StoreStatus status;
     auto store = Store::Open(path, so, &status);

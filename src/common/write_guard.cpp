@@ -2,6 +2,7 @@
 #include "common/chainstate_format.h"
 #include "common/write_guard.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -187,6 +188,64 @@ std::optional<Error> CheckChainstateWritable(const fs::path& dir)
 }
 
 bool HoldsChainstateMarker(const fs::path& dir) { return Exists(dir / CHAINSTATE_MARKER); }
+
+namespace {
+/// Makes the last change to `dir`'s entries durable.
+bool SyncDir(const fs::path& dir)
+{
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = ::fsync(fd) == 0;
+    ::close(fd);
+    return ok;
+}
+} // namespace
+
+std::optional<Error> MarkUnfinishedChainstate(const fs::path& dir)
+{
+    const fs::path marker = dir / UNFINISHED_CHAINSTATE_MARKER;
+    std::ofstream f(marker, std::ios::binary | std::ios::trunc);
+    f << "An unfinished chainstate: its writer (ibdkit replay --swiftsync) was stopped before it wrote the UTXO set. "
+         "It holds no UTXO set; the same command run again starts it over.\n";
+    f.close();
+    if (!f || !SyncDir(dir)) return Refused("cannot write " + marker.string() + ": check the folder's permissions");
+    return std::nullopt;
+}
+
+std::optional<Error> FinishChainstate(const fs::path& dir)
+{
+    std::error_code ec;
+    fs::remove(dir / UNFINISHED_CHAINSTATE_MARKER, ec);
+    if (ec || !SyncDir(dir)) {
+        return Error{Errc::Io, "cannot remove " + (dir / UNFINISHED_CHAINSTATE_MARKER).string() + ": " +
+                                   (ec ? ec.message() : std::string("the folder cannot be synced"))};
+    }
+    return std::nullopt;
+}
+
+std::optional<Error> CheckChainstateFinished(const fs::path& dir)
+{
+    if (!Exists(dir / UNFINISHED_CHAINSTATE_MARKER)) return std::nullopt;
+    return Refused(dir.string() + " is an unfinished chainstate (" + UNFINISHED_CHAINSTATE_MARKER +
+                   "): an interrupted `replay --swiftsync` left it, and it holds no UTXO set; run that command again "
+                   "to start it over, or remove the folder");
+}
+
+Result<bool> ClearUnfinishedChainstate(const fs::path& dir)
+{
+    if (!Exists(dir / UNFINISHED_CHAINSTATE_MARKER)) return false;
+    std::error_code ec;
+    std::vector<fs::path> inside;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) inside.push_back(it->path());
+    if (ec) return Error{Errc::Io, "cannot look into " + dir.string() + ": " + ec.message()};
+    // The marker last: a clearing stopped half way is still recognised.
+    std::stable_partition(inside.begin(), inside.end(), [](const fs::path& p) { return p.filename() != UNFINISHED_CHAINSTATE_MARKER; });
+    for (const auto& p : inside) {
+        fs::remove_all(p, ec);
+        if (ec) return Error{Errc::Io, "cannot remove " + p.string() + ": " + ec.message()};
+    }
+    return true;
+}
 
 std::optional<Error> MarkChainstate(const fs::path& dir)
 {

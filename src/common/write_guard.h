@@ -28,6 +28,13 @@ namespace ibdkit {
 /// not name, and so does Bitcoin Core, so a marked chainstate stays a valid Core chainstate.
 inline constexpr const char* CHAINSTATE_MARKER = "IBDKIT_CHAINSTATE";
 
+/// The file a writer that fills a new chainstate in one go (SwiftSync's bulk load) puts into it
+/// before anything else and removes once the load is committed (FinishChainstate). A folder
+/// holding it is the skeleton of an interrupted run, which claims no block: that writer's rerun
+/// clears it and starts over (ClearUnfinishedChainstate); every other writer and every reader
+/// refuses it.
+inline constexpr const char* UNFINISHED_CHAINSTATE_MARKER = "IBDKIT_UNFINISHED";
+
 /// The Bitcoin Core data directory (or blocks directory) that `path` is, or lies inside, by its
 /// layout: a directory holding `bitcoin.conf`, `peers.dat`, `blocks/index/` or a network's
 /// `testnet3|testnet4|signet|regtest/blocks/index/`, or a blocks directory (`index/` beside
@@ -36,7 +43,8 @@ inline constexpr const char* CHAINSTATE_MARKER = "IBDKIT_CHAINSTATE";
 std::optional<std::filesystem::path> CoreDataDirAround(const std::filesystem::path& path);
 
 /// Whether ibdkit may create, resume or replace a chainstate at `dir`: nullopt when `dir` does not
-/// exist, is an empty directory, or holds CHAINSTATE_MARKER; otherwise Errc::Refused saying why (a
+/// exist, is an empty directory, or holds CHAINSTATE_MARKER (an unfinished one too: CoinsDB::Open
+/// refuses that, unless its writer clears it first); otherwise Errc::Refused saying why (a
 /// Core data directory around it, a file there, a LevelDB database ibdkit did not create, other
 /// files) and what to do. A chainstate ibdkit wrote before it marked them is recognised by its
 /// table block size (TABLE_BLOCK_BYTES, common/chainstate_format.h) where it has a table of several blocks; one
@@ -46,6 +54,20 @@ std::optional<Error> CheckChainstateWritable(const std::filesystem::path& dir);
 /// Whether `dir` holds CHAINSTATE_MARKER: a chainstate ibdkit made, so a process holding its LOCK
 /// is another ibdkit, not bitcoind. Never throws.
 bool HoldsChainstateMarker(const std::filesystem::path& dir);
+
+/// Writes UNFINISHED_CHAINSTATE_MARKER into the new chainstate folder `dir` (durably: the folder
+/// too is synced). Errc::Refused if it cannot be written.
+std::optional<Error> MarkUnfinishedChainstate(const std::filesystem::path& dir);
+/// Removes UNFINISHED_CHAINSTATE_MARKER from `dir` once its chainstate is complete (durably).
+/// Errc::Io if it cannot be removed.
+std::optional<Error> FinishChainstate(const std::filesystem::path& dir);
+/// Errc::Refused, saying what to do, when `dir` holds UNFINISHED_CHAINSTATE_MARKER; nullopt
+/// otherwise.
+std::optional<Error> CheckChainstateFinished(const std::filesystem::path& dir);
+/// When `dir` holds UNFINISHED_CHAINSTATE_MARKER: removes everything in it (the folder stays), so
+/// that the writer that left it can start over. Returns whether it did; Errc::Io if something
+/// could not be removed.
+Result<bool> ClearUnfinishedChainstate(const std::filesystem::path& dir);
 
 /// Writes CHAINSTATE_MARKER into `dir` (an ibdkit chainstate) if it is not there. Errc::Refused if
 /// it cannot be written.

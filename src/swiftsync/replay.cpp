@@ -95,11 +95,14 @@ private:
     std::vector<uint8_t> m_rec;
 };
 
-/// A new chainstate being filled: removed again unless Keep() is called.
+/// A new chainstate being filled: removed again unless Keep() is called. Marked unfinished from
+/// before its first file until Keep() (UNFINISHED_CHAINSTATE_MARKER): a run killed before its
+/// destructor could clean up leaves a skeleton that claims no block, which the next run clears.
 class NewChainstate {
 public:
     static Result<std::unique_ptr<NewChainstate>> Create(const fs::path& dir, ChainType chain)
     {
+        if (auto cleared = ClearUnfinishedChainstate(dir); !cleared) return cleared.error();
         if (auto refused = CheckChainstateWritable(dir)) return *refused;
         std::error_code ec;
         const bool existed = fs::exists(dir, ec);
@@ -110,6 +113,7 @@ public:
         auto cs = std::unique_ptr<NewChainstate>(new NewChainstate(dir, existed));
         CoinsDBOptions o;
         o.cache_bytes = 16 << 20;
+        o.unfinished = true;
         StoreStatus st;
         cs->m_db = OpenCoinsDB(dir, o, &st);
         if (!cs->m_db) return Error{Errc::Corrupt, "cannot create the chainstate " + dir.string() + ": " + st.message};
@@ -128,7 +132,12 @@ public:
         for (fs::directory_iterator it(m_dir, ec), end; !ec && it != end; it.increment(ec)) fs::remove_all(it->path(), ec);
     }
     CoinsDB& db() { return *m_db; }
-    void Keep() { m_keep = true; }
+    /// The load is committed: the chainstate stays, no longer marked unfinished.
+    std::optional<Error> Keep()
+    {
+        m_keep = true;
+        return FinishChainstate(m_dir);
+    }
 
 private:
     NewChainstate(fs::path dir, bool existed) : m_dir(std::move(dir)), m_existed(existed) {}
@@ -268,7 +277,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
     if (res.verdict.ok && sorter) {
         if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written)) return *e;
-        cs->Keep();
+        if (auto e = cs->Keep()) return *e;
     }
     if (!res.verdict.ok) res.coins_written = 0;
     res.bytes_cleansed = CleansedBytes() - cleansed_before;
@@ -301,7 +310,7 @@ Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs
         ++written;
     }
     if (StoreStatus st = load->Commit(); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
-    (*cs)->Keep();
+    if (auto e = (*cs)->Keep()) return *e;
     return written;
 }
 

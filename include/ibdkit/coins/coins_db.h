@@ -100,6 +100,11 @@ struct CoinsDBOptions {
     /// table files directly, one slice of the key order per flush thread, and switches the
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
     bool bulk_load_new{true};
+    /// A new chainstate its writer fills in one go (SwiftSync's bulk load): the folder is marked
+    /// unfinished (UNFINISHED_CHAINSTATE_MARKER, common/write_guard.h) before LevelDB's first
+    /// file, and stays so until the writer calls FinishChainstate. Without it, a folder so marked
+    /// is refused (Errc::Refused), for reading and writing alike: it holds no UTXO set.
+    bool unfinished{false};
     /// Threads a flush may use: with 2 or more, a second thread writes each batch to LevelDB while
     /// the calling thread collects, sorts and serializes the next (two batches in flight: up to
     /// 2 × batch_write_bytes), and a bulk load writes one part per thread (at most FLUSH_INDEXES
