@@ -17,6 +17,7 @@
 #include <ibdkit/consensus/pow.h>
 
 #include "common/test_hooks.h"
+#include "consensus/merkle.h"
 #include "coins/coins_db_internal.h"
 
 #include <gtest/gtest.h>
@@ -573,6 +574,39 @@ TEST(Sync, InterruptThenResume)
     ASSERT_TRUE(r3.ok());
     EXPECT_EQ(r3->blocks, 0u);
     ExpectReplayed(*r3);
+}
+
+// A block the peer sends that breaks a rule (its coinbase claims one satoshi too much) ends the
+// sync with every block before it flushed; an honest peer then continues from there.
+TEST(Sync, ARejectedBlockKeepsEveryBlockBeforeIt)
+{
+    constexpr int AT = 300;
+    Chain bad;
+    bad.blocks.assign(TheChain().blocks.begin(), TheChain().blocks.begin() + AT + 1);
+    Block& b = bad.blocks.back();
+    MutableTransaction cb = b.vtx[0].ToMutable();
+    cb.vout[0].value += 1;
+    b.vtx[0] = Transaction(std::move(cb));
+    b.hash_merkle_root = BlockMerkleRoot(b);
+    while (!CheckProofOfWork(b.GetHash().ToUint256(), b.bits, Regtest().consensus)) ++b.nonce;
+    for (const auto& block : bad.blocks) bad.hashes.push_back(block.GetHash());
+    bad.height = AT;
+    TempDir cs;
+    {
+        FakeNode node(bad, AT, nullptr);
+        auto r = Sync(Options(node, cs.path / "cs"));
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r->reject_reason);
+        EXPECT_EQ(*r->reject_reason, "bad-cb-amount");
+        EXPECT_EQ(r->reject_height, AT);
+        EXPECT_EQ(r->height, AT - 1);
+        EXPECT_EQ(r->kept_height, AT - 1);
+    }
+    FakeNode node(Mode::Honest);
+    auto r = Sync(Options(node, cs.path / "cs"));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->start_height, AT);
+    ExpectReplayed(*r);
 }
 
 TEST(Sync, RecoversAChainstateInterruptedMidFlush)
