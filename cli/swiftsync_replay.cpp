@@ -68,7 +68,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
 {
     const std::filesystem::path chainstate = o.swiftsync.chainstate;
     SetInterruptNote(chainstate.empty() ? "" : "nothing was written into the chainstate " + chainstate.string() +
-                                                   " (an accepted history is written at the end): remove it and run again");
+                                                   " (an accepted history is written at the end): run the same command again, it starts over");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     o.swiftsync.progress = [bar](uint32_t h, uint32_t n) {
         bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n));
