@@ -65,7 +65,7 @@ std::optional<swiftsync::BuildHintsResult> HintsAfterRun::Finish(const ReplayOpt
     h.blocks_dir = o.blocks_dir;
     h.chain = r.chain;
     h.out = m_out;
-    h.threads = ResolveThreads(o.threads);
+    h.threads = o.threads;
     auto built = BuildHintsWithProgress(std::move(h), quiet);
     if (!built) throw std::runtime_error("--write-hints: " + built.error().message);
     return *built;
@@ -91,7 +91,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
-    cmd->add_option("--threads", a->threads, "Threads decoding blocks")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads decoding blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
@@ -106,7 +106,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.datadir = a->datadir;
         o.blocks_dir = a->blocks_dir;
         o.out = a->out;
-        o.threads = std::max(1u, a->threads);
+        o.threads = a->threads;
         o.chain = ParseNetworkOption(a->network);
         auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
         if (!r) {

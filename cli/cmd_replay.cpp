@@ -47,7 +47,7 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
         throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
                          "or --swiftsync-mode outpoints for bare block files (it checks much less)");
     }
-    s.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    s.threads = o.threads;
     s.dbcache_mib = std::max<std::size_t>(o.dbcache_mib, 1);
     s.assumevalid = o.assumevalid;
     s.skip_scripts = o.skip_scripts;

@@ -34,7 +34,7 @@ void AddVerifySnapshot(CLI::App* utxo)
         "coins mode every block passes Core's rules too (docs/swiftsync.md)");
     struct Args {
         std::string snapshot, datadir, blocks_dir, network, mode{"coins"}, assumevalid;
-        unsigned threads{std::max(1u, std::thread::hardware_concurrency())};
+        unsigned threads{0};
         bool json{false}, quiet{false}, skip_scripts{false};
     };
     auto a = std::make_shared<Args>();
@@ -46,7 +46,7 @@ void AddVerifySnapshot(CLI::App* utxo)
                                      "certifies the snapshot, exit 1 when they match)")
         ->check(CLI::IsMember({"coins", "outpoints"}))
         ->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads checking blocks")->check(IntegerIn(1, MAX_THREADS))->capture_default_str();
+    cmd->add_option("--threads", a->threads, "Threads checking blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
     auto* av = cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
     cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/threads.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -56,7 +57,7 @@ void PrintNote(const std::string& message);
 inline constexpr long long MAX_DBCACHE_MIB = 1 << 20; ///< 1 TiB
 inline constexpr long long MAX_HEIGHT = 100'000'000;
 inline constexpr long long MAX_COUNT = 1'000'000'000'000LL;
-inline constexpr long long MAX_THREADS = 1024;
+inline constexpr long long MAX_THREADS = ibdkit::MAX_THREADS;
 /// A CLI11 check: the value is a whole number (no sign other than a leading '-', no fraction, no
 /// suffix) in [lo, hi]; one message for every option: "expected a whole number in [lo, hi], got 'v'".
 /// `hi` reaches 2^64 - 1 (a seed).

@@ -8,12 +8,12 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/engine/engine.h> // ResolveThreads
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
 #include <ibdkit/swiftsync/replay.h>
+#include <ibdkit/threads.h>
 #include <ibdkit/spent/tables.h> // AddressNetworkOf
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
@@ -165,7 +165,7 @@ PyPartial CheckRange_(PyBlocks& blocks, const PyHints& hints, const PySalt& salt
         throw PyError{"InvalidArgument", "mode='outpoints' checks no scripts: assumevalid and skip_scripts go with mode='coins'"};
     }
     const auto coins = m == swiftsync::AggregateMode::Coins ? CoinsOptions(blocks, assumevalid, skip_scripts) : swiftsync::CoinsModeOptions{};
-    if (threads < 1 || threads > 1024) throw PyError{"InvalidArgument", "threads must be in 1..1024"};
+    if (threads > MAX_THREADS) throw PyError{"InvalidArgument", "threads must be in 0..1024 (0: every core)"};
     o.threads = threads;
     o.collect_unspent = collect_unspent;
     const uint32_t n = hints.hints->height();
@@ -337,7 +337,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
         throw PyError{"InvalidArgument", "swiftsync_mode='coins' reads the spent coins from a Bitcoin Core datadir's rev files: give a "
                                          "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
     }
-    s.threads = ResolveThreads(threads);
+    s.threads = threads;
     s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
     s.assumevalid = ParseAssumeValidArg(assumevalid);
     s.skip_scripts = skip_scripts;

@@ -112,7 +112,7 @@ def run_dask(client: Any, source: PathLike, hints: Union[Hints, PathLike], *,
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
     if split not in ("bytes", "blocks"):
         raise _error(_ibdkit.ArgumentError, "InvalidArgument", f"split must be 'bytes' or 'blocks', got {split!r}")
-    _whole("threads_per_task", threads_per_task, 1, MAX_THREADS)
+    _whole("threads_per_task", threads_per_task, 0, MAX_THREADS)
     _whole("retries", retries, 0, 100)
     hints_path = hints.path if isinstance(hints, Hints) else _existing("hints", hints)
     h = hints if isinstance(hints, Hints) else Hints(hints_path)

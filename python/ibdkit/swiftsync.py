@@ -279,7 +279,7 @@ def _check(source: PathLike, hints: Union[Hints, PathLike], salt: Salt, first: i
     h = _hints(hints)
     _whole("first", first, 1, MAX_HEIGHT)
     _whole("last", last, 1, MAX_HEIGHT)
-    _whole("threads", threads, 1, MAX_THREADS)
+    _whole("threads", threads, 0, MAX_THREADS)
     if not first <= last <= h.height:
         raise _error(_ibdkit.ArgumentError, "InvalidArgument",
                      f"first..last must be within the hintsfile's 1..{h.height}, got {first}..{last}")

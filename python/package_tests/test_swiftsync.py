@@ -123,7 +123,7 @@ def test_arguments_are_checked_with_one_kind_per_cause(ibdkit, ss, chain, hints,
         with pytest.raises(ibdkit.ArgumentError, match="first..last|first must"):
             ss.check_range(chain, hints, salt, first, last)
     with pytest.raises(ibdkit.ArgumentError, match="threads"):
-        ss.check_range(chain, hints, salt, 1, 2, threads=0)
+        ss.check_range(chain, hints, salt, 1, 2, threads=1025)
     with pytest.raises(ibdkit.ArgumentError, match="mode='coins' reads the spent coins from a Bitcoin Core data directory"):
         ss.check_range(chain, hints, salt, 1, 2, mode="coins")
     with pytest.raises(ibdkit.ArgumentError, match="mode must be"):

@@ -25,12 +25,6 @@
 
 namespace ibdkit {
 
-unsigned ResolveThreads(unsigned threads) noexcept
-{
-    if (threads != 0) return threads;
-    return std::max(1u, std::thread::hardware_concurrency());
-}
-
 uint64_t PeakRssBytes() noexcept
 {
     struct rusage ru{};

@@ -6,6 +6,7 @@
 #include "pipeline.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/threads.h>
 #include <ibdkit/utxo/stats.h>
 
 #include "blockfile/undo_file.h"

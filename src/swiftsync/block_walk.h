@@ -4,6 +4,8 @@
 // the results on in height order. What the hints builder and the range check share.
 #pragma once
 
+#include <ibdkit/threads.h>
+
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/error.h>
@@ -56,6 +58,8 @@ Result<bool> WalkBlocks(const LocatedChain& loc, uint32_t from, uint32_t to, uns
                                              " are not all in the blocks' best chain (heights " + std::to_string(loc.base_height) +
                                              ".." + std::to_string(loc.TipHeight()) + ")"};
     }
+    threads = ResolveThreads(threads);
+    if (threads > MAX_THREADS) return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS)};
     std::optional<TaskPool> pool;
     try {
         pool.emplace(threads > 1 ? threads - 1 : 0);

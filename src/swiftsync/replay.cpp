@@ -6,6 +6,7 @@
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
+#include <ibdkit/threads.h>
 
 #include "coins/coins_db_internal.h"
 #include "common/write_guard.h"
@@ -177,11 +178,15 @@ std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash&
 
 } // namespace
 
-Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& o)
+Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
 {
+    SwiftSyncOptions o = options;
+    o.threads = ResolveThreads(o.threads);
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t cleansed_before = CleansedBytes();
-    if (o.threads < 1 || o.dbcache_mib < 1) return Error{Errc::InvalidValue, "threads and dbcache must be at least 1"};
+    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
+        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
+    }
     auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
     if (!loc) return loc.error();
     auto hints = Hints::Read(o.hints);

@@ -53,7 +53,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
 
     const Salt salt = Salt::Random();
     CheckRangeOptions ro;
-    ro.threads = std::max(1u, o.threads);
+    ro.threads = o.threads;
     ro.collect_unspent = false;
     ro.progress = o.progress;
     CoinsModeOptions co;

@@ -78,7 +78,7 @@ struct EngineOptions {
     std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
     std::size_t dbcache_mib{450};                ///< UTXO cache budget (Core's -dbcache default)
     PolicyId policy{PolicyId::Hardened};
-    unsigned threads{0};                         ///< 0: every core (std::thread::hardware_concurrency)
+    unsigned threads{0};                         ///< 0: every core (ibdkit/threads.h)
     std::optional<int> stop_height;
     /// Bytes of one chainstate write batch in a flush (Core's -dbbatchsize); 0: SplitDbCache's share
     /// of dbcache. Small values split every flush into many batches — H written well before B —
@@ -153,7 +153,5 @@ struct EngineResult : ConnectorCounters {
 /// Peak resident set size of this process in bytes (getrusage), 0 if unknown. Thread-safe.
 uint64_t PeakRssBytes() noexcept;
 
-/// The thread count `threads` means (0: every core, at least 1). Pure.
-unsigned ResolveThreads(unsigned threads) noexcept;
 
 } // namespace ibdkit

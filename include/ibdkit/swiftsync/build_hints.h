@@ -35,7 +35,7 @@ struct BuildHintsOptions {
     std::filesystem::path blocks_dir;
     std::optional<ChainType> chain; ///< nullopt: from the blocks
     std::filesystem::path out;      ///< the hintsfile to write
-    unsigned threads{1};            ///< threads decoding blocks and looking up their outputs
+    unsigned threads{0};            ///< threads decoding blocks and looking up their outputs (0: every core, ibdkit/threads.h)
     /// Called now and then, on the calling thread, with the height reached and the target height.
     std::function<void(uint32_t height, uint32_t target)> progress;
 };

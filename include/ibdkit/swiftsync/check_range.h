@@ -87,7 +87,7 @@ void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash,
                      const BlockUndo* spent = nullptr);
 
 struct CheckRangeOptions {
-    unsigned threads{1};
+    unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
     bool collect_unspent{true};
     std::function<void(uint32_t height, uint32_t to)> progress; ///< after each batch, on the calling thread
     /// If set, each block's hinted-unspent coins go here instead of into the partial, on the

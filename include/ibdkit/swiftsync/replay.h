@@ -38,7 +38,7 @@ struct SwiftSyncOptions {
     std::filesystem::path chainstate;
     std::optional<ChainType> chain;   ///< nullopt: from the datadir's layout or the files' magic
     AggregateMode mode{AggregateMode::Coins};
-    unsigned threads{1};              ///< at least 1
+    unsigned threads{0};              ///< 0: every core (ibdkit/threads.h)
     std::size_t dbcache_mib{450};     ///< bounds the coins held in memory while they are sorted (at least 1)
     std::optional<BlockHash> assumevalid; ///< coins mode: as ReplayOptions::assumevalid
     bool skip_scripts{false};         ///< coins mode: trust every script (a benchmark)

@@ -32,7 +32,7 @@ struct VerifySnapshotOptions {
     std::filesystem::path blocks_dir; ///< or a blocks directory (outpoints mode only)
     std::optional<ChainType> chain;
     AggregateMode mode{AggregateMode::Coins};
-    unsigned threads{1};
+    unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
     std::optional<BlockHash> assumevalid; ///< coins mode, as ReplayOptions::assumevalid
     bool skip_scripts{false};
     std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
