@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Creates build/venv with pytest and py-bitcoinkernel (Bitcoin Core's libbitcoinkernel, the
 # differential-test oracle), and what the Python package needs to build and be tested (nanobind,
-# scikit-build-core, pyarrow, tqdm; distributed for ibdkit.swiftsync.run_dask). Idempotent; prints the venv's python path. With --report,
-# also matplotlib (for `ibdkit bench --report`'s chart, scripts/bench_report.py); with --bench, the
-# peers of the Python benchmark (blockchain-parser, duckdb).
+# scikit-build-core, pyarrow, tqdm; distributed for ibdkit.swiftsync.run_dask; duckdb for the
+# documentation's examples, which python/package_tests/test_docs_examples.py runs). Idempotent; prints
+# the venv's python path. With --report, also matplotlib (for `ibdkit bench --report`'s chart,
+# scripts/bench_report.py); with --bench, the peers of the Python benchmark (blockchain-parser).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/build/venv"
@@ -20,10 +21,13 @@ fi
 if ! "$venv/bin/python" -c "import distributed" 2>/dev/null; then
   pip "distributed>=2024.1" || { echo "pydeps: pip install distributed failed" >&2; exit 1; }
 fi
+if ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
+  pip duckdb || { echo "pydeps: pip install duckdb failed" >&2; exit 1; }
+fi
 if [ "${1:-}" = "--report" ] && ! "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
   pip matplotlib
 fi
-if [ "${1:-}" = "--bench" ] && ! "$venv/bin/python" -c "import blockchain_parser, duckdb" 2>/dev/null; then
-  pip blockchain-parser duckdb
+if [ "${1:-}" = "--bench" ] && ! "$venv/bin/python" -c "import blockchain_parser" 2>/dev/null; then
+  pip blockchain-parser
 fi
 echo "$venv/bin/python"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the wheel of `make wheel` as a researcher would and runs the README's Python example
+# Installs the wheel of `make wheel` as a researcher would and runs the README's Python example (the
+# block marked `run by scripts/wheel_check.sh`, python/tests/doc_examples.py)
 # with it: a fresh venv of the system python3, `pip install WHEEL pyarrow duckdb` (PyPI), then the
 # example run from a directory outside the source tree with a cleared environment
 # (LD_LIBRARY_PATH empty, no PYTHONPATH). Where it can (root, unshare), the system's LevelDB,
@@ -23,7 +24,7 @@ mkdir -p "$work/run"
 "$sys_py" - "$root/README.md" "$work/run" > "$work/run/example.py" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+code = re.search(r"<!-- example: run by scripts/wheel_check.sh -->\n```python\n(.*?)```", text, re.S).group(1)
 print(code.replace("/tmp/", sys.argv[2] + "/tmp/"))
 PY
 mkdir -p "$work/run/tmp/dd/testnet3"

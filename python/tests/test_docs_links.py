@@ -117,7 +117,9 @@ def test_header_comments_name_existing_files():
 def test_readme_and_benchmarks_stay_short():
     too_long = []
     for rel, limit in LIMITS.items():
-        n = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+        # A reader sees no example marker (python/tests/doc_examples.py): they are not counted.
+        n = sum(1 for line in (ROOT / rel).read_text(encoding="utf-8").splitlines()
+                if not line.strip().startswith("<!-- example:"))
         if n > limit:
             too_long.append(f"{rel}: {n} lines, at most {limit}")
     assert not too_long, "\n" + "\n".join(too_long)

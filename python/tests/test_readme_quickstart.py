@@ -10,18 +10,19 @@ import subprocess
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA
+from doc_examples import blocks_run_by
 
-README = ROOT / "README.md"
 VOLATILE = ("blocks connected", "memory")  # lines with timings, speeds and RSS
 
 
-def console_examples(text):
-    """[(command, [expected output lines])] of the README's first ```console block."""
-    m = re.search(r"```console\n(.*?)```", text, re.S)
-    assert m, "README.md has no ```console example"
+def console_examples():
+    """[(command, [expected output lines])] of the README's ```console block marked as run by this
+    file (python/tests/doc_examples.py)."""
+    blocks = blocks_run_by("python/tests/test_readme_quickstart.py", "README.md")
+    assert [b.lang for b in blocks] == ["console"], "README.md has no ```console example marked for this test"
     steps = []
-    for line in m.group(1).splitlines():
+    for line in blocks[0].code.splitlines():
         if line.startswith("$ "):
             steps.append((line[2:], []))
         else:
@@ -47,7 +48,7 @@ def test_line_pattern_keeps_what_is_fixed():
 
 
 def test_readme_quickstart_runs_as_written(cli, shared, tmp_path):
-    steps = console_examples(README.read_text())
+    steps = console_examples()
     assert len(steps) >= 2 and any("replay" in c for c, _ in steps)
     env_path = f"{pathlib.Path(cli).resolve().parent}:/usr/bin:/bin"
     for command, expected in steps:
