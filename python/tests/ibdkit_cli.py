@@ -19,9 +19,9 @@ def cli_path():
     return path
 
 
-def run_cli(cli, *args, check=True, input=None):
+def run_cli(cli, *args, check=True, input=None, cwd=None):
     """Runs ibdkit with args; returns CompletedProcess (text mode unless input is bytes). Under the asan
     preset LD_PRELOAD holds the sanitizer runtime for the interpreter: the CLI links its own."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     return subprocess.run([str(cli), *map(str, args)], check=check, capture_output=True, input=input,
-                          text=not isinstance(input, bytes), env=env)
+                          text=not isinstance(input, bytes), env=env, cwd=cwd)

@@ -48,32 +48,33 @@ def base(cli, tmp_path_factory):
     return d
 
 
-def kill_round(cli, args, rng, budget):
-    """Starts ibdkit ARGS, signals it after a random fraction of `budget` seconds, returns
-    (signal, returncode, stderr, delay)."""
+def kill_round(cli, args, rng, budget, cwd=None):
+    """Starts ibdkit ARGS (in `cwd`), signals it after a random fraction of `budget` seconds,
+    returns (signal, returncode, stderr, delay)."""
     sig = rng.choice(SIGNALS)
     delay = rng.uniform(0, budget)
-    p = subprocess.Popen([str(cli), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([str(cli), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         cwd=cwd)
     time.sleep(delay)
     p.send_signal(sig)
     _, err = p.communicate(timeout=300)
     return sig, p.returncode, err, delay
 
 
-def outcome(sig, rc):
+def outcome(sig, rc, done=0):
     """How a round ended, for the campaign's summary line."""
-    return "finished" if rc == 0 else "killed" if sig == signal.SIGKILL else "caught" if rc == 130 else "at start"
+    return "finished" if rc == done else "killed" if sig == signal.SIGKILL else "caught" if rc == 130 else "at start"
 
 
 def report(name, outcomes, states):
     print(f"{name}: seed {SEED}: {dict(sorted(Counter(outcomes).items()))}, left {dict(sorted(Counter(states).items()))}")
 
 
-def check_exit(sig, rc, err, delay, what):
-    """Exit 0 (finished first), 130 with the message (caught), or death by SIGKILL; a catchable
+def check_exit(sig, rc, err, delay, what, done=0):
+    """Exit `done` (finished first), 130 with the message (caught), or death by SIGKILL; a catchable
     signal may kill the process only while it is still starting (before main)."""
     where = f"{what}: seed {SEED}, {signal.Signals(sig).name} after {delay:.3f} s, exit {rc}: {err[-800:]}"
-    if rc == 0:
+    if rc == done:
         return where
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL, where
@@ -164,6 +165,78 @@ def test_hints(cli, base, tmp_path):
         ref.setdefault("bytes", path.read_bytes())
         assert path.read_bytes() == ref["bytes"], f"{path} differs from the reference (seed {SEED})"
     campaign_on_file(cli, tmp_path, args, complete, "utxo.hints")
+
+
+def test_hints_from_a_snapshot(cli, base, tmp_path):
+    """The same hintsfile from an assumeutxo snapshot of that chainstate: killed, the old file or
+    the complete one, equal to the hints of the chainstate itself."""
+    snap = tmp_path.parent / (tmp_path.name + ".snapshot")
+    run_cli(cli, "utxo", "snapshot", "--chainstate", base / "cs", "--out", snap, "--network", "regtest", "--no-progress")
+    from_cs = tmp_path.parent / (tmp_path.name + ".cs-hints")
+    run_cli(cli, "hints", "-q", "--chainstate", base / "cs", "--blocks-dir", base / "chain" / "blocks", "--out", from_cs)
+    args = lambda out: ["hints", "-q", "--snapshot", snap, "--blocks-dir", base / "chain" / "blocks", "--out", out]
+
+    def complete(path):
+        assert path.read_bytes() == from_cs.read_bytes(), f"{path} differs from the chainstate's hints (seed {SEED})"
+    campaign_on_file(cli, tmp_path, args, complete, "snap.hints")
+
+
+def verdict_of(stdout):
+    """A --json verdict without its timing."""
+    v = json.loads(stdout)
+    v.pop("seconds", None)
+    return v
+
+
+def campaign_on_reader(cli, base, tmp_path, args, name):
+    """A command that writes nothing (a verdict on stdout), killed KILLS times in an empty working
+    folder: it leaves no file there nor changes one under `base`, and the rerun gives the
+    reference verdict and exit code. Returns the reference (exit code, verdict)."""
+    rng = random.Random(f"{SEED}-{name}")
+    before = files_of(base)
+    t = time.monotonic()
+    r = run_cli(cli, *args, cwd=tmp_path, check=False)
+    budget = 1.2 * (time.monotonic() - t)
+    ref = (r.returncode, verdict_of(r.stdout))
+    outcomes = []
+    for i in range(KILLS):
+        sig, rc, err, delay = kill_round(cli, args, rng, budget, cwd=tmp_path)
+        where = check_exit(sig, rc, err, delay, f"{name} round {i}", done=ref[0])
+        outcomes.append(outcome(sig, rc, done=ref[0]))
+        assert not list(tmp_path.iterdir()), where
+        r = run_cli(cli, *args, cwd=tmp_path, check=False)
+        assert (r.returncode, verdict_of(r.stdout)) == ref, (r.stderr, where)
+    assert files_of(base) == before, "a reader changed its inputs"
+    report(name, outcomes, ["nothing"] * KILLS)
+    return ref
+
+
+def test_verify_snapshot(cli, base, tmp_path):
+    """utxo verify-snapshot writes nothing: killed, it leaves no file; rerun, the same verdict. In
+    outpoints mode (a blocks directory: coins mode needs a Core datadir's rev files) that verdict
+    is exit 1, the outpoints proven and the snapshot not certified."""
+    d = tmp_path / "inputs"
+    d.mkdir()
+    run_cli(cli, "utxo", "snapshot", "--chainstate", base / "cs", "--out", d / "utxo.snapshot", "--network", "regtest",
+            "--no-progress")
+    (tmp_path / "cwd").mkdir()
+    args = ["utxo", "verify-snapshot", d / "utxo.snapshot", "--blocks-dir", base / "chain" / "blocks", "--mode", "outpoints",
+            "--json", "-q"]
+    rc, verdict = campaign_on_reader(cli, d, tmp_path / "cwd", args, "verify-snapshot")
+    assert rc == 1 and verdict["outpoints_proven"] is True and verdict["ok"] is False, verdict
+
+
+def test_swiftsync_ranges(cli, base, tmp_path):
+    """The swiftsync command (ranges checked apart and combined) writes nothing: killed, it leaves
+    no file; rerun, the same verdict."""
+    d = tmp_path / "inputs"
+    d.mkdir()
+    run_cli(cli, "hints", "-q", "--chainstate", base / "cs", "--blocks-dir", base / "chain" / "blocks", "--out", d / "utxo.hints")
+    (tmp_path / "cwd").mkdir()
+    args = ["swiftsync", "--hints", d / "utxo.hints", "--blocks-dir", base / "chain" / "blocks", "--ranges", "5", "--json",
+            "-q"]
+    rc, verdict = campaign_on_reader(cli, d, tmp_path / "cwd", args, "swiftsync")
+    assert rc == 0 and verdict["ok"] is True and verdict["ranges"] == 5, verdict
 
 
 def test_gen_chain(cli, base, tmp_path):
