@@ -5,7 +5,10 @@ wrote; wrong hints fail; a worker killed mid-task costs a retry, not the result;
 reaches a worker's or the scheduler's log."""
 import json
 import os
+import random
 import signal
+import threading
+import time
 
 import pytest
 
@@ -170,6 +173,87 @@ def test_a_worker_killed_mid_task_costs_a_retry_not_the_result(generated, tmp_pa
     finally:
         c.close()
         cluster.close()
+
+
+def killed_run(c, blocks, hints, victim, delay):
+    """run_dask on `c` with the worker process `victim` SIGKILLed after `delay` seconds: returns
+    (DaskRun or the exception raised, whether the run was still going when the worker died)."""
+    result = {}
+
+    def go():
+        try:
+            result["run"] = swiftsync.run_dask(c, blocks, hints, ranges=4)
+        except Exception as e:  # noqa: BLE001 (the campaign judges what was raised)
+            result["run"] = e
+    t = threading.Thread(target=go)
+    t.start()
+    time.sleep(delay)
+    during = t.is_alive()
+    os.kill(victim, signal.SIGKILL)
+    t.join(timeout=300)
+    assert not t.is_alive(), "the run hangs after a worker died"
+    return result["run"], during
+
+
+def worker_pids(c, dead):
+    """The two workers' pids once neither is one already killed (the scheduler may not have seen
+    the death yet), sorted; a worker killed while its nanny starts it is not restarted."""
+    deadline = time.monotonic() + 30
+    while True:
+        pids = sorted(p for p in c.run(os.getpid, on_error="return").values() if isinstance(p, int))
+        if len(pids) == 2 and not set(pids) & dead:
+            return pids
+        if time.monotonic() > deadline:
+            raise distributed.TimeoutError(f"workers {pids}, killed {sorted(dead)}")
+        time.sleep(0.1)
+
+
+def test_kill_campaign_on_a_worker(generated, tmp_path):
+    """Kill campaign (test_kill_campaign's seed and count: a few kills, 50 with IBDKIT_LONG_TESTS=1):
+    one of the two worker processes SIGKILLed at a random moment of a run. The nanny restarts it
+    and Dask reschedules its ranges: the run ends with the replay's UTXO set, or raises a clear
+    error and no chainstate is written from it."""
+    from test_kill_campaign import KILLS, SEED
+    blocks, hints, _, replayed = generated
+    rng = random.Random(f"{SEED}-dask-worker")
+    cluster, c = local_cluster()
+    outcomes, dead = [], set()
+    try:
+        swiftsync.run_dask(c, blocks, hints, ranges=4)  # the workers import ibdkit: not part of a run's time
+        t = time.monotonic()
+        swiftsync.run_dask(c, blocks, hints, ranges=4)
+        budget = 1.2 * (time.monotonic() - t)
+        for i in range(KILLS):
+            try:
+                c.wait_for_workers(2, timeout=30)
+            except distributed.TimeoutError:
+                # A nanny whose worker was killed just after its restart may close instead of
+                # restarting it again (Dask's doing, between runs): a fresh cluster goes on.
+                outcomes.append("cluster replaced")
+                c.close()
+                cluster.close()
+                cluster, c = local_cluster()
+            victim = rng.choice(worker_pids(c, dead))
+            delay = rng.uniform(0, budget)
+            where = f"dask worker round {i}: seed {SEED}, pid {victim} killed after {delay:.3f} s"
+            run, during = killed_run(c, blocks, hints, victim, delay)
+            dead.add(victim)
+            cs = tmp_path / f"cs{i}"
+            if isinstance(run, Exception):
+                outcomes.append("failed")
+                assert isinstance(run, distributed.KilledWorker) or "worker" in str(run).lower(), (repr(run), where)
+                assert not cs.exists(), where
+                continue
+            outcomes.append("completed, worker died during the run" if during else "completed before the kill")
+            assert run.verdict.ok, (run.verdict, where)
+            assert run.unspent_stats()["hash_serialized_3"] == replayed["hash_serialized_3"], where
+            assert run.write_chainstate(cs) == replayed["txouts"], where
+            assert ibdkit.Chainstate(cs).stats()["hash_serialized_3"] == replayed["hash_serialized_3"], where
+    finally:
+        c.close()
+        cluster.close()
+    print(f"dask worker kills: seed {SEED}: {dict(sorted((o, outcomes.count(o)) for o in set(outcomes)))}")
+    assert outcomes.count("cluster replaced") < max(2, KILLS // 5), "the nannies keep giving up"
 
 
 def test_the_salt_never_reaches_a_log(client, generated):
