@@ -19,6 +19,19 @@ def swiftsync(cli, *args, check=True):
     return run_cli(cli, "replay", "-q", "--json", *[str(a) for a in args], check=check)
 
 
+def good_and_wrong_hints(cli, datadir, height, tmp_path):
+    """The datadir's hintsfile, and a copy with one hinted-unspent output left out of its last list
+    that has one (a wrong hint: SwiftSync refuses it, the chain itself is valid)."""
+    good = tmp_path / "good.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
+    lists = parse_lists(good.read_bytes(), height)
+    h = next(h for h in range(height, 0, -1) if lists[h - 1])
+    lists[h - 1] = lists[h - 1][1:]
+    wrong = tmp_path / "wrong.hints"
+    wrong.write_bytes(hintsfile(lists))
+    return good, wrong
+
+
 def gen_blocks(cli, tmp_path, blocks, seed):
     run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", str(blocks), "--target-mb", "3", "--seed", str(seed),
             "--start-time", str(START), "--no-progress", "--json")
@@ -228,13 +241,7 @@ def test_fallback_names_the_cause(cli, tmp_path):
     (exit 1); the good hints need no fallback."""
     blocks = gen_blocks(cli, tmp_path, 110, seed=44)
     datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=15)
-    good = tmp_path / "good.hints"
-    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
-    lists = parse_lists(good.read_bytes(), height)
-    h = next(h for h in range(height, 0, -1) if lists[h - 1])
-    lists[h - 1] = lists[h - 1][1:]
-    wrong = tmp_path / "wrong.hints"
-    wrong.write_bytes(hintsfile(lists))
+    good, wrong = good_and_wrong_hints(cli, datadir, height, tmp_path)
     r = swiftsync(cli, "--swiftsync", wrong, "--datadir", datadir, "--fallback", check=False)
     assert r.returncode == 1 and "ibdkit: error: " in r.stderr, r.stderr
     got = json.loads(r.stdout)
@@ -308,13 +315,7 @@ def test_swiftsync_json_and_python_dict_agree(cli, tmp_path):
     ibdkit = import_ibdkit()
     blocks = gen_blocks(cli, tmp_path, 40, seed=45)
     datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=16)
-    good = tmp_path / "good.hints"
-    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
-    lists = parse_lists(good.read_bytes(), height)
-    h = next(h for h in range(height, 0, -1) if lists[h - 1])
-    lists[h - 1] = lists[h - 1][1:]
-    wrong = tmp_path / "wrong.hints"
-    wrong.write_bytes(hintsfile(lists))
+    good, wrong = good_and_wrong_hints(cli, datadir, height, tmp_path)
     for hints, extra in ((good, []), (wrong, ["--fallback"])):
         r = swiftsync(cli, "--swiftsync", hints, "--datadir", datadir, "--threads", "2", "--policy", "secure", *extra,
                       check=False)

@@ -1,6 +1,8 @@
 // A run's result as named, typed fields (src/run/result_fields.h).
 #include "run/result_fields.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace ibdkit {
@@ -39,6 +41,14 @@ void PutTip(ResultFields& f, const EngineResult& r)
     if (r.utxo) PutUtxoStats(f, *r.utxo);
 }
 
+/// How many inputs' scripts were verified, from which height and why (null: none was).
+void PutScripts(ResultFields& f, uint64_t checked, const std::optional<int>& from_height, const std::string& reason)
+{
+    Put(f, "script_checked_inputs", UInt(checked));
+    Put(f, "script_checks_from_height", from_height ? Int(*from_height) : Null());
+    Put(f, "script_check_reason", from_height ? Str(reason) : Null());
+}
+
 /// What every block-connecting run reports.
 void PutRun(ResultFields& f, const EngineResult& c)
 {
@@ -70,9 +80,7 @@ void PutRun(ResultFields& f, const EngineResult& c)
     Put(f, "undo_records", UInt(c.undo_records));
     Put(f, "undo_bytes", UInt(c.undo_bytes));
     Put(f, "peak_rss_bytes", UInt(c.peak_rss_bytes));
-    Put(f, "script_checked_inputs", UInt(c.script_checked_inputs));
-    Put(f, "script_checks_from_height", c.script_checks_from_height ? Int(*c.script_checks_from_height) : Null());
-    Put(f, "script_check_reason", c.script_checks_from_height ? Str(c.script_check_reason) : Null());
+    PutScripts(f, c.script_checked_inputs, c.script_checks_from_height, c.script_check_reason);
     Put(f, "throughput_by_decile", DecilesValue(c.throughput_by_decile));
 }
 
@@ -162,9 +170,7 @@ ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& run, PolicyId pol
     Put(f, "bytes", UInt(r.block_bytes));
     Put(f, "bytes_cleansed", UInt(r.bytes_cleansed));
     Put(f, "throughput_by_decile", DecilesValue(r.throughput_by_decile));
-    Put(f, "script_checked_inputs", UInt(r.script_checked_inputs));
-    Put(f, "script_checks_from_height", r.script_checks_from_height ? Int(*r.script_checks_from_height) : Null());
-    Put(f, "script_check_reason", r.script_checks_from_height ? Str(r.script_check_reason) : Null());
+    PutScripts(f, r.script_checked_inputs, r.script_checks_from_height, r.script_check_reason);
     Put(f, "coins_written", UInt(r.coins_written));
     Put(f, "peak_rss_bytes", UInt(run.peak_rss_bytes));
     if (!run.fallback) {
