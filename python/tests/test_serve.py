@@ -173,13 +173,14 @@ def test_sync_from_serve_ends_on_the_replays_utxo_set(cli, served, tmp_path, get
         got = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}", "--network", "regtest",
                                  "--timeout", "20", *extra).stdout)
     finally:
-        counters, _ = server.stop()
+        counters, err = server.stop()
     assert (got["height"], got["bestblock"]) == (height, tip)
     for k in FIELDS:
         assert got[k] == expected[k], k
     assert got["peer"]["start_height"] == height and "ibdkit" in got["peer"]["user_agent"]
     assert counters["connections"] == 1 and counters["blocks_sent"] == height and counters["height"] == height
     assert counters["dropped"] == 0
+    assert "connected: /ibdkit:0.1/, protocol 70016, height 0" in err and "left" in err, err
     assert snapshot(datadir) == before, "serve never writes into the datadir"
 
 
