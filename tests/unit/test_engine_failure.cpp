@@ -111,6 +111,7 @@ TEST(EngineFailure, ABlockThatCannotBeReadKeepsEveryBlockBeforeIt)
         fs::copy(GeneratedBlocks(), dir.path / "blocks");
         const auto [file, pos] = Position(dir.path / "blocks", 150);
         const fs::path cut = dir.path / "blocks" / file.filename();
+        const uint64_t cut_size = pos.offset - 8; // a copy: clang 14 lambdas cannot capture a structured binding
         ReplayOptions o;
         o.blocks_dir = dir.path / "blocks";
         o.chainstate = dir.path / "cs";
@@ -119,7 +120,7 @@ TEST(EngineFailure, ABlockThatCannotBeReadKeepsEveryBlockBeforeIt)
         // Once block 100 is connected (the pipeline holds at most 16 blocks ahead), block 150's
         // record is cut off its file, as a disk error or a truncated copy would.
         o.test_hooks = TestHooks::AfterBlock([&](int h) {
-            if (h == 100) fs::resize_file(cut, pos.offset - 8);
+            if (h == 100) fs::resize_file(cut, cut_size);
         });
         auto r = Replay(o);
         ASSERT_FALSE(r.ok());
