@@ -29,6 +29,17 @@ def test_python_md_opens_with_examples():
     assert all(b.lang == "python" for b in blocks_run_by(RUNNER, "python.md")[:len(example_blocks())])
 
 
+def cli_env(cli, tmp_path, **extra):
+    """The environment of a subprocess that runs the CLI as `ibdkit` (PATH) or $IBDKIT_CLI: through a
+    wrapper that drops LD_PRELOAD, which holds the sanitizer runtime for the interpreter under the
+    asan preset while the CLI links its own (two runtimes abort)."""
+    wrapper = tmp_path / "bin" / "ibdkit"
+    wrapper.parent.mkdir(exist_ok=True)
+    wrapper.write_text(f'#!/bin/sh\nunset LD_PRELOAD\nexec "{pathlib.Path(cli).resolve()}" "$@"\n')
+    wrapper.chmod(0o755)
+    return {**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}", "IBDKIT_CLI": str(wrapper), **extra}
+
+
 def test_examples_run(ibdkit, cli, chain, need_pyarrow, tmp_path, monkeypatch, capsys):
     (tmp_path / "chain").symlink_to(chain.parent, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
@@ -43,7 +54,7 @@ def test_examples_run(ibdkit, cli, chain, need_pyarrow, tmp_path, monkeypatch, c
 
     rest = blocks_run_by(RUNNER, "python.md")[len(example_blocks()):]
     assert [b.lang for b in rest] == ["sh", "python"], "the SwiftSync example: a hintsfile, then the script"
-    env = {**os.environ, "PATH": f"{pathlib.Path(cli).resolve().parent}:{os.environ['PATH']}"}
+    env = cli_env(cli, tmp_path)
     hints = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", rest[0].code], cwd=tmp_path, env=env,
                            capture_output=True, text=True)
     assert hints.returncode == 0, f"{rest[0].where()}: {hints.stderr}"
@@ -59,7 +70,7 @@ def test_example_scripts_run(ibdkit, cli, need_pyarrow, tmp_path):
     their own), each in a fresh interpreter."""
     scripts = sorted((ROOT / "docs" / "examples").glob("*.py"))
     assert len(scripts) >= 2
-    env = {**os.environ, "IBDKIT_CLI": str(cli), "TMPDIR": str(tmp_path)}
+    env = cli_env(cli, tmp_path, TMPDIR=str(tmp_path))
     for script in scripts:
         r = subprocess.run([sys.executable, script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"docs/examples/{script.name}: {r.stderr[-3000:]}"
