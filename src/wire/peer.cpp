@@ -253,9 +253,10 @@ NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)
     }
 }
 
-std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce)
+std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce, int32_t version)
 {
     VersionMessage v;
+    v.version = version;
     v.services = NODE_NONE;
     v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     v.addr_recv = VersionAddress::FromIPv4({127, 0, 0, 1}, m_params.default_port);
@@ -293,6 +294,10 @@ std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milli
         } else if (m->command == "verack") {
             if (!got_version) return NetError{NetErrc::Misbehaving, "peer sent verack before version"};
             m_info.verack = true;
+        } else if (m->command == "feature" && version >= FEATURE_NEGOTIATION_VERSION) {
+            auto f = DecodeFeature(Bytes(*m));
+            if (!f) return NetError{NetErrc::Misbehaving, "peer sent a malformed feature message: " + f.error().message};
+            if (m_info.features.size() < MAX_FEATURES_KEPT) m_info.features.push_back(std::move(*f));
         }
         // wtxidrelay, sendaddrv2, sendcmpct, feefilter, ... before verack: accepted, ignored.
     }

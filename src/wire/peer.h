@@ -65,12 +65,23 @@ std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s
 
 /// How many of a peer's reject messages a connection keeps (the newest).
 inline constexpr std::size_t MAX_REJECTS_KEPT = 16;
+/// How many BIP 434 features of a peer a connection keeps (the first; later ones are ignored).
+inline constexpr std::size_t MAX_FEATURES_KEPT = 16;
 
 struct PeerInfo {
     VersionMessage version; ///< the peer's version message
     bool verack{false};
     uint64_t pings_answered{0};
     std::vector<std::string> rejects; ///< the last MAX_REJECTS_KEPT reject messages received, formatted
+    /// BIP 434 features the peer announced between version and verack (the first MAX_FEATURES_KEPT).
+    std::vector<FeatureMessage> features;
+    bool HasFeature(std::string_view id) const noexcept
+    {
+        for (const auto& f : features) {
+            if (f.id == id) return true;
+        }
+        return false;
+    }
 };
 
 /// A P2P connection on top of a socket; messages are received through a MessageReceiver of the
@@ -87,8 +98,11 @@ public:
     /// `reject` messages on the way (neither is returned).
     NetResult<NetMessage> Receive(NetClock::time_point deadline);
 
-    /// version → (version + verack) ← → verack. `start_height` is our best height.
-    std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce);
+    /// version → (version + verack) ← → verack. `start_height` is our best height; `version` our
+    /// protocol version (FEATURE_NEGOTIATION_VERSION to hear the peer's BIP 434 features, which
+    /// info().features then lists; a malformed one ends the handshake).
+    std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce,
+                                      int32_t version = PROTOCOL_VERSION);
 
     /// A message's payload bytes.
     static std::span<const uint8_t> Bytes(const NetMessage& m) noexcept { return m.payload.uchars(); }
