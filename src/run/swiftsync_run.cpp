@@ -5,58 +5,15 @@
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/stats.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include "run/scratch_dir.h"
+
 #include <filesystem>
-#include <system_error>
 #include <utility>
 
 namespace ibdkit::run {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// A folder made for this run in the system's temporary directory, removed with what it holds.
-class ScratchDir {
-public:
-    static Result<ScratchDir> Make(const std::string& what)
-    {
-        std::error_code ec;
-        const fs::path base = fs::temp_directory_path(ec);
-        if (ec) return Error{Errc::Io, "no temporary directory (TMPDIR): " + ec.message()};
-        std::string tmpl = (base / ("ibdkit-" + what + "-XXXXXX")).string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            return Error{Errc::Io, "cannot make a temporary folder in " + base.string() + ": " + std::strerror(errno) +
-                                       " (TMPDIR chooses another)"};
-        }
-        ScratchDir d;
-        d.m_path = tmpl;
-        return d;
-    }
-    ScratchDir() = default;
-    ScratchDir(ScratchDir&& o) noexcept : m_path(std::exchange(o.m_path, {})) {}
-    ScratchDir& operator=(ScratchDir&&) = delete;
-    ~ScratchDir()
-    {
-        std::error_code ec;
-        if (!m_path.empty()) fs::remove_all(m_path, ec);
-    }
-    const fs::path& Path() const noexcept { return m_path; }
-
-private:
-    fs::path m_path;
-};
-
-/// The statistics of the chainstate SwiftSync wrote.
-Result<UtxoStats> StatsOf(const fs::path& dir)
-{
-    CoinsDBOptions o;
-    o.read_only = true;
-    auto db = CoinsDB::Open(dir, o);
-    if (!db) return Error{Errc::Corrupt, "cannot read the chainstate written: " + db.error().message};
-    return ComputeUtxoStats(**db);
-}
 
 /// The classic replay of blocks 1..n into a temporary chainstate, as a verdict.
 FallbackVerdict Fallback(ReplayOptions classic, uint32_t n)

@@ -2,30 +2,18 @@
 // its undo data, every rule of Core's that does not read the UTXO set, and BIP 457's Coin elements.
 #include <ibdkit/swiftsync/check_range.h>
 
-#include <ibdkit/consensus/check.h>
-#include <ibdkit/consensus/header_check.h>
-#include <ibdkit/consensus/validation.h>
-
 #include "blockfile/undo_file.h"
-#include "connect/connect.h"
-#include "consensus/assumevalid.h"
 
 #include "swiftsync/block_walk.h"
+#include "swiftsync/coins_block.h"
 #include "swiftsync/range_internal.h"
 
-#include <ctime>
 #include <string>
 #include <vector>
 
 namespace ibdkit::swiftsync {
 
 namespace {
-
-/// One block's outcome: its partial, or an error that ends the range (undo data that does not fit).
-struct BlockOutcome {
-    Partial partial;
-    std::optional<Error> error;
-};
 
 /// Whether `undo` has the shape of `block`'s spent coins: one list per transaction after the
 /// coinbase, one coin per input.
@@ -80,15 +68,8 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     auto undo_at = UndoByHeight(blocks, *coins.undo, from, to);
     if (!undo_at) return undo_at.error();
     const ChainParams& chain_params = GetChainParams(blocks.chain);
-    const ConsensusParams& params = chain_params.consensus;
-    const HeaderChain& headers = blocks.headers;
-    const AssumeValidRule assumevalid(headers, coins.assumevalid, params);
-    std::optional<BlockHash> bip34_hash;
-    if (params.bip34_height <= blocks.TipHeight()) bip34_hash = blocks.headers.Hash(params.bip34_height);
-    // Where BIP34 holds from height 1, no coinbase can repeat another (connect.cpp, Bip30For).
-    const bool collect_bip30 = params.bip34_height > 1;
-    const int64_t now = int64_t(std::time(nullptr));
     const SaltedHasher hasher(salt);
+    const CoinsBlockRules rules(blocks.headers, blocks.chain, hints, hasher, options.collect_unspent || bool(options.on_unspent), coins);
 
     UndoFileReader rev(coins.undo->blocks_dir, coins.undo->key, chain_params.message_start);
     std::vector<std::vector<uint8_t>> undo_bytes;
@@ -107,53 +88,12 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     };
 
     auto work = [&](Block& block, uint32_t h, const BlockHash& hash) {
-        BlockOutcome out;
-        Partial& p = out.partial;
-        auto refuse = [&](std::string reason) {
-            p.failure = BlockFailure{h, hash, std::move(reason)};
-            return std::move(out);
-        };
-        // Core's order for a block: its header's proof of work, the header's contextual rules,
-        // then the rest of CheckBlock, ContextualCheckBlock and ConnectBlock.
-        const BlockHeader header = block.header();
-        // The ancestry below comes from the block index: each block's own header must agree with
-        // it (every block of 1..n passes here, so every time and bits it holds is checked).
-        const HeaderInfo& indexed = headers.Info(int(h));
-        if (header.hash_prev_block != blocks.headers.Hash(int(h) - 1) || header.time != indexed.time || header.bits != indexed.bits) {
-            out.error = Error{Errc::Corrupt, "block " + hash.ToHex() + " at height " + std::to_string(h) +
-                                                 " does not agree with the block index (parent, time or bits)"};
-            return out;
-        }
-        const HeaderAncestry prev = headers.AncestryAt(int(h) - 1);
-        BlockValidationState state, header_state;
-        auto checked = CheckBlock(std::move(block), state, params);
-        if (!checked && state.GetResult() == BlockValidationResult::BLOCK_INVALID_HEADER) return refuse(state.GetRejectReason());
-        if (!ContextualCheckBlockHeader(header, prev, params, now, header_state)) return refuse(header_state.GetRejectReason());
-        if (!checked) return refuse(state.GetRejectReason());
-
-        auto undo = DecodeBlockUndo(undo_bytes[h - batch_first]);
-        if (!undo || !FitsBlock(*undo, checked->block())) {
-            out.error = Error{Errc::Corrupt, "the undo data of block " + hash.ToHex() + " at height " + std::to_string(h) +
-                                                 (undo ? " does not fit the block" : " does not decode: " + undo.error().message)};
-            return out;
-        }
-        AccumulateBlock(checked->block(), h, hash, blocks.chain, hints.Indices(h), hasher, options.collect_unspent || bool(options.on_unspent),
-                        p, &*undo);
-        if (p.failure) return out;
-
-        ConnectContext ctx;
-        ctx.height = int(h);
-        ctx.prev = prev;
-        if (bip34_hash && int(h) > params.bip34_height) ctx.bip34_ancestor = bip34_hash;
-        if (auto why = coins.skip_scripts ? std::nullopt : assumevalid.Reason(int(h))) {
-            ctx.check_scripts = true;
-            ctx.script_check_reason = *why;
-        }
-        if (collect_bip30 && Bip30Applies(ctx, hash, params)) p.bip30_coinbases.emplace_back(checked->block().vtx[0].GetHash(), h);
-        ConnectStats stats;
-        if (!CheckBlockSpends(*checked, ctx, *undo, params, state, &stats)) return refuse(state.GetRejectReason());
-        p.script_checked_inputs = stats.script_checked_inputs;
-        return out;
+        return rules.Check(block, h, hash, [&](const Block& b) -> Result<BlockUndo> {
+            auto undo = DecodeBlockUndo(undo_bytes[h - batch_first]);
+            if (undo && FitsBlock(*undo, b)) return std::move(*undo);
+            return Error{Errc::Corrupt, "the undo data of block " + hash.ToHex() + " at height " + std::to_string(h) +
+                                            (undo ? " does not fit the block" : " does not decode: " + undo.error().message)};
+        });
     };
 
     Partial partial;

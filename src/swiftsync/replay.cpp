@@ -19,6 +19,7 @@
 #include "common/throughput.h"
 #include "common/task_pool.h"
 #include "swiftsync/range_internal.h"
+#include "swiftsync/replay_internal.h"
 
 #include <algorithm>
 #include <chrono>
@@ -178,37 +179,23 @@ std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash&
 
 } // namespace
 
-Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
+Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun& run)
 {
-    SwiftSyncOptions o = options;
-    o.threads = ResolveThreads(o.threads);
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t cleansed_before = CleansedBytes();
-    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
-        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
-    }
-    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
-    if (!loc) return loc.error();
-    auto hints = Hints::Read(o.hints);
-    if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
+    const HeaderChain& headers = *run.headers;
     SwiftSyncResult res;
-    res.chain = loc->chain;
+    res.chain = run.chain;
     res.mode = o.mode;
-    res.height = hints->height();
-    if (res.height < 1 || int64_t(res.height) > int64_t(loc->TipHeight()) || loc->base_height > 1) {
-        return Error{Errc::InvalidValue, "the hintsfile is for height " + std::to_string(res.height) + ", the blocks hold heights " +
-                                             std::to_string(loc->base_height) + ".." + std::to_string(loc->TipHeight())};
-    }
-    res.tip = loc->headers.Hash(int(res.height));
-    if (o.mode == AggregateMode::Coins) {
-        if (!o.skip_scripts) {
-            const AssumeValidRule rule(loc->headers, o.assumevalid, GetChainParams(loc->chain).consensus);
-            for (uint32_t h = 1; h <= res.height; ++h) {
-                if (auto why = rule.Reason(int(h))) {
-                    res.script_checks_from_height = int(h);
-                    res.script_check_reason = std::string(*why);
-                    break;
-                }
+    res.height = run.hints->height();
+    res.tip = headers.Hash(int(res.height));
+    if (o.mode == AggregateMode::Coins && !o.skip_scripts) {
+        const AssumeValidRule rule(headers, o.assumevalid, GetChainParams(run.chain).consensus);
+        for (uint32_t h = 1; h <= res.height; ++h) {
+            if (auto why = rule.Reason(int(h))) {
+                res.script_checks_from_height = int(h);
+                res.script_check_reason = std::string(*why);
+                break;
             }
         }
     }
@@ -221,7 +208,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     std::unique_ptr<Handoff<CoinBatch>> writer;
     std::optional<Error> write_error;
     if (!o.chainstate.empty()) {
-        auto c = NewChainstate::Create(o.chainstate, loc->chain);
+        auto c = NewChainstate::Create(o.chainstate, run.chain);
         if (!c) return c.error();
         cs = std::move(*c);
         const std::size_t budget = o.dbcache_mib << 20;
@@ -250,10 +237,9 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     ThroughputLog tlog;
     tlog.Start(0);
     uint64_t bytes_checked = 0;
-    uint32_t checked_to = 0;
     const auto check_start = std::chrono::steady_clock::now();
     ro.progress = [&](uint32_t h, uint32_t n) {
-        for (; checked_to < h; ++checked_to) bytes_checked += loc->order.blocks[std::size_t(int(checked_to) + 1 - loc->base_height)].size;
+        bytes_checked = run.bytes_through(h);
         tlog.Add(int(h), bytes_checked, std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count());
         if (o.progress) o.progress(h, n);
     };
@@ -268,7 +254,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     CoinsModeOptions co;
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;
-    auto partial = CheckFromGenesis(*loc, o.datadir, *hints, salt, res.height, o.mode, ro, co);
+    auto partial = run.check(salt, ro, co);
     res.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
     res.block_bytes = bytes_checked;
     res.throughput_by_decile = tlog.Deciles();
@@ -279,7 +265,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     }
     if (!partial) return partial.error();
     res.script_checked_inputs = partial->script_checked_inputs;
-    res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
+    res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, run.chain);
     if (res.verdict.ok && sorter) {
         if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written)) return *e;
         if (auto e = cs->Keep()) return *e;
@@ -287,6 +273,41 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     if (!res.verdict.ok) res.coins_written = 0;
     res.bytes_cleansed = CleansedBytes() - cleansed_before;
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+}
+
+Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
+{
+    SwiftSyncOptions o = options;
+    o.threads = ResolveThreads(o.threads);
+    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
+        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
+    if (!loc) return loc.error();
+    auto hints = Hints::Read(o.hints);
+    if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
+    const uint32_t n = hints->height();
+    if (n < 1 || int64_t(n) > int64_t(loc->TipHeight()) || loc->base_height > 1) {
+        return Error{Errc::InvalidValue, "the hintsfile is for height " + std::to_string(n) + ", the blocks hold heights " +
+                                             std::to_string(loc->base_height) + ".." + std::to_string(loc->TipHeight())};
+    }
+    ChainRun run;
+    run.chain = loc->chain;
+    run.headers = &loc->headers;
+    run.hints = &*hints;
+    run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) {
+        return CheckFromGenesis(*loc, o.datadir, *hints, salt, n, o.mode, ro, co);
+    };
+    uint64_t bytes = 0;
+    uint32_t through = 0;
+    run.bytes_through = [&](uint32_t h) {
+        for (; through < h; ++through) bytes += loc->order.blocks[std::size_t(int(through) + 1 - loc->base_height)].size;
+        return bytes;
+    };
+    auto res = CheckAndWrite(o, run);
+    if (res) res->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
 }
 

@@ -1,0 +1,28 @@
+// src/swiftsync/replay_internal.h (internal) — the whole-chain run's second half, whatever the
+// blocks come from: the check of 1..n (a datadir's files, check_coins.cpp; peers, check_peers.cpp),
+// the hinted-unspent coins sorted as they are found, the verdict, and only an accepted history
+// written as a new chainstate (replay.cpp).
+#pragma once
+
+#include <ibdkit/consensus/header_chain.h>
+#include <ibdkit/swiftsync/replay.h>
+
+#include <functional>
+
+namespace ibdkit::swiftsync {
+
+struct ChainRun {
+    ChainType chain{ChainType::MAIN};
+    const HeaderChain* headers{nullptr}; ///< holds heights 0..n at least
+    const Hints* hints{nullptr};         ///< for n
+    /// Checks blocks 1..n with `salt`; the run fills the options' threads, policy, progress and
+    /// on_unspent, and the coins options' assumevalid and skip_scripts.
+    std::function<Result<Partial>(const Salt& salt, const CheckRangeOptions& options, const CoinsModeOptions& coins)> check;
+    /// The bytes of blocks 1..h, for the throughput; called with increasing h on the calling thread.
+    std::function<uint64_t(uint32_t h)> bytes_through;
+};
+
+/// Runs `run` under `options` (its chainstate, threads, dbcache, scripts, policy, progress).
+Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& options, const ChainRun& run);
+
+} // namespace ibdkit::swiftsync
