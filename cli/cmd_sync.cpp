@@ -47,7 +47,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
     struct Args {
-        std::string connect, network, chainstate, undo, policy{"hardened"};
+        std::vector<std::string> connect;
+        std::string network, chainstate, undo, policy{"hardened"}, swiftsync;
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
@@ -59,7 +60,15 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     };
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
-    cmd->add_option("--connect", a->connect, "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted)")->required();
+    cmd->add_option("--connect", a->connect,
+                    "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); with --swiftsync, repeat it for\n"
+                    "every peer to download from in parallel")
+        ->required();
+    cmd->add_option("--swiftsync", a->swiftsync,
+                    "Hintsfile (BIP 456, from `ibdkit hints`) for height n: blocks 1..n with their spent coins (BIP 455)\n"
+                    "from every peer that serves them, checked as coins mode checks a datadir (docs/swiftsync.md, Over P2P),\n"
+                    "written as the chainstate at n; then the classic sync to the peers' tip")
+        ->check(CLI::ExistingFile);
     AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate, else regtest");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
@@ -84,8 +93,13 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             if (auto recorded = ChainstateNetworkRecord(a->chainstate)) chain = ParseChainType(*recorded);
         }
         o.chain = chain.value_or(ChainType::REGTEST);
-        auto hp = SplitHostPort(a->connect, GetChainParams(o.chain).default_port);
-        if (!hp) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + a->connect + "'");
+        for (const std::string& c : a->connect) {
+            if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + c + "'");
+        }
+        if (a->connect.size() > 1 && a->swiftsync.empty()) {
+            throw CLI::ValidationError("--connect", "the classic sync downloads from one peer; --swiftsync HINTS downloads from several");
+        }
+        auto hp = SplitHostPort(a->connect.front(), GetChainParams(o.chain).default_port);
         o.host = hp->first;
         o.port = hp->second;
         auto id = ParsePolicy(a->policy);
@@ -103,6 +117,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         CheckEngineOutputs(o);
+        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->out);
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_sync_progress = [bar](const SyncProgress& p) {

@@ -6,6 +6,7 @@
 
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/run/swiftsync_run.h>
+#include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/swiftsync/replay.h>
 
 #include "run/result_fields.h"
@@ -70,6 +71,11 @@ void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 /// outcome: EXIT_INVALID_CHAIN when refused, EXIT_FAILED when the fallback found the chain valid
 /// (the hints or the rev data were wrong) or failed.
 void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out);
+/// `sync --swiftsync HINTS` from the peers `connect`, with the classic sync's options `classic`
+/// (its settings, and the continuation after n): runs SyncSwiftSync, prints its result (or its
+/// JSON), sets the exit code.
+void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                           const ConnectOutputArgs& out);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

@@ -220,4 +220,53 @@ ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
     return f;
 }
 
+ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId policy)
+{
+    const swiftsync::SwiftSyncResult& r = run.swiftsync;
+    const SyncResult* c = run.continuation ? &*run.continuation : nullptr;
+    ResultFields f;
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    Put(f, "height", Int(c ? int64_t(c->height) : int64_t(r.height)));
+    Put(f, "bestblock", Str(c ? c->tip.ToHex() : r.tip.ToHex()));
+    if (run.utxo) PutUtxoStats(f, *run.utxo);
+    Put(f, "swiftsync", SwiftSyncVerdictValue(r.verdict, r.mode));
+    Put(f, "swiftsync_height", Int(r.height));
+    Put(f, "header_height", Int(run.header_height));
+    Put(f, "seconds", Real(r.seconds + (c ? c->total_seconds : 0.0)));
+    Put(f, "check_seconds", Real(r.check_seconds));
+    Put(f, "bytes", UInt(r.block_bytes));
+    Put(f, "spent_bytes", UInt(run.spent_bytes));
+    Put(f, "throughput_by_decile", DecilesValue(r.throughput_by_decile));
+    PutScripts(f, r.script_checked_inputs, r.script_checks_from_height, r.script_check_reason);
+    Put(f, "coins_written", UInt(r.coins_written));
+    ResultValue::List peers;
+    for (const run::PeerSummary& p : run.peers) {
+        peers.push_back(ResultValue{ResultValue::Object{{"address", Str(p.address)},
+                                                        {"user_agent", Str(p.user_agent)},
+                                                        {"blocks", UInt(p.blocks)},
+                                                        {"block_bytes", UInt(p.block_bytes)},
+                                                        {"spent_bytes", UInt(p.spent_bytes)},
+                                                        {"dropped", p.dropped.empty() ? Null() : Str(p.dropped)}}});
+    }
+    Put(f, "peers", ResultValue{std::move(peers)});
+    ResultValue::List unreachable, notes;
+    for (const auto& u : run.unreachable) unreachable.push_back(Str(u));
+    for (const auto& n : run.notes) notes.push_back(Str(n));
+    Put(f, "unreachable", ResultValue{std::move(unreachable)});
+    Put(f, "notes", ResultValue{std::move(notes)});
+    if (c) {
+        Put(f, "continuation", ResultValue{ResultValue::Object{
+                                   {"blocks", UInt(c->blocks)},
+                                   {"height", Int(c->height)},
+                                   {"seconds", Real(c->total_seconds)},
+                                   {"failure", c->failure ? Str(c->failure->message) : Null()},
+                                   {"reject_reason", c->reject_reason ? Str(*c->reject_reason) : Null()}}});
+    } else {
+        Put(f, "continuation", Null());
+    }
+    Put(f, "peak_rss_bytes", UInt(run.peak_rss_bytes));
+    return f;
+}
+
 } // namespace ibdkit

@@ -13,6 +13,7 @@
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/swiftsync_run.h>
+#include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
@@ -68,5 +69,12 @@ ResultValue SwiftSyncVerdictValue(const swiftsync::Verdict& v, swiftsync::Aggreg
 /// counters under the replay's names, coins_written, peak_rss_bytes, and `fallback` (null unless
 /// the classic replay ran: {valid, height, reject_reason, reject_height, hash_serialized_3, error}).
 ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId policy);
+
+/// `sync --swiftsync`'s result: network, policy, the final tip (after the continuation), the final
+/// chainstate's statistics, the verdict (`swiftsync`) at swiftsync_height, header_height, timing,
+/// bytes (blocks 1..n) and spent_bytes (their `bspent`s), the scripts, coins_written, `peers`
+/// ({address, user_agent, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
+/// `continuation` (null, or {blocks, height, seconds, failure, reject_reason}), peak_rss_bytes.
+ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& r, PolicyId policy);
 
 } // namespace ibdkit

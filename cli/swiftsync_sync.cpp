@@ -1,0 +1,127 @@
+// `ibdkit sync --swiftsync HINTS --connect A --connect B …`: SwiftSync from P2P peers, then the
+// classic sync to their tip (run/swiftsync_sync.h), with a progress line; its result printed for
+// people or as JSON (run/result_fields.h); its outcome as the exit code.
+#include "replay_cli.h"
+
+#include "interrupt.h"
+
+#include <ibdkit/primitives/amount.h>
+#include <ibdkit/run/swiftsync_sync.h>
+
+#include <cstdio>
+#include <string>
+
+namespace ibdkit::cli {
+
+namespace {
+
+void PrintHuman(const run::SwiftSyncPeersResult& run)
+{
+    const swiftsync::SwiftSyncResult& r = run.swiftsync;
+    const auto& v = r.verdict;
+    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
+    std::printf("headers            %d, from the peers\n", run.header_height);
+    for (const run::PeerSummary& p : run.peers) {
+        std::printf("peer               %s (%s): %llu blocks, %.1f MB, spent coins %.1f MB%s\n", p.address.c_str(), p.user_agent.c_str(),
+                    (unsigned long long)p.blocks, double(p.block_bytes) / 1e6, double(p.spent_bytes) / 1e6,
+                    p.dropped.empty() ? "" : (", DROPPED: " + p.dropped).c_str());
+    }
+    for (const std::string& u : run.unreachable) std::printf("not used           %s\n", u.c_str());
+    std::printf("swiftsync          coins mode over P2P: blocks 1..%u checked in %.2f s, %.1f blocks/s\n", r.height, r.seconds,
+                r.seconds > 0 ? double(v.counts.blocks) / r.seconds : 0.0);
+    std::printf("verdict            %s\n", v.ok ? "accepted" : ("REFUSED: " + v.reason).c_str());
+    std::printf("counts             %llu transactions, %llu inputs, %llu spendable outputs of which %llu unspent at %u\n",
+                (unsigned long long)v.counts.transactions, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
+                (unsigned long long)v.counts.unspent, r.height);
+    if (r.script_checks_from_height) {
+        std::printf("scripts            %llu inputs verified, from height %d (%s)\n", (unsigned long long)r.script_checked_inputs,
+                    *r.script_checks_from_height, r.script_check_reason.c_str());
+    } else {
+        std::printf("scripts            not verified: every block is below the assumevalid block (--assumevalid 0 verifies)\n");
+    }
+    std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB\n", double(r.block_bytes) / 1e6, double(run.spent_bytes) / 1e6);
+    for (const std::string& n : run.notes) std::printf("note               %s\n", n.c_str());
+    if (run.continuation) {
+        const SyncResult& c = *run.continuation;
+        std::printf("classic            %llu blocks connected after %u, to height %d, in %.2f s\n", (unsigned long long)c.blocks, r.height,
+                    c.height, c.total_seconds);
+    }
+    std::printf("memory             peak RSS %.0f MiB\n", double(run.peak_rss_bytes) / double(1 << 20));
+    if (!v.ok) return;
+    if (run.continuation) {
+        PrintTip(*run.continuation);
+        return;
+    }
+    std::printf("height             %u\nbestblock          %s\n", r.height, r.tip.ToHex().c_str());
+    if (run.utxo) {
+        const UtxoStats& s = *run.utxo;
+        std::printf("txouts             %llu\ntotal_amount       %s\nhash_serialized_3  %s\n", (unsigned long long)s.txouts,
+                    FormatMoney(s.total_amount).c_str(), s.hash_serialized.ToHex().c_str());
+    }
+}
+
+} // namespace
+
+void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                           const ConnectOutputArgs& out)
+{
+    if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
+    run::SwiftSyncPeersOptions o;
+    o.swiftsync.hints = hints;
+    o.swiftsync.chainstate = classic.chainstate;
+    o.swiftsync.chain = classic.chain;
+    o.swiftsync.threads = classic.threads;
+    o.swiftsync.dbcache_mib = classic.dbcache_mib;
+    o.swiftsync.assumevalid = classic.assumevalid;
+    o.swiftsync.skip_scripts = classic.skip_scripts;
+    o.swiftsync.policy = classic.policy;
+    o.connect = connect;
+    o.chain = classic.chain;
+    o.timeout = classic.timeout;
+    o.window = classic.window;
+    o.statistics = classic.statistics;
+    o.continuation = classic;
+    const std::filesystem::path chainstate = o.swiftsync.chainstate;
+    SetInterruptNote(chainstate.empty() ? "" : "nothing was written into the chainstate " + chainstate.string() +
+                                                   " (an accepted history is written at height n): run the same command again");
+    auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
+    o.swiftsync.progress = [bar](uint32_t h, uint32_t n) {
+        bar->Update(n ? double(h) / n : 1.0, "swiftsync: block " + std::to_string(h) + " of " + std::to_string(n));
+    };
+    auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
+    if (o.continuation) o.continuation->on_progress = ProgressPrinter(classic_bar, "classic");
+    const PolicyId policy = o.swiftsync.policy;
+    auto r = run::SyncSwiftSync(std::move(o));
+    bar->Done();
+    classic_bar->Done();
+    SetInterruptNote("");
+    if (!r) {
+        PrintError(r.error().message);
+        ExitCode() = r.error().code == Errc::Refused ? EXIT_USAGE : EXIT_FAILED;
+        return;
+    }
+    if (out.json) {
+        std::printf("%s\n", ToJson(SwiftSyncPeersFields(*r, policy)).dump(2).c_str());
+    } else {
+        PrintHuman(*r);
+    }
+    const auto& v = r->swiftsync.verdict;
+    if (!v.ok) {
+        const bool peers = v.reason.find("aggregate") != std::string::npos;
+        PrintError("SwiftSync refuses blocks 1.." + std::to_string(r->swiftsync.height) + ": " + v.reason +
+                   (peers ? " (the spent coins the peers served; try other peers)" : ""));
+        ExitCode() = peers ? EXIT_FAILED : EXIT_INVALID_CHAIN;
+        return;
+    }
+    if (r->continuation) {
+        if (r->continuation->failure) {
+            PrintError("the classic sync after height " + std::to_string(r->swiftsync.height) + " stopped at height " +
+                       std::to_string(r->continuation->height) + ": " + r->continuation->failure->message);
+            ExitCode() = EXIT_FAILED;
+        }
+        ReportReject(*r->continuation);
+    }
+    if (ExitCode() == EXIT_OK) RecordNetwork(classic, classic.chain);
+}
+
+} // namespace ibdkit::cli

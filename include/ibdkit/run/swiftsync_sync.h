@@ -1,0 +1,67 @@
+// ibdkit/run/swiftsync_sync.h — initial block download with SwiftSync from P2P peers (`ibdkit sync
+// --swiftsync HINTS --connect A --connect B …`): the header chain from every peer, blocks 1..n and
+// their spent coins (BIP 455) from the peers that serve them, in parallel windows, each block
+// checked as coins mode checks a datadir's (Core's rules in Core's order, scripts where Core's
+// assumevalid rule runs them), BIP 457's aggregate over the whole range, the hinted-unspent coins
+// written as the chainstate at n; then the classic engine (engine/sync.h) from a peer to its tip.
+//
+// The peers are untrusted: a peer whose block or spent coins are caught wrong is dropped and its
+// blocks asked for from the others; spent coins that do not balance refuse the run, and no
+// chainstate is left that claims a height (docs/swiftsync.md, *Over P2P*).
+#pragma once
+
+#include <ibdkit/engine/sync.h>
+#include <ibdkit/error.h>
+#include <ibdkit/swiftsync/replay.h>
+#include <ibdkit/utxo/utxo_stats.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibdkit::run {
+
+struct SwiftSyncPeersOptions {
+    /// The check: hints, chainstate (empty: a temporary one, removed after), threads, dbcache,
+    /// assumevalid, skip_scripts, policy, progress (datadir, blocks_dir and mode are not used: coins
+    /// mode, the spent coins from the peers).
+    swiftsync::SwiftSyncOptions swiftsync;
+    std::vector<std::string> connect; ///< HOST[:PORT] of each peer (at least one)
+    ChainType chain{ChainType::REGTEST};
+    std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
+    std::size_t window{16};           ///< blocks in flight per peer
+    /// After n, the classic sync from the first peer still serving, with these options (chainstate,
+    /// host, port, chain, policy, threads, dbcache, assumevalid and skip_scripts are the run's); nullopt: stop at n.
+    std::optional<SyncOptions> continuation;
+    bool statistics{true};            ///< the final chainstate's statistics (hash_serialized_3)
+};
+
+/// One peer of the run.
+struct PeerSummary {
+    std::string address, user_agent;
+    uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
+    std::string dropped; ///< why the run dropped it; empty when it served to the end
+};
+
+struct SwiftSyncPeersResult {
+    swiftsync::SwiftSyncResult swiftsync; ///< the check of 1..n and the chainstate it wrote
+    std::vector<PeerSummary> peers;       ///< the peers that served spent coins
+    std::vector<std::string> unreachable; ///< peers left out (no connection, no BIP 455), with why
+    std::vector<std::string> notes;       ///< what the run found wrong with peers
+    uint64_t spent_bytes{0};              ///< `bspent` bytes received
+    int header_height{0};                 ///< the peers' header chain
+    std::optional<SyncResult> continuation; ///< the classic sync after n
+    std::optional<UtxoStats> utxo;        ///< the final chainstate's (accepted, statistics asked for)
+    uint64_t peak_rss_bytes{0};
+};
+
+/// Runs the sync. A refused history is not an error (swiftsync.verdict says why; nothing is
+/// written). Errors: bad options (Errc::InvalidValue), no peer reachable or serving spent coins,
+/// no peer left for a block (Errc::NotFound), a hintsfile above the peers' headers
+/// (Errc::InvalidValue), the chainstate's (Errc::Refused by the write guards, …), the
+/// continuation's. Blocks until the run ends; callbacks run on the calling thread.
+Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options);
+
+} // namespace ibdkit::run

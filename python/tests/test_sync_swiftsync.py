@@ -1,0 +1,273 @@
+"""`ibdkit sync --swiftsync HINTS --connect A --connect B ...`: SwiftSync over P2P (BIP 457's default
+path), the spent coins from `ibdkit serve` peers (BIP 455).
+
+Every run ends on the UTXO set of the blocks Core's engine connected (a datadir it wrote; the
+expected statistics are the test's own model of Core's chainstate over Core's blocks), from one, two
+and four peers, with every script verified (`--assumevalid 0`); then the classic engine continues
+from the hints' height to the peers' tip. Peers that lie (a coin's amount, height, coinbase flag or
+script changed, a coin left out or added, a malformed `bspent`, a mutated block, a withheld block)
+are caught: beside an honest peer the sync completes on the right hash and names the peer it
+dropped; alone, the sync fails with a clear error and leaves no chainstate.
+"""
+import json
+import socket
+import struct
+import threading
+
+import pytest
+
+from chain_model import sha256d
+from conftest import import_pbk, run_cli
+
+pbk = import_pbk()
+
+from test_replay_datadir import FIELDS, core_datadir  # noqa: E402
+from test_serve import REGTEST_MAGIC, Server, compact_size  # noqa: E402
+from test_swiftsync_coins import gen_blocks  # noqa: E402
+
+BELOW_TIP = 15  # the hints are for the tip less this: the classic engine connects the rest
+
+
+@pytest.fixture(scope="module")
+def chain(cli, tmp_path_factory):
+    """A datadir Core's engine wrote (160 blocks: those above 100 spend coins), its expected UTXO
+    statistics at the tip, and a hintsfile for height tip - BELOW_TIP."""
+    tmp = tmp_path_factory.mktemp("p2p-swiftsync")
+    blocks = gen_blocks(cli, tmp, 160, seed=23)
+    datadir, height, tip, stats = core_datadir(tmp, blocks, seed=5)
+    n = height - BELOW_TIP
+    cs = tmp / "cs-n"
+    run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", cs, "--stop-height", str(n), "--no-stats")
+    hints = tmp / "chain.hints"
+    run_cli(cli, "hints", "-q", "--chainstate", cs, "--datadir", datadir, "--out", hints)
+    return datadir, height, tip, stats, n, hints
+
+
+def swiftsync(cli, hints, ports, *extra, check=True):
+    args = ["sync", "-q", "--json", "--network", "regtest", "--swiftsync", hints, "--timeout", "5", "--window", "4",
+            "--assumevalid", "0", *extra]
+    for p in ports:
+        args += ["--connect", f"127.0.0.1:{p}"]
+    return run_cli(cli, *args, check=check)
+
+
+def assert_core_utxo_set(got, height, tip, stats):
+    assert got["swiftsync"]["ok"], got
+    assert (got["height"], got["bestblock"]) == (height, tip)
+    for k in FIELDS:
+        assert got[k] == stats[k], k
+
+
+@pytest.mark.parametrize("peers", [1, 2, 4])
+def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers):
+    datadir, height, tip, stats, n, hints = chain
+    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
+    try:
+        got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        counters = [s.stop()[0] for s in servers]
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["swiftsync_height"] == n and got["continuation"]["blocks"] == BELOW_TIP
+    assert got["script_checked_inputs"] > 0 and got["script_checks_from_height"] == 1
+    assert len(got["peers"]) == peers and all(p["dropped"] is None for p in got["peers"])
+    assert sum(p["blocks"] for p in got["peers"]) == n and got["spent_bytes"] > 0
+    assert sum(c["bspent_sent"] for c in counters) == n
+    if peers > 1:
+        assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
+    # The chainstate stays: the classic sync resumes from it (nothing left to do).
+    again = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{Server(cli, '--datadir', datadir).port}",
+                               "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
+    assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
+
+
+def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
+    """A blocks directory has no rev data: serve announces no BIP 455, and the sync says so."""
+    datadir, _, _, _, _, hints = chain
+    server = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    try:
+        r = swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        server.stop()
+    assert r.returncode == 1 and "no peer serves spent coins (BIP 455)" in r.stderr, r.stderr
+    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir())
+
+
+# ---- hostile peers: a proxy in front of an honest `serve` that changes what it forwards ----------
+
+def encode_compact_size(n):
+    if n < 0xfd:
+        return bytes([n])
+    if n <= 0xffff:
+        return b"\xfd" + struct.pack("<H", n)
+    if n <= 0xffffffff:
+        return b"\xfe" + struct.pack("<I", n)
+    return b"\xff" + struct.pack("<Q", n)
+
+
+SCRIPT_BODY = {1: 20, 2: 32, 3: 32, 4: 64, 5: 20, 6: 32, 7: 20, 8: 32}
+
+
+def parse_bspent(payload):
+    """(hash bytes, [[index, code, script bytes as sent, compressed amount]])."""
+    count, pos = compact_size(payload, 32)
+    coins = []
+    for _ in range(count):
+        index, code = struct.unpack_from("<II", payload, pos)
+        start = pos = pos + 8
+        prefix = payload[pos]
+        if prefix == 0:
+            size, pos = compact_size(payload, pos + 1)
+            pos += size
+        else:
+            pos += 1 + SCRIPT_BODY[prefix]
+        script = payload[start:pos]
+        amount, pos = compact_size(payload, pos)
+        coins.append([index, code, bytes(script), amount])
+    return payload[:32], coins
+
+
+def encode_bspent(block_hash, coins):
+    out = block_hash + encode_compact_size(len(coins))
+    for index, code, script, amount in coins:
+        out += struct.pack("<II", index, code) + script + encode_compact_size(amount)
+    return out
+
+
+def flip_script(script):
+    return script[:-1] + bytes([script[-1] ^ 1])
+
+
+LIES = {
+    "amount": lambda c: c[0].__setitem__(3, c[0][3] + 10),
+    "amount lowered": lambda c: c[0].__setitem__(3, 1),
+    "height": lambda c: c[0].__setitem__(1, c[0][1] + 2),
+    "coinbase flag": lambda c: c[0].__setitem__(1, c[0][1] ^ 1),
+    "script": lambda c: c[0].__setitem__(2, flip_script(c[0][2])),
+    "left out": lambda c: c.pop(0),
+    "added": lambda c: c.append([c[-1][0] + 1000, c[-1][1], c[-1][2], c[-1][3]]),
+}
+
+
+class LyingProxy:
+    """Listens on a loopback port; each connection goes to the honest server at `upstream`, and
+    what comes back passes through `lie(command, payload)` (a payload, or None to withhold it)."""
+
+    def __init__(self, upstream, lie):
+        self.upstream, self.lie, self.lies = upstream, lie, 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                down, _ = self.sock.accept()
+            except OSError:
+                return
+            up = socket.create_connection(("127.0.0.1", self.upstream))
+            threading.Thread(target=self._pipe, args=(down, up, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(up, down, True), daemon=True).start()
+
+    def _pipe(self, src, dst, lying):
+        buf = b""
+        try:
+            while True:
+                chunk = src.recv(1 << 20)
+                if not chunk:
+                    break
+                if not lying:
+                    dst.sendall(chunk)
+                    continue
+                buf += chunk
+                while len(buf) >= 24:
+                    (length,) = struct.unpack_from("<I", buf, 16)
+                    if len(buf) < 24 + length:
+                        break
+                    command = buf[4:16].rstrip(b"\0").decode()
+                    payload = buf[24:24 + length]
+                    buf = buf[24 + length:]
+                    changed = self.lie(command, payload)
+                    if changed is None:
+                        self.lies += 1
+                        continue
+                    if changed != payload:
+                        self.lies += 1
+                    dst.sendall(REGTEST_MAGIC + command.encode().ljust(12, b"\0") + struct.pack("<I", len(changed)) +
+                                sha256d(changed)[:4] + changed)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def coin_lie(name):
+    def lie(command, payload):
+        if command != "bspent":
+            return payload
+        block_hash, coins = parse_bspent(payload)
+        if not coins:
+            return payload
+        LIES[name](coins)
+        return encode_bspent(block_hash, coins)
+    return lie
+
+
+def malformed_bspent(command, payload):
+    return payload[:-1] if command == "bspent" and len(payload) > 33 else payload
+
+
+def mutated_block(command, payload):
+    # A byte of the last transaction's lock time: the header (and so the hash asked for) is kept.
+    return payload[:-1] + bytes([payload[-1] ^ 1]) if command == "block" and len(payload) > 200 else payload
+
+
+def withheld_block(command, payload):
+    return None if command == "block" and len(payload) > 200 else payload
+
+
+HOSTILE = {**{f"coin {k}": coin_lie(k) for k in LIES}, "malformed bspent": malformed_bspent, "mutated block": mutated_block,
+           "withheld block": withheld_block}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli, chain, tmp_path, name):
+    datadir, height, tip, stats, _, hints = chain
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    liar = LyingProxy(upstream.port, HOSTILE[name])
+    try:
+        got = json.loads(swiftsync(cli, hints, [liar.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        liar.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert liar.lies > 0, "the liar served blocks with spent coins"
+    lying, fair = got["peers"]
+    assert lying["address"] == f"127.0.0.1:{liar.port}" and lying["dropped"], got["peers"]
+    assert fair["dropped"] is None
+    assert any(f"127.0.0.1:{liar.port}" in note for note in got["notes"]), got["notes"]
+
+
+@pytest.mark.parametrize("name", ["coin amount", "coin left out", "malformed bspent", "withheld block"])
+def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, tmp_path, name):
+    datadir, _, _, _, _, hints = chain
+    upstream = Server(cli, "--datadir", datadir)
+    liar = LyingProxy(upstream.port, HOSTILE[name])
+    try:
+        r = swiftsync(cli, hints, [liar.port], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        liar.close()
+        upstream.stop()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "ibdkit: error:" in r.stderr and ("no peer is left" in r.stderr or "did not balance" in r.stderr
+                                             or "aggregates differ" in r.stderr), r.stderr
+    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"

@@ -1,0 +1,85 @@
+// SwiftSync from P2P peers, then the classic sync to their tip (include/ibdkit/run/swiftsync_sync.h).
+#include <ibdkit/run/swiftsync_sync.h>
+
+#include "engine/header_file.h"
+#include "run/scratch_dir.h"
+#include "swiftsync/check_peers.h"
+#include "wire/peer.h"
+
+namespace ibdkit::run {
+
+namespace {
+
+/// The classic sync from the chainstate SwiftSync wrote at n to the tip of the first peer that
+/// still serves.
+Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeersResult& r)
+{
+    SyncOptions so = *o.continuation;
+    const std::string* peer = nullptr;
+    for (const PeerSummary& p : r.peers) {
+        if (p.dropped.empty()) {
+            peer = &p.address;
+            break;
+        }
+    }
+    if (!peer) return Error{Errc::NotFound, "no peer is left to continue from height " + std::to_string(r.swiftsync.height)};
+    auto hp = SplitHostPort(*peer, GetChainParams(o.chain).default_port);
+    so.host = hp->first;
+    so.port = hp->second;
+    so.chain = o.chain;
+    so.chainstate = o.swiftsync.chainstate;
+    so.policy = o.swiftsync.policy;
+    so.threads = o.swiftsync.threads;
+    so.dbcache_mib = o.swiftsync.dbcache_mib;
+    so.assumevalid = o.swiftsync.assumevalid;
+    so.skip_scripts = o.swiftsync.skip_scripts;
+    so.statistics = o.statistics;
+    return Sync(so);
+}
+
+} // namespace
+
+Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
+{
+    swiftsync::SwiftSyncOptions& o = options.swiftsync;
+    std::optional<ScratchDir> temporary;
+    if (o.chainstate.empty()) {
+        auto made = ScratchDir::Make("sync");
+        if (!made) return made.error();
+        o.chainstate = temporary.emplace(std::move(*made)).Path();
+    }
+    swiftsync::PeersRun peers;
+    peers.connect = options.connect;
+    peers.chain = options.chain;
+    peers.fetch.timeout = options.timeout;
+    peers.fetch.window = options.window;
+    auto r = swiftsync::SwiftSyncFromPeers(o, peers);
+    if (!r) return r.error();
+    SwiftSyncPeersResult out;
+    out.swiftsync = std::move(r->run);
+    for (const auto& p : r->peers) out.peers.push_back(PeerSummary{p.address, p.user_agent, p.blocks, p.block_bytes, p.spent_bytes, p.dropped});
+    out.unreachable = std::move(r->unreachable);
+    out.notes = std::move(r->notes);
+    out.spent_bytes = r->spent_bytes;
+    out.header_height = r->headers ? r->headers->Height() : 0;
+    if (out.swiftsync.verdict.ok) {
+        // The header chain beside the coins: what a resumed classic sync starts from.
+        if (auto e = engine::PersistHeaders(*r->headers, o.chainstate / HEADERS_FILE, 1)) {
+            return Error{Errc::Io, "writing the headers beside the chainstate: " + *e};
+        }
+        if (options.continuation) {
+            auto c = Continue(options, out);
+            if (!c) return c.error();
+            out.continuation = std::move(*c);
+            if (out.continuation->utxo) out.utxo = out.continuation->utxo;
+        } else if (options.statistics) {
+            auto s = StatsOf(o.chainstate);
+            if (!s) return s.error();
+            out.utxo = *s;
+        }
+    }
+    out.peak_rss_bytes = PeakRssBytes();
+    return out;
+}
+
+} // namespace ibdkit::run

@@ -1,0 +1,271 @@
+// SwiftSync over P2P (swiftsync/check_peers.h).
+#include "swiftsync/check_peers.h"
+
+#include <ibdkit/threads.h>
+
+#include "common/task_pool.h"
+#include "swiftsync/block_walk.h"
+#include "swiftsync/coins_block.h"
+#include "swiftsync/range_internal.h"
+#include "swiftsync/replay_internal.h"
+#include "swiftsync/spent_coins.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace ibdkit::swiftsync {
+
+namespace {
+
+/// CheckBlock's and ContextualCheckBlock's reasons for a block whose transactions are not those
+/// its header commits to (Core's IsBlockMutated): the sender's fault, never the block's.
+constexpr std::array<std::string_view, 5> MUTATED_REASONS{"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size",
+                                                          "bad-witness-merkle-match", "unexpected-witness"};
+
+/// The check of the blocks the fetcher hands over, in height order, with a peer caught
+/// misbehaving dropped and its block asked for again.
+class PeerCheck {
+public:
+    PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, const CoinsBlockRules& rules, const CheckRangeOptions& options,
+              PeersRunResult& out)
+        : m_fetcher(fetcher), m_headers(headers), m_rules(rules), m_options(options), m_out(out)
+    {}
+
+    Result<Partial> Run(uint32_t n)
+    {
+        const unsigned threads = ResolveThreads(m_options.threads);
+        TaskPool pool(threads > 1 ? threads - 1 : 0);
+        Partial partial;
+        partial.from = 1;
+        partial.to = n;
+        partial.mode = AggregateMode::Coins;
+        std::vector<FetchedBlock> batch;
+        std::vector<BlockOutcome> outcomes;
+        m_agg_in.assign(std::size_t(n) + 1, Aggregate{});
+        m_peer_of.assign(std::size_t(n) + 1, NO_PEER);
+        for (uint32_t h = 1; h <= n;) {
+            batch.clear();
+            auto first = m_fetcher.Take(h);
+            if (!first) return first.error();
+            std::size_t bytes = first->block.size();
+            batch.push_back(std::move(*first));
+            while (h + batch.size() <= n && batch.size() < BATCH_BLOCKS && bytes < BATCH_BYTES) {
+                auto more = m_fetcher.TryTake(h + uint32_t(batch.size()));
+                if (!more) break;
+                bytes += more->block.size();
+                batch.push_back(std::move(*more));
+            }
+            outcomes.assign(batch.size(), BlockOutcome{});
+            pool.Run(batch.size(), [&](std::size_t i) { outcomes[i] = CheckOne(batch[i]); });
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (auto e = Settle(batch[i], outcomes[i])) return *e;
+                m_block_bytes += batch[i].block.size();
+                m_out.spent_bytes += batch[i].spent_bytes;
+                m_agg_in[h + i] = outcomes[i].partial.agg_in;
+                m_peer_of[h + i] = batch[i].peer;
+                if (auto e = MergeBlock(partial, outcomes[i].partial, m_options)) {
+                    if (e->code == Errc::Ok) return partial; // refused: the verdict says so
+                    return *e;
+                }
+            }
+            h += uint32_t(batch.size());
+            m_through.push_back(m_block_bytes);
+            m_through_height.push_back(h - 1);
+            if (m_options.progress) m_options.progress(h - 1, n);
+        }
+        if (partial.agg_in != partial.agg_out) {
+            if (auto e = FindLiar(partial, n)) return *e;
+        }
+        return partial;
+    }
+
+    /// The bytes of blocks 1..h (h a height a progress call named).
+    uint64_t BytesThrough(uint32_t h) const
+    {
+        auto it = std::lower_bound(m_through_height.begin(), m_through_height.end(), h);
+        return it == m_through_height.end() ? m_block_bytes : m_through[std::size_t(it - m_through_height.begin())];
+    }
+
+private:
+    BlockOutcome CheckOne(FetchedBlock& f) const
+    {
+        auto block = DecodeBlockMessage(f.block.uchars());
+        if (!block) {
+            BlockOutcome out;
+            out.error = Error{block.error().code, "its block does not decode: " + block.error().message};
+            out.coins_unfit = true;
+            return out;
+        }
+        const BlockHash& hash = m_headers.Hash(int(f.height));
+        return m_rules.Check(*block, f.height, hash, [&](const Block& b) -> Result<BlockUndo> {
+            auto undo = BlockUndoFromBspent(f.spent, b);
+            if (!undo) return Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
+            return undo;
+        });
+    }
+
+    /// Why the block's outcome is the sending peer's fault, or nullopt.
+    static std::optional<std::string> PeerFault(const BlockOutcome& o)
+    {
+        if (o.coins_unfit) return o.error->message;
+        if (!o.partial.failure) return std::nullopt;
+        const std::string& reason = o.partial.failure->reason;
+        if (o.refused_on_coins) return "its spent coins fail " + reason;
+        if (std::find(MUTATED_REASONS.begin(), MUTATED_REASONS.end(), reason) != MUTATED_REASONS.end()) return "a mutated block (" + reason + ")";
+        return std::nullopt;
+    }
+
+    /// Drops peers and fetches `f` again until its outcome is no peer's fault, or no peer is left
+    /// (then a refusal on the coins stands: every peer's coins failed the same block).
+    std::optional<Error> Settle(FetchedBlock& f, BlockOutcome& out)
+    {
+        while (auto why = PeerFault(out)) {
+            const std::string what = "block " + m_headers.Hash(int(f.height)).ToHex() + " at height " + std::to_string(f.height) + ": " + *why;
+            m_fetcher.DropAndRefetch(f.peer, what, f.height);
+            const bool refusal = out.refused_on_coins;
+            auto again = m_fetcher.Take(f.height);
+            if (!again) {
+                if (refusal) return std::nullopt;
+                return again.error();
+            }
+            f = std::move(*again);
+            out = CheckOne(f);
+        }
+        return out.error;
+    }
+
+    /// The spent coins did not balance: for each peer that served some, its blocks' coins asked
+    /// for again from the others; where the aggregate then balances, that peer lied: it is dropped
+    /// and the others' coins kept. One lying peer is found this way; when none is, the aggregate
+    /// stays unbalanced and the verdict refuses the run.
+    std::optional<Error> FindLiar(Partial& partial, uint32_t n)
+    {
+        for (std::size_t p = 0; p < m_out.peers.size(); ++p) {
+            std::vector<uint32_t> served;
+            for (uint32_t h = 1; h <= n; ++h) {
+                if (m_peer_of[h] == p) served.push_back(h);
+            }
+            if (served.empty() || !m_fetcher.OthersAlive(p)) continue;
+            Aggregate agg_in = partial.agg_in;
+            std::vector<std::pair<Aggregate, std::size_t>> again;
+            bool complete = true;
+            for (uint32_t h : served) {
+                m_fetcher.AskOthers(h, p);
+                auto f = m_fetcher.Take(h);
+                if (!f) return f.error();
+                BlockOutcome out = CheckOne(*f);
+                if (PeerFault(out) || out.error || out.partial.failure) {
+                    complete = false; // the other peer's copy is no better: no verdict on p from it
+                    break;
+                }
+                agg_in -= m_agg_in[h];
+                agg_in += out.partial.agg_in;
+                again.emplace_back(out.partial.agg_in, f->peer);
+                m_out.spent_bytes += f->spent_bytes;
+            }
+            if (!complete || agg_in != partial.agg_out) continue;
+            const std::string why = "its spent coins for " + std::to_string(served.size()) +
+                                    " blocks did not balance BIP 457's aggregate; the other peers' coins for them do";
+            m_fetcher.Drop(p, why);
+            for (std::size_t i = 0; i < served.size(); ++i) {
+                m_agg_in[served[i]] = again[i].first;
+                m_peer_of[served[i]] = again[i].second;
+            }
+            partial.agg_in = agg_in;
+            return std::nullopt;
+        }
+        return std::nullopt;
+    }
+
+    BlockFetcher& m_fetcher;
+    const HeaderChain& m_headers;
+    const CoinsBlockRules& m_rules;
+    const CheckRangeOptions& m_options;
+    PeersRunResult& m_out;
+    uint64_t m_block_bytes{0};
+    std::vector<Aggregate> m_agg_in;     ///< each height's spent side, as accepted
+    std::vector<std::size_t> m_peer_of;  ///< the peer whose coins each height was checked with
+    std::vector<uint64_t> m_through;
+    std::vector<uint32_t> m_through_height;
+};
+
+} // namespace
+
+Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const PeersRun& peers)
+{
+    SwiftSyncOptions o = options;
+    o.threads = ResolveThreads(o.threads);
+    o.mode = AggregateMode::Coins;
+    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
+        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
+    }
+    if (peers.connect.empty()) return Error{Errc::InvalidValue, "give at least one peer to sync from"};
+    const auto t0 = std::chrono::steady_clock::now();
+    auto hints = Hints::Read(o.hints);
+    if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
+    const ChainParams& params = GetChainParams(peers.chain);
+    PeersRunResult out;
+    auto connected = ConnectPeers(peers.connect, params, o.policy, peers.fetch.timeout, peers.fetch.interrupt, out.unreachable);
+    if (!connected) return connected.error();
+    auto headers = DownloadHeaders(*connected, params, peers.fetch.timeout, out.notes);
+    if (!headers) return headers.error();
+    out.headers.emplace(std::move(*headers));
+    const uint32_t n = hints->height();
+    if (n < 1 || int64_t(n) > int64_t(out.headers->Height())) {
+        return Error{Errc::InvalidValue, "the hintsfile is for height " + std::to_string(n) + ", the peers' headers reach height " +
+                                             std::to_string(out.headers->Height())};
+    }
+    // Only peers that serve spent coins take part; the others may still serve the classic rest.
+    std::vector<ConnectedPeer> serving;
+    for (ConnectedPeer& p : *connected) {
+        if (p.peer->info().HasFeature(FEATURE_BLOCK_SPENT_COINS_V1)) {
+            PeerReport r;
+            r.address = p.address;
+            r.user_agent = p.peer->info().version.user_agent;
+            out.peers.push_back(std::move(r));
+            serving.push_back(std::move(p));
+        } else {
+            out.unreachable.push_back(p.address + ": does not serve spent coins (no BIP 434 feature blockspentcoinsv1)");
+        }
+    }
+    if (serving.empty()) {
+        std::string why;
+        for (const std::string& u : out.unreachable) why += (why.empty() ? "" : "; ") + u;
+        return Error{Errc::NotFound, "no peer serves spent coins (BIP 455) for SwiftSync: " + why};
+    }
+    BlockFetcher fetcher(std::move(serving), *out.headers, 1, n, peers.fetch);
+    std::optional<SaltedHasher> hasher;
+    std::optional<CoinsBlockRules> rules;
+    std::optional<PeerCheck> check;
+    ChainRun run;
+    run.chain = peers.chain;
+    run.headers = &*out.headers;
+    run.hints = &*hints;
+    run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
+        rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
+        check.emplace(fetcher, *out.headers, *rules, ro, out);
+        return check->Run(n);
+    };
+    run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };
+    auto res = CheckAndWrite(o, run);
+    if (!res) return res.error();
+    out.run = std::move(*res);
+    out.run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto reports = fetcher.Reports();
+    for (std::size_t i = 0; i < reports.size() && i < out.peers.size(); ++i) {
+        out.peers[i] = reports[i];
+        if (!reports[i].dropped.empty()) out.notes.push_back("dropped " + reports[i].address + ": " + reports[i].dropped);
+    }
+    if (!out.run.verdict.ok && out.run.verdict.reason.find("aggregate") != std::string::npos) {
+        std::string served;
+        for (const PeerReport& r : out.peers) {
+            if (r.blocks) served += (served.empty() ? "" : ", ") + r.address;
+        }
+        out.notes.push_back("the spent coins did not balance: at least one of the peers that served them lied (" + served +
+                            "); no chainstate was written");
+    }
+    return out;
+}
+
+} // namespace ibdkit::swiftsync

@@ -1,0 +1,50 @@
+// src/swiftsync/check_peers.h (internal) — SwiftSync over P2P (BIP 457's default path): blocks 1..n
+// with their spent coins from several peers (peer_fetch.h), each block checked in coins mode on
+// every thread as a datadir's block is (coins_block.h), the aggregate over the whole range, and the
+// hinted-unspent coins written as the chainstate at n (replay.cpp's sort and bulk load).
+//
+// The peers are untrusted. A block that does not decode or is mutated (its merkle root or witness
+// commitment does not match its header), spent coins that do not fit the block, and spent coins
+// that fail a rule reading them (amounts, maturity, scripts, …) are the serving peer's: it is
+// dropped and the block asked for from another peer. When every peer's coins fail the same rule the
+// block stays refused. Whether the coins are the right ones at all, only the aggregate tells at the
+// end: an imbalance refuses the run (no chainstate is written) and names the peers that served coins.
+#pragma once
+
+#include <ibdkit/consensus/header_chain.h>
+#include <ibdkit/error.h>
+#include <ibdkit/swiftsync/replay.h>
+
+#include "swiftsync/peer_fetch.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibdkit::swiftsync {
+
+struct PeersRun {
+    std::vector<std::string> connect; ///< HOST[:PORT] of each peer
+    ChainType chain{ChainType::REGTEST};
+    FetchOptions fetch;
+};
+
+struct PeersRunResult {
+    SwiftSyncResult run;              ///< block_bytes: the blocks' bytes as they arrived
+    std::vector<PeerReport> peers;    ///< every peer that completed the handshake
+    std::vector<std::string> unreachable; ///< peers left out before the download, with why
+    std::vector<std::string> notes;   ///< what the run found wrong with peers (headers, dropped peers)
+    uint64_t spent_bytes{0};          ///< `bspent` payload bytes received for the blocks checked
+    std::optional<HeaderChain> headers; ///< the peers' header chain (all of it, also above n)
+};
+
+/// Runs SwiftSync over `peers.connect` into `options.chainstate` (coins mode; options.datadir,
+/// blocks_dir and mode are ignored). The hintsfile's height n must be on the peers' header chain.
+/// A refused history is not an error (result.run.verdict says why). Errors: no peer reachable or
+/// serving BIP 455 (Errc::NotFound, naming each peer's reason), a hintsfile above the peers'
+/// headers (Errc::InvalidValue), no peer left for a block (Errc::NotFound), the chainstate's
+/// (as SwiftSyncReplay's).
+Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const PeersRun& peers);
+
+} // namespace ibdkit::swiftsync

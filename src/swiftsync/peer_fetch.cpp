@@ -1,0 +1,363 @@
+// SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h).
+#include "swiftsync/peer_fetch.h"
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+namespace ibdkit::swiftsync {
+
+Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& addresses, const ChainParams& params, PolicyId policy,
+                                                std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
+                                                std::vector<std::string>& failed)
+{
+    std::vector<ConnectedPeer> peers;
+    std::random_device rd;
+    for (const std::string& a : addresses) {
+        auto hp = SplitHostPort(a, params.default_port);
+        if (!hp) return Error{Errc::InvalidValue, "peer address '" + a + "' is not HOST, HOST:PORT or [IPv6]:PORT"};
+        auto socket = Socket::Connect(hp->first, hp->second, timeout, interrupt);
+        if (!socket) {
+            failed.push_back(a + ": " + socket.error().message);
+            continue;
+        }
+        auto peer = std::make_unique<Peer>(std::move(*socket), params, policy, interrupt);
+        const uint64_t nonce = (uint64_t(rd()) << 32 | rd()) | 1;
+        if (auto e = peer->Handshake(0, timeout, nonce, FEATURE_NEGOTIATION_VERSION)) {
+            failed.push_back(a + ": " + e->message);
+            continue;
+        }
+        peers.push_back(ConnectedPeer{a, std::move(peer)});
+    }
+    return peers;
+}
+
+namespace {
+
+/// getheaders from `peer` onto `chain` until a short answer; why the peer added nothing more, or
+/// nullopt when it reached its tip.
+std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout)
+{
+    for (;;) {
+        LocatorMessage loc;
+        loc.locator = MakeLocator(chain.Hashes());
+        if (auto e = peer.Send("getheaders", EncodeLocator(loc), timeout)) return e->message;
+        const auto deadline = NetClock::now() + timeout;
+        std::optional<std::vector<BlockHeader>> got;
+        while (!got) {
+            auto m = peer.Receive(deadline);
+            if (!m) return m.error().message;
+            if (m->command != "headers") continue;
+            auto h = DecodeHeaders(Peer::Bytes(*m));
+            if (!h) return "a malformed headers message: " + h.error().message;
+            got = std::move(*h);
+        }
+        if (got->empty()) return std::nullopt;
+        if (got->size() > MAX_HEADERS_RESULTS) return "a headers message of " + std::to_string(got->size()) + " headers";
+        // An answer may start below our tip where the peer's chain is ours (the locator's step).
+        std::size_t i = 0;
+        while (i < got->size()) {
+            const BlockHash hash = (*got)[i].GetHash();
+            auto known = chain.HeightOf(hash);
+            if (!known) break;
+            ++i;
+        }
+        if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
+            return "its headers fork from the chain held at " + (*got)[i].hash_prev_block.ToHex() + " (kept the first chain)";
+        }
+        for (; i < got->size(); ++i) {
+            if (auto why = chain.Append((*got)[i])) return *why;
+        }
+        if (got->size() < MAX_HEADERS_RESULTS) return std::nullopt;
+    }
+}
+
+} // namespace
+
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
+                                    std::vector<std::string>& notes)
+{
+    HeaderChain chain(params);
+    for (ConnectedPeer& p : peers) {
+        if (auto why = HeadersFrom(*p.peer, chain, timeout)) notes.push_back(p.address + ": headers: " + *why);
+    }
+    const arith_uint256 minimum = UintToArith256(params.consensus.minimum_chain_work);
+    if (chain.ChainWork().back() < minimum) {
+        return Error{Errc::Refused, "the peers' header chain (height " + std::to_string(chain.Height()) +
+                                        ") has less work than the network's minimum chain work: Core would not sync it"};
+    }
+    return chain;
+}
+
+struct BlockFetcher::State {
+    const HeaderChain& headers;
+    const uint32_t from, to;
+    const FetchOptions o;
+    std::vector<ConnectedPeer> peers;
+
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    /// Heights handed back, asked for first, each with a peer not to ask (NO_PEER: any).
+    std::deque<std::pair<uint32_t, std::size_t>> retry;
+    uint32_t next;                              ///< the lowest height never handed out
+    std::map<uint32_t, FetchedBlock> ready;     ///< arrived, not taken
+    std::size_t ready_bytes{0};
+    std::vector<PeerReport> reports;
+    std::vector<bool> alive;
+    bool stop{false};
+    std::vector<std::thread> threads;
+
+    State(std::vector<ConnectedPeer> p, const HeaderChain& h, uint32_t f, uint32_t t, FetchOptions opts)
+        : headers(h), from(f), to(t), o(opts), peers(std::move(p)), next(f)
+    {
+        reports.resize(peers.size());
+        alive.assign(peers.size(), true);
+        for (std::size_t i = 0; i < peers.size(); ++i) {
+            reports[i].address = peers[i].address;
+            reports[i].user_agent = peers[i].peer->info().version.user_agent;
+        }
+    }
+
+    bool Interrupted() const { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
+
+    /// Whether a live peer may still be asked for h (not the one a retry of h avoids). Under mu.
+    bool AnyAliveFor(uint32_t h) const
+    {
+        std::size_t avoid = NO_PEER;
+        for (const auto& [height, peer] : retry) {
+            if (height == h) avoid = peer;
+        }
+        for (std::size_t p = 0; p < alive.size(); ++p) {
+            if (alive[p] && p != avoid) return true;
+        }
+        return false;
+    }
+
+    /// Up to `window` heights for peer p, waiting while there are none; empty when the run stops.
+    std::vector<uint32_t> Claim(std::size_t p)
+    {
+        std::unique_lock lk(mu);
+        std::vector<uint32_t> got;
+        while (got.empty()) {
+            if (stop || !alive[p] || Interrupted()) return got;
+            for (auto it = retry.begin(); it != retry.end() && got.size() < o.window;) {
+                if (it->second == p) {
+                    ++it;
+                    continue;
+                }
+                got.push_back(it->first);
+                it = retry.erase(it);
+            }
+            while (next <= to && got.size() < o.window && ready_bytes < o.max_ahead_bytes) got.push_back(next++);
+            if (got.empty()) cv.wait_for(lk, std::chrono::milliseconds(100));
+        }
+        return got;
+    }
+
+    void Deliver(std::size_t p, FetchedBlock&& b)
+    {
+        std::lock_guard lk(mu);
+        PeerReport& r = reports[p];
+        ++r.blocks;
+        r.block_bytes += b.block.size();
+        r.spent_bytes += b.spent_bytes;
+        ready_bytes += b.block.size();
+        ready.emplace(b.height, std::move(b));
+        cv.notify_all();
+    }
+
+    /// Peer p is gone: its unfinished heights go back, lowest first.
+    void Fail(std::size_t p, const std::string& why, const std::vector<uint32_t>& unfinished)
+    {
+        std::lock_guard lk(mu);
+        for (auto it = unfinished.rbegin(); it != unfinished.rend(); ++it) retry.emplace_front(*it, NO_PEER);
+        DropLocked(p, why);
+    }
+
+    /// Peer p serves no more (its thread hands back what it holds as it ends). Under mu.
+    void DropLocked(std::size_t p, const std::string& why)
+    {
+        if (alive[p]) {
+            alive[p] = false;
+            reports[p].dropped = why;
+            ::shutdown(peers[p].peer->socket().fd(), SHUT_RDWR);
+        }
+        cv.notify_all();
+    }
+
+    /// Asks peer p for `heights` and waits for every block and `bspent`; why not, or nullopt.
+    std::optional<std::string> FetchWindow(std::size_t p, const std::vector<uint32_t>& heights, std::vector<uint32_t>& unfinished)
+    {
+        Peer& peer = *peers[p].peer;
+        const bool witness = peer.info().version.services & NODE_WITNESS;
+        std::unordered_map<BlockHash, uint32_t, Uint256Hasher> asked;
+        std::vector<Inv> invs;
+        for (uint32_t h : heights) {
+            const BlockHash& hash = headers.Hash(int(h));
+            asked.emplace(hash, h);
+            invs.push_back(Inv{witness ? MSG_WITNESS_BLOCK : MSG_BLOCK, hash.ToUint256()});
+        }
+        if (auto e = peer.Send("getdata", EncodeInv(invs), o.timeout)) return e->message;
+        for (uint32_t h : heights) {
+            if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(h)), 0}), o.timeout)) return e->message;
+        }
+        std::unordered_map<uint32_t, FetchedBlock> partial;
+        unfinished = heights;
+        auto deadline = NetClock::now() + o.timeout;
+        while (!unfinished.empty()) {
+            auto m = peer.Receive(deadline);
+            if (!m) {
+                if (m.error().code == NetErrc::Timeout) return "stalled: nothing asked for within " + std::to_string(o.timeout.count() / 1000) + " s";
+                return m.error().message;
+            }
+            const auto payload = Peer::Bytes(*m);
+            std::optional<uint32_t> height;
+            if (m->command == "block") {
+                if (payload.size() < 80) return "a block message of " + std::to_string(payload.size()) + " bytes";
+                auto it = asked.find(HeaderFromBytes(payload.first<80>()).GetHash());
+                if (it == asked.end()) continue; // not asked for: ignored, as Core ignores it
+                FetchedBlock& f = partial[it->second];
+                if (f.block.size()) return "sent block " + it->first.ToHex() + " twice";
+                f.block = std::move(m->payload);
+                height = it->second;
+            } else if (m->command == "bspent") {
+                auto b = DecodeBspent(payload);
+                if (!b) return "a malformed bspent: " + b.error().message;
+                auto it = asked.find(b->block_hash);
+                if (it == asked.end()) return "a bspent for block " + b->block_hash.ToHex() + ", which was not asked for";
+                FetchedBlock& f = partial[it->second];
+                if (f.spent_bytes) return "sent the bspent of block " + it->first.ToHex() + " twice";
+                f.spent = std::move(*b);
+                f.spent_bytes = std::max<std::size_t>(payload.size(), 1);
+                height = it->second;
+            } else if (m->command == "notfound") {
+                return "answered notfound for blocks it was asked for";
+            } else {
+                continue;
+            }
+            deadline = NetClock::now() + o.timeout;
+            FetchedBlock& f = partial[*height];
+            if (f.block.size() && f.spent_bytes) {
+                f.height = *height;
+                f.peer = p;
+                Deliver(p, std::move(f));
+                partial.erase(*height);
+                std::erase(unfinished, *height);
+            }
+        }
+        return std::nullopt;
+    }
+
+    void Run(std::size_t p)
+    {
+        std::vector<uint32_t> unfinished;
+        for (;;) {
+            auto heights = Claim(p);
+            if (heights.empty()) break;
+            if (auto why = FetchWindow(p, heights, unfinished)) {
+                Fail(p, *why, unfinished);
+                return;
+            }
+        }
+    }
+};
+
+BlockFetcher::BlockFetcher(std::vector<ConnectedPeer> peers, const HeaderChain& headers, uint32_t from, uint32_t to, FetchOptions options)
+    : m_state(std::make_unique<State>(std::move(peers), headers, from, to, options))
+{
+    for (std::size_t p = 0; p < m_state->peers.size(); ++p) m_state->threads.emplace_back([this, p] { m_state->Run(p); });
+}
+
+BlockFetcher::~BlockFetcher()
+{
+    {
+        std::lock_guard lk(m_state->mu);
+        m_state->stop = true;
+        for (auto& p : m_state->peers) ::shutdown(p.peer->socket().fd(), SHUT_RDWR);
+        m_state->cv.notify_all();
+    }
+    for (auto& t : m_state->threads) t.join();
+}
+
+std::optional<FetchedBlock> BlockFetcher::TryTake(uint32_t h)
+{
+    std::lock_guard lk(m_state->mu);
+    auto it = m_state->ready.find(h);
+    if (it == m_state->ready.end()) return std::nullopt;
+    FetchedBlock b = std::move(it->second);
+    m_state->ready.erase(it);
+    m_state->ready_bytes -= b.block.size();
+    m_state->cv.notify_all();
+    return b;
+}
+
+Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
+{
+    State& s = *m_state;
+    std::unique_lock lk(s.mu);
+    for (;;) {
+        if (auto it = s.ready.find(h); it != s.ready.end()) {
+            FetchedBlock b = std::move(it->second);
+            s.ready.erase(it);
+            s.ready_bytes -= b.block.size();
+            s.cv.notify_all();
+            return b;
+        }
+        if (s.Interrupted()) return Error{Errc::Io, "interrupted"};
+        if (!s.AnyAliveFor(h)) {
+            std::string why;
+            for (const PeerReport& r : s.reports) why += (why.empty() ? "" : "; ") + r.address + ": " + r.dropped;
+            return Error{Errc::NotFound, "no peer is left to give block " + s.headers.Hash(int(h)).ToHex() + " at height " +
+                                             std::to_string(h) + " and its spent coins (" + why + ")"};
+        }
+        s.cv.wait_for(lk, std::chrono::milliseconds(100));
+    }
+}
+
+void BlockFetcher::DropAndRefetch(std::size_t p, const std::string& why, uint32_t h, std::size_t avoid)
+{
+    State& s = *m_state;
+    std::lock_guard lk(s.mu);
+    s.retry.emplace_front(h, avoid);
+    s.DropLocked(p, why);
+}
+
+void BlockFetcher::Drop(std::size_t p, const std::string& why)
+{
+    State& s = *m_state;
+    std::lock_guard lk(s.mu);
+    s.DropLocked(p, why);
+}
+
+void BlockFetcher::AskOthers(uint32_t h, std::size_t avoid)
+{
+    State& s = *m_state;
+    std::lock_guard lk(s.mu);
+    s.retry.emplace_back(h, avoid);
+    s.cv.notify_all();
+}
+
+bool BlockFetcher::OthersAlive(std::size_t p) const
+{
+    std::lock_guard lk(m_state->mu);
+    for (std::size_t q = 0; q < m_state->alive.size(); ++q) {
+        if (q != p && m_state->alive[q]) return true;
+    }
+    return false;
+}
+
+std::vector<PeerReport> BlockFetcher::Reports() const
+{
+    std::lock_guard lk(m_state->mu);
+    return m_state->reports;
+}
+
+std::size_t BlockFetcher::PeerCount() const noexcept { return m_state->peers.size(); }
+
+} // namespace ibdkit::swiftsync

@@ -1,0 +1,112 @@
+// src/swiftsync/peer_fetch.h (internal) — SwiftSync over P2P, the network's side: connecting to
+// several peers, their header chain, and each block of 1..n downloaded with its spent coins (BIP
+// 455 `getbspent`/`bspent`) from whichever peer is free, in windows, on a thread per peer.
+//
+// Nothing a peer sends is believed here beyond what the message itself can show: a block must be
+// one that was asked for (its header's hash), a `bspent` must decode and name a block asked for.
+// Whether the block and its coins are right is the checker's to find (check_peers.cpp); it hands a
+// peer it caught back through Drop, and the height goes to another peer. A peer that stalls past
+// the timeout, closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
+// for a height, Take says so. Memory: blocks that arrived ahead of the checker are held up to
+// max_ahead_bytes, beyond which peers are given only heights that were handed back.
+#pragma once
+
+#include <ibdkit/consensus/header_chain.h>
+#include <ibdkit/error.h>
+#include <ibdkit/memory/policy_id.h>
+
+#include "stream/owned_bytes.h"
+#include "wire/peer.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibdkit::swiftsync {
+
+/// One peer of the run, connected and past the handshake.
+struct ConnectedPeer {
+    std::string address; ///< as the user gave it
+    std::unique_ptr<Peer> peer;
+};
+
+/// Connects to each of `addresses` (HOST[:PORT], the network's port by default) and shakes hands
+/// announcing BIP 434 feature negotiation. A peer that cannot be reached or fails the handshake
+/// is left out, with its reason in `failed`; an address that does not parse is an error
+/// (Errc::InvalidValue).
+Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& addresses, const ChainParams& params, PolicyId policy,
+                                                std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
+                                                std::vector<std::string>& failed);
+
+/// The header chain from the peers, each asked in turn with getheaders until its answer is short;
+/// every header checked as Core checks one before asking for its block (HeaderChain::Append). A
+/// peer whose headers fork from the chain already held, or fail a check, adds nothing (its reason
+/// goes to `notes`); a chain below the network's minimum chain work is an error (Errc::Refused).
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
+                                    std::vector<std::string>& notes);
+
+/// A block as it arrived with its spent coins.
+struct FetchedBlock {
+    uint32_t height{0};
+    OwnedBytes block;            ///< the `block` message's payload (its header is the chain's)
+    BspentMessage spent;         ///< the `bspent` message, decoded (it names the block)
+    std::size_t spent_bytes{0};  ///< its payload's size
+    std::size_t peer{0};         ///< which peer sent both (an index into the fetcher's peers)
+};
+
+/// What one peer did in the run.
+struct PeerReport {
+    std::string address, user_agent;
+    uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
+    std::string dropped; ///< why the peer was dropped; empty when it served to the end
+};
+
+struct FetchOptions {
+    std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
+    std::size_t window{16};                ///< heights in flight per peer
+    std::size_t max_ahead_bytes{64 << 20}; ///< arrived blocks not yet taken, at most (roughly)
+    const std::atomic<bool>* interrupt{nullptr};
+};
+
+/// "No peer" where a peer's index is asked for.
+inline constexpr std::size_t NO_PEER = SIZE_MAX;
+
+/// Heights from..to of `headers` from the peers. Take them in increasing order, once each (a
+/// height Drop handed back is taken again).
+class BlockFetcher {
+public:
+    /// Starts a thread per peer. `headers` must outlive the fetcher and hold `to`.
+    BlockFetcher(std::vector<ConnectedPeer> peers, const HeaderChain& headers, uint32_t from, uint32_t to, FetchOptions options);
+    ~BlockFetcher();
+    BlockFetcher(const BlockFetcher&) = delete;
+    BlockFetcher& operator=(const BlockFetcher&) = delete;
+
+    /// Height h with its spent coins, waiting until a peer delivers it. Errc::NotFound when no
+    /// peer is left to ask (the message names the dropped peers' reasons), Errc::Io on
+    /// the interrupt flag.
+    Result<FetchedBlock> Take(uint32_t h);
+    /// As Take, without waiting: nullopt when h has not arrived yet.
+    std::optional<FetchedBlock> TryTake(uint32_t h);
+    /// Drops peer `p` for `why` (its connection closes, its heights go to others) and asks for
+    /// height h again from the peers left (but `avoid`); Take(h) then gives it.
+    void DropAndRefetch(std::size_t p, const std::string& why, uint32_t h, std::size_t avoid = NO_PEER);
+    /// Drops peer `p` for `why`.
+    void Drop(std::size_t p, const std::string& why);
+    /// Asks for height h (taken before) again, from any peer but `avoid`; Take(h) then gives it.
+    void AskOthers(uint32_t h, std::size_t avoid);
+    /// Whether a peer other than `p` is still serving.
+    bool OthersAlive(std::size_t p) const;
+    std::vector<PeerReport> Reports() const;
+    std::size_t PeerCount() const noexcept;
+
+private:
+    struct State;
+    std::unique_ptr<State> m_state;
+};
+
+} // namespace ibdkit::swiftsync
