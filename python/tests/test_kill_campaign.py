@@ -226,6 +226,26 @@ def test_verify_snapshot(cli, base, tmp_path):
     assert rc == 1 and verdict["outpoints_proven"] is True and verdict["ok"] is False, verdict
 
 
+def test_verify_snapshot_coins(cli, tmp_path):
+    """utxo verify-snapshot in coins mode (a datadir Core's engine wrote, its rev files, every script
+    of a signed chain verified on two threads): killed, it leaves no file and changes nothing in the
+    datadir; rerun, the same verdict: the snapshot is the UTXO set at its base block."""
+    from test_replay_datadir import core_datadir, records  # Core's engine (pbk) writes the datadir
+
+    d = tmp_path / "inputs"
+    d.mkdir()
+    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "200", "--target-mb", "2", "--signed", "--no-genesis",
+            "--seed", "12", "--start-time", "1700000000", "-q")
+    datadir, height, tip, _ = core_datadir(d, records(tmp_path / "chain" / "blocks"), seed=5, stats=False)
+    run_cli(cli, "utxo", "snapshot", "--chainstate", datadir / "regtest" / "chainstate", "--out", d / "utxo.snapshot", "-q")
+    (tmp_path / "cwd").mkdir()
+    args = ["utxo", "verify-snapshot", d / "utxo.snapshot", "--datadir", datadir, "--assumevalid", "0", "--threads", "2",
+            "--json", "-q"]
+    rc, verdict = campaign_on_reader(cli, d, tmp_path / "cwd", args, "verify-snapshot coins")
+    assert rc == 0 and verdict["ok"] is True and verdict["mode"] == "coins", verdict
+    assert (verdict["height"], verdict["base"]) == (height, tip) and verdict["script_checked_inputs"] > 0, verdict
+
+
 def test_swiftsync_ranges(cli, base, tmp_path):
     """The swiftsync command (ranges checked apart and combined) writes nothing: killed, it leaves
     no file; rerun, the same verdict."""
