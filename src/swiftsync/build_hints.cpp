@@ -6,13 +6,14 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/consensus/validation.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/utxo/snapshot.h>
 
-#include "common/write_guard.h"
-
+#include "blockfile/checked_read.h"
 #include "common/task_pool.h"
 #include "swiftsync/block_walk.h"
 #include "coins/coins_db_internal.h"
@@ -132,10 +133,11 @@ Result<KeyedSet> KeysOfSnapshot(const fs::path& file, ChainType chain, const Sal
     return s;
 }
 
-// What the walk makes of one block.
+// What the walk makes of one block: its hints, or the rule it breaks.
 struct BlockHints {
     std::vector<uint8_t> encoded;
     uint64_t outputs{0}, unspent{0};
+    std::optional<std::string> broken_rule;
 };
 
 // One build with one salt; `collision` is set when more outputs hit the set than it holds coins.
@@ -161,11 +163,19 @@ Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChai
     }
     auto writer = HintsWriter::Create(o.out, r.height);
     if (!writer) return writer.error();
+    const ConsensusParams& params = GetChainParams(loc.chain).consensus;
     uint64_t hinted = 0;
     auto walked = WalkBlocks<BlockHints>(
         loc, 1, r.height, o.threads, o.progress,
         [&](const Block& block, uint32_t h, const BlockHash& hash) {
             BlockHints out;
+            // A damaged transaction has another txid: checked as every reader checks a block, it is
+            // named as the block it is, not as coins the blocks never create.
+            BlockValidationState state;
+            if (!CheckBlockRules(block, state, params)) {
+                out.broken_rule = state.GetRejectReason();
+                return out;
+            }
             std::vector<uint32_t> unspent;
             ForEachSpendableOutput(block, IsBip30Unspendable(loc.chain, int(h), hash), [&](std::size_t t, uint32_t vout, uint32_t index) {
                 ++out.outputs;
@@ -175,7 +185,8 @@ Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChai
             AppendEliasFano(out.encoded, unspent);
             return out;
         },
-        [&](uint32_t, BlockHints& b) {
+        [&](uint32_t h, BlockHints& b) -> std::optional<Error> {
+            if (b.broken_rule) return InvalidBlockError(int(h), *b.broken_rule);
             r.outputs += b.outputs;
             hinted += b.unspent;
             return (*writer)->AppendEncoded(b.encoded);
