@@ -11,6 +11,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -50,10 +51,10 @@ def message(command, payload, magic=REGTEST_MAGIC):
     return (magic + command.encode().ljust(12, b"\0") + struct.pack("<I", len(payload)) + sha256d(payload)[:4] + payload)
 
 
-def version_payload(version=70016):
+def version_payload(version=70016, user_agent=b""):
     addr = struct.pack("<Q", 0) + bytes(10) + b"\xff\xff" + bytes(4) + struct.pack(">H", 0)
-    return (struct.pack("<iQq", version, 0, int(time.time())) + addr + addr + struct.pack("<Q", 7) + b"\x00" +
-            struct.pack("<i", 0) + b"\x00")
+    return (struct.pack("<iQq", version, 0, int(time.time())) + addr + addr + struct.pack("<Q", 7) +
+            bytes([len(user_agent)]) + user_agent + struct.pack("<i", 0) + b"\x00")
 
 
 class Client:
@@ -225,6 +226,57 @@ def test_hostile_peers_lose_their_connection_and_the_server_goes_on(cli, served,
         counters, err = server.stop()
     assert counters["dropped"] == len(cases), (counters, err)
     assert err.count("dropped:") == len(cases), err
+
+
+def test_a_peers_user_agent_cannot_write_into_the_servers_lines(cli, served):
+    """Regression: the connection line printed the peer's user agent as it came, so a peer could
+    put terminal escapes and a forged line of ours into the server's output. It is shown as Core
+    shows it (SanitizeString's safe characters)."""
+    datadir = served[0]
+    server = Server(cli, "--datadir", datadir)
+    try:
+        c = Client(server.port)
+        c.send("version", version_payload(user_agent=b"/evil:1.0/\x1b[2J\rpeer 10.0.0.1:8333 left\n\x07"))
+        c.until("verack")
+        c.send("verack")
+        c.send("ping", struct.pack("<Q", 5))
+        c.until("pong")  # the handshake is done on the server's side
+        c.sock.close()
+    finally:
+        _, err = server.stop()
+    lines = [line for line in err.splitlines() if "connected:" in line]
+    assert lines == [lines[0]] and "connected: /evil:1.0/2Jpeer 10.0.0.1:8333 left, protocol 70016" in lines[0], err
+    assert not any(ch in err for ch in "\x1b\r\x07"), repr(err)
+
+
+def test_a_peers_text_cannot_write_into_syncs_lines(cli):
+    """Regression: `sync` printed the peer's user agent and the text of its reject messages as they
+    came. Both are shown as Core shows them: a line of ours stays one line, without escapes."""
+    evil = b"\x1b[31m\nforged\x07"
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def peer():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)  # ibdkit's version
+            conn.sendall(message("version", version_payload(user_agent=b"/evil:1.0/" + evil)) + message("verack", b""))
+            conn.sendall(message("reject", b"\x07headers\x10" + bytes([len(evil)]) + evil))
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=peer)
+    thread.start()
+    try:
+        r = run_cli(cli, "sync", "--connect", f"127.0.0.1:{listener.getsockname()[1]}", "--network", "regtest",
+                    "--timeout", "5", check=False)
+    finally:
+        thread.join(timeout=30)
+        listener.close()
+    assert r.returncode == 1, r.stderr
+    assert "peer               /evil:1.0/31mforged (protocol 70016, height 0)" in r.stdout, r.stdout
+    assert "reject of 'headers' (invalid 0x10): 31mforged" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert not any(ch in r.stdout + r.stderr for ch in "\x1b\x07"), repr(r.stdout + r.stderr)
 
 
 def test_serve_refuses_what_it_cannot_serve(cli, tmp_path):

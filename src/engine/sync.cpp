@@ -64,7 +64,7 @@ public:
         std::mt19937_64 rng(std::random_device{}());
         if (auto e = m_link.peer.Handshake(std::max(0, best_height.value_or(0)), m_link.o.timeout, rng() | 1)) return m_link.Fail(*e);
         const auto& pv = m_link.peer.info().version;
-        m_link.res.peer_user_agent = pv.user_agent;
+        m_link.res.peer_user_agent = SanitizePeerText(pv.user_agent); // as Core's getpeerinfo shows it
         m_link.res.peer_version = pv.version;
         m_link.res.peer_height = pv.start_height;
         m_link.res.peer_services = pv.services;

@@ -43,7 +43,7 @@ public:
     {
         if (auto e = Handshake()) return e;
         m_s.connections.fetch_add(1);
-        m_s.Event("peer " + m_address + " connected: " + m_version.user_agent + ", protocol " + std::to_string(m_version.version) +
+        m_s.Event("peer " + m_address + " connected: " + SanitizePeerText(m_version.user_agent) + ", protocol " + std::to_string(m_version.version) +
                   ", height " + std::to_string(m_version.start_height) + (m_spent_coins ? ", spent coins offered" : ""));
         for (;;) {
             auto m = m_peer.Receive(NetClock::now() + m_s.options.peer_timeout);

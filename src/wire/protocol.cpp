@@ -84,11 +84,21 @@ VersionAddress VersionAddress::FromIPv4(std::array<uint8_t, 4> v4, uint16_t port
     return a;
 }
 
+std::string SanitizePeerText(std::string_view text)
+{
+    static constexpr std::string_view SAFE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567890 .,;-_/:?@()";
+    std::string out;
+    for (const char c : text) {
+        if (SAFE_CHARS.find(c) != std::string_view::npos) out.push_back(c);
+    }
+    return out;
+}
+
 std::string RejectMessage::ToString() const
 {
     char code_text[48];
     std::snprintf(code_text, sizeof code_text, "%s 0x%02x", RejectCodeName(code), unsigned(code));
-    std::string s = "reject of '" + message + "' (" + code_text + "): " + reason;
+    std::string s = "reject of '" + SanitizePeerText(message) + "' (" + code_text + "): " + SanitizePeerText(reason);
     if (hash) s += " [" + hash->ToHex() + "]";
     return s;
 }

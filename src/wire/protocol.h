@@ -118,6 +118,11 @@ struct VersionAddress {
     friend bool operator==(const VersionAddress&, const VersionAddress&) = default;
 };
 
+/// A peer's text as a line of ours may show it (a user agent, a reject's command and reason):
+/// only the characters of Core's SAFE_CHARS_DEFAULT (SanitizeString, its cleanSubVer), so that a
+/// peer cannot put control characters, terminal escapes or a line break into our output.
+std::string SanitizePeerText(std::string_view text);
+
 struct VersionMessage {
     int32_t version{PROTOCOL_VERSION};
     uint64_t services{NODE_NONE};
@@ -159,7 +164,7 @@ struct RejectMessage {
     uint8_t code{0};
     std::string reason;
     std::optional<uint256> hash;
-    /// "reject of <message> (<code name> 0x..): <reason>".
+    /// "reject of <message> (<code name> 0x..): <reason>", the peer's text sanitized.
     std::string ToString() const;
 };
 

@@ -202,6 +202,16 @@ TEST(Protocol, RejectParsesToAMessage)
     EXPECT_EQ(DecodeReject(ParseHex("0d" + std::string(26, '6'))).error().code, Errc::SizeTooLarge);
 }
 
+// A peer's text keeps Core's SAFE_CHARS_DEFAULT only: no escape, no line break reaches our lines.
+TEST(Protocol, PeerTextIsSanitizedAsCoreDoes)
+{
+    EXPECT_EQ(SanitizePeerText("/Satoshi:27.0.0(a; b)@x?y,z-_./"), "/Satoshi:27.0.0(a; b)@x?y,z-_./");
+    EXPECT_EQ(SanitizePeerText("/evil:1.0/\x1b[2J\r\nforged\x07\t'\"<>%"), "/evil:1.0/2Jforged");
+    EXPECT_EQ(SanitizePeerText(std::string("a\0b", 3)), "ab");
+    const RejectMessage r{"blo\nck", 0x10, "bad\x1b[31m\nreason", std::nullopt};
+    EXPECT_EQ(r.ToString(), "reject of 'block' (invalid 0x10): bad31mreason");
+}
+
 TEST(Protocol, LocatorShape)
 {
     std::vector<BlockHash> chain(1000);
