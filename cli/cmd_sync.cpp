@@ -151,7 +151,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             PrintHuman(*r);
         }
         if (r->failure) {
-            PrintError("sync stopped at height " + std::to_string(r->height) + ": " + r->failure->message);
+            PrintError(SyncStopped(*r) + ": " + r->failure->message);
             ExitCode() = EXIT_FAILED;
         }
         ReportReject(*r);

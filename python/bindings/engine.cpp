@@ -66,8 +66,7 @@ nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToField
     }
     if constexpr (requires { r->failure; }) {
         if (r->failure) {
-            throw PyError{std::string(NetErrcName(r->failure->code)),
-                          "sync stopped at height " + std::to_string(r->height) + ": " + r->failure->message};
+            throw PyError{std::string(NetErrcName(r->failure->code)), SyncStopped(*r) + ": " + r->failure->message};
         }
     }
     return FieldsDict(to_fields(*r, o.policy));

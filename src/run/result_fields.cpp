@@ -188,6 +188,12 @@ ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& run, PolicyId pol
     return f;
 }
 
+std::string SyncStopped(const SyncResult& r)
+{
+    if (r.height < 0) return "sync stopped before its first block";
+    return "sync stopped at height " + std::to_string(r.height);
+}
+
 ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
 {
     ResultFields f = Begin(r, policy);

@@ -59,6 +59,11 @@ ResultFields ReplayResultFields(const ReplayResult& r, PolicyId policy);
 /// block files' counts, failure (null unless the peer failed us) and peer_rejects.
 ResultFields SyncResultFields(const SyncResult& r, PolicyId policy);
 
+/// What a sync the peer failed says before the peer's reason, the CLI's error and Python's
+/// exception alike: where the chainstate stays ("sync stopped at height N"), or that no block was
+/// connected ("sync stopped before its first block").
+std::string SyncStopped(const SyncResult& r);
+
 /// A SwiftSync verdict (the `swiftsync` object of a SwiftSync run's result): ok, reason (null when
 /// accepted), mode, the counts (blocks, transactions, inputs, outputs, unspent, unspendable),
 /// supply_sat and supply_bound_sat.
