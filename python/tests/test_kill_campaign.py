@@ -226,22 +226,28 @@ def test_verify_snapshot(cli, base, tmp_path):
     assert rc == 1 and verdict["outpoints_proven"] is True and verdict["ok"] is False, verdict
 
 
-def test_verify_snapshot_coins(cli, tmp_path):
-    """utxo verify-snapshot in coins mode (a datadir Core's engine wrote, its rev files, every script
-    of a signed chain verified on two threads): killed, it leaves no file and changes nothing in the
-    datadir; rerun, the same verdict: the snapshot is the UTXO set at its base block."""
-    from test_replay_datadir import core_datadir, records  # Core's engine (pbk) writes the datadir
+@pytest.fixture(scope="module")
+def core_dd(cli, tmp_path_factory):
+    """A datadir Core's engine wrote (pbk) of a 200-block signed chain, with its rev files, and its
+    UTXO set as a snapshot: (folder holding both, datadir, height, tip, snapshot)."""
+    from test_replay_datadir import core_datadir, records  # Core's engine; a skip without it (a failure on CI)
 
-    d = tmp_path / "inputs"
-    d.mkdir()
-    run_cli(cli, "gen-chain", "--out", tmp_path / "chain", "--blocks", "200", "--target-mb", "2", "--signed", "--no-genesis",
-            "--seed", "12", "--start-time", "1700000000", "-q")
-    datadir, height, tip, _ = core_datadir(d, records(tmp_path / "chain" / "blocks"), seed=5, stats=False)
+    d = tmp_path_factory.mktemp("core-dd")
+    chain = tmp_path_factory.mktemp("core-chain")
+    run_cli(cli, "gen-chain", "--out", chain, "--blocks", "200", "--target-mb", "2", "--signed", "--no-genesis", "--seed", "12",
+            "--start-time", "1700000000", "-q")
+    datadir, height, tip, _ = core_datadir(d, records(chain / "blocks"), seed=5, stats=False)
     run_cli(cli, "utxo", "snapshot", "--chainstate", datadir / "regtest" / "chainstate", "--out", d / "utxo.snapshot", "-q")
-    (tmp_path / "cwd").mkdir()
-    args = ["utxo", "verify-snapshot", d / "utxo.snapshot", "--datadir", datadir, "--assumevalid", "0", "--threads", "2",
-            "--json", "-q"]
-    rc, verdict = campaign_on_reader(cli, d, tmp_path / "cwd", args, "verify-snapshot coins")
+    return d, datadir, height, tip, d / "utxo.snapshot"
+
+
+def test_verify_snapshot_coins(cli, core_dd, tmp_path):
+    """utxo verify-snapshot in coins mode (the datadir's rev files, every script of a signed chain
+    verified on two threads): killed, it leaves no file and changes nothing in the datadir; rerun,
+    the same verdict: the snapshot is the UTXO set at its base block."""
+    inputs, datadir, height, tip, snap = core_dd
+    args = ["utxo", "verify-snapshot", snap, "--datadir", datadir, "--assumevalid", "0", "--threads", "2", "--json", "-q"]
+    rc, verdict = campaign_on_reader(cli, inputs, tmp_path, args, "verify-snapshot coins")
     assert rc == 0 and verdict["ok"] is True and verdict["mode"] == "coins", verdict
     assert (verdict["height"], verdict["base"]) == (height, tip) and verdict["script_checked_inputs"] > 0, verdict
 
@@ -320,16 +326,12 @@ def test_replay(cli, base, tmp_path):
     report("replay", outcomes, states)
 
 
-def test_replay_swiftsync(cli, base, tmp_path):
-    """replay --swiftsync HINTS --chainstate CS, killed: CS is absent, empty, complete (the
-    reference's UTXO set), or an unfinished skeleton that claims no block (readers refuse it); the
-    same command run again on it completes with the reference's hash."""
-    rng = random.Random(f"{SEED}-replay-swiftsync")
-    blocks = base / "chain" / "blocks"
-    hints = tmp_path / "utxo.hints"
-    run_cli(cli, "hints", "-q", "--chainstate", base / "cs", "--blocks-dir", blocks, "--out", hints)
-    args = lambda cs: ["replay", "-q", "--json", "--swiftsync", hints, "--swiftsync-mode", "outpoints", "--blocks-dir", blocks,
-                       "--chainstate", cs]
+def campaign_on_swiftsync_replay(cli, tmp_path, hints, source, name):
+    """replay --swiftsync HINTS SOURCE --chainstate CS, killed KILLS times: CS is absent, empty,
+    complete (the reference's UTXO set), or an unfinished skeleton that claims no block (readers
+    refuse it); the same command run again on it completes with the reference's hash."""
+    rng = random.Random(f"{SEED}-{name}")
+    args = lambda cs: ["replay", "-q", "--json", "--swiftsync", hints, *source, "--chainstate", cs]
     t = time.monotonic()
     ref = json.loads(run_cli(cli, *args(tmp_path / "ref-cs")).stdout)
     budget = 1.2 * (time.monotonic() - t)
@@ -338,7 +340,7 @@ def test_replay_swiftsync(cli, base, tmp_path):
     outcomes, states = [], []
     for i in range(KILLS):
         sig, rc, err, delay = kill_round(cli, args(cs), rng, budget)
-        where = check_exit(sig, rc, err, delay, f"replay --swiftsync round {i}")
+        where = check_exit(sig, rc, err, delay, f"{name} round {i}")
         outcomes.append(outcome(sig, rc))
         if not cs.exists() or not any(cs.iterdir()):
             states.append("nothing")
@@ -357,4 +359,29 @@ def test_replay_swiftsync(cli, base, tmp_path):
         assert json.loads(r.stdout)["hash_serialized_3"] == ref["hash_serialized_3"], where
         assert not (cs / "IBDKIT_UNFINISHED").exists(), where
         shutil.rmtree(cs)
-    report("replay --swiftsync", outcomes, states)
+    report(name, outcomes, states)
+    return ref
+
+
+def test_replay_swiftsync(cli, base, tmp_path):
+    """replay --swiftsync in outpoints mode over a blocks directory."""
+    blocks = base / "chain" / "blocks"
+    hints = tmp_path / "utxo.hints"
+    run_cli(cli, "hints", "-q", "--chainstate", base / "cs", "--blocks-dir", blocks, "--out", hints)
+    campaign_on_swiftsync_replay(cli, tmp_path, hints, ["--swiftsync-mode", "outpoints", "--blocks-dir", blocks],
+                                 "replay --swiftsync")
+
+
+def test_replay_swiftsync_coins(cli, core_dd, tmp_path):
+    """replay --swiftsync in coins mode over the datadir Core's engine wrote (its rev files, every
+    script verified on two threads): the same outcomes, and the reference is Core's own UTXO set."""
+    inputs, datadir, height, tip, _ = core_dd
+    before = files_of(inputs)
+    hints = tmp_path / "utxo.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", hints)
+    core = json.loads(run_cli(cli, "utxo", "stats", "--datadir", datadir, "--json").stdout)
+    ref = campaign_on_swiftsync_replay(cli, tmp_path, hints, ["--datadir", datadir, "--threads", "2"],
+                                       "replay --swiftsync coins")
+    assert ref["swiftsync"]["mode"] == "coins" and ref["script_checked_inputs"] > 0, ref
+    assert (ref["height"], ref["bestblock"], ref["hash_serialized_3"]) == (height, tip, core["hash_serialized_3"]), ref
+    assert files_of(inputs) == before, "the datadir is only read"
