@@ -7,6 +7,7 @@ message, silence) loses its connection while the server goes on serving the othe
 """
 import json
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -21,7 +22,7 @@ from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import FIELDS, core_datadir, snapshot  # noqa: E402
+from test_replay_datadir import FIELDS, core_datadir, framed_records, snapshot  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
 from test_sync_btcd import Btcd, btcd_bin, free_port  # noqa: E402,F401  (btcd_bin: a fixture)
 
@@ -277,6 +278,30 @@ def test_a_peers_text_cannot_write_into_syncs_lines(cli):
     assert "peer               /evil:1.0/31mforged (protocol 70016, height 0)" in r.stdout, r.stdout
     assert "reject of 'headers' (invalid 0x10): 31mforged" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
     assert not any(ch in r.stdout + r.stderr for ch in "\x1b\x07"), repr(r.stdout + r.stderr)
+
+
+def test_a_record_that_is_not_its_block_is_never_served(cli, served, tmp_path):
+    """Regression: serve sent a blk record as it was, so a record whose header is damaged went out
+    under the hash the block index gives for that height. As Core's ReadBlock, serve now checks
+    that the record is the block before it sends its header or its bytes, and drops the peer
+    (a failure of its datadir, said on its line) instead."""
+    datadir, height, _, _ = served
+    damaged = tmp_path / "damaged"
+    shutil.copytree(datadir, damaged)
+    blocks = damaged / "regtest" / "blocks"
+    name, offset, _, _ = framed_records(blocks)[50]  # not the genesis: Core writes it first
+    data = bytearray((blocks / name).read_bytes())
+    data[offset + 76] ^= 0x01  # the nonce: another header hash (xor.dat's obfuscation is linear)
+    (blocks / name).write_bytes(bytes(data))
+    server = Server(cli, "--datadir", damaged)
+    try:
+        r = run_cli(cli, "sync", "-q", "--connect", f"127.0.0.1:{server.port}", "--network", "regtest", "--timeout", "10",
+                    check=False)
+    finally:
+        counters, err = server.stop()
+    assert r.returncode != 0, r.stdout
+    assert "dropped: cannot read the header at height" in err and "is not block" in err, err
+    assert counters["blocks_sent"] == 0, counters
 
 
 def test_serve_refuses_what_it_cannot_serve(cli, tmp_path):

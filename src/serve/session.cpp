@@ -4,6 +4,7 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/primitives/block.h>
 
+#include "blockfile/checked_read.h"
 #include "blockfile/undo_file.h"
 #include "swiftsync/spent_coins.h"
 #include "wire/peer.h"
@@ -130,12 +131,17 @@ private:
         return h;
     }
 
-    /// The block bytes (with witness) at height h of the served chain.
+    /// The block bytes (with witness) at height h of the served chain. A record whose header is
+    /// not the block the chain names there is an error, as Core's ReadBlock refuses it: never sent
+    /// under that block's hash.
     Result<std::vector<uint8_t>> BlockAt(int h)
     {
         const int i = h - m_s.chain.base_height;
         if (i < 0) return EncodeBlock(m_s.params.genesis);
-        return m_reader.Read(m_s.chain.order.blocks[std::size_t(i)]);
+        auto bytes = m_reader.Read(m_s.chain.order.blocks[std::size_t(i)]);
+        if (!bytes) return bytes.error();
+        if (auto e = CheckRecordIsBlock(std::as_bytes(std::span(*bytes)), h, m_s.chain.headers.Hash(h))) return *e;
+        return bytes;
     }
 
     Result<BlockHeader> HeaderAt(int h)
@@ -146,6 +152,7 @@ private:
         std::array<uint8_t, 80> bytes{};
         auto r = m_reader.ReadInto(pos.file, pos.offset, std::as_writable_bytes(std::span(bytes)));
         if (!r) return r.error();
+        if (auto e = CheckRecordIsBlock(std::as_bytes(std::span(bytes)), h, m_s.chain.headers.Hash(h))) return *e;
         return HeaderFromBytes(bytes);
     }
 
