@@ -56,8 +56,8 @@ con.execute(f"CREATE VIEW utxo AS SELECT * FROM read_parquet('{os.path.join(work
 print(con.sql("""
     SELECT script_type,
            count(*)                      AS coins,
-           sum(amount) / 1e8             AS btc,
-           round(100 * sum(amount) / (SELECT sum(amount) FROM utxo), 2) AS pct_value,
+           sum(value) / 1e8              AS btc,
+           round(100 * sum(value) / (SELECT sum(value) FROM utxo), 2) AS pct_value,
            count(DISTINCT address)       AS addresses
     FROM utxo GROUP BY script_type ORDER BY btc DESC
 """))
@@ -66,6 +66,6 @@ print(con.sql("""
 # The total agrees with the chainstate's own statistics (gettxoutsetinfo's total_amount):
 
 # %%
-total = con.execute("SELECT sum(amount) FROM utxo").fetchall()[0][0]
+total = con.execute("SELECT sum(value) FROM utxo").fetchall()[0][0]
 assert total == stats["total_amount_sat"], (total, stats["total_amount_sat"])
 print("total", total / 1e8, "BTC =", stats["total_amount"])

@@ -33,6 +33,9 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
 /// Whether `dir` is a Core data directory (its block index, or a network's subdirectory) rather
 /// than blk files: how every function taking "a datadir or a blocks directory" tells them apart.
 bool LooksLikeDatadir(const std::filesystem::path& dir);
+/// Warns (DeprecationWarning, at the caller's line) that `old_name` is spelled `new_name` now;
+/// raises if warnings are turned into errors. The old spellings stay readable, not silently.
+void WarnRenamed(const char* old_name, const char* new_name);
 /// A run's or a UTXO set's result fields as a dict, in their order: the CLI's --json names and types.
 nanobind::dict FieldsDict(const ResultFields& fields);
 

@@ -59,10 +59,10 @@ struct PyOutput {
         const Script s(reinterpret_cast<const uint8_t*>(script_pubkey.c_str()), script_pubkey.size());
         return std::string(GetTxnOutputType(Solver(s.span())));
     }
-    std::optional<std::string> Address(std::optional<std::string> network) const
+    std::optional<std::string> Address() const
     {
         const Script s(reinterpret_cast<const uint8_t*>(script_pubkey.c_str()), script_pubkey.size());
-        return EncodeAddress(s, AddressNet(network ? ParseNetwork(*network) : chain));
+        return EncodeAddress(s, AddressNet(chain));
     }
 };
 
@@ -339,8 +339,8 @@ void BindTransactionViews(nb::module_& m)
         .def_ro("value", &PyOutput::value, "Amount in satoshis.")
         .def_ro("script_pubkey", &PyOutput::script_pubkey, "The output script (bytes).")
         .def_prop_ro("script_type", &PyOutput::Type, "Core's TxoutType name ('witness_v0_keyhash', ...).")
-        .def("address", &PyOutput::Address, "network"_a = nb::none(),
-             "The address of a standard script on `network` (default: the block's network), else None.")
+        .def_prop_ro("address", &PyOutput::Address,
+                     "Address of the script on the block's network, None if it has none (P2PK, OP_RETURN, ...).")
         .def("__repr__", [](const PyOutput& o) {
             return "<Output " + std::to_string(o.value) + " sat " + o.Type() + ">";
         });
@@ -371,10 +371,15 @@ void BindTransactionViews(nb::module_& m)
             const Coin* c = i.SpentCoin("Input.height");
             return c ? std::optional<uint32_t>(c->height) : std::nullopt; },
             "Height of the block that created the spent coin. Needs spent outputs.")
+        .def_prop_ro("coinbase", [](const PyInput& i) -> std::optional<bool> {
+            const Coin* c = i.SpentCoin("Input.coinbase");
+            return c ? std::optional<bool>(c->coinbase) : std::nullopt; },
+            "Whether the spent coin is a coinbase output (Coin.coinbase). Needs spent outputs.")
         .def_prop_ro("is_coinbase", [](const PyInput& i) -> std::optional<bool> {
+            WarnRenamed("Input.is_coinbase", "Input.coinbase");
             const Coin* c = i.SpentCoin("Input.is_coinbase");
             return c ? std::optional<bool>(c->coinbase) : std::nullopt; },
-            "Whether the spent coin is a coinbase output. Needs spent outputs.")
+            "Deprecated spelling of Input.coinbase.")
         .def("__repr__", [](const PyInput& i) {
             return "<Input " + i.prevout_txid + ":" + std::to_string(i.prevout_vout) + ">";
         });

@@ -39,7 +39,7 @@ struct PyCoin {
     uint32_t vout;
     uint32_t height;
     bool coinbase;
-    Amount amount;
+    Amount value;
     nb::bytes script_pubkey;
     std::string script_type;
     std::optional<std::string> address;
@@ -283,10 +283,10 @@ struct BatchIter {
         d["vout"] = B(c.vout);
         d["height"] = B(c.height);
         d["coinbase"] = B(c.coinbase_bits);
-        d["amount"] = B(c.amount);
+        d["value"] = B(c.value);
         d["script_type"] = nb::make_tuple(B(c.type_offsets), B(c.type_data));
         d["address"] = nb::make_tuple(B(c.addr_valid), B(c.addr_offsets), B(c.addr_data), c.addr_nulls);
-        d["script"] = nb::make_tuple(B(c.script_offsets), B(c.script_data));
+        d["script_pubkey"] = nb::make_tuple(B(c.script_offsets), B(c.script_data));
         return d;
     }
 };
@@ -310,12 +310,15 @@ void BindChainstate(nb::module_& m)
         .def_ro("vout", &PyCoin::vout)
         .def_ro("height", &PyCoin::height)
         .def_ro("coinbase", &PyCoin::coinbase)
-        .def_ro("amount", &PyCoin::amount, "Satoshis.")
+        .def_ro("value", &PyCoin::value, "Satoshis.")
         .def_ro("script_pubkey", &PyCoin::script_pubkey)
         .def_ro("script_type", &PyCoin::script_type)
         .def_ro("address", &PyCoin::address)
+        .def_prop_ro("amount", [](const PyCoin& c) {
+            WarnRenamed("Coin.amount", "Coin.value");
+            return c.value; }, "Deprecated spelling of Coin.value.")
         .def("__repr__", [](const PyCoin& c) {
-            return "<Coin " + c.txid + ":" + std::to_string(c.vout) + " " + std::to_string(c.amount) + " sat>";
+            return "<Coin " + c.txid + ":" + std::to_string(c.vout) + " " + std::to_string(c.value) + " sat>";
         });
 
     nb::class_<CoinIter>(m, "_CoinIter")

@@ -164,13 +164,13 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
     // Fixed-width columns are sized for max_rows; variable-width ones for typical values (grown
     // when needed). Every Take below is checked, so no value can overrun its buffer.
     ColumnBuffer &txid_off = c.txid_offsets, &txid = c.txid_data, &vout = c.vout, &height = c.height,
-                 &amount = c.amount, &type_off = c.type_offsets, &type = c.type_data, &addr_off = c.addr_offsets,
+                 &value = c.value, &type_off = c.type_offsets, &type = c.type_data, &addr_off = c.addr_offsets,
                  &addr = c.addr_data, &script_off = c.script_offsets, &script = c.script_data;
     for (ColumnBuffer* w : {&txid_off, &type_off, &addr_off, &script_off}) w->Reserve((max_rows + 1) * 4);
     txid.Reserve(max_rows * 64);
     vout.Reserve(max_rows * 4);
     height.Reserve(max_rows * 4);
-    amount.Reserve(max_rows * 8);
+    value.Reserve(max_rows * 8);
     type.Reserve(max_rows * 12);
     addr.Reserve(max_rows * 48 + MAX_ADDRESS_LENGTH);
     script.Reserve(max_rows * (script_hex ? 70 : 35));
@@ -196,7 +196,7 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
         Put<int32_t>(txid_off.Take(4), int32_t(txid.size()));
         Put<uint32_t>(vout.Take(4), op.n);
         Put<uint32_t>(height.Take(4), coin.height);
-        Put<int64_t>(amount.Take(8), coin.out.value);
+        Put<int64_t>(value.Take(8), coin.out.value);
         if (coin.coinbase) coinbase_bits[i / 8] = char(uint8_t(coinbase_bits[i / 8]) | (1u << (i % 8)));
 
         const Script& s = coin.out.script_pubkey;
@@ -227,7 +227,7 @@ void FillBatch(CoinCursor& cur, AddressNetwork net, std::size_t max_rows, bool s
     c.rows = i;
     c.coinbase_bits.Take((i + 7) / 8);
     c.addr_valid.Take((i + 7) / 8);
-    for (ColumnBuffer* w : {&txid_off, &txid, &vout, &height, &amount, &type_off, &type, &addr_off, &addr,
+    for (ColumnBuffer* w : {&txid_off, &txid, &vout, &height, &value, &type_off, &type, &addr_off, &addr,
                             &script_off, &script, &c.coinbase_bits, &c.addr_valid})
         w->Trim();
 }

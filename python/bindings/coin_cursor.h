@@ -79,7 +79,7 @@ struct ArrowColumns {
     ColumnBuffer txid_offsets, txid_data; // utf8, hex in display order
     ColumnBuffer vout, height;            // uint32
     ColumnBuffer coinbase_bits;           // bool
-    ColumnBuffer amount;                  // int64
+    ColumnBuffer value;                   // int64, satoshis
     ColumnBuffer type_offsets, type_data; // utf8
     ColumnBuffer addr_valid, addr_offsets, addr_data; // utf8, nullable
     std::size_t addr_nulls{0};

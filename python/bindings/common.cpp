@@ -3,6 +3,7 @@
 
 #include "memory/policy.h"
 
+#include <string>
 #include <type_traits>
 #include <variant>
 
@@ -15,6 +16,12 @@ bool LooksLikeDatadir(const std::filesystem::path& dir)
     bool datadir = std::filesystem::is_directory(dir / "blocks" / "index");
     for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || std::filesystem::is_directory(dir / net / "blocks");
     return datadir;
+}
+
+void WarnRenamed(const char* old_name, const char* new_name)
+{
+    const std::string msg = std::string(old_name) + " is deprecated: use " + new_name;
+    if (PyErr_WarnEx(PyExc_DeprecationWarning, msg.c_str(), 1) != 0) throw nb::python_error();
 }
 
 nb::bytes Bytes(ByteSpan s) { return nb::bytes(reinterpret_cast<const char*>(s.data()), s.size()); }

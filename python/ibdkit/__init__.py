@@ -134,7 +134,7 @@ def read_blocks(path: PathLike, network: Optional[str] = None, spent_outputs: bo
     (merkle root, proof of work, sizes); a damaged one raises ``ibdkit.Error`` (kind ``"Corrupt"``).
 
     With ``spent_outputs=True`` each block carries the coins its inputs spend (docs/spent-outputs.md):
-    ``Input.value``, ``script_pubkey``, ``script_type``, ``address``, ``height``, ``is_coinbase``,
+    ``Input.value``, ``script_pubkey``, ``script_type``, ``address``, ``height``, ``coinbase``,
     ``Transaction.fee`` and ``feerate``, ``Block.fees`` and ``subsidy``. From a Core datadir they come
     from its rev files; from blk files the blocks are replayed into a temporary chainstate to compute
     them. Without them those attributes raise ``ibdkit.Error`` (kind ``"NoSpentOutputs"``).
@@ -384,9 +384,9 @@ class Chainstate(_ibdkit._Chainstate):
     def to_arrow(self, batch_size: int = 65536, *, script_hex: bool = False) -> Iterator[Any]:
         """Yields ``pyarrow.RecordBatch`` es of every coin (columns as ``ibdkit utxo dump``).
 
-        Columns: txid (string, hex), vout (uint32), height (uint32), coinbase (bool), amount
+        Columns: txid (string, hex), vout (uint32), height (uint32), coinbase (bool), value
         (int64, satoshis), script_type (string), address (string, null when the script has
-        none), script (binary, or hex string with script_hex=True). The buffers are built in C++;
+        none), script_pubkey (binary, or hex string with script_hex=True). The buffers are built in C++;
         Python sees one object per column per batch. Feed them to
         ``pyarrow.Table.from_batches``, ``pyarrow.parquet`` or DuckDB.
         """

@@ -12,10 +12,10 @@ def schema(script_hex: bool) -> Any:
         ("vout", pa.uint32()),
         ("height", pa.uint32()),
         ("coinbase", pa.bool_()),
-        ("amount", pa.int64()),
+        ("value", pa.int64()),
         ("script_type", pa.string()),
         ("address", pa.string()),
-        ("script", pa.string() if script_hex else pa.binary()),
+        ("script_pubkey", pa.string() if script_hex else pa.binary()),
     ])
 
 
@@ -41,10 +41,10 @@ def batches(raw: Iterator[dict], script_hex: bool) -> Iterator[Any]:
             pa.Array.from_buffers(pa.uint32(), n, [None, buf(b["vout"])]),
             pa.Array.from_buffers(pa.uint32(), n, [None, buf(b["height"])]),
             pa.Array.from_buffers(pa.bool_(), n, [None, buf(b["coinbase"])]),
-            pa.Array.from_buffers(pa.int64(), n, [None, buf(b["amount"])]),
+            pa.Array.from_buffers(pa.int64(), n, [None, buf(b["value"])]),
             var(pa.string(), b["script_type"]),
             var(pa.string(), (addr_off, addr_data), buf(addr_valid) if addr_nulls else None, addr_nulls),
-            var(sch.field("script").type, b["script"]),
+            var(sch.field("script_pubkey").type, b["script_pubkey"]),
         ]
         yield pa.RecordBatch.from_arrays(cols, schema=sch)
 

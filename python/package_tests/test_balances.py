@@ -51,7 +51,7 @@ def test_rows_equal_the_blocks_and_totals_the_stats(ibdkit, cli_replay, by_hand)
     assert several, "the chain reuses no script"
     for r in (rows[0], several[len(several) // 2], rows[-1]):
         o = outputs[bytes.fromhex(r["script_pubkey"])]
-        assert r["address"] == o.address(network="regtest")
+        assert r["address"] == o.address
         assert r["script_type"] == o.script_type
         assert (r["coins"], r["value"]) == tuple(sums[bytes.fromhex(r["script_pubkey"])])
     assert cs.balances(top=3) == rows[:3]

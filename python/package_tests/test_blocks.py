@@ -27,7 +27,7 @@ def test_decode_genesis(ibdkit):
     assert tx.txid == b.merkle_root == "4a5e1e4baab89f3a32518a88c31bc87f618f76673e2cc77ab2127b7afdeda33b"
     assert tx.is_coinbase and not tx.has_witness and tx.wtxid == tx.txid
     assert tx.outputs[0].value == 50 * 100_000_000 and tx.outputs[0].script_type == "pubkey"
-    assert tx.outputs[0].address() is None
+    assert tx.outputs[0].address is None
     assert tx.inputs[0].prevout_vout == 0xFFFFFFFF and tx.inputs[0].witness == []
     assert b.txids() == [tx.txid] and b.raw == REGTEST_GENESIS and tx.raw == REGTEST_GENESIS[81:]
 
@@ -123,8 +123,8 @@ def test_views_outlive_their_reader(ibdkit, chain):
     assert len(seen) == len(txs)
     segwit = [tx for tx in txs if tx.has_witness]
     assert segwit and all(tx.weight < 4 * tx.size for tx in segwit)
-    assert any(o.address() for tx in txs for o in tx.outputs)
-    assert all(o.address().startswith(("bcrt1", "m", "n", "2")) for tx in txs for o in tx.outputs if o.address())
+    assert any(o.address for tx in txs for o in tx.outputs)
+    assert all(o.address.startswith(("bcrt1", "m", "n", "2")) for tx in txs for o in tx.outputs if o.address)
 
 
 def test_read_blocks_errors(ibdkit, tmp_path):

@@ -76,11 +76,13 @@ def test_chainstate_stats_get_iter(ibdkit, cli_replay):
         assert n[k] == s[k], k
     coins = list(cs)
     assert len(coins) == s["txouts"]
-    assert sum(c.amount for c in coins) == s["total_amount_sat"]
+    assert sum(c.value for c in coins) == s["total_amount_sat"]
+    with pytest.deprecated_call(match=r"Coin\.amount is deprecated: use Coin\.value"):
+        assert coins[0].amount == coins[0].value  # the old spelling still reads, with a warning
     for c in coins[:: max(1, len(coins) // 50)]:
         g = cs.get(c.txid, c.vout)
-        assert (g.txid, g.vout, g.amount, g.height, g.coinbase, g.script_pubkey, g.address) == \
-               (c.txid, c.vout, c.amount, c.height, c.coinbase, c.script_pubkey, c.address)
+        assert (g.txid, g.vout, g.value, g.height, g.coinbase, g.script_pubkey, g.address) == \
+               (c.txid, c.vout, c.value, c.height, c.coinbase, c.script_pubkey, c.address)
     assert cs.get("00" * 32, 0) is None
     with pytest.raises(ibdkit.Error) as e:
         cs.get("xyz", 0)
@@ -107,16 +109,16 @@ def test_to_arrow(ibdkit, cli_replay, need_pyarrow, tmp_path):
     assert all(b.num_rows <= 100 for b in batches) and len(batches) > 1
     t = pa.Table.from_batches(batches, schema=cs.schema())
     assert t.num_rows == want["txouts"]
-    assert t.column("amount").to_pylist() and sum(t.column("amount").to_pylist()) == want["total_amount_sat"]
+    assert t.column("value").to_pylist() and sum(t.column("value").to_pylist()) == want["total_amount_sat"]
     coins = list(cs)
     rows = t.to_pylist()
     for c, r in zip(coins, rows):
-        assert (r["txid"], r["vout"], r["height"], r["coinbase"], r["amount"], r["script_type"],
-                r["address"], r["script"]) == (c.txid, c.vout, c.height, c.coinbase, c.amount,
+        assert (r["txid"], r["vout"], r["height"], r["coinbase"], r["value"], r["script_type"],
+                r["address"], r["script_pubkey"]) == (c.txid, c.vout, c.height, c.coinbase, c.value,
                                               c.script_type, c.address, c.script_pubkey)
     assert t.column("address").null_count == sum(1 for c in coins if c.address is None)
     hex_t = pa.Table.from_batches(cs.to_arrow(script_hex=True))
-    assert hex_t.column("script").to_pylist()[:5] == [c.script_pubkey.hex() for c in coins[:5]]
+    assert hex_t.column("script_pubkey").to_pylist()[:5] == [c.script_pubkey.hex() for c in coins[:5]]
     pq.write_table(t, tmp_path / "utxo.parquet")
     assert pq.read_table(tmp_path / "utxo.parquet").equals(t)
     with pytest.raises(ibdkit.Error):

@@ -27,7 +27,10 @@ def test_fees_of_866342_are_its_coinbase_minus_the_subsidy(ibdkit, raw_and_spent
     assert [i.height for i in inputs] == [e["creation_height"] for e in spent]
     assert [i.script_pubkey.hex() for i in inputs] == [e["txout"]["script_pubkey"] for e in spent]
     first = inputs[0]
-    assert first.script_type == "scripthash" and first.address.startswith("3") and first.is_coinbase is False
+    assert first.script_type == "scripthash" and first.address.startswith("3") and first.coinbase is False
+    assert [i.coinbase for i in inputs] == [e["is_coinbase"] for e in spent]
+    with pytest.deprecated_call(match=r"Input\.is_coinbase is deprecated: use Input\.coinbase"):
+        assert first.is_coinbase is False  # the old spelling still reads, with a warning
     tx = txs[1]
     assert tx.fee == sum(i.value for i in tx.inputs) - sum(o.value for o in tx.outputs)
     assert tx.feerate == tx.fee / tx.vsize

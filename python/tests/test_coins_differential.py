@@ -223,10 +223,10 @@ def test_dump_matches_core_coins(cli, regtest_chainstate, tmp_path):
     for r in rows:
         key = (bytes.fromhex(r["txid"])[::-1], r["vout"])
         h, cb, value, script = utxo[key]
-        assert (r["height"], r["coinbase"], r["amount"], r["script"]) == (h, cb, value, script.hex())
-        if r["type"] in ("witness_v0_keyhash", "witness_v0_scripthash", "witness_v1_taproot"):
+        assert (r["height"], r["coinbase"], r["value"], r["script_pubkey"]) == (h, cb, value, script.hex())
+        if r["script_type"] in ("witness_v0_keyhash", "witness_v0_scripthash", "witness_v1_taproot"):
             assert r["address"].startswith("bcrt1")
-        if r["type"] == "pubkeyhash":
+        if r["script_type"] == "pubkeyhash":
             assert r["address"][0] in "mn"
     csv_path = tmp_path / "dump.csv"
     r = run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "csv", "--out", csv_path,
@@ -234,11 +234,11 @@ def test_dump_matches_core_coins(cli, regtest_chainstate, tmp_path):
     exp = expected_stats(utxo)
     assert f"hash_serialized_3 {exp['hash_serialized_3']} equal to the chainstate's" in r.stderr
     csv = csv_path.read_text().splitlines()
-    assert csv[0] == "txid,vout,height,coinbase,amount,type,address,script"
+    assert csv[0] == "txid,vout,height,coinbase,value,script_type,address,script_pubkey"
     assert len(csv) == len(utxo) + 1
     for line in csv[1:]:
-        txid, vout, h, cb, amount, typ, addr, script = line.split(",")
-        assert (int(h), cb == "1", int(amount), script) == \
+        txid, vout, h, cb, value, typ, addr, script = line.split(",")
+        assert (int(h), cb == "1", int(value), script) == \
             (utxo[(bytes.fromhex(txid)[::-1], int(vout))][0], *utxo[(bytes.fromhex(txid)[::-1], int(vout))][1:3],
              utxo[(bytes.fromhex(txid)[::-1], int(vout))][3].hex())
     # SQLite: same rows; the meta table carries the chainstate's figures.
@@ -247,11 +247,12 @@ def test_dump_matches_core_coins(cli, regtest_chainstate, tmp_path):
     run_cli(cli, "utxo", "dump", "--chainstate", chainstate, "--format", "sqlite", "--out", db_path,
             "--network", "regtest")
     con = sqlite3.connect(db_path)
-    assert con.execute("SELECT count(*), sum(amount) FROM utxo").fetchone() == (len(utxo), exp["total_amount_sat"])
+    assert con.execute("SELECT count(*), sum(value) FROM utxo").fetchone() == (len(utxo), exp["total_amount_sat"])
     meta = dict(con.execute("SELECT key, value FROM meta"))
     assert meta["hash_serialized_3"] == exp["hash_serialized_3"]
-    for txid, vout, h, cb, amount, script in con.execute("SELECT txid, vout, height, coinbase, amount, script FROM utxo"):
-        assert (h, bool(cb), amount, bytes(script)) == utxo[(bytes.fromhex(txid)[::-1], vout)]
+    for txid, vout, h, cb, value, script in con.execute(
+            "SELECT txid, vout, height, coinbase, value, script_pubkey FROM utxo"):
+        assert (h, bool(cb), value, bytes(script)) == utxo[(bytes.fromhex(txid)[::-1], vout)]
     con.close()
 
 
@@ -262,9 +263,9 @@ def test_mainnet_dump_p2pk_and_known_address(cli, mainnet_chainstate, tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     # Early coinbases pay to uncompressed P2PK (stored as compressed type 4/5, decompressed with
     # libsecp256k1 on read): the scripts must be 67 bytes, 41 04 ... ac.
-    p2pk = [r for r in rows if r["type"] == "pubkey"]
+    p2pk = [r for r in rows if r["script_type"] == "pubkey"]
     assert len(p2pk) >= 590
-    assert all(len(r["script"]) == 134 and r["script"].startswith("4104") and r["script"].endswith("ac") for r in p2pk)
+    assert all(len(r["script_pubkey"]) == 134 and r["script_pubkey"].startswith("4104") and r["script_pubkey"].endswith("ac") for r in p2pk)
 
 
 def test_locked_chainstate_is_read_from_a_snapshot(cli, tmp_path):

@@ -330,7 +330,7 @@ def test_bspent_holds_exactly_the_coins_of_each_blocks_rev_record(cli, served):
     expected = {}
     for block in ibdkit.read_blocks(datadir, spent_outputs=True, from_height=1):
         coins = [i for tx in block if not tx.is_coinbase for i in tx.inputs]
-        expected[block.hash] = (block.height, [(n, i.height, i.is_coinbase, i.value, bytes(i.script_pubkey))
+        expected[block.hash] = (block.height, [(n, i.height, i.coinbase, i.value, bytes(i.script_pubkey))
                                                 for n, i in enumerate(coins)])
     assert len(expected) == height and sum(len(c) for _, c in expected.values()) > height, "the chain spends coins"
     server = Server(cli, "--datadir", datadir)

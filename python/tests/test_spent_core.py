@@ -31,8 +31,8 @@ def core_chain(cli, tmp_path, seed):
 
 
 def spent_of(block):
-    """Per input after the coinbase, in block order: (value, script_pubkey, height, is_coinbase)."""
-    return [(i.value, i.script_pubkey, i.height, i.is_coinbase)
+    """Per input after the coinbase, in block order: (value, script_pubkey, height, coinbase)."""
+    return [(i.value, i.script_pubkey, i.height, i.coinbase)
             for tx in block.transactions[1:] for i in tx.inputs]
 
 

@@ -81,7 +81,7 @@ def test_dask_equals_the_in_process_check_and_the_replay(client, generated):
     assert stats["hash_serialized_3"] == core_view["hash_serialized_3"]
     coins = list(run.unspent_coins())
     assert len(coins) == replayed["txouts"]
-    assert [(c.txid, c.vout, c.amount) for c in coins] == [(c.txid, c.vout, c.amount) for c in ibdkit.Chainstate(cs)]
+    assert [(c.txid, c.vout, c.value) for c in coins] == [(c.txid, c.vout, c.value) for c in ibdkit.Chainstate(cs)]
 
 
 @pytest.mark.parametrize("mode", ["outpoints", "coins"])

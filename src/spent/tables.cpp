@@ -20,7 +20,7 @@ constexpr Column INPUTS[] = {
     {"height", ColumnType::Int},        {"txid", ColumnType::Text},        {"vin", ColumnType::Int},
     {"prev_txid", ColumnType::Text},    {"prev_vout", ColumnType::Int},    {"value", ColumnType::Int},
     {"script_pubkey", ColumnType::Blob}, {"script_type", ColumnType::Text}, {"address", ColumnType::Text, true},
-    {"spent_height", ColumnType::Int},  {"is_coinbase", ColumnType::Bool},
+    {"spent_height", ColumnType::Int},  {"coinbase", ColumnType::Bool},
 };
 constexpr Column OUTPUTS[] = {
     {"height", ColumnType::Int},         {"txid", ColumnType::Text},        {"vout", ColumnType::Int},

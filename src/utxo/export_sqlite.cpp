@@ -27,10 +27,10 @@ constexpr const char* UTXO_SQL_SCHEMA =
     " vout INTEGER NOT NULL,"
     " height INTEGER NOT NULL,"
     " coinbase INTEGER NOT NULL," // 0 or 1
-    " amount INTEGER NOT NULL,"   // satoshis
-    " type TEXT NOT NULL,"        // Core's TxoutType name
+    " value INTEGER NOT NULL,"    // satoshis
+    " script_type TEXT NOT NULL," // Core's TxoutType name
     " address TEXT,"              // NULL where the script has no address
-    " script BLOB NOT NULL);"
+    " script_pubkey BLOB NOT NULL);"
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 Error SqlError(sqlite3* db, const std::string& what)
@@ -56,7 +56,7 @@ Result<UtxoStats> SqliteStats(const fs::path& file, const ExportProgress& progre
     auto db = OpenSqlite(file, SQLITE_OPEN_READONLY);
     if (!db) return db.error();
     sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db->get(), "SELECT txid, vout, height, coinbase, amount, type, script FROM utxo ORDER BY rowid",
+    if (sqlite3_prepare_v2(db->get(), "SELECT txid, vout, height, coinbase, value, script_type, script_pubkey FROM utxo ORDER BY rowid",
                            -1, &raw, nullptr) != SQLITE_OK) {
         return SqlError(db->get(), "reading " + file.string());
     }
@@ -155,7 +155,7 @@ Result<uint64_t> WriteSqlite(const CoinsDB& db, const fs::path& out, AddressNetw
         {"txouts", std::to_string(chain_stats.txouts)},
         {"total_amount_sat", std::to_string(chain_stats.total_amount)},
         {"hash_serialized_3", chain_stats.hash_serialized.ToHex()},
-        {"format", "ibdkit utxo dump 1"},
+        {"format", "ibdkit utxo dump 2"},
     };
     for (const auto& [k, v] : kv) {
         sqlite3_bind_text(meta.get(), 1, k.data(), int(k.size()), SQLITE_TRANSIENT);

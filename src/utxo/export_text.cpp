@@ -56,10 +56,10 @@ public:
             o.Dec(op.n);
             o.Put(",\"height\":");
             o.Dec(c.height);
-            o.Put(c.coinbase ? std::string_view(",\"coinbase\":true,\"amount\":")
-                             : std::string_view(",\"coinbase\":false,\"amount\":"));
+            o.Put(c.coinbase ? std::string_view(",\"coinbase\":true,\"value\":")
+                             : std::string_view(",\"coinbase\":false,\"value\":"));
             o.Dec(c.out.value);
-            o.Put(",\"type\":\"");
+            o.Put(",\"script_type\":\"");
             o.Put(type);
             if (addr_len) {
                 o.Put("\",\"address\":\"");
@@ -68,7 +68,7 @@ public:
             } else {
                 o.Put("\",\"address\":null");
             }
-            o.Put(",\"script\":\"");
+            o.Put(",\"script_pubkey\":\"");
             o.Hex(s.data(), s.size());
             o.Put("\"}\n");
         }
@@ -100,10 +100,10 @@ bool ParseRow(ExportFormat f, std::string_view line, OutPoint& op, Coin& c, std:
         fields[7] = line.substr(start);
         if (fields[7].find(',') != std::string_view::npos) return false;
     } else {
-        // {"txid":"..","vout":N,"height":N,"coinbase":B,"amount":N,"type":"..","address":..,"script":".."}
+        // {"txid":"..","vout":N,"height":N,"coinbase":B,"value":N,"script_type":"..","address":..,"script_pubkey":".."}
         static constexpr std::string_view KEYS[8] = {"{\"txid\":",   ",\"vout\":", ",\"height\":",
-                                                     ",\"coinbase\":", ",\"amount\":", ",\"type\":",
-                                                     ",\"address\":", ",\"script\":"};
+                                                     ",\"coinbase\":", ",\"value\":", ",\"script_type\":",
+                                                     ",\"address\":", ",\"script_pubkey\":"};
         std::size_t pos = 0;
         for (int k = 0; k < 8; ++k) {
             if (line.substr(pos, KEYS[k].size()) != KEYS[k]) return false;

@@ -93,7 +93,7 @@ TEST(Export, EveryFormatVerifiesAgainstTheChainstate)
     EXPECT_NE(csv.find(",anchor,bc1pfeessrawgf,51024e73\n"), std::string::npos);
     EXPECT_NE(csv.find(",nonstandard,,51\n"), std::string::npos); // no address: empty field
     const std::string jsonl = Slurp(d.path / "dump1");
-    EXPECT_NE(jsonl.find("\"type\":\"nonstandard\",\"address\":null,\"script\":\"51\"}"), std::string::npos);
+    EXPECT_NE(jsonl.find("\"script_type\":\"nonstandard\",\"address\":null,\"script_pubkey\":\"51\"}"), std::string::npos);
 }
 
 // Many batches through the writer's second thread (4,096 coins each), and a writer that fails

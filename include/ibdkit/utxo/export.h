@@ -28,7 +28,7 @@ namespace ibdkit {
 enum class ExportFormat { Csv, Jsonl, Sqlite };
 
 /// CSV header line (without the newline).
-inline constexpr std::string_view CSV_HEADER = "txid,vout,height,coinbase,amount,type,address,script";
+inline constexpr std::string_view CSV_HEADER = "txid,vout,height,coinbase,value,script_type,address,script_pubkey";
 
 struct ExportResult {
     UtxoStats chainstate_stats; ///< computed during the write walk
