@@ -2,7 +2,8 @@
 # Creates build/venv with pytest and py-bitcoinkernel (Bitcoin Core's libbitcoinkernel, the
 # differential-test oracle), and what the Python package needs to build and be tested (nanobind,
 # scikit-build-core, pyarrow, tqdm; distributed for ibdkit.swiftsync.run_dask; duckdb for the
-# documentation's examples, which python/package_tests/test_docs_examples.py runs). Idempotent; prints
+# documentation's examples, which python/package_tests/test_docs_examples.py runs; mypy, whose stubtest
+# python/package_tests/test_stubs.py runs on the module's stubs). Idempotent; prints
 # the venv's python path. With --report, also matplotlib (for `ibdkit bench --report`'s chart,
 # scripts/bench_report.py); with --bench, the peers of the Python benchmark (blockchain-parser).
 set -euo pipefail
@@ -23,6 +24,9 @@ if ! "$venv/bin/python" -c "import distributed" 2>/dev/null; then
 fi
 if ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
   pip duckdb || { echo "pydeps: pip install duckdb failed" >&2; exit 1; }
+fi
+if ! "$venv/bin/python" -c "import mypy.stubtest" 2>/dev/null; then
+  pip mypy || { echo "pydeps: pip install mypy failed" >&2; exit 1; }
 fi
 if [ "${1:-}" = "--report" ] && ! "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
   pip matplotlib
