@@ -52,6 +52,61 @@ Result<BlockIndexEntry> DecodeBlockIndexEntry(const BlockHash& hash, std::span<c
     });
 }
 
+std::vector<uint8_t> EncodeBlockIndexEntry(const BlockIndexEntry& e)
+{
+    std::vector<uint8_t> out;
+    VectorWriter w(out, 0);
+    WriteVarInt(w, uint32_t(e.client_version));
+    WriteVarInt(w, uint32_t(e.height));
+    WriteVarInt(w, e.status);
+    WriteVarInt(w, e.tx_count);
+    if (e.status & (BLOCK_HAVE_DATA | BLOCK_HAVE_UNDO)) WriteVarInt(w, uint32_t(e.file));
+    if (e.status & BLOCK_HAVE_DATA) WriteVarInt(w, e.data_pos);
+    if (e.status & BLOCK_HAVE_UNDO) WriteVarInt(w, e.undo_pos);
+    w.write(MakeByteSpan(e.header));
+    return out;
+}
+
+void BlockFileInfo::AddBlock(uint32_t height, uint64_t time) noexcept
+{
+    if (blocks == 0 || height_first > height) height_first = height;
+    if (blocks == 0 || time_first > time) time_first = time;
+    ++blocks;
+    if (height > height_last) height_last = height;
+    if (time > time_last) time_last = time;
+}
+
+std::vector<uint8_t> EncodeBlockFileInfo(const BlockFileInfo& info)
+{
+    std::vector<uint8_t> out;
+    VectorWriter w(out, 0);
+    WriteVarInt(w, info.blocks);
+    WriteVarInt(w, info.size);
+    WriteVarInt(w, info.undo_size);
+    WriteVarInt(w, info.height_first);
+    WriteVarInt(w, info.height_last);
+    WriteVarInt(w, info.time_first);
+    WriteVarInt(w, info.time_last);
+    return out;
+}
+
+Result<BlockFileInfo> DecodeBlockFileInfo(std::span<const uint8_t> value)
+{
+    return CatchDecode([&]() -> BlockFileInfo {
+        SpanReader r(value);
+        BlockFileInfo info;
+        info.blocks = ReadVarInt<uint32_t>(r);
+        info.size = ReadVarInt<uint32_t>(r);
+        info.undo_size = ReadVarInt<uint32_t>(r);
+        info.height_first = ReadVarInt<uint32_t>(r);
+        info.height_last = ReadVarInt<uint32_t>(r);
+        info.time_first = ReadVarInt<uint64_t>(r);
+        info.time_last = ReadVarInt<uint64_t>(r);
+        if (!r.empty()) throw DecodeError(Errc::TrailingData, "block file info: trailing bytes");
+        return info;
+    });
+}
+
 Result<BlockIndex> ReadBlockIndex(const std::filesystem::path& index_dir, bool snapshot)
 {
     std::error_code ec;

@@ -19,6 +19,8 @@
 namespace ibdkit {
 
 // Core's BlockStatus bits (chain.h).
+inline constexpr uint32_t BLOCK_VALID_TRANSACTIONS = 3;
+inline constexpr uint32_t BLOCK_VALID_SCRIPTS = 5;
 inline constexpr uint32_t BLOCK_VALID_MASK = 7;
 inline constexpr uint32_t BLOCK_HAVE_DATA = 8;
 inline constexpr uint32_t BLOCK_HAVE_UNDO = 16;
@@ -43,6 +45,33 @@ struct BlockIndexEntry {
     uint32_t Time() const noexcept;
     uint32_t Bits() const noexcept;
 };
+
+/// Core's CDiskBlockIndex::DUMMY_VERSION, the client version Core writes into every 'b' record.
+inline constexpr int32_t BLOCK_INDEX_DUMMY_VERSION = 259900;
+
+/// Encodes a 'b' record's value (the inverse of DecodeBlockIndexEntry; `hash` is the key's).
+std::vector<uint8_t> EncodeBlockIndexEntry(const BlockIndexEntry& e);
+
+/// One 'f' record of the block index (Core's CBlockFileInfo): what blkNNNNN.dat and revNNNNN.dat of
+/// one number hold. Sizes are the bytes used, records with their framing.
+struct BlockFileInfo {
+    uint32_t blocks{0};
+    uint32_t size{0};        ///< bytes of the blk file
+    uint32_t undo_size{0};   ///< bytes of the rev file
+    uint32_t height_first{0};
+    uint32_t height_last{0};
+    uint64_t time_first{0};
+    uint64_t time_last{0};
+
+    /// Counts a block as Core's CBlockFileInfo::AddBlock does (sizes are the caller's).
+    void AddBlock(uint32_t height, uint64_t time) noexcept;
+    friend bool operator==(const BlockFileInfo&, const BlockFileInfo&) = default;
+};
+
+/// Encodes and decodes an 'f' record's value: seven VARINTs (Errc::EndOfData, VarIntOverflow,
+/// TrailingData when decoding).
+std::vector<uint8_t> EncodeBlockFileInfo(const BlockFileInfo& info);
+Result<BlockFileInfo> DecodeBlockFileInfo(std::span<const uint8_t> value);
 
 /// Decodes a 'b' record's value (Errc::EndOfData, VarIntOverflow, TrailingData, InvalidValue for a
 /// negative or oversized field).

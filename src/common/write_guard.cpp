@@ -42,14 +42,19 @@ bool HasBlkFile(const fs::path& dir)
     return false;
 }
 
+/// A blocks directory's index that Core wrote, not ibdkit (DATADIR_MARKER).
+bool CoreIndexIn(const fs::path& blocks) { return IsDir(blocks / "index") && !Exists(blocks / DATADIR_MARKER); }
+
 /// One directory of Core's layout: a data directory, a network's directory, or a blocks directory.
+/// The blocks and index of a datadir ibdkit wrote do not count; what bitcoind adds once it runs on
+/// one (peers.dat, bitcoin.conf) does.
 bool LooksLikeCore(const fs::path& d)
 {
-    if (Exists(d / "bitcoin.conf") || Exists(d / "peers.dat") || IsDir(d / "blocks" / "index")) return true;
+    if (Exists(d / "bitcoin.conf") || Exists(d / "peers.dat") || CoreIndexIn(d / "blocks")) return true;
     for (const char* net : NETWORK_SUBDIRS) {
-        if (IsDir(d / net / "blocks" / "index")) return true;
+        if (CoreIndexIn(d / net / "blocks")) return true;
     }
-    return IsDir(d / "index") && HasBlkFile(d);
+    return CoreIndexIn(d) && HasBlkFile(d);
 }
 
 /// `p` made absolute, with symbolic links resolved as far as the path exists.
@@ -357,6 +362,32 @@ std::optional<Error> CheckUndoDirWritable(const fs::path& dir)
     if (ec) return Refused("cannot look into " + dir.string() + " (" + ec.message() + "): check its permissions");
     if (it == fs::directory_iterator()) return std::nullopt;
     return Refused(dir.string() + " holds files and is not an ibdkit undo folder (no revindex.dat): give a new or empty folder");
+}
+
+std::optional<Error> CheckDatadirWritable(const fs::path& datadir, const fs::path& net_dir)
+{
+    // The network folder and every folder above it: bitcoind writes peers.dat into the former.
+    if (auto e = InsideCore(net_dir, "--datadir")) return e;
+    std::error_code ec;
+    if (!fs::exists(datadir, ec)) return std::nullopt;
+    if (!fs::is_directory(datadir, ec)) return Refused(datadir.string() + " is a file: --datadir names a folder for a new data directory");
+    if (Exists(net_dir / "blocks" / DATADIR_MARKER) || fs::is_empty(datadir, ec)) return std::nullopt;
+    // What a run that stopped before its first block leaves: the network folder, its chainstate.
+    const auto only = [&](const fs::path& dir, const std::function<bool(const fs::path&)>& ours) {
+        std::error_code iec;
+        for (fs::directory_iterator it(dir, iec), end; !iec && it != end; it.increment(iec)) {
+            if (!ours(it->path())) return false;
+        }
+        return !iec;
+    };
+    const auto in_net = [&](const fs::path& p) {
+        return (p.filename() == "blocks" && IsDir(p) && fs::is_empty(p, ec)) || (p.filename() == "chainstate" && HoldsChainstateMarker(p));
+    };
+    const bool started = net_dir == datadir ? only(datadir, in_net)
+                                            : only(datadir, [&](const fs::path& p) { return p.filename() == net_dir.filename() && IsDir(p); }) && only(net_dir, in_net);
+    if (started) return std::nullopt;
+    return Refused(datadir.string() + " holds other files and no data directory ibdkit wrote for this network (no " +
+                   (net_dir / "blocks" / DATADIR_MARKER).string() + "): give --datadir a new or empty folder");
 }
 
 } // namespace ibdkit

@@ -35,6 +35,11 @@ inline constexpr const char* CHAINSTATE_MARKER = "IBDKIT_CHAINSTATE";
 /// refuses it.
 inline constexpr const char* UNFINISHED_CHAINSTATE_MARKER = "IBDKIT_UNFINISHED";
 
+/// The file ibdkit writes into the blocks folder of every data directory it writes (`sync
+/// --datadir`, blockfile/datadir_writer.h): that folder's index is not Core's to guard, and a
+/// later sync may append to it. Core ignores the file.
+inline constexpr const char* DATADIR_MARKER = "IBDKIT_DATADIR";
+
 /// The Bitcoin Core data directory (or blocks directory) that `path` is, or lies inside, by its
 /// layout: a directory holding `bitcoin.conf`, `peers.dat`, `blocks/index/` or a network's
 /// `testnet3|testnet4|signet|regtest/blocks/index/`, or a blocks directory (`index/` beside
@@ -96,6 +101,12 @@ std::optional<Error> CheckTempDirWritable(const std::filesystem::path& dir, std:
 /// the folder in the message ("--out").
 std::optional<Error> CheckOwnFolderWritable(const std::filesystem::path& dir, std::string_view what,
                                             const std::function<bool(const std::filesystem::path& relative)>& ours);
+
+/// Whether ibdkit may write a Bitcoin Core data directory at `datadir` whose network folder is
+/// `net_dir` (`datadir` itself for main): nullopt when `datadir` lies in no Core data directory and
+/// is new, empty, or holds a network folder ibdkit wrote (DATADIR_MARKER in its blocks folder), or
+/// an empty one; otherwise Errc::Refused.
+std::optional<Error> CheckDatadirWritable(const std::filesystem::path& datadir, const std::filesystem::path& net_dir);
 
 /// Whether ibdkit may write its undo data into `dir`: nullopt when `dir` lies in no Core data
 /// directory and is new, empty, or already an ibdkit undo directory (it holds `revindex.dat`);

@@ -23,6 +23,8 @@
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
 
+#include "blockfile/block_file_writer.h" // MAX_BLOCKFILE_SIZE
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -37,8 +39,6 @@ namespace ibdkit {
 
 /// Regtest genesis time (Core's chainparams): every generated block is later than this.
 inline constexpr int64_t REGTEST_GENESIS_TIME = 1296688602;
-/// Core's MAX_BLOCKFILE_SIZE: a blk file is not grown past 128 MiB.
-inline constexpr uint64_t MAX_BLOCKFILE_SIZE = 0x8000000;
 /// Target spacing between generated blocks, in seconds.
 inline constexpr int64_t GEN_BLOCK_SPACING = 600;
 

@@ -69,6 +69,35 @@ TEST(WriteGuard, RecognisesACoreDataDirectoryByItsLayoutFromAnyPathInside)
     EXPECT_FALSE(CoreDataDirAround(g.path / "gen" / "chainstate"));
 }
 
+TEST(WriteGuard, ADatadirIbdkitWroteIsItsOwnUntilBitcoindHasRunOnIt)
+{
+    TempDir t;
+    const fs::path dd = MakeCoreDatadir(t.path);
+    EXPECT_EQ(CheckDatadirWritable(dd, dd / "regtest")->code, Errc::Refused) << "Core's datadir";
+    EXPECT_TRUE(CheckDatadirWritable(dd / "regtest", dd / "regtest" / "regtest")) << "Core's network folder";
+    EXPECT_FALSE(CheckDatadirWritable(t.path / "new", t.path / "new" / "regtest"));
+    // What a sync leaves before its first block: the network folder with ibdkit's chainstate.
+    const fs::path ours = t.path / "ours";
+    WriteText(ours / "regtest" / "chainstate" / CHAINSTATE_MARKER, "");
+    EXPECT_FALSE(CheckDatadirWritable(ours, ours / "regtest"));
+    EXPECT_TRUE(CheckDatadirWritable(ours, ours / "signet")) << "another network's folder is not ours to start";
+    WriteText(ours / "regtest" / "blocks" / "index" / "CURRENT", "MANIFEST-000002\n");
+    EXPECT_TRUE(CoreDataDirAround(ours / "regtest" / "chainstate")) << "an index without ibdkit's marker is Core's";
+    WriteText(ours / "regtest" / "blocks" / DATADIR_MARKER, "");
+    EXPECT_FALSE(CoreDataDirAround(ours / "regtest" / "chainstate"));
+    EXPECT_FALSE(CheckDatadirWritable(ours, ours / "regtest"));
+    EXPECT_FALSE(CheckChainstateWritable(ours / "regtest" / "chainstate"));
+    // bitcoind has run on it: the folder is Core's.
+    WriteText(ours / "regtest" / "peers.dat", "x");
+    EXPECT_TRUE(CheckDatadirWritable(ours, ours / "regtest"));
+    EXPECT_TRUE(CheckChainstateWritable(ours / "regtest" / "chainstate"));
+    const fs::path notes = t.path / "notes";
+    WriteText(notes / "todo.txt", "x");
+    auto refused = CheckDatadirWritable(notes, notes / "regtest");
+    ASSERT_TRUE(refused);
+    EXPECT_NE(refused->message.find("holds other files"), std::string::npos) << refused->message;
+}
+
 TEST(WriteGuard, ChainstateWritesOnlyIntoNewEmptyOrMarkedFolders)
 {
     TempDir t;

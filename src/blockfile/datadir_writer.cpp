@@ -1,0 +1,335 @@
+// DatadirWriter (datadir_writer.h).
+#include "blockfile/datadir_writer.h"
+
+#include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/encoding/endian.h>
+#include <ibdkit/encoding/serialize.h>
+
+#include "kv/store.h"
+#include "stream/streams.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace ibdkit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint8_t DB_BLOCK_FILES = 'f';
+constexpr uint8_t DB_BLOCK_INDEX = 'b';
+constexpr uint8_t DB_LAST_BLOCK = 'l';
+/// Pending block and undo bytes are written out beyond this.
+constexpr std::size_t WRITE_AT = 4 << 20;
+
+[[noreturn]] void Fail(const std::string& what) { throw DatadirWriteError(what); }
+
+std::string Errno() { return std::strerror(errno); }
+
+bool PwriteFull(int fd, const uint8_t* p, std::size_t n, uint64_t offset) noexcept
+{
+    for (std::size_t done = 0; done < n;) {
+        const ssize_t r = ::pwrite(fd, p + done, n - done, off_t(offset + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = ENOSPC;
+            return false;
+        }
+        done += std::size_t(r);
+    }
+    return true;
+}
+
+/// The 'f' key: Core's std::pair<uint8_t, int>.
+std::array<uint8_t, 5> FileKey(int number)
+{
+    std::array<uint8_t, 5> k{DB_BLOCK_FILES};
+    WriteLE32(k.data() + 1, uint32_t(number));
+    return k;
+}
+
+/// Writes `bytes` into the new file `path` and makes it durable.
+std::optional<Error> WriteDurably(const fs::path& path, std::span<const uint8_t> bytes)
+{
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Error{Errc::Io, path.string() + ": cannot create: " + Errno()};
+    const bool ok = PwriteFull(fd, bytes.data(), bytes.size(), 0) && ::fsync(fd) == 0;
+    const std::string why = Errno();
+    ::close(fd);
+    if (!ok) return Error{Errc::Io, path.string() + ": write failed: " + why};
+    return std::nullopt;
+}
+
+void SyncDir(const fs::path& dir)
+{
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) Fail(dir.string() + ": cannot open: " + Errno());
+    const bool ok = ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) Fail(dir.string() + ": sync failed: " + Errno());
+}
+
+bool EmptyOrMissing(const fs::path& dir)
+{
+    std::error_code ec;
+    return !fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec));
+}
+
+} // namespace
+
+fs::path NetworkDataDir(const fs::path& datadir, ChainType chain)
+{
+    switch (chain) {
+    case ChainType::MAIN: return datadir;
+    case ChainType::TESTNET: return datadir / "testnet3";
+    case ChainType::TESTNET4: return datadir / "testnet4";
+    case ChainType::SIGNET: return datadir / "signet";
+    case ChainType::REGTEST: return datadir / "regtest";
+    }
+    return datadir;
+}
+
+DatadirWriter::DatadirWriter(fs::path net_dir, const ChainParams& params, std::size_t max_file_size)
+    : m_net(std::move(net_dir)), m_blocks(m_net / "blocks"), m_params(params), m_max_file_size(max_file_size)
+{
+}
+
+DatadirWriter::~DatadirWriter()
+{
+    for (FlatFile* f : {&m_blk, &m_rev}) {
+        if (f->fd >= 0) ::close(f->fd);
+    }
+}
+
+Result<std::unique_ptr<DatadirWriter>> DatadirWriter::Open(const fs::path& net_dir, const ChainParams& params, std::size_t max_file_size)
+{
+    const fs::path datadir = params.type == ChainType::MAIN ? net_dir : net_dir.parent_path();
+    if (auto refused = CheckDatadirWritable(datadir, net_dir)) return *refused;
+    std::unique_ptr<DatadirWriter> w(new DatadirWriter(net_dir, params, max_file_size));
+    std::error_code ec;
+    const bool ours = fs::exists(w->m_blocks / DATADIR_MARKER, ec);
+    if (!ours && !EmptyOrMissing(w->m_blocks)) {
+        return Error{Errc::Refused, w->m_blocks.string() + " holds blocks ibdkit did not write (no " + DATADIR_MARKER +
+                                        "): ibdkit writes a data directory only into a new or empty folder"};
+    }
+    try {
+        auto done = ours && fs::exists(w->m_blocks / "index" / "CURRENT", ec) ? w->Continue() : w->Start();
+        if (!done) return done.error();
+    } catch (const DatadirWriteError& e) {
+        return Error{Errc::Io, e.what()};
+    } catch (const StoreError& e) {
+        return Error{Errc::Corrupt, w->m_blocks.string() + "/index: " + e.what()};
+    }
+    return w;
+}
+
+Result<bool> DatadirWriter::Start()
+{
+    std::error_code ec;
+    fs::create_directories(m_blocks, ec);
+    if (ec) return Error{Errc::Io, m_blocks.string() + ": cannot create: " + ec.message()};
+    // The marker first: a folder ibdkit started and left unfinished is started again, never refused.
+    if (auto e = WriteDurably(m_blocks / DATADIR_MARKER, {})) return *e;
+    std::array<uint8_t, 8> key{};
+    if (::getrandom(key.data(), key.size(), 0) != ssize_t(key.size())) return Error{Errc::Io, "no random bytes for xor.dat: " + Errno()};
+    if (auto e = WriteDurably(m_blocks / "xor.dat", key)) return *e;
+    std::memcpy(m_key.bytes.data(), key.data(), key.size());
+    fs::remove_all(m_blocks / "index", ec);
+    StoreOptions so;
+    so.obfuscate = false; // Core's block index is not obfuscated
+    StoreStatus st;
+    m_index = ibdkit::Store::Open(m_blocks / "index", so, &st);
+    if (!m_index) return Error{Errc::Io, m_blocks.string() + "/index: " + st.message};
+    m_files.assign(1, BlockFileInfo{});
+    OpenFlat(m_blk, 0, 0);
+    OpenFlat(m_rev, 0, 0);
+    StoreBlock(m_params.genesis, 0, {}, false);
+    Sync();
+    SyncDir(m_net);
+    return true;
+}
+
+Result<bool> DatadirWriter::Continue()
+{
+    auto key = ReadXorKey(m_blocks);
+    if (!key) return key.error();
+    m_key = *key;
+    auto index = ReadBlockIndex(m_blocks / "index");
+    if (!index) return index.error();
+    auto best = SelectBestChain(*index, m_params.consensus.hash_genesis_block);
+    if (!best) return best.error();
+    if (best->entries.empty()) return Error{Errc::Corrupt, m_blocks.string() + "/index holds no genesis block"};
+    for (std::size_t i : best->entries) m_hashes.push_back(index->entries[i].hash);
+    StoreOptions so;
+    so.obfuscate = false;
+    so.create_if_missing = false;
+    StoreStatus st;
+    m_index = ibdkit::Store::Open(m_blocks / "index", so, &st);
+    if (!m_index) return Error{Errc::Corrupt, m_blocks.string() + "/index: " + st.message};
+    const std::array<uint8_t, 1> lkey{DB_LAST_BLOCK};
+    const auto last = m_index->ReadRaw(MakeByteSpan(lkey));
+    if (!last || last->size() != 4) return Error{Errc::Corrupt, m_blocks.string() + "/index: no last block file record"};
+    const int last_file = int(ReadLE32(reinterpret_cast<const uint8_t*>(last->data())));
+    if (last_file < 0 || last_file > 99999) return Error{Errc::Corrupt, m_blocks.string() + "/index: last block file " + std::to_string(last_file)};
+    for (int n = 0; n <= last_file; ++n) {
+        const auto fkey = FileKey(n);
+        const auto raw = m_index->ReadRaw(MakeByteSpan(fkey));
+        if (!raw) return Error{Errc::Corrupt, m_blocks.string() + "/index: no record of block file " + std::to_string(n)};
+        auto info = DecodeBlockFileInfo(std::span(reinterpret_cast<const uint8_t*>(raw->data()), raw->size()));
+        if (!info) return Error{Errc::Corrupt, m_blocks.string() + "/index: block file " + std::to_string(n) + ": " + info.error().message};
+        m_files.push_back(*info);
+    }
+    OpenFlat(m_blk, last_file, m_files.back().size);
+    OpenFlat(m_rev, last_file, m_files.back().undo_size);
+    return true;
+}
+
+fs::path DatadirWriter::FlatPath(const FlatFile& f, int number) const
+{
+    return f.prefix == std::string_view("blk") ? BlockFilePath(m_blocks, number) : UndoFilePath(m_blocks, uint32_t(number));
+}
+
+void DatadirWriter::OpenFlat(FlatFile& f, int number, uint64_t size)
+{
+    const fs::path path = FlatPath(f, number);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) Fail(path.string() + ": cannot open for writing: " + Errno());
+    // What lies past the recorded size was written but never indexed: it is written over.
+    if (::ftruncate(fd, off_t(size)) != 0) {
+        ::close(fd);
+        Fail(path.string() + ": cannot truncate: " + Errno());
+    }
+    f.fd = fd;
+    f.number = number;
+    f.size = size;
+    m_new_file = true;
+}
+
+void DatadirWriter::Flush(FlatFile& f, bool close)
+{
+    if (f.fd < 0) return;
+    const fs::path path = FlatPath(f, f.number);
+    if (!f.pending.empty()) {
+        if (!PwriteFull(f.fd, f.pending.data(), f.pending.size(), f.size - f.pending.size())) Fail(path.string() + ": write failed: " + Errno());
+        f.pending.clear();
+    }
+    if (close) {
+        if (::fdatasync(f.fd) != 0) Fail(path.string() + ": sync failed: " + Errno());
+        ::close(f.fd);
+        f.fd = -1;
+    }
+}
+
+void DatadirWriter::Put(FlatFile& f, int number, uint64_t at, std::vector<uint8_t>& record)
+{
+    if (f.number != number) {
+        Flush(f, /*close=*/true);
+        OpenFlat(f, number, 0);
+    }
+    if (at != f.size) Fail(std::string(f.prefix) + " file " + std::to_string(number) + ": a record out of place");
+    XorBytes(MakeWritableByteSpan(record), m_key, std::size_t(at));
+    f.pending.insert(f.pending.end(), record.begin(), record.end());
+    f.size += record.size();
+    if (f.pending.size() >= WRITE_AT) Flush(f, /*close=*/false);
+}
+
+void DatadirWriter::Append(const Block& block, int height, std::span<const uint8_t> undo_bytes)
+{
+    if (height < 1) Fail("block height " + std::to_string(height) + ": the genesis block is written by Open");
+    const BlockHash hash = block.GetHash();
+    if (height <= TipHeight()) {
+        if (m_hashes[std::size_t(height)] == hash) return; // stored by an earlier run
+        Fail("the data directory holds another block at height " + std::to_string(height) + " than " + hash.ToHex() +
+             " (a reorganisation, which it cannot follow)");
+    }
+    if (height != TipHeight() + 1 || block.hash_prev_block != Tip()) {
+        Fail("block " + hash.ToHex() + " at height " + std::to_string(height) + " does not follow the data directory's tip at height " +
+             std::to_string(TipHeight()));
+    }
+    StoreBlock(block, height, undo_bytes, true);
+}
+
+void DatadirWriter::StoreBlock(const Block& block, int height, std::span<const uint8_t> undo_bytes, bool have_undo)
+{
+    // The block's record: magic, size, then the block with its witness.
+    m_buf.assign(8, 0);
+    VectorWriter w(m_buf, 8);
+    Serialize(w, block);
+    const uint64_t add = m_buf.size();
+    if (add - 8 > std::numeric_limits<uint32_t>::max()) Fail("a block of " + std::to_string(add) + " bytes");
+    int number = int(m_files.size()) - 1;
+    // Core's FindNextBlockPos: a block that would take the file to the limit starts the next one.
+    if (m_files[std::size_t(number)].size + add >= m_max_file_size && m_files[std::size_t(number)].blocks > 0) {
+        m_files.emplace_back();
+        ++number;
+        m_dirty_files.insert(number - 1);
+    }
+    BlockFileInfo& info = m_files[std::size_t(number)];
+    std::memcpy(m_buf.data(), m_params.message_start.data(), 4);
+    WriteLE32(m_buf.data() + 4, uint32_t(add - 8));
+    BlockIndexEntry e;
+    e.hash = block.GetHash();
+    e.client_version = BLOCK_INDEX_DUMMY_VERSION;
+    e.height = height;
+    e.tx_count = uint32_t(block.vtx.size());
+    e.file = number;
+    e.data_pos = info.size + 8;
+    Put(m_blk, number, info.size, m_buf);
+    info.size += uint32_t(add);
+    info.AddBlock(uint32_t(height), block.time);
+    // Core connects the genesis block without undo data and leaves it at VALID_TRANSACTIONS.
+    e.status = (have_undo ? BLOCK_VALID_SCRIPTS | BLOCK_HAVE_UNDO : BLOCK_VALID_TRANSACTIONS) | BLOCK_HAVE_DATA;
+    if (height >= m_params.consensus.segwit_height) e.status |= BLOCK_OPT_WITNESS;
+    if (have_undo) {
+        m_buf.clear();
+        AppendUndoRecord(m_buf, m_params.message_start, block.hash_prev_block, undo_bytes);
+        e.undo_pos = info.undo_size + UNDO_HEADER_BYTES;
+        Put(m_rev, number, info.undo_size, m_buf);
+        info.undo_size += uint32_t(m_buf.size());
+    }
+    m_buf.clear();
+    VectorWriter hw(m_buf, 0);
+    Serialize(hw, block.header());
+    std::memcpy(e.header.data(), m_buf.data(), e.header.size());
+    m_pending.push_back(e);
+    m_dirty_files.insert(number);
+    m_hashes.push_back(e.hash);
+    ++m_blocks_written;
+}
+
+void DatadirWriter::Sync()
+{
+    for (FlatFile* f : {&m_blk, &m_rev}) {
+        Flush(*f, /*close=*/false);
+        if (f->fd >= 0 && ::fdatasync(f->fd) != 0) Fail(m_blocks.string() + ": sync of a " + f->prefix + " file failed: " + Errno());
+    }
+    if (m_new_file) {
+        SyncDir(m_blocks);
+        m_new_file = false;
+    }
+    if (m_pending.empty() && m_dirty_files.empty()) return;
+    // Only now the records that point at those bytes.
+    KvBatch batch;
+    for (const BlockIndexEntry& e : m_pending) {
+        std::array<uint8_t, 33> k{DB_BLOCK_INDEX};
+        std::memcpy(k.data() + 1, e.hash.data(), 32);
+        batch.Put(MakeByteSpan(k), MakeByteSpan(EncodeBlockIndexEntry(e)));
+    }
+    for (int n : m_dirty_files) batch.Put(MakeByteSpan(FileKey(n)), MakeByteSpan(EncodeBlockFileInfo(m_files[std::size_t(n)])));
+    std::array<uint8_t, 4> last{};
+    WriteLE32(last.data(), uint32_t(m_files.size() - 1));
+    const std::array<uint8_t, 1> lkey{DB_LAST_BLOCK};
+    batch.Put(MakeByteSpan(lkey), MakeByteSpan(last));
+    if (auto st = m_index->WriteBatch(batch, /*sync=*/true); !st.ok()) Fail(m_blocks.string() + "/index: " + st.message);
+    m_pending.clear();
+    m_dirty_files.clear();
+}
+
+} // namespace ibdkit
