@@ -48,7 +48,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "the next run on the same --chainstate resumes.");
     struct Args {
         std::vector<std::string> connect;
-        std::string network, chainstate, undo, policy{"hardened"}, swiftsync;
+        std::string network, chainstate, undo, datadir, policy{"hardened"}, swiftsync;
         std::size_t dbcache{450};
         double timeout{30};
         double headers_wait{3};
@@ -74,6 +74,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--undo", a->undo,
         "Write each connected block's undo data to this directory (rev files in Bitcoin Core's format, docs/undo.md);\n"
         "a later run with the same --undo can reorganise below the chainstate's tip");
+    cmd->add_option("--datadir", a->datadir,
+        "Write a Bitcoin Core data directory here: blocks, undo data, block index, and the chainstate (unless\n"
+        "--chainstate names one) in its network's folder; `bitcoind -datadir=DIR` starts on it (docs/sync.md)");
     AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
     cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
@@ -116,6 +119,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.force_getblocks = a->getblocks;
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
+        UseDatadirOut(o, a->datadir, o.chain);
         CheckEngineOutputs(o);
         if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->out);
         height_export->Prepare(o);
@@ -134,11 +138,11 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             }
             bar->Update(p.tip_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.tip_height : -1, text);
         };
-        StopOnInterrupt(&g_interrupt, a->chainstate);
+        StopOnInterrupt(&g_interrupt, o.chainstate.string());
         o.interrupt = &g_interrupt;
         auto r = Sync(o);
         bar->Done();
-        ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
+        ReportInterrupted(r ? *r : EngineResult{}, o.chainstate.string());
         if (!r) {
             PrintError(r.error().message);
             ExitCode() = EXIT_FAILED;
@@ -157,6 +161,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         ReportReject(*r);
         if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
         height_export->Finish(*r, !a->out.quiet);
+        if (!a->out.quiet) PrintDatadirHandover(o, o.chain);
     });
 });
 

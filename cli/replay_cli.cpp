@@ -2,6 +2,7 @@
 #include "replay_cli.h"
 #include "interrupt.h"
 
+#include "blockfile/datadir_writer.h"
 #include "common/write_guard.h"
 #include "memory/policy.h"
 
@@ -107,6 +108,23 @@ void CheckEngineOutputs(const EngineOptions& o)
         (IsSameOrInside(o.undo_dir, o.chainstate) || IsSameOrInside(o.chainstate, o.undo_dir))) {
         throw UsageError("--undo and --chainstate share a folder: give each a folder of its own");
     }
+}
+
+void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain)
+{
+    if (datadir.empty()) return;
+    o.datadir_out = datadir;
+    const auto net = NetworkDataDir(o.datadir_out, chain);
+    if (auto refused = CheckDatadirWritable(o.datadir_out, net)) throw UsageError("--datadir: " + refused->message);
+    if (o.chainstate.empty()) o.chainstate = net / "chainstate";
+}
+
+void PrintDatadirHandover(const EngineOptions& o, ChainType chain)
+{
+    if (o.datadir_out.empty()) return;
+    const std::string flag = chain == ChainType::MAIN ? "" : " -chain=" + std::string(ChainTypeName(chain));
+    std::fprintf(stderr, "data directory     %s: start Bitcoin Core on it with `bitcoind -datadir=%s%s`\n", o.datadir_out.c_str(),
+                 o.datadir_out.c_str(), flag.c_str());
 }
 
 void RecordNetwork(const EngineOptions& o, ChainType chain)

@@ -47,6 +47,12 @@ void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height,
 /// Before any block is read: refuses (UsageError, saying what to do) a chainstate or undo folder
 /// ibdkit may not write (common/write_guard.h), or the two in one folder.
 void CheckEngineOutputs(const EngineOptions& o);
+/// `--datadir DIR` of a run that writes a Bitcoin Core data directory: DIR into o.datadir_out, the
+/// chainstate into DIR's folder of `chain` (unless --chainstate named one), DIR checked
+/// (CheckDatadirWritable; a refusal is a UsageError). Nothing when `datadir` is empty.
+void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain);
+/// The closing words of a run that wrote a data directory: how to hand it to bitcoind.
+void PrintDatadirHandover(const EngineOptions& o, ChainType chain);
 /// After a run into a chainstate the user named: records its network there, so that `utxo`
 /// commands and later runs know it (common/write_guard.h, RecordChainstateNetwork).
 void RecordNetwork(const EngineOptions& o, ChainType chain);

@@ -66,6 +66,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                            const ConnectOutputArgs& out)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
+    if (!classic.datadir_out.empty()) throw CLI::ValidationError("--datadir", "is not written by --swiftsync yet: sync without it");
     run::SwiftSyncPeersOptions o;
     o.swiftsync.hints = hints;
     o.swiftsync.chainstate = classic.chainstate;

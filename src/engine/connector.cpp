@@ -124,16 +124,17 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         m_counters.script_check_reason = std::string(ctx.script_check_reason);
     }
     if (!ConnectBlock(block, ctx, m_cache, m_params.consensus, state,
-                      {.stats = &cs, .undo = m_undo_writer || m_connected ? &m_undo : nullptr, .runner = m_runner, .plan = plan, .scratch = &m_scratch}) ||
+                      {.stats = &cs, .undo = m_undo_writer || m_datadir || m_connected ? &m_undo : nullptr, .runner = m_runner, .plan = plan, .scratch = &m_scratch}) ||
         state.IsInvalid()) {
         return state.GetRejectReason();
     }
-    if (m_undo_writer) {
+    if (m_undo_writer || m_datadir) {
         m_undo_bytes.clear();
         VectorWriter<std::vector<uint8_t>> w(m_undo_bytes, 0);
         Serialize(w, m_undo);
-        m_undo_writer->Write(block->GetHash(), ctx.height, block->hash_prev_block, m_undo_bytes);
     }
+    if (m_undo_writer) m_undo_writer->Write(block->GetHash(), ctx.height, block->hash_prev_block, m_undo_bytes);
+    if (m_datadir) m_datadir->Append(block.block(), ctx.height, m_undo_bytes);
     if (m_connected) m_connected(block.block(), ctx.height, m_undo);
     ++m_counters.blocks;
     m_counters.txs += block->vtx.size();
@@ -149,6 +150,7 @@ std::optional<std::string> BlockConnector::Connect(const CheckedBlock& block, co
         }
         const auto t0 = std::chrono::steady_clock::now();
         if (m_undo_writer) m_undo_writer->Sync(); // undo data is durable before the chainstate moves
+        if (m_datadir) m_datadir->Sync();         // and so are the datadir's blocks and index
         if (auto st = m_cache.FlushWarm(m_cache.Budget() / 2, m_runner); !st.ok()) throw StoreError(st);
         ++m_counters.flushes;
         FitBudget();
@@ -167,6 +169,7 @@ StoreStatus BlockConnector::Flush(const BlockHash& tip)
 {
     if (!tip.IsNull()) m_cache.SetBestBlock(tip);
     if (m_undo_writer) m_undo_writer->Sync();
+    if (m_datadir) m_datadir->Sync();
     auto st = m_cache.Flush();
     if (st.ok()) ++m_counters.flushes;
     return st;

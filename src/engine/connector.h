@@ -11,6 +11,7 @@
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/consensus/check.h>
 
+#include "blockfile/datadir_writer.h"
 #include "blockfile/undo_file.h"
 #include "coins/budget.h"
 #include "coins/coins_cache.h"
@@ -84,6 +85,10 @@ public:
     /// the connector; the writer is synced before every flush of the cache. Write failures throw
     /// UndoWriteError.
     void SetUndoWriter(UndoFileWriter* writer) noexcept { m_undo_writer = writer; }
+    /// Appends each connected block with its undo data to the data directory `writer` (may be null:
+    /// none), which must outlive the connector; it is synced, blocks and undo before its index,
+    /// before every flush of the cache, so the chainstate never names a block the datadir lacks.
+    void SetDatadirWriter(DatadirWriter* writer) noexcept { m_datadir = writer; }
     /// Hands each connected block, its height and its undo data (the coins it spent) to `sink`
     /// (empty: none), on the connecting thread, before a flush the block may trigger.
     void SetConnectedSink(std::function<void(const Block&, int, const BlockUndo&)> sink) { m_connected = std::move(sink); }
@@ -106,6 +111,7 @@ private:
     CoinsCache m_cache;
     ConnectorCounters m_counters;
     UndoFileWriter* m_undo_writer{nullptr};
+    DatadirWriter* m_datadir{nullptr};
     const TaskRunner* m_runner{nullptr};
     ConnectScratch m_scratch; ///< ConnectBlock's buffers, kept from block to block
     std::function<void()> m_on_flush;

@@ -9,6 +9,7 @@
 #include <ibdkit/threads.h>
 #include <ibdkit/utxo/stats.h>
 
+#include "blockfile/datadir_writer.h"
 #include "blockfile/undo_file.h"
 #include "connect/disconnect.h"
 #include "memory/cleanse.h"
@@ -248,8 +249,15 @@ std::optional<Error> RunPhases(const EngineOptions& o, const ChainParams& params
         if (!w) return w.error();
         undo = std::move(*w);
     }
+    std::unique_ptr<DatadirWriter> datadir;
+    if (!o.datadir_out.empty()) {
+        auto w = DatadirWriter::Open(NetworkDataDir(o.datadir_out, params.type), params);
+        if (!w) return Error{w.error().code, "--datadir " + o.datadir_out.string() + ": " + w.error().message};
+        datadir = std::move(*w);
+    }
     BlockConnector conn(db, params, budget);
     conn.SetUndoWriter(undo.get());
+    conn.SetDatadirWriter(datadir.get());
     conn.SetConnectedSink(o.on_connected);
     const BlockContexts contexts(o, params, src.Headers());
     EngineRun run{o, params, src, db, conn, undo.get(), res, contexts, {}};
@@ -359,6 +367,8 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
         err = EnvError("chainstate " + cs.dir().string() + ": " + e.what());
     } catch (const DecodeError& e) { // a corrupt coin record read back from the chainstate
         err = Error{e.code(), "chainstate " + cs.dir().string() + ": " + e.what()};
+    } catch (const DatadirWriteError& e) { // writing the data directory failed (disk full, I/O error)
+        err = EnvError(std::string("data directory: ") + e.what());
     } catch (const UndoWriteError& e) { // writing undo data failed (disk full, I/O error)
         err = EnvError(std::string("undo data: ") + e.what());
     } catch (const std::system_error& e) { // a thread the system would not start (TaskPool, Pipeline)

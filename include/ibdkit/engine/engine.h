@@ -95,6 +95,13 @@ struct EngineOptions {
     /// in Core's format, with ibdkit's revindex.dat (blockfile/undo_file.h, docs/undo.md); the
     /// records are made durable before every chainstate flush. Never a Core blocks directory.
     std::filesystem::path undo_dir;
+    /// When set, a Bitcoin Core data directory: every connected block, with its undo record, is
+    /// appended to its network's folder (DATADIR, DATADIR/regtest, ...) as Core lays it out —
+    /// blk and rev files obfuscated with a random xor.dat key, the LevelDB block index — made
+    /// durable, data before index, before every chainstate flush (docs/sync.md). A new or empty
+    /// folder, or one an earlier run wrote; never a Core datadir ibdkit did not make. Put the
+    /// chainstate in its network folder's `chainstate` and bitcoind starts on it (-datadir).
+    std::filesystem::path datadir_out;
     /// When set, called on the connecting thread after each block is connected (before a flush the
     /// block may trigger), with the block, its height and the coins its inputs spent: one TxUndo per
     /// transaction after the coinbase, its coins in input order (coins/undo.h). What a reader of

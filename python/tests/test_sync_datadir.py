@@ -1,0 +1,100 @@
+"""`ibdkit sync --datadir NEW`: the sync leaves a Bitcoin Core data directory that Core's engine opens.
+
+A datadir Core's engine wrote is served (`ibdkit serve`); ibdkit syncs from it into a new datadir in
+two runs (the second appends to what the first wrote); then Core's engine opens NEW — its block
+index and ibdkit's chainstate — reports the same tip and connects the rest of the chain on top;
+`ibdkit replay --datadir NEW` ends on the same UTXO set; every rev record's checksum verifies and
+its undo bytes are those Core wrote for the same block; a Core datadir ibdkit did not write is
+refused.
+"""
+import json
+
+import pytest
+
+from conftest import import_pbk, run_cli
+
+pbk = import_pbk()
+
+from test_replay_datadir import FIELDS, block_hash, core_datadir, framed_records  # noqa: E402
+from test_serve import Server  # noqa: E402
+from test_swiftsync_coins import gen_blocks  # noqa: E402
+from test_undo_core import by_block, rev_records  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def source(cli, tmp_path_factory):
+    """A datadir Core's engine wrote, its blocks, and its classic replay."""
+    tmp = tmp_path_factory.mktemp("source")
+    blocks = gen_blocks(cli, tmp, 120, seed=71)
+    datadir, height, tip, _ = core_datadir(tmp, blocks, seed=19)
+    expected = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", datadir).stdout)
+    return datadir, blocks, height, tip, expected
+
+
+def sync(cli, port, datadir, *extra):
+    return run_cli(cli, "sync", "--json", "--connect", f"127.0.0.1:{port}", "--network", "regtest", "--timeout", "20",
+                   "--datadir", datadir, *extra)
+
+
+def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_path):
+    src, blocks, height, tip, expected = source
+    new = tmp_path / "node"
+    server = Server(cli, "--datadir", src)
+    try:
+        first = json.loads(sync(cli, server.port, new, "--stop-height", "60", "-q").stdout)
+        assert first["height"] == 60
+        r = sync(cli, server.port, new, "--stop-height", "100", "--dbcache", "1")
+        second = json.loads(r.stdout)
+    finally:
+        server.stop()
+    assert (second["height"], second["start_height"]) == (100, 61), "the second run appends"
+    assert f"bitcoind -datadir={new} -chain=regtest" in r.stderr, r.stderr
+    net = new / "regtest"
+    assert (net / "chainstate").is_dir() and len((net / "blocks" / "xor.dat").read_bytes()) == 8
+    assert any((net / "blocks" / "xor.dat").read_bytes())
+
+    # ibdkit's readers of Core's datadirs read it: the same UTXO set as the sync's.
+    replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", new).stdout)
+    assert (replayed["height"], replayed["bestblock"]) == (100, second["bestblock"])
+    for k in FIELDS:
+        assert replayed[k] == second[k], k
+
+    # Every rev record verifies against its block's parent, and holds the undo bytes Core wrote.
+    parents = {block_hash(b): b[4:36] for b in blocks}
+    ours = by_block(rev_records(net / "blocks"), parents)
+    core = by_block(rev_records(src / "regtest" / "blocks"), parents)
+    assert len(ours) == 100
+    assert all(ours[h] == core[h] for h in ours)
+    stored = [block_hash(p) for _, _, p, _ in framed_records(net / "blocks")]
+    assert stored[1:] == [block_hash(b) for b in blocks[:100]], "the genesis, then the chain in height order"
+
+    # Core's engine opens the block index and the chainstate, is at the sync's tip, and goes on.
+    ctx = pbk.make_context(pbk.ChainType.REGTEST)
+    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
+    opts.set_worker_threads_num(1)
+    cm = pbk.ChainstateManager(opts)
+    chain = cm.get_active_chain()
+    assert (chain.height, str(chain.block_tree_entries[chain.height].block_hash)) == (100, second["bestblock"])
+    del chain
+    for raw in blocks[100:]:
+        cm.process_block(pbk.Block(raw))
+    chain = cm.get_active_chain()
+    reached = chain.height, str(chain.block_tree_entries[chain.height].block_hash)
+    del chain
+    del cm  # flushes and closes
+    assert reached == (height, tip)
+    got = json.loads(run_cli(cli, "utxo", "stats", "--chainstate", net / "chainstate", "--json").stdout)
+    for k in FIELDS:
+        assert got[k] == expected[k], k
+
+
+def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
+    src = source[0]
+    r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", src, check=False)
+    assert r.returncode == 64, r.stderr
+    assert "is inside the Bitcoin Core data directory" in r.stderr, r.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", other, check=False)
+    assert r.returncode == 64 and "holds other files" in r.stderr, r.stderr
