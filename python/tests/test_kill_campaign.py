@@ -385,3 +385,46 @@ def test_replay_swiftsync_coins(cli, core_dd, tmp_path):
     assert ref["swiftsync"]["mode"] == "coins" and ref["script_checked_inputs"] > 0, ref
     assert (ref["height"], ref["bestblock"], ref["hash_serialized_3"]) == (height, tip, core["hash_serialized_3"]), ref
     assert files_of(inputs) == before, "the datadir is only read"
+
+
+def test_sync_datadir(cli, base, tmp_path):
+    """sync --datadir NEW from a peer, killed: the block index names only blocks its files hold
+    (`replay --datadir` reads every one) and never fewer than the chainstate has connected; the rerun
+    appends and ends on the UTXO set of an uninterrupted sync."""
+    rng = random.Random(f"{SEED}-sync-datadir")
+    server = subprocess.Popen([str(cli), "serve", "--listen", "127.0.0.1:0", "--blocks-dir", base / "chain" / "blocks"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), (line, server.stderr.read()[-2000:] if server.poll() is not None else "")
+        port = int(line.strip().rsplit(":", 1)[1])
+        args = lambda dd: ["sync", "-q", "--connect", f"127.0.0.1:{port}", "--network", "regtest", "--timeout", "20",
+                           "--dbcache", "2", "--datadir", dd]
+        budget = 1.2 * timed(cli, args(tmp_path / "ref"))
+        replayed = lambda dd: json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", dd).stdout)
+        expected = replayed(tmp_path / "ref")
+        outcomes, states = [], []
+        for i in range(KILLS):
+            dd = tmp_path / f"dd{i}"
+            sig, rc, err, delay = kill_round(cli, args(dd), rng, budget)
+            where = check_exit(sig, rc, err, delay, f"sync --datadir round {i}")
+            outcomes.append(outcome(sig, rc))
+            net = dd / "regtest"
+            if (net / "blocks" / "index" / "CURRENT").exists():
+                r = run_cli(cli, "replay", "-q", "--json", "--no-stats", "--datadir", dd, check=False)
+                assert r.returncode == 0, (r.stderr, where)
+                indexed = json.loads(r.stdout)["height"]
+                cs = run_cli(cli, "utxo", "stats", "--chainstate", net / "chainstate", "--json", check=False)
+                if cs.returncode == 0:  # a chainstate killed mid-flush is refused until a sync repairs it
+                    assert json.loads(cs.stdout)["height"] <= indexed, where
+                states.append("indexed")
+            else:
+                states.append("no index")
+            r = run_cli(cli, *args(dd), check=False)
+            assert r.returncode == 0, (r.stderr, where)
+            got = replayed(dd)
+            assert (got["height"], got["hash_serialized_3"]) == (expected["height"], expected["hash_serialized_3"]), where
+        report("sync --datadir", outcomes, states)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)

@@ -165,6 +165,8 @@ Result<bool> DatadirWriter::Continue()
     if (!index) return index.error();
     auto best = SelectBestChain(*index, m_params.consensus.hash_genesis_block);
     if (!best) return best.error();
+    // A run killed before its first index batch (the genesis block's) left nothing indexed.
+    if (best->entries.empty() && index->entries.empty()) return Start();
     if (best->entries.empty()) return Error{Errc::Corrupt, m_blocks.string() + "/index holds no genesis block"};
     for (std::size_t i : best->entries) m_hashes.push_back(index->entries[i].hash);
     StoreOptions so;

@@ -12,6 +12,7 @@
 #include "blockfile/block_index.h"
 #include "blockfile/datadir_writer.h"
 #include "blockfile/undo_file.h"
+#include "kv/store.h"
 
 #include <gtest/gtest.h>
 
@@ -163,6 +164,28 @@ TEST(DatadirWriter, AReopenedFolderContinuesWhereItsIndexEnds)
     (*w)->Sync();
     w->reset();
     ExpectReadsBack(datadir, 220);
+}
+
+TEST(DatadirWriter, AFolderKilledBeforeItsFirstIndexBatchStartsOver)
+{
+    TempDir t;
+    const fs::path blocks = t.path / "node" / "regtest" / "blocks";
+    fs::create_directories(blocks);
+    std::ofstream(blocks / DATADIR_MARKER).flush();
+    std::ofstream(blocks / "blk00000.dat") << "a torn record";
+    {
+        StoreStatus st;
+        StoreOptions so;
+        so.obfuscate = false;
+        ASSERT_TRUE(Store::Open(blocks / "index", so, &st)) << st.message; // an index with no record
+    }
+    auto w = DatadirWriter::Open(t.path / "node" / "regtest", Regtest(), 1 << 20);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    EXPECT_EQ((*w)->TipHeight(), 0);
+    AppendRange(**w, 1, 220);
+    (*w)->Sync();
+    w->reset();
+    ExpectReadsBack(t.path / "node", 220);
 }
 
 TEST(DatadirWriter, RefusesBlocksItDidNotWriteAndBlocksThatDoNotFollow)
