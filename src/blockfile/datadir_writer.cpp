@@ -169,6 +169,9 @@ Result<bool> DatadirWriter::Continue()
     if (best->entries.empty() && index->entries.empty()) return Start();
     if (best->entries.empty()) return Error{Errc::Corrupt, m_blocks.string() + "/index holds no genesis block"};
     for (std::size_t i : best->entries) m_hashes.push_back(index->entries[i].hash);
+    for (const auto& e : index->entries) {
+        if (e.status & BLOCK_HAVE_DATA) m_stored.emplace(e.hash, Stored{e.Prev(), e.height});
+    }
     StoreOptions so;
     so.obfuscate = false;
     so.create_if_missing = false;
@@ -246,16 +249,34 @@ void DatadirWriter::Append(const Block& block, int height, std::span<const uint8
 {
     if (height < 1) Fail("block height " + std::to_string(height) + ": the genesis block is written by Open");
     const BlockHash hash = block.GetHash();
-    if (height <= TipHeight()) {
-        if (m_hashes[std::size_t(height)] == hash) return; // stored by an earlier run
-        Fail("the data directory holds another block at height " + std::to_string(height) + " than " + hash.ToHex() +
-             " (a reorganisation, which it cannot follow)");
+    if (m_stored.contains(hash)) { // stored by an earlier run
+        Follow(hash, height);
+        return;
     }
-    if (height != TipHeight() + 1 || block.hash_prev_block != Tip()) {
-        Fail("block " + hash.ToHex() + " at height " + std::to_string(height) + " does not follow the data directory's tip at height " +
-             std::to_string(TipHeight()));
-    }
+    Follow(block.hash_prev_block, height - 1);
     StoreBlock(block, height, undo_bytes, true);
+}
+
+void DatadirWriter::Follow(const BlockHash& tip, int height)
+{
+    auto it = m_stored.find(tip);
+    if (it == m_stored.end() || it->second.height != height) {
+        Fail("block " + tip.ToHex() + " is not stored at height " + std::to_string(height) + " in " + m_blocks.string() +
+             ": a block there must follow one the data directory holds");
+    }
+    // Down the branch of `tip` to where it meets the followed chain.
+    std::vector<BlockHash> branch;
+    BlockHash cur = tip;
+    int h = height;
+    while (h >= int(m_hashes.size()) || m_hashes[std::size_t(h)] != cur) {
+        branch.push_back(cur);
+        const auto parent = m_stored.find(cur);
+        if (h == 0 || parent == m_stored.end()) Fail("block " + tip.ToHex() + " does not descend from the data directory's genesis block");
+        cur = parent->second.prev;
+        --h;
+    }
+    m_hashes.resize(std::size_t(h) + 1);
+    m_hashes.insert(m_hashes.end(), branch.rbegin(), branch.rend());
 }
 
 void DatadirWriter::StoreBlock(const Block& block, int height, std::span<const uint8_t> undo_bytes, bool have_undo)
@@ -303,6 +324,7 @@ void DatadirWriter::StoreBlock(const Block& block, int height, std::span<const u
     m_pending.push_back(e);
     m_dirty_files.insert(number);
     m_hashes.push_back(e.hash);
+    m_stored.emplace(e.hash, Stored{block.hash_prev_block, height});
     ++m_blocks_written;
 }
 

@@ -33,6 +33,7 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -64,9 +65,11 @@ public:
     DatadirWriter(const DatadirWriter&) = delete;
     DatadirWriter& operator=(const DatadirWriter&) = delete;
 
-    /// Appends `block` at `height` with its serialized undo data (coins/undo.h). A block the
-    /// folder holds already at that height is skipped; the block must otherwise be the child of
-    /// the tip. Buffered: durable with Sync(). Throws DatadirWriteError.
+    /// Appends `block` at `height` with its serialized undo data (coins/undo.h); the chain the
+    /// writer follows then ends at it. A block the folder holds already is not written again; any
+    /// other must be the child of a block the folder holds at height - 1: the tip, or a block
+    /// below it when the sync reorganises (the blocks of the branch it left stay in the files and
+    /// the index, as Core keeps them). Buffered: durable with Sync(). Throws DatadirWriteError.
     void Append(const Block& block, int height, std::span<const uint8_t> undo_bytes);
     /// Makes the blk and rev files durable, then writes the index records of the blocks appended
     /// since the last Sync (one synced batch). Throws DatadirWriteError.
@@ -102,7 +105,16 @@ private:
     std::size_t m_max_file_size;
     ObfuscationKey m_key;
     std::unique_ptr<ibdkit::Store> m_index;
-    std::vector<BlockHash> m_hashes;             ///< the stored chain by height
+    /// Makes the followed chain end at the stored block `tip` at `height`. Throws
+    /// DatadirWriteError when `tip` is not stored there.
+    void Follow(const BlockHash& tip, int height);
+
+    struct Stored {
+        BlockHash prev;
+        int height{0};
+    };
+    std::vector<BlockHash> m_hashes;             ///< the followed chain by height
+    std::unordered_map<BlockHash, Stored, Uint256Hasher> m_stored; ///< every block the folder holds
     std::vector<BlockFileInfo> m_files;          ///< by file number
     std::set<int> m_dirty_files;
     std::vector<BlockIndexEntry> m_pending;      ///< 'b' records not yet in the index

@@ -5,10 +5,12 @@
 #include "engine/header_file.h"
 #include "test_util.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
+#include "blockfile/block_index.h"
 #include "engine/connector.h"
 #include "gen/chain_gen.h"
 #include "wire/peer.h"
@@ -351,6 +353,55 @@ TEST(Sync, ReorganisesBelowItsTipWhenThePeerSwitchesToABranchWithMoreWork)
     ASSERT_FALSE(rb->failure) << rb->failure->message;
     EXPECT_EQ(rb->blocks_disconnected, uint64_t(other.height));
     ExpectReplayed(*rb);
+}
+
+TEST(Sync, ADatadirFollowsAReorganisationAsCoreKeepsOne)
+{
+    // As above, into a data directory: after each run the best chain of its block index (the one
+    // every reader of Core's datadirs takes) is the sync's, and the branch it left stays stored.
+    TempDir t;
+    const fs::path node_dir = t.path / "node", undo = t.path / "undo";
+    const auto run = [&](FakeNode& node) {
+        auto o = Options(node, node_dir / "regtest" / "chainstate");
+        o.undo_dir = undo;
+        o.datadir_out = node_dir;
+        auto r = Sync(o);
+        EXPECT_TRUE(r.ok()) << r.error().message;
+        return r;
+    };
+    const auto expect_index_at = [&](const Chain& chain) {
+        auto located = LocateFromDatadir(node_dir, ChainType::REGTEST);
+        ASSERT_TRUE(located.ok()) << located.error().message;
+        ASSERT_EQ(located->TipHeight(), chain.height);
+        EXPECT_EQ(located->headers.Hash(chain.height), chain.hashes.back());
+        auto undo_data = LocateUndoInDatadir(node_dir, ChainType::REGTEST);
+        ASSERT_TRUE(undo_data.ok());
+        EXPECT_EQ(undo_data->blocks.size(), std::size_t(chain.height));
+    };
+    {
+        FakeNode node(Mode::Honest, 300);
+        auto r = run(node);
+        ASSERT_TRUE(r.ok());
+        ASSERT_EQ(r->height, 300);
+    }
+    const auto& other = OtherChain();
+    {
+        FakeNode node(other, other.height, &TheChain());
+        auto r = run(node);
+        ASSERT_TRUE(r.ok());
+        ASSERT_FALSE(r->failure) << r->failure->message;
+        EXPECT_EQ(r->blocks_disconnected, 300u);
+        EXPECT_EQ(r->tip, other.hashes.back());
+    }
+    expect_index_at(other);
+    FakeNode back(TheChain(), TheChain().height, &other);
+    auto rb = run(back);
+    ASSERT_TRUE(rb.ok());
+    ExpectReplayed(*rb);
+    expect_index_at(TheChain());
+    auto index = ReadBlockIndex(node_dir / "regtest" / "blocks" / "index");
+    ASSERT_TRUE(index.ok());
+    EXPECT_EQ(index->entries.size(), std::size_t(TheChain().height + other.height + 1)) << "both branches stay stored";
 }
 
 TEST(Sync, KeepsItsChainAgainstABranchWithLessWorkAndRefusesAReorgWithoutUndo)
