@@ -7,6 +7,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
+#include "blockfile/datadir_writer.h" // NetworkDataDir
 #include "common/write_guard.h"
 #include "run/result_fields.h"
 #include "memory/policy.h"
@@ -110,7 +111,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
                std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
-               std::optional<std::string> assumevalid, nb::object progress)
+               std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
 {
     SyncOptions o;
     o.statistics = statistics;
@@ -130,6 +131,13 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.window = window;
     o.stop_height = stop_height;
     o.force_getblocks = getblocks;
+    if (datadir) {
+        // A Core data directory written as the blocks connect; the chainstate in its network's folder.
+        o.datadir_out = *datadir;
+        const auto net = NetworkDataDir(o.datadir_out, o.chain);
+        if (auto refused = CheckDatadirWritable(o.datadir_out, net)) throw PyError{"Refused", refused->message};
+        if (!chainstate) o.chainstate = net / "chainstate";
+    }
     CheckWritable(o);
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();
@@ -152,7 +160,7 @@ void BindEngine(nb::module_& m)
           "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "progress"_a.none());
     m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
           "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
-          "progress"_a.none());
+          "datadir"_a.none(), "progress"_a.none());
     m.def("policies", [] {
         std::vector<std::string> out;
         for (PolicyId id : ALL_POLICIES) out.emplace_back(PolicyName(id));

@@ -286,7 +286,7 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
-         progress: Progress = None) -> Dict[str, Any]:
+         datadir: Optional[PathLike] = None, progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -296,6 +296,10 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     :class:`Error` with ``kind`` Connect, Timeout, Closed, Io or Misbehaving, once the blocks
     connected so far are flushed (as ``ibdkit sync`` exits 1); a block failing its checks is not an
     exception, as in :func:`replay`.
+
+    datadir: as ``ibdkit sync --datadir``, a Bitcoin Core data directory written as the blocks
+    connect (blocks, undo data, block index; the chainstate in its network's folder unless
+    ``chainstate`` names one), which ``bitcoind -datadir=DATADIR`` starts on (docs/sync.md).
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
@@ -306,7 +310,7 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
                              policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
                              threads, statistics, None if assumevalid is None else str(assumevalid),
-                             bar if bar.active else None)
+                             None if datadir is None else os.fspath(datadir), bar if bar.active else None)
     finally:
         bar.close()
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import import_pbk, run_cli
+from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
@@ -102,3 +102,22 @@ def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
     (other / "notes.txt").write_text("mine")
     r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", other, check=False)
     assert r.returncode == 64 and "holds other files" in r.stderr, r.stderr
+
+
+def test_python_sync_writes_a_datadir_too(cli, source, tmp_path):
+    """``ibdkit.sync(datadir=...)`` writes what ``sync --datadir`` writes, and refuses the same."""
+    ibdkit = import_ibdkit()
+    src, _, height, tip, expected = source
+    server = Server(cli, "--datadir", src)
+    try:
+        got = ibdkit.sync(f"127.0.0.1:{server.port}", network="regtest", datadir=tmp_path / "py", timeout=20, progress=False)
+    finally:
+        server.stop()
+    assert (got["height"], got["bestblock"]) == (height, tip)
+    assert (tmp_path / "py" / "regtest" / "chainstate").is_dir()
+    replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", tmp_path / "py").stdout)
+    for k in FIELDS:
+        assert replayed[k] == expected[k], k
+    with pytest.raises(ibdkit.Error) as e:
+        ibdkit.sync("127.0.0.1:1", network="regtest", datadir=src, progress=False)
+    assert e.value.kind == "Refused" and "is inside the Bitcoin Core data directory" in e.value.message, e.value.message
