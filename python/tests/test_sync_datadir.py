@@ -1,8 +1,9 @@
 """`ibdkit sync --datadir NEW`: the sync leaves a Bitcoin Core data directory that Core's engine opens.
 
 A datadir Core's engine wrote is served (`ibdkit serve`); ibdkit syncs from it into a new datadir in
-two runs (the second appends to what the first wrote); then Core's engine opens NEW — its block
-index and ibdkit's chainstate — reports the same tip and connects the rest of the chain on top;
+two runs (the second appends to what the first wrote); then Core's engine reads every block's
+spent coins from NEW's rev files through NEW's index (the coins it spent itself), opens NEW — its
+block index and ibdkit's chainstate — reports the same tip and connects the rest of the chain on top;
 `ibdkit replay --datadir NEW` ends on the same UTXO set; every rev record's checksum verifies and
 its undo bytes are those Core wrote for the same block; a Core datadir ibdkit did not write is
 refused.
@@ -17,15 +18,18 @@ pbk = import_pbk()
 
 from test_replay_datadir import FIELDS, block_hash, core_datadir, framed_records  # noqa: E402
 from test_serve import Server  # noqa: E402
+from test_spent_core import cores_spent_outputs  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
 from test_undo_core import by_block, rev_records  # noqa: E402
+
+STOP = 140  # the second sync's last block; coins are spent from height 101 on
 
 
 @pytest.fixture(scope="module")
 def source(cli, tmp_path_factory):
     """A datadir Core's engine wrote, its blocks, and its classic replay."""
     tmp = tmp_path_factory.mktemp("source")
-    blocks = gen_blocks(cli, tmp, 120, seed=71)
+    blocks = gen_blocks(cli, tmp, 160, seed=71)
     datadir, height, tip, _ = core_datadir(tmp, blocks, seed=19)
     expected = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", datadir).stdout)
     return datadir, blocks, height, tip, expected
@@ -43,11 +47,11 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
     try:
         first = json.loads(sync(cli, server.port, new, "--stop-height", "60", "-q").stdout)
         assert first["height"] == 60
-        r = sync(cli, server.port, new, "--stop-height", "100", "--dbcache", "1")
+        r = sync(cli, server.port, new, "--stop-height", str(STOP), "--dbcache", "1")
         second = json.loads(r.stdout)
     finally:
         server.stop()
-    assert (second["height"], second["start_height"]) == (100, 61), "the second run appends"
+    assert (second["height"], second["start_height"]) == (STOP, 61), "the second run appends"
     assert f"bitcoind -datadir={new} -chain=regtest" in r.stderr, r.stderr
     net = new / "regtest"
     assert (net / "chainstate").is_dir() and len((net / "blocks" / "xor.dat").read_bytes()) == 8
@@ -55,7 +59,7 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
 
     # ibdkit's readers of Core's datadirs read it: the same UTXO set as the sync's.
     replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", new).stdout)
-    assert (replayed["height"], replayed["bestblock"]) == (100, second["bestblock"])
+    assert (replayed["height"], replayed["bestblock"]) == (STOP, second["bestblock"])
     for k in FIELDS:
         assert replayed[k] == second[k], k
 
@@ -63,14 +67,22 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
     parents = {block_hash(b): b[4:36] for b in blocks}
     ours = by_block(rev_records(net / "blocks"), parents)
     core = by_block(rev_records(src / "regtest" / "blocks"), parents)
-    assert len(ours) == 100
+    assert len(ours) == STOP
     assert all(ours[h] == core[h] for h in ours)
     undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", new).stdout)
-    assert len(undo["blocks"]) == 100, "`ibdkit undo` reads every record, checksums verified"
-    core_undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", src, "--height", "100").stdout)
+    assert len(undo["blocks"]) == STOP, "`ibdkit undo` reads every record, checksums verified"
+    core_undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", src, "--height", str(STOP)).stdout)
     assert undo["blocks"][-1]["hex"] == core_undo["blocks"][0]["hex"]
     stored = [block_hash(p) for _, _, p, _ in framed_records(net / "blocks")]
-    assert stored[1:] == [block_hash(b) for b in blocks[:100]], "the genesis, then the chain in height order"
+    assert stored[1:] == [block_hash(b) for b in blocks[:STOP]], "the genesis, then the chain in height order"
+
+    # Core's engine reads every block's undo data through the index ibdkit wrote (checking each
+    # record's checksum as it reads it): the coins Core's engine spent for the same blocks.
+    read_by_core = cores_spent_outputs(new)
+    spent_by_core = cores_spent_outputs(src)
+    assert sorted(read_by_core) == list(range(1, STOP + 1))
+    assert all(read_by_core[h] == spent_by_core[h] for h in read_by_core)
+    assert sum(map(len, read_by_core.values())) > 0, "the chain spends coins"
 
     # Core's engine opens the block index and the chainstate, is at the sync's tip, and goes on.
     ctx = pbk.make_context(pbk.ChainType.REGTEST)
@@ -78,9 +90,9 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
     opts.set_worker_threads_num(1)
     cm = pbk.ChainstateManager(opts)
     chain = cm.get_active_chain()
-    assert (chain.height, str(chain.block_tree_entries[chain.height].block_hash)) == (100, second["bestblock"])
+    assert (chain.height, str(chain.block_tree_entries[chain.height].block_hash)) == (STOP, second["bestblock"])
     del chain
-    for raw in blocks[100:]:
+    for raw in blocks[STOP:]:
         cm.process_block(pbk.Block(raw))
     chain = cm.get_active_chain()
     reached = chain.height, str(chain.block_tree_entries[chain.height].block_hash)
