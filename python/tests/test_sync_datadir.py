@@ -9,6 +9,11 @@ its undo bytes are those Core wrote for the same block; a Core datadir ibdkit di
 refused.
 """
 import json
+import os
+import random
+import shutil
+import subprocess
+import time
 
 import pytest
 
@@ -133,3 +138,57 @@ def test_python_sync_writes_a_datadir_too(cli, source, tmp_path):
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.sync("127.0.0.1:1", network="regtest", datadir=src, progress=False)
     assert e.value.kind == "Refused" and "is inside the Bitcoin Core data directory" in e.value.message, e.value.message
+
+
+def test_core_opens_what_a_killed_sync_leaves(cli, source, tmp_path):
+    """sync --datadir killed (SIGKILL) at random moments: Core's engine, shown a copy of what is left,
+    loads it at a block of the chain (or refuses it; never another chain), and the rerun completes
+    on the classic replay's UTXO set."""
+    seed = int(os.environ.get("IBDKIT_TEST_SEED", random.randrange(1 << 32)))
+    rng = random.Random(seed)
+    src, blocks, height, tip, expected = source
+    on_chain = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
+    server = Server(cli, "--datadir", src)
+    outcomes = []
+    try:
+        args = [str(cli), "sync", "-q", "--connect", f"127.0.0.1:{server.port}", "--network", "regtest", "--timeout", "20",
+                "--dbcache", "1"]
+        t0 = time.monotonic()
+        run_cli(cli, *args[1:], "--datadir", tmp_path / "ref")
+        budget = 1.2 * (time.monotonic() - t0)
+        for i in range(4):
+            new = tmp_path / f"killed{i}"
+            p = subprocess.Popen([*args, "--datadir", str(new)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            delay = rng.uniform(0, budget)
+            time.sleep(delay)
+            p.kill()
+            p.communicate(timeout=60)
+            where = f"seed {seed} (IBDKIT_TEST_SEED), round {i}, SIGKILL after {delay:.3f} s"
+            if (new / "regtest" / "chainstate").is_dir() and (new / "regtest" / "blocks" / "index").is_dir():
+                shown = tmp_path / f"shown{i}"
+                shutil.copytree(new, shown)
+                net = shown / "regtest"
+                try:
+                    ctx = pbk.make_context(pbk.ChainType.REGTEST)
+                    opts = pbk.ChainstateManagerOptions(ctx, str(net), str(net / "blocks"))
+                    opts.set_worker_threads_num(1)
+                    cm = pbk.ChainstateManager(opts)
+                except Exception as e:  # refused cleanly: no chainstate Core's engine would use
+                    outcomes.append(f"refused ({type(e).__name__})")
+                else:
+                    chain = cm.get_active_chain()
+                    at = chain.height, str(chain.block_tree_entries[chain.height].block_hash)
+                    del chain
+                    del cm
+                    assert at[0] == 0 or on_chain.get(at[1]) == at[0], (at, where)
+                    outcomes.append("loaded")
+            else:
+                outcomes.append("nothing yet")
+            r = run_cli(cli, *args[1:], "--datadir", new, check=False)
+            assert r.returncode == 0, (r.stderr, where)
+            got = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", new).stdout)
+            for k in FIELDS:
+                assert got[k] == expected[k], (k, where)
+    finally:
+        server.stop()
+    print(f"sync --datadir killed: seed {seed}: {outcomes}")
