@@ -69,7 +69,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
                     "from every peer that serves them, checked as coins mode checks a datadir (docs/swiftsync.md, Over P2P),\n"
                     "written as the chainstate at n; then the classic sync to the peers' tip")
         ->check(CLI::ExistingFile);
-    AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate, else regtest");
+    AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate or --datadir, else regtest");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
         "Write each connected block's undo data to this directory (rev files in Bitcoin Core's format, docs/undo.md);\n"
@@ -95,6 +95,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!chain && !a->chainstate.empty()) {
             if (auto recorded = ChainstateNetworkRecord(a->chainstate)) chain = ParseChainType(*recorded);
         }
+        if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
         for (const std::string& c : a->connect) {
             if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + c + "'");

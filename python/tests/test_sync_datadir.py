@@ -119,6 +119,12 @@ def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
     (other / "notes.txt").write_text("mine")
     r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", other, check=False)
     assert r.returncode == 64 and "holds other files" in r.stderr, r.stderr
+    # A rerun takes the network from the chainstate an earlier run recorded in the folder.
+    signet = tmp_path / "signet-node"
+    (signet / "signet" / "chainstate").mkdir(parents=True)
+    (signet / "signet" / "chainstate" / "IBDKIT_CHAINSTATE").write_text("written by ibdkit\nnetwork=signet\n")
+    r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", signet, "--timeout", "2", check=False)
+    assert r.returncode == 1 and "connect" in r.stderr, r.stderr
 
 
 def test_python_sync_writes_a_datadir_too(cli, source, tmp_path):
