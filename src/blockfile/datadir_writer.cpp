@@ -206,6 +206,11 @@ void DatadirWriter::OpenFlat(FlatFile& f, int number, uint64_t size)
     const fs::path path = FlatPath(f, number);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) Fail(path.string() + ": cannot open for writing: " + Errno());
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) < size) {
+        ::close(fd);
+        Fail(path.string() + " holds fewer bytes than the block index records (" + std::to_string(size) + "): the folder is damaged");
+    }
     // What lies past the recorded size was written but never indexed: it is written over.
     if (::ftruncate(fd, off_t(size)) != 0) {
         ::close(fd);

@@ -157,6 +157,18 @@ TEST(DatadirWriter, AReopenedFolderContinuesWhereItsIndexEnds)
         (*w)->Sync();
         AppendRange(**w, 151, 170); // never synced: as if the process died here
     }
+    // A blk file shorter than its index says is damage, never extended with zeros.
+    const fs::path last = BlockFilePath(datadir / "regtest" / "blocks", int(ListBlockFiles(datadir / "regtest" / "blocks")->size()) - 1);
+    const auto full = fs::file_size(last);
+    fs::copy_file(last, t.path / "saved");
+    fs::resize_file(last, 10);
+    auto damaged = DatadirWriter::Open(datadir / "regtest", Regtest(), 1 << 20);
+    ASSERT_FALSE(damaged.ok());
+    EXPECT_NE(damaged.error().message.find("fewer bytes than the block index records"), std::string::npos) << damaged.error().message;
+    EXPECT_EQ(fs::file_size(last), 10u);
+    fs::copy_file(t.path / "saved", last, fs::copy_options::overwrite_existing);
+    ASSERT_EQ(fs::file_size(last), full);
+
     auto w = DatadirWriter::Open(datadir / "regtest", Regtest(), 1 << 20);
     ASSERT_TRUE(w.ok()) << w.error().message;
     EXPECT_EQ((*w)->TipHeight(), 150);
