@@ -78,6 +78,10 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
     assert len(undo["blocks"]) == STOP, "`ibdkit undo` reads every record, checksums verified"
     core_undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", src, "--height", str(STOP)).stdout)
     assert undo["blocks"][-1]["hex"] == core_undo["blocks"][0]["hex"]
+    for name, datadir in (("ours", new), ("core", src)):
+        run_cli(cli, "export", "inputs", "-q", "--datadir", datadir, "--format", "csv", "--to", str(STOP),
+                "--out", tmp_path / f"{name}.csv")
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "core.csv").read_bytes(), "`export` reads it as Core's"
     stored = [block_hash(p) for _, _, p, _ in framed_records(net / "blocks")]
     assert stored[1:] == [block_hash(b) for b in blocks[:STOP]], "the genesis, then the chain in height order"
 
