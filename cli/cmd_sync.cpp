@@ -40,6 +40,21 @@ void PrintHuman(const SyncResult& r)
     PrintTip(r);
 }
 
+/// The peer of the classic sync (the first of `connect`); each address checked. Several only with
+/// --swiftsync.
+void SetPeer(SyncOptions& o, const std::vector<std::string>& connect, bool swiftsync)
+{
+    for (const std::string& c : connect) {
+        if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + c + "'");
+    }
+    if (connect.size() > 1 && !swiftsync) {
+        throw CLI::ValidationError("--connect", "the classic sync downloads from one peer; --swiftsync HINTS downloads from several");
+    }
+    auto hp = SplitHostPort(connect.front(), GetChainParams(o.chain).default_port);
+    o.host = hp->first;
+    o.port = hp->second;
+}
+
 const CommandRegistrar sync_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("sync",
         "Initial block download from one P2P peer: handshake, headers-first (getblocks when the peer ignores\n"
@@ -97,15 +112,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         }
         if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
-        for (const std::string& c : a->connect) {
-            if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + c + "'");
-        }
-        if (a->connect.size() > 1 && a->swiftsync.empty()) {
-            throw CLI::ValidationError("--connect", "the classic sync downloads from one peer; --swiftsync HINTS downloads from several");
-        }
-        auto hp = SplitHostPort(a->connect.front(), GetChainParams(o.chain).default_port);
-        o.host = hp->first;
-        o.port = hp->second;
+        SetPeer(o, a->connect, !a->swiftsync.empty());
         auto id = ParsePolicy(a->policy);
         if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
         o.policy = *id;
