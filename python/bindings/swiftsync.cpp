@@ -9,6 +9,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/run/swiftsync_run.h>
+#include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
@@ -19,6 +20,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "run/result_fields.h"
+#include "wire/peer.h" // SplitHostPort
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -371,6 +373,52 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     return FieldsDict(SwiftSyncRunFields(*r, ParsePolicyName(policy)));
 }
 
+/// `ibdkit.sync(..., swiftsync=HINTS)`: SwiftSync from the peers, then the classic sync.
+nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, const std::string& network,
+                       std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
+                       std::size_t window, unsigned threads, bool statistics, std::optional<std::string> assumevalid,
+                       nb::object progress)
+{
+    run::SwiftSyncPeersOptions o;
+    swiftsync::SwiftSyncOptions& s = o.swiftsync;
+    o.chain = ParseNetwork(network);
+    for (const std::string& c : connect) {
+        if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
+    }
+    if (connect.empty()) throw PyError{"InvalidArgument", "connect names no peer"};
+    if (window < 1 || window > 1024) throw PyError{"InvalidArgument", "window must be in 1..1024"};
+    o.connect = connect;
+    o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
+    o.window = window;
+    o.statistics = statistics;
+    s.hints = hints;
+    s.chain = o.chain;
+    if (chainstate) s.chainstate = *chainstate;
+    s.threads = threads;
+    s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
+    s.assumevalid = ParseAssumeValidArg(assumevalid);
+    s.policy = ParsePolicyName(policy);
+    SyncOptions& c = o.continuation.emplace();
+    c.timeout = o.timeout;
+    c.window = window;
+    ProgressBridge bridge(progress);
+    s.progress = [&](uint32_t h, uint32_t n) {
+        bridge.Call([&](nb::dict& d) {
+            d["height"] = h;
+            d["tip_height"] = n;
+        });
+    };
+    c.interrupt = bridge.flag();
+    Result<run::SwiftSyncPeersResult> r = Error{};
+    {
+        nb::gil_scoped_release nogil;
+        r = run::SyncSwiftSync(std::move(o));
+    }
+    bridge.Rethrow();
+    if (!r) Throw(r.error());
+    return FieldsDict(SwiftSyncPeersFields(*r, ParsePolicyName(policy)));
+}
+
 } // namespace
 
 void BindSwiftSync(nb::module_& m)
@@ -439,6 +487,8 @@ void BindSwiftSync(nb::module_& m)
     m.def("_replay_swiftsync", &ReplaySwiftSync, "blocks"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a,
           "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
           "progress"_a.none());
+    m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a, "chainstate"_a.none(), "dbcache"_a, "policy"_a,
+          "timeout"_a, "window"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

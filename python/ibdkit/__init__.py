@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 from ._ibdkit import (  # noqa: F401  (re-exported)
     Block,
@@ -282,11 +282,12 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
         bar.close()
 
 
-def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLike] = None,
+def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chainstate: Optional[PathLike] = None,
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
-         datadir: Optional[PathLike] = None, progress: Progress = None) -> Dict[str, Any]:
+         datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None,
+         progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
     connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
@@ -300,11 +301,36 @@ def sync(connect: str, *, network: str = "regtest", chainstate: Optional[PathLik
     datadir: as ``ibdkit sync --datadir``, a Bitcoin Core data directory written as the blocks
     connect (blocks, undo data, block index; the chainstate in its network's folder unless
     ``chainstate`` names one), which ``bitcoind -datadir=DATADIR`` starts on (docs/sync.md).
+
+    swiftsync: a hintsfile for height n, as ``ibdkit sync --swiftsync``: blocks 1..n and their
+    spent coins (BIP 455) from every peer of ``connect`` (a list) that serves them, checked with
+    SwiftSync in coins mode, then the classic sync to the peers' tip; the dict is the CLI's
+    ``--json`` (``swiftsync`` the verdict at ``swiftsync_height``, ``peers`` with any ``dropped``).
+    A history refused (a rule, or spent coins no peer made balance) is not an exception: its
+    ``swiftsync["ok"]`` is False and nothing was written (docs/swiftsync.md, *Over P2P*).
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
     _whole("threads", threads, 0, MAX_THREADS)
     _whole("window", window, 1, 1024)
+    peers = [connect] if isinstance(connect, str) else list(connect)
+    if swiftsync is not None:
+        if datadir is not None or stop_height is not None or getblocks:
+            raise _error(_ibdkit.ArgumentError, "InvalidArgument",
+                         "swiftsync syncs blocks 1..n of its hintsfile, then to the peers' tip: drop datadir, stop_height "
+                         "and getblocks")
+        bar = _Bar(progress, "swiftsync")
+        try:
+            return _ibdkit._sync_swiftsync(peers, os.fspath(_existing("swiftsync", swiftsync)), network,
+                                           None if chainstate is None else os.fspath(chainstate), dbcache, policy,
+                                           float(timeout), window, threads, statistics,
+                                           None if assumevalid is None else str(assumevalid), bar if bar.active else None)
+        finally:
+            bar.close()
+    if len(peers) != 1:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument",
+                     "the classic sync downloads from one peer; swiftsync=HINTS downloads from several")
+    connect = peers[0]
     bar = _Bar(progress, "sync")
     try:
         return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,

@@ -250,6 +250,9 @@ def _sync(connect: str, network: str, chainstate: Optional[str], dbcache: int, p
           headers_wait: float, window: int, stop_height: Optional[int], getblocks: bool, threads: int,
           statistics: bool, assumevalid: Optional[str], datadir: Optional[str],
           progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
+def _sync_swiftsync(connect: List[str], hints: str, network: str, chainstate: Optional[str], dbcache: int, policy: str,
+                    timeout: float, window: int, threads: int, statistics: bool, assumevalid: Optional[str],
+                    progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
 
 # SwiftSync (python/bindings/swiftsync.cpp; the API is ibdkit.swiftsync)
 class _Salt:

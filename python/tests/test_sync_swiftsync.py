@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from chain_model import sha256d
-from conftest import import_pbk, run_cli
+from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
@@ -78,6 +78,27 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
     again = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{Server(cli, '--datadir', datadir).port}",
                                "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
+
+
+def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
+    """ibdkit.sync(peers, swiftsync=HINTS): the same run, the same keys and types as --json."""
+    ibdkit = import_ibdkit()
+    datadir, height, tip, stats, n, hints = chain
+    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    try:
+        peers = [f"127.0.0.1:{s.port}" for s in servers]
+        got = ibdkit.sync(peers, swiftsync=hints, chainstate=tmp_path / "py", assumevalid=0, timeout=5, window=4)
+        cli_got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cli").stdout)
+        with pytest.raises(ibdkit.ArgumentError, match="downloads from one peer"):
+            ibdkit.sync(peers)
+    finally:
+        for s in servers:
+            s.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["swiftsync_height"] == n and len(got["peers"]) == 2
+    assert sorted(got) == sorted(cli_got)
+    for k, v in cli_got.items():
+        assert type(got[k]) is type(v) or (v is None) == (got[k] is None), k
 
 
 def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
