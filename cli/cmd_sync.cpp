@@ -68,6 +68,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         double timeout{30};
         double headers_wait{3};
         std::size_t window{16};
+        uint32_t keep_recent{16};
         unsigned threads{0};
         int stop_height{-1};
         bool getblocks{false};
@@ -79,11 +80,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
                     "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); with --swiftsync, repeat it for\n"
                     "every peer to download from in parallel")
         ->required();
-    cmd->add_option("--swiftsync", a->swiftsync,
-                    "Hintsfile (BIP 456, from `ibdkit hints`) for height n: blocks 1..n with their spent coins (BIP 455)\n"
-                    "from every peer that serves them, checked as coins mode checks a datadir (docs/swiftsync.md, Over P2P),\n"
-                    "written as the chainstate at n; then the classic sync to the peers' tip")
-        ->check(CLI::ExistingFile);
+    AddSwiftSyncOptions(cmd, a->swiftsync, a->keep_recent);
     AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate or --datadir, else regtest");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
@@ -129,7 +126,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         UseDatadirOut(o, a->datadir, o.chain);
         CheckEngineOutputs(o);
-        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->out);
+        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->keep_recent, a->out);
         height_export->Prepare(o);
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_sync_progress = [bar](const SyncProgress& p) {

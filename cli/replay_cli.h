@@ -80,11 +80,13 @@ void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 /// outcome: EXIT_INVALID_CHAIN when refused, EXIT_FAILED when the fallback found the chain valid
 /// (the hints or the rev data were wrong) or failed.
 void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out);
+/// `sync`'s `--swiftsync HINTS` and `--keep-recent N`, into `hints` and `keep_recent`.
+void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recent);
 /// `sync --swiftsync HINTS` from the peers `connect`, with the classic sync's options `classic`
 /// (its settings, and the continuation after n): runs SyncSwiftSync, prints its result (or its
 /// JSON), sets the exit code.
 void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                           const ConnectOutputArgs& out);
+                           uint32_t keep_recent, const ConnectOutputArgs& out);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

@@ -39,7 +39,8 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
     } else {
         std::printf("scripts            not verified: every block is below the assumevalid block (--assumevalid 0 verifies)\n");
     }
-    std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB\n", double(r.block_bytes) / 1e6, double(run.spent_bytes) / 1e6);
+    std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB, %.1f MB saved by the cutoff\n", double(r.block_bytes) / 1e6,
+                double(run.spent_bytes) / 1e6, double(run.spent_bytes_saved) / 1e6);
     for (const std::string& n : run.notes) std::printf("note               %s\n", n.c_str());
     if (run.continuation) {
         const SyncResult& c = *run.continuation;
@@ -62,8 +63,22 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
 
 } // namespace
 
+void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recent)
+{
+    cmd->add_option("--swiftsync", hints,
+                    "Hintsfile (BIP 456, from `ibdkit hints`) for height n: blocks 1..n with their spent coins (BIP 455)\n"
+                    "from every peer that serves them, checked as coins mode checks a datadir (docs/swiftsync.md, Over P2P),\n"
+                    "written as the chainstate at n; then the classic sync to the peers' tip")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--keep-recent", keep_recent,
+                    "With --swiftsync: keep the outputs of the last N blocks and ask the peers only for older spent coins\n"
+                    "(BIP 455's cutoff; 0 asks for every coin)")
+        ->check(IntegerIn(0, 100000))
+        ->capture_default_str();
+}
+
 void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                           const ConnectOutputArgs& out)
+                           uint32_t keep_recent, const ConnectOutputArgs& out)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
     if (!classic.datadir_out.empty()) throw CLI::ValidationError("--datadir", "is not written by --swiftsync yet: sync without it");
@@ -80,6 +95,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     o.chain = classic.chain;
     o.timeout = classic.timeout;
     o.window = classic.window;
+    o.keep_recent = keep_recent;
     o.statistics = classic.statistics;
     o.continuation = classic;
     const std::filesystem::path chainstate = o.swiftsync.chainstate;

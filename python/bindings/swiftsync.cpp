@@ -376,8 +376,8 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 /// `ibdkit.sync(..., swiftsync=HINTS)`: SwiftSync from the peers, then the classic sync.
 nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, const std::string& network,
                        std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
-                       std::size_t window, unsigned threads, bool statistics, std::optional<std::string> assumevalid,
-                       nb::object progress)
+                       std::size_t window, uint32_t keep_recent, unsigned threads, bool statistics,
+                       std::optional<std::string> assumevalid, nb::object progress)
 {
     run::SwiftSyncPeersOptions o;
     swiftsync::SwiftSyncOptions& s = o.swiftsync;
@@ -390,6 +390,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     o.connect = connect;
     o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
     o.window = window;
+    o.keep_recent = keep_recent;
     o.statistics = statistics;
     s.hints = hints;
     s.chain = o.chain;
@@ -488,7 +489,7 @@ void BindSwiftSync(nb::module_& m)
           "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
           "progress"_a.none());
     m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a, "chainstate"_a.none(), "dbcache"_a, "policy"_a,
-          "timeout"_a, "window"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
+          "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

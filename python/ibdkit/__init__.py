@@ -286,7 +286,7 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
-         datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None,
+         datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 16,
          progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 
@@ -308,11 +308,13 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
     ``--json`` (``swiftsync`` the verdict at ``swiftsync_height``, ``peers`` with any ``dropped``).
     A history refused (a rule, or spent coins no peer made balance) is not an exception: its
     ``swiftsync["ok"]`` is False and nothing was written (docs/swiftsync.md, *Over P2P*).
+    keep_recent: as ``--keep-recent``, BIP 455's cutoff (the outputs of the last N blocks kept).
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
     _whole("threads", threads, 0, MAX_THREADS)
     _whole("window", window, 1, 1024)
+    _whole("keep_recent", keep_recent, 0, 100000)
     peers = [connect] if isinstance(connect, str) else list(connect)
     if swiftsync is not None:
         if datadir is not None or stop_height is not None or getblocks:
@@ -323,7 +325,7 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
         try:
             return _ibdkit._sync_swiftsync(peers, os.fspath(_existing("swiftsync", swiftsync)), network,
                                            None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                                           float(timeout), window, threads, statistics,
+                                           float(timeout), window, keep_recent, threads, statistics,
                                            None if assumevalid is None else str(assumevalid), bar if bar.active else None)
         finally:
             bar.close()

@@ -251,7 +251,7 @@ def _sync(connect: str, network: str, chainstate: Optional[str], dbcache: int, p
           statistics: bool, assumevalid: Optional[str], datadir: Optional[str],
           progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
 def _sync_swiftsync(connect: List[str], hints: str, network: str, chainstate: Optional[str], dbcache: int, policy: str,
-                    timeout: float, window: int, threads: int, statistics: bool, assumevalid: Optional[str],
+                    timeout: float, window: int, keep_recent: int, threads: int, statistics: bool, assumevalid: Optional[str],
                     progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
 
 # SwiftSync (python/bindings/swiftsync.cpp; the API is ibdkit.swiftsync)

@@ -80,6 +80,27 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
 
 
+def test_the_cutoff_saves_bytes_and_changes_nothing_else(cli, chain, tmp_path):
+    """BIP 455's cutoff with the client's recent coins: the same UTXO set from fewer `bspent` bytes,
+    and the bytes saved are exactly the difference (what the coins left out would have taken)."""
+    datadir, height, tip, stats, _, hints = chain
+    server = Server(cli, "--datadir", datadir)
+    try:
+        runs = {k: json.loads(swiftsync(cli, hints, [server.port], "--keep-recent", str(k), "--chainstate", tmp_path / f"cs{k}").stdout)
+                for k in (0, 6, 1000)}
+    finally:
+        server.stop()
+    for got in runs.values():
+        assert_core_utxo_set(got, height, tip, stats)
+    whole = runs[0]["spent_bytes"]
+    assert runs[0]["spent_bytes_saved"] == 0
+    for k in (6, 1000):
+        # Each block's bspent header (hash and count) stays; the coins left out are what was saved.
+        assert 0 < runs[k]["spent_bytes"] < whole and runs[k]["spent_bytes_saved"] > 0, runs[k]
+    assert runs[1000]["spent_bytes"] < runs[6]["spent_bytes"]
+    assert runs[6]["spent_bytes"] + runs[6]["spent_bytes_saved"] - whole in range(-3 * 200, 3 * 200), "count prefixes only"
+
+
 def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
     """ibdkit.sync(peers, swiftsync=HINTS): the same run, the same keys and types as --json."""
     ibdkit = import_ibdkit()
@@ -173,8 +194,8 @@ class LyingProxy:
     """Listens on a loopback port; each connection goes to the honest server at `upstream`, and
     what comes back passes through `lie(command, payload)` (a payload, or None to withhold it)."""
 
-    def __init__(self, upstream, lie):
-        self.upstream, self.lie, self.lies = upstream, lie, 0
+    def __init__(self, upstream, lie, ask=None):
+        self.upstream, self.lie, self.ask, self.lies = upstream, lie, ask, 0
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
@@ -198,7 +219,7 @@ class LyingProxy:
                 chunk = src.recv(1 << 20)
                 if not chunk:
                     break
-                if not lying:
+                if not lying and self.ask is None:
                     dst.sendall(chunk)
                     continue
                 buf += chunk
@@ -209,7 +230,7 @@ class LyingProxy:
                     command = buf[4:16].rstrip(b"\0").decode()
                     payload = buf[24:24 + length]
                     buf = buf[24 + length:]
-                    changed = self.lie(command, payload)
+                    changed = (self.lie if lying else self.ask)(command, payload)
                     if changed is None:
                         self.lies += 1
                         continue
@@ -255,15 +276,30 @@ def withheld_block(command, payload):
     return None if command == "block" and len(payload) > 200 else payload
 
 
+def cutoff_ignored(command, payload):
+    """Asks the server for every coin, whatever cutoff the client asked for: the answer then holds
+    coins the client did not ask for (and it counts as the liar's)."""
+    return payload[:32] + bytes(4) if command == "getbspent" and payload[32:] != bytes(4) else payload
+
+
+def forwarded(command, payload):
+    return payload
+
+
 HOSTILE = {**{f"coin {k}": coin_lie(k) for k in LIES}, "malformed bspent": malformed_bspent, "mutated block": mutated_block,
-           "withheld block": withheld_block}
+           "withheld block": withheld_block, "cutoff ignored": (forwarded, cutoff_ignored)}
+
+
+def proxy(upstream, name):
+    lie = HOSTILE[name]
+    return LyingProxy(upstream, *lie) if isinstance(lie, tuple) else LyingProxy(upstream, lie)
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli, chain, tmp_path, name):
     datadir, height, tip, stats, _, hints = chain
     honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
-    liar = LyingProxy(upstream.port, HOSTILE[name])
+    liar = proxy(upstream.port, name)
     try:
         got = json.loads(swiftsync(cli, hints, [liar.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
     finally:
@@ -282,7 +318,7 @@ def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli
 def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, tmp_path, name):
     datadir, _, _, _, _, hints = chain
     upstream = Server(cli, "--datadir", datadir)
-    liar = LyingProxy(upstream.port, HOSTILE[name])
+    liar = proxy(upstream.port, name)
     try:
         r = swiftsync(cli, hints, [liar.port], "--chainstate", tmp_path / "cs", check=False)
     finally:

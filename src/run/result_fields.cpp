@@ -243,6 +243,7 @@ ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId
     Put(f, "check_seconds", Real(r.check_seconds));
     Put(f, "bytes", UInt(r.block_bytes));
     Put(f, "spent_bytes", UInt(run.spent_bytes));
+    Put(f, "spent_bytes_saved", UInt(run.spent_bytes_saved));
     Put(f, "throughput_by_decile", DecilesValue(r.throughput_by_decile));
     PutScripts(f, r.script_checked_inputs, r.script_checks_from_height, r.script_check_reason);
     Put(f, "coins_written", UInt(r.coins_written));

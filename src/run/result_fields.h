@@ -77,7 +77,7 @@ ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId polic
 
 /// `sync --swiftsync`'s result: network, policy, the final tip (after the continuation), the final
 /// chainstate's statistics, the verdict (`swiftsync`) at swiftsync_height, header_height, timing,
-/// bytes (blocks 1..n) and spent_bytes (their `bspent`s), the scripts, coins_written, `peers`
+/// bytes (blocks 1..n), spent_bytes (their `bspent`s) and spent_bytes_saved (by the cutoff), the scripts, coins_written, `peers`
 /// ({address, user_agent, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
 /// `continuation` (null, or {blocks, height, seconds, failure, reject_reason}), peak_rss_bytes.
 ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& r, PolicyId policy);

@@ -53,6 +53,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     peers.chain = options.chain;
     peers.fetch.timeout = options.timeout;
     peers.fetch.window = options.window;
+    peers.fetch.recent_blocks = options.keep_recent;
     auto r = swiftsync::SwiftSyncFromPeers(o, peers);
     if (!r) return r.error();
     SwiftSyncPeersResult out;
@@ -61,6 +62,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     out.unreachable = std::move(r->unreachable);
     out.notes = std::move(r->notes);
     out.spent_bytes = r->spent_bytes;
+    out.spent_bytes_saved = r->spent_bytes_saved;
     out.header_height = r->headers ? r->headers->Height() : 0;
     if (out.swiftsync.verdict.ok) {
         // The header chain beside the coins: what a resumed classic sync starts from.

@@ -1,9 +1,11 @@
 // SwiftSync over P2P (swiftsync/check_peers.h).
 #include "swiftsync/check_peers.h"
 
+#include <ibdkit/coins/compressor.h>
 #include <ibdkit/threads.h>
 
 #include "common/task_pool.h"
+#include "consensus/merkle.h"
 #include "swiftsync/block_walk.h"
 #include "swiftsync/coins_block.h"
 #include "swiftsync/range_internal.h"
@@ -12,6 +14,8 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
+#include <unordered_map>
 #include <string_view>
 
 namespace ibdkit::swiftsync {
@@ -23,13 +27,59 @@ namespace {
 constexpr std::array<std::string_view, 5> MUTATED_REASONS{"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size",
                                                           "bad-witness-merkle-match", "unexpected-witness"};
 
+/// The outputs of the last blocks checked, by outpoint: the coins a `bspent` asked for with a cutoff
+/// leaves out (BIP 455's rationale: most coins are spent within a few blocks of their creation).
+class RecentCoins {
+public:
+    /// Adds the spendable outputs of `block` at height h (h above every height added before).
+    void Add(const Block& block, uint32_t h)
+    {
+        std::vector<OutPoint>& added = m_by_height.emplace_back(h, std::vector<OutPoint>{}).second;
+        for (std::size_t t = 0; t < block.vtx.size(); ++t) {
+            const Txid txid = block.vtx[t].GetHash();
+            const auto outs = block.vtx[t].vout();
+            for (uint32_t o = 0; o < outs.size(); ++o) {
+                if (IsUnspendable(outs[o].script_pubkey)) continue;
+                const OutPoint op{txid, o};
+                m_coins.insert_or_assign(op, Coin(outs[o], h, t == 0));
+                added.push_back(op);
+            }
+        }
+    }
+    /// Forgets the outputs of heights below h.
+    void KeepFrom(uint32_t h)
+    {
+        while (!m_by_height.empty() && m_by_height.front().first < h) {
+            for (const OutPoint& op : m_by_height.front().second) m_coins.erase(op);
+            m_by_height.pop_front();
+        }
+    }
+    const Coin* Find(const OutPoint& op) const
+    {
+        auto it = m_coins.find(op);
+        return it == m_coins.end() ? nullptr : &it->second;
+    }
+
+private:
+    std::unordered_map<OutPoint, Coin, OutPointHasher> m_coins;
+    std::deque<std::pair<uint32_t, std::vector<OutPoint>>> m_by_height;
+};
+
+/// One block of a batch on its way through the check.
+struct Slot {
+    FetchedBlock f;
+    std::optional<Block> block;    ///< decoded (and, with a cutoff, its merkle root checked)
+    std::optional<BlockUndo> undo; ///< made from the bspent and the recent coins (with a cutoff)
+    BlockOutcome out;
+};
+
 /// The check of the blocks the fetcher hands over, in height order, with a peer caught
 /// misbehaving dropped and its block asked for again.
 class PeerCheck {
 public:
     PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, const CoinsBlockRules& rules, const CheckRangeOptions& options,
-              PeersRunResult& out)
-        : m_fetcher(fetcher), m_headers(headers), m_rules(rules), m_options(options), m_out(out)
+              uint32_t recent_blocks, PeersRunResult& out)
+        : m_fetcher(fetcher), m_headers(headers), m_rules(rules), m_options(options), m_recent_blocks(recent_blocks), m_out(out)
     {}
 
     Result<Partial> Run(uint32_t n)
@@ -40,31 +90,30 @@ public:
         partial.from = 1;
         partial.to = n;
         partial.mode = AggregateMode::Coins;
-        std::vector<FetchedBlock> batch;
-        std::vector<BlockOutcome> outcomes;
+        std::vector<Slot> batch;
         m_agg_in.assign(std::size_t(n) + 1, Aggregate{});
         m_peer_of.assign(std::size_t(n) + 1, NO_PEER);
         for (uint32_t h = 1; h <= n;) {
-            batch.clear();
-            auto first = m_fetcher.Take(h);
-            if (!first) return first.error();
-            std::size_t bytes = first->block.size();
-            batch.push_back(std::move(*first));
-            while (h + batch.size() <= n && batch.size() < BATCH_BLOCKS && bytes < BATCH_BYTES) {
-                auto more = m_fetcher.TryTake(h + uint32_t(batch.size()));
-                if (!more) break;
-                bytes += more->block.size();
-                batch.push_back(std::move(*more));
+            if (auto e = TakeBatch(h, n, batch)) return *e;
+            // Decoded on every thread; with a cutoff, the coins left out filled from the recent
+            // coins in height order; then each block checked on every thread.
+            pool.Run(batch.size(), [&](std::size_t i) { Decode(batch[i]); });
+            if (m_recent_blocks) {
+                for (Slot& slot : batch) {
+                    if (auto e = FillFromRecent(slot)) return *e;
+                }
             }
-            outcomes.assign(batch.size(), BlockOutcome{});
-            pool.Run(batch.size(), [&](std::size_t i) { outcomes[i] = CheckOne(batch[i]); });
-            for (std::size_t i = 0; i < batch.size(); ++i) {
-                if (auto e = Settle(batch[i], outcomes[i])) return *e;
-                m_block_bytes += batch[i].block.size();
-                m_out.spent_bytes += batch[i].spent_bytes;
-                m_agg_in[h + i] = outcomes[i].partial.agg_in;
-                m_peer_of[h + i] = batch[i].peer;
-                if (auto e = MergeBlock(partial, outcomes[i].partial, m_options)) {
+            pool.Run(batch.size(), [&](std::size_t i) {
+                if (!batch[i].out.error) batch[i].out = CheckDecoded(batch[i]);
+            });
+            for (Slot& slot : batch) {
+                if (auto e = Settle(slot.f, slot.out)) return *e;
+                const uint32_t at = slot.f.height;
+                m_block_bytes += slot.f.block.size();
+                m_out.spent_bytes += slot.f.spent_bytes;
+                m_agg_in[at] = slot.out.partial.agg_in;
+                m_peer_of[at] = slot.f.peer;
+                if (auto e = MergeBlock(partial, slot.out.partial, m_options)) {
                     if (e->code == Errc::Ok) return partial; // refused: the verdict says so
                     return *e;
                 }
@@ -88,21 +137,99 @@ public:
     }
 
 private:
-    BlockOutcome CheckOne(FetchedBlock& f) const
+    /// Height h on: the blocks that have arrived in a row, at least one (waiting for it).
+    std::optional<Error> TakeBatch(uint32_t h, uint32_t n, std::vector<Slot>& batch)
     {
-        auto block = DecodeBlockMessage(f.block.uchars());
-        if (!block) {
-            BlockOutcome out;
-            out.error = Error{block.error().code, "its block does not decode: " + block.error().message};
-            out.coins_unfit = true;
-            return out;
+        batch.clear();
+        auto first = m_fetcher.Take(h);
+        if (!first) return first.error();
+        std::size_t bytes = first->block.size();
+        batch.emplace_back().f = std::move(*first);
+        while (h + batch.size() <= n && batch.size() < BATCH_BLOCKS && bytes < BATCH_BYTES) {
+            auto more = m_fetcher.TryTake(h + uint32_t(batch.size()));
+            if (!more) break;
+            bytes += more->block.size();
+            batch.emplace_back().f = std::move(*more);
         }
-        const BlockHash& hash = m_headers.Hash(int(f.height));
-        return m_rules.Check(*block, f.height, hash, [&](const Block& b) -> Result<BlockUndo> {
+        return std::nullopt;
+    }
+
+    /// The slot's block decoded; with a cutoff, its merkle root checked too, since its outputs
+    /// become the recent coins later blocks take on trust from it. A failure is the peer's.
+    void Decode(Slot& slot) const
+    {
+        slot.out = BlockOutcome{};
+        slot.undo.reset();
+        auto fault = [&](Errc code, std::string why) {
+            slot.block.reset();
+            slot.out.error = Error{code, std::move(why)};
+            slot.out.coins_unfit = true;
+        };
+        auto block = DecodeBlockMessage(slot.f.block.uchars());
+        if (!block) return fault(block.error().code, "its block does not decode: " + block.error().message);
+        slot.block = std::move(*block);
+        if (slot.f.cutoff == 0) return;
+        bool mutated = false;
+        if (BlockMerkleRoot(*slot.block, &mutated) != slot.block->header().hash_merkle_root || mutated) {
+            fault(Errc::InvalidValue, "a mutated block (bad-txnmrklroot)");
+        }
+    }
+
+    /// In height order: the block's outputs join the recent coins, and the coins its `bspent` left
+    /// out come from them. A block or coins at fault are asked for again, whole, from another peer.
+    std::optional<Error> FillFromRecent(Slot& slot)
+    {
+        const uint32_t h = slot.f.height;
+        for (;;) {
+            if (slot.block) {
+                m_recent.Add(*slot.block, h);
+                if (slot.f.cutoff == 0) break; // a whole bspent, made into undo data in the check
+                uint64_t saved = 0;
+                auto undo = BlockUndoFromBspent(slot.f.spent, GetBspentMessage{m_headers.Hash(int(h)), slot.f.cutoff}, *slot.block,
+                                                [&](const OutPoint& op) { return m_recent.Find(op); }, saved);
+                if (undo) {
+                    slot.undo = std::move(*undo);
+                    m_out.spent_bytes_saved += saved;
+                    break;
+                }
+                slot.out.error = Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
+                slot.out.coins_unfit = true;
+            }
+            m_fetcher.DropAndRefetch(slot.f.peer, What(h, slot.out.error->message), h);
+            auto again = m_fetcher.Take(h);
+            if (!again) return again.error();
+            slot.f = std::move(*again);
+            Decode(slot);
+        }
+        m_recent.KeepFrom(h + 1 > m_recent_blocks ? h + 1 - m_recent_blocks : 0);
+        return std::nullopt;
+    }
+
+    BlockOutcome CheckDecoded(Slot& slot) const
+    {
+        const FetchedBlock& f = slot.f;
+        return m_rules.Check(*slot.block, f.height, m_headers.Hash(int(f.height)), [&](const Block& b) -> Result<BlockUndo> {
+            if (slot.undo) return std::move(*slot.undo);
             auto undo = BlockUndoFromBspent(f.spent, b);
             if (!undo) return Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
             return undo;
         });
+    }
+
+    /// A block fetched whole (no cutoff), checked on the calling thread.
+    BlockOutcome CheckOne(FetchedBlock& f) const
+    {
+        Slot slot;
+        slot.f = std::move(f);
+        Decode(slot);
+        if (!slot.out.error) slot.out = CheckDecoded(slot);
+        f = std::move(slot.f);
+        return std::move(slot.out);
+    }
+
+    std::string What(uint32_t h, const std::string& why) const
+    {
+        return "block " + m_headers.Hash(int(h)).ToHex() + " at height " + std::to_string(h) + ": " + why;
     }
 
     /// Why the block's outcome is the sending peer's fault, or nullopt.
@@ -121,8 +248,7 @@ private:
     std::optional<Error> Settle(FetchedBlock& f, BlockOutcome& out)
     {
         while (auto why = PeerFault(out)) {
-            const std::string what = "block " + m_headers.Hash(int(f.height)).ToHex() + " at height " + std::to_string(f.height) + ": " + *why;
-            m_fetcher.DropAndRefetch(f.peer, what, f.height);
+            m_fetcher.DropAndRefetch(f.peer, What(f.height, *why), f.height);
             const bool refusal = out.refused_on_coins;
             auto again = m_fetcher.Take(f.height);
             if (!again) {
@@ -182,6 +308,8 @@ private:
     const HeaderChain& m_headers;
     const CoinsBlockRules& m_rules;
     const CheckRangeOptions& m_options;
+    const uint32_t m_recent_blocks;
+    RecentCoins m_recent;
     PeersRunResult& m_out;
     uint64_t m_block_bytes{0};
     std::vector<Aggregate> m_agg_in;     ///< each height's spent side, as accepted
@@ -244,7 +372,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.hints = &*hints;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
-        check.emplace(fetcher, *out.headers, *rules, ro, out);
+        check.emplace(fetcher, *out.headers, *rules, ro, peers.fetch.recent_blocks, out);
         return check->Run(n);
     };
     run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };

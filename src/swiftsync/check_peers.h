@@ -36,6 +36,7 @@ struct PeersRunResult {
     std::vector<std::string> unreachable; ///< peers left out before the download, with why
     std::vector<std::string> notes;   ///< what the run found wrong with peers (headers, dropped peers)
     uint64_t spent_bytes{0};          ///< `bspent` payload bytes received for the blocks checked
+    uint64_t spent_bytes_saved{0};    ///< what the coins a cutoff left out would have taken in them
     std::optional<HeaderChain> headers; ///< the peers' header chain (all of it, also above n)
 };
 

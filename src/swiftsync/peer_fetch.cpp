@@ -139,11 +139,12 @@ struct BlockFetcher::State {
         return false;
     }
 
-    /// Up to `window` heights for peer p, waiting while there are none; empty when the run stops.
-    std::vector<uint32_t> Claim(std::size_t p)
+    /// Up to `window` heights for peer p, each with the cutoff to ask for its coins with, waiting
+    /// while there are none; empty when the run stops.
+    std::vector<std::pair<uint32_t, uint32_t>> Claim(std::size_t p)
     {
         std::unique_lock lk(mu);
-        std::vector<uint32_t> got;
+        std::vector<std::pair<uint32_t, uint32_t>> got;
         while (got.empty()) {
             if (stop || !alive[p] || Interrupted()) return got;
             for (auto it = retry.begin(); it != retry.end() && got.size() < o.window;) {
@@ -151,10 +152,13 @@ struct BlockFetcher::State {
                     ++it;
                     continue;
                 }
-                got.push_back(it->first);
+                got.emplace_back(it->first, 0);
                 it = retry.erase(it);
             }
-            while (next <= to && got.size() < o.window && ready_bytes < o.max_ahead_bytes) got.push_back(next++);
+            while (next <= to && got.size() < o.window && ready_bytes < o.max_ahead_bytes) {
+                const uint32_t h = next++;
+                got.emplace_back(h, o.recent_blocks == 0 ? 0 : h > o.recent_blocks ? h - o.recent_blocks : 1);
+            }
             if (got.empty()) cv.wait_for(lk, std::chrono::milliseconds(100));
         }
         return got;
@@ -192,8 +196,11 @@ struct BlockFetcher::State {
     }
 
     /// Asks peer p for `heights` and waits for every block and `bspent`; why not, or nullopt.
-    std::optional<std::string> FetchWindow(std::size_t p, const std::vector<uint32_t>& heights, std::vector<uint32_t>& unfinished)
+    std::optional<std::string> FetchWindow(std::size_t p, const std::vector<std::pair<uint32_t, uint32_t>>& claimed,
+                                           std::vector<uint32_t>& unfinished)
     {
+        std::vector<uint32_t> heights;
+        for (const auto& [h, cutoff] : claimed) heights.push_back(h);
         Peer& peer = *peers[p].peer;
         const bool witness = peer.info().version.services & NODE_WITNESS;
         std::unordered_map<BlockHash, uint32_t, Uint256Hasher> asked;
@@ -204,10 +211,11 @@ struct BlockFetcher::State {
             invs.push_back(Inv{witness ? MSG_WITNESS_BLOCK : MSG_BLOCK, hash.ToUint256()});
         }
         if (auto e = peer.Send("getdata", EncodeInv(invs), o.timeout)) return e->message;
-        for (uint32_t h : heights) {
-            if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(h)), 0}), o.timeout)) return e->message;
-        }
         std::unordered_map<uint32_t, FetchedBlock> partial;
+        for (const auto& [h, cutoff] : claimed) {
+            partial[h].cutoff = cutoff;
+            if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(h)), cutoff}), o.timeout)) return e->message;
+        }
         unfinished = heights;
         auto deadline = NetClock::now() + o.timeout;
         while (!unfinished.empty()) {

@@ -55,6 +55,7 @@ struct FetchedBlock {
     uint32_t height{0};
     OwnedBytes block;            ///< the `block` message's payload (its header is the chain's)
     BspentMessage spent;         ///< the `bspent` message, decoded (it names the block)
+    uint32_t cutoff{0};          ///< the cutoff it was asked for with (0: every coin)
     std::size_t spent_bytes{0};  ///< its payload's size
     std::size_t peer{0};         ///< which peer sent both (an index into the fetcher's peers)
 };
@@ -70,6 +71,10 @@ struct FetchOptions {
     std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
     std::size_t window{16};                ///< heights in flight per peer
     std::size_t max_ahead_bytes{64 << 20}; ///< arrived blocks not yet taken, at most (roughly)
+    /// BIP 455's cutoff: a block's `bspent` is asked for without the coins created in the last this
+    /// many blocks before it and in itself, which the client keeps (0: every coin). A height asked
+    /// for again is asked for whole.
+    uint32_t recent_blocks{0};
     const std::atomic<bool>* interrupt{nullptr};
 };
 

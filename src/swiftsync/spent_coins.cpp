@@ -94,20 +94,57 @@ Result<std::vector<std::optional<Coin>>> SpentCoinsFromBspent(const BspentMessag
     return out;
 }
 
-Result<BlockUndo> BlockUndoFromBspent(const BspentMessage& message, const Block& block)
+namespace {
+
+/// Every input's coin, grouped per transaction as a rev record holds them. Precondition: one coin
+/// per input of the block but the coinbase's.
+BlockUndo Grouped(std::vector<std::optional<Coin>>& coins, const Block& block)
 {
-    const GetBspentMessage request{message.block_hash, 0};
-    auto coins = SpentCoinsFromBspent(message, request, block);
-    if (!coins.ok()) return coins.error();
     BlockUndo undo;
     undo.vtxundo.resize(block.vtx.empty() ? 0 : block.vtx.size() - 1);
     std::size_t k = 0;
     for (std::size_t i = 1; i < block.vtx.size(); ++i) {
         auto& prevout = undo.vtxundo[i - 1].prevout;
         prevout.reserve(block.vtx[i].vin().size());
-        for (std::size_t j = 0; j < block.vtx[i].vin().size(); ++j) prevout.push_back(std::move(*(*coins)[k++]));
+        for (std::size_t j = 0; j < block.vtx[i].vin().size(); ++j) prevout.push_back(std::move(*coins[k++]));
     }
     return undo;
+}
+
+} // namespace
+
+Result<BlockUndo> BlockUndoFromBspent(const BspentMessage& message, const Block& block)
+{
+    const GetBspentMessage request{message.block_hash, 0};
+    auto coins = SpentCoinsFromBspent(message, request, block);
+    if (!coins.ok()) return coins.error();
+    return Grouped(*coins, block);
+}
+
+Result<BlockUndo> BlockUndoFromBspent(const BspentMessage& message, const GetBspentMessage& request, const Block& block,
+                                      const std::function<const Coin*(const OutPoint&)>& recent, uint64_t& saved)
+{
+    auto coins = SpentCoinsFromBspent(message, request, block);
+    if (!coins.ok()) return coins.error();
+    std::vector<uint8_t> wire;
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < block.vtx.size(); ++i) {
+        for (const TxIn& in : block.vtx[i].vin()) {
+            std::optional<Coin>& c = (*coins)[k++];
+            if (c) continue;
+            const Coin* kept = recent(in.prevout);
+            if (!kept || kept->height < request.cutoff) {
+                return Refused("no coin for input " + std::to_string(k - 1) + ", and " + in.prevout.hash.ToHex() + ":" + std::to_string(in.prevout.n) +
+                               " is no coin created at or above the cutoff " + std::to_string(request.cutoff));
+            }
+            c = *kept;
+            // What the coin would have taken in the message: index, code, script, amount.
+            wire.clear();
+            AppendReconstructableScript(wire, c->out.script_pubkey);
+            saved += 8 + wire.size() + GetSizeOfCompactSize(CompressAmount(c->out.value));
+        }
+    }
+    return Grouped(*coins, block);
 }
 
 } // namespace ibdkit::swiftsync

@@ -19,6 +19,7 @@
 #include "wire/protocol.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -44,5 +45,13 @@ Result<std::vector<std::optional<Coin>>> SpentCoinsFromBspent(const BspentMessag
 /// The block's undo data from a `bspent` asked for without a cutoff: every input's coin, grouped
 /// per transaction as Core's rev record holds them (what coins mode checks a block against).
 Result<BlockUndo> BlockUndoFromBspent(const BspentMessage& message, const Block& block);
+
+/// The block's undo data from a `bspent` asked for with `request`'s cutoff: the coins it left out
+/// are those `recent` holds (the client's coins created at or above the cutoff, by outpoint). The
+/// bytes they would have taken in the message are added to `saved`. A coin left out that `recent`
+/// does not hold, or holds from below the cutoff, is Errc::InvalidValue (the peer's), as every
+/// error of SpentCoinsFromBspent.
+Result<BlockUndo> BlockUndoFromBspent(const BspentMessage& message, const GetBspentMessage& request, const Block& block,
+                                      const std::function<const Coin*(const OutPoint&)>& recent, uint64_t& saved);
 
 } // namespace ibdkit::swiftsync

@@ -32,6 +32,9 @@ struct SwiftSyncPeersOptions {
     ChainType chain{ChainType::REGTEST};
     std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
     std::size_t window{16};           ///< blocks in flight per peer
+    /// BIP 455's cutoff: the outputs of this many blocks before each block (and its own) are kept,
+    /// and only older coins are asked of the peers (0: every coin asked for).
+    uint32_t keep_recent{16};
     /// After n, the classic sync from the first peer still serving, with these options (chainstate,
     /// host, port, chain, policy, threads, dbcache, assumevalid and skip_scripts are the run's); nullopt: stop at n.
     std::optional<SyncOptions> continuation;
@@ -51,6 +54,7 @@ struct SwiftSyncPeersResult {
     std::vector<std::string> unreachable; ///< peers left out (no connection, no BIP 455), with why
     std::vector<std::string> notes;       ///< what the run found wrong with peers
     uint64_t spent_bytes{0};              ///< `bspent` bytes received
+    uint64_t spent_bytes_saved{0};        ///< what the coins the cutoff left out would have taken
     int header_height{0};                 ///< the peers' header chain
     std::optional<SyncResult> continuation; ///< the classic sync after n
     std::optional<UtxoStats> utxo;        ///< the final chainstate's (accepted, statistics asked for)
