@@ -68,7 +68,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         double timeout{30};
         double headers_wait{3};
         std::size_t window{16};
-        uint32_t keep_recent{16};
+        uint32_t keep_recent{0};
         unsigned threads{0};
         int stop_height{-1};
         bool getblocks{false};

@@ -286,7 +286,7 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
-         datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 16,
+         datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 0,
          progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
 

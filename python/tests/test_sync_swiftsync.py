@@ -43,9 +43,10 @@ def chain(cli, tmp_path_factory):
     return datadir, height, tip, stats, n, hints
 
 
-def swiftsync(cli, hints, ports, *extra, check=True):
+def swiftsync(cli, hints, ports, *extra, check=True, keep=16):
+    """sync --swiftsync from the ports; with BIP 455's cutoff (--keep-recent) unless keep is 0."""
     args = ["sync", "-q", "--json", "--network", "regtest", "--swiftsync", hints, "--timeout", "5", "--window", "4",
-            "--assumevalid", "0", *extra]
+            "--assumevalid", "0", "--keep-recent", str(keep), *extra]
     for p in ports:
         args += ["--connect", f"127.0.0.1:{p}"]
     return run_cli(cli, *args, check=check)
@@ -86,7 +87,7 @@ def test_the_cutoff_saves_bytes_and_changes_nothing_else(cli, chain, tmp_path):
     datadir, height, tip, stats, _, hints = chain
     server = Server(cli, "--datadir", datadir)
     try:
-        runs = {k: json.loads(swiftsync(cli, hints, [server.port], "--keep-recent", str(k), "--chainstate", tmp_path / f"cs{k}").stdout)
+        runs = {k: json.loads(swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / f"cs{k}", keep=k).stdout)
                 for k in (0, 6, 1000)}
     finally:
         server.stop()
@@ -108,7 +109,7 @@ def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
     servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
     try:
         peers = [f"127.0.0.1:{s.port}" for s in servers]
-        got = ibdkit.sync(peers, swiftsync=hints, chainstate=tmp_path / "py", assumevalid=0, timeout=5, window=4)
+        got = ibdkit.sync(peers, swiftsync=hints, chainstate=tmp_path / "py", assumevalid=0, timeout=5, window=4, keep_recent=16)
         cli_got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cli").stdout)
         with pytest.raises(ibdkit.ArgumentError, match="downloads from one peer"):
             ibdkit.sync(peers)

@@ -1,7 +1,7 @@
 // SwiftSync over P2P (swiftsync/check_peers.h).
 #include "swiftsync/check_peers.h"
 
-#include <ibdkit/coins/compressor.h>
+#include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/threads.h>
 
 #include "common/task_pool.h"
@@ -31,19 +31,15 @@ constexpr std::array<std::string_view, 5> MUTATED_REASONS{"bad-txnmrklroot", "ba
 /// leaves out (BIP 455's rationale: most coins are spent within a few blocks of their creation).
 class RecentCoins {
 public:
-    /// Adds the spendable outputs of `block` at height h (h above every height added before).
-    void Add(const Block& block, uint32_t h)
+    /// Adds `coins`, the outputs of the block at height h that a later block may spend (h above
+    /// every height added before).
+    void Add(std::vector<std::pair<OutPoint, Coin>>&& coins, uint32_t h)
     {
         std::vector<OutPoint>& added = m_by_height.emplace_back(h, std::vector<OutPoint>{}).second;
-        for (std::size_t t = 0; t < block.vtx.size(); ++t) {
-            const Txid txid = block.vtx[t].GetHash();
-            const auto outs = block.vtx[t].vout();
-            for (uint32_t o = 0; o < outs.size(); ++o) {
-                if (IsUnspendable(outs[o].script_pubkey)) continue;
-                const OutPoint op{txid, o};
-                m_coins.insert_or_assign(op, Coin(outs[o], h, t == 0));
-                added.push_back(op);
-            }
+        added.reserve(coins.size());
+        for (auto& [op, coin] : coins) {
+            added.push_back(op);
+            m_coins.insert_or_assign(op, std::move(coin));
         }
     }
     /// Forgets the outputs of heights below h.
@@ -70,6 +66,8 @@ struct Slot {
     FetchedBlock f;
     std::optional<Block> block;    ///< decoded (and, with a cutoff, its merkle root checked)
     std::optional<BlockUndo> undo; ///< made from the bspent and the recent coins (with a cutoff)
+    /// With a cutoff: the block's outputs a later block may spend (spendable, not hinted unspent).
+    std::vector<std::pair<OutPoint, Coin>> spendable;
     BlockOutcome out;
 };
 
@@ -77,9 +75,10 @@ struct Slot {
 /// misbehaving dropped and its block asked for again.
 class PeerCheck {
 public:
-    PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, const CoinsBlockRules& rules, const CheckRangeOptions& options,
-              uint32_t recent_blocks, PeersRunResult& out)
-        : m_fetcher(fetcher), m_headers(headers), m_rules(rules), m_options(options), m_recent_blocks(recent_blocks), m_out(out)
+    PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, ChainType chain, const Hints& hints, const CoinsBlockRules& rules,
+              const CheckRangeOptions& options, uint32_t recent_blocks, PeersRunResult& out)
+        : m_fetcher(fetcher), m_headers(headers), m_chain(chain), m_hints(hints), m_rules(rules), m_options(options),
+          m_recent_blocks(recent_blocks), m_out(out)
     {}
 
     Result<Partial> Run(uint32_t n)
@@ -154,8 +153,8 @@ private:
         return std::nullopt;
     }
 
-    /// The slot's block decoded; with a cutoff, its merkle root checked too, since its outputs
-    /// become the recent coins later blocks take on trust from it. A failure is the peer's.
+    /// The slot's block decoded; when recent coins are kept, its merkle root checked too (later
+    /// blocks take its outputs on trust) and those outputs listed. A failure is the peer's.
     void Decode(Slot& slot) const
     {
         slot.out = BlockOutcome{};
@@ -168,11 +167,24 @@ private:
         auto block = DecodeBlockMessage(slot.f.block.uchars());
         if (!block) return fault(block.error().code, "its block does not decode: " + block.error().message);
         slot.block = std::move(*block);
-        if (slot.f.cutoff == 0) return;
+        if (m_recent_blocks == 0) return; // nothing is kept: CheckBlock checks the merkle root
         bool mutated = false;
         if (BlockMerkleRoot(*slot.block, &mutated) != slot.block->header().hash_merkle_root || mutated) {
-            fault(Errc::InvalidValue, "a mutated block (bad-txnmrklroot)");
+            return fault(Errc::InvalidValue, "a mutated block (bad-txnmrklroot)");
         }
+        // What the recent coins will hold of it: an output unspent at n is spent by no block.
+        const uint32_t h = slot.f.height;
+        const std::vector<uint32_t> unspent = m_hints.Indices(h);
+        auto next_unspent = unspent.begin();
+        slot.spendable.clear();
+        const Block& b = *slot.block;
+        ForEachSpendableOutput(b, IsBip30Unspendable(m_chain, int(h), m_headers.Hash(int(h))), [&](std::size_t t, uint32_t o, uint32_t index) {
+            if (next_unspent != unspent.end() && *next_unspent == index) {
+                ++next_unspent;
+                return;
+            }
+            slot.spendable.emplace_back(OutPoint{b.vtx[t].GetHash(), o}, Coin(b.vtx[t].vout()[o], h, t == 0));
+        });
     }
 
     /// In height order: the block's outputs join the recent coins, and the coins its `bspent` left
@@ -182,7 +194,7 @@ private:
         const uint32_t h = slot.f.height;
         for (;;) {
             if (slot.block) {
-                m_recent.Add(*slot.block, h);
+                m_recent.Add(std::move(slot.spendable), h);
                 if (slot.f.cutoff == 0) break; // a whole bspent, made into undo data in the check
                 uint64_t saved = 0;
                 auto undo = BlockUndoFromBspent(slot.f.spent, GetBspentMessage{m_headers.Hash(int(h)), slot.f.cutoff}, *slot.block,
@@ -306,6 +318,8 @@ private:
 
     BlockFetcher& m_fetcher;
     const HeaderChain& m_headers;
+    const ChainType m_chain;
+    const Hints& m_hints;
     const CoinsBlockRules& m_rules;
     const CheckRangeOptions& m_options;
     const uint32_t m_recent_blocks;
@@ -372,7 +386,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.hints = &*hints;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
-        check.emplace(fetcher, *out.headers, *rules, ro, peers.fetch.recent_blocks, out);
+        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, out);
         return check->Run(n);
     };
     run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };

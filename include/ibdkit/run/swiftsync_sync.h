@@ -34,7 +34,7 @@ struct SwiftSyncPeersOptions {
     std::size_t window{16};           ///< blocks in flight per peer
     /// BIP 455's cutoff: the outputs of this many blocks before each block (and its own) are kept,
     /// and only older coins are asked of the peers (0: every coin asked for).
-    uint32_t keep_recent{16};
+    uint32_t keep_recent{0};
     /// After n, the classic sync from the first peer still serving, with these options (chainstate,
     /// host, port, chain, policy, threads, dbcache, assumevalid and skip_scripts are the run's); nullopt: stop at n.
     std::optional<SyncOptions> continuation;
