@@ -76,8 +76,12 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
     if peers > 1:
         assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
     # The chainstate stays: the classic sync resumes from it (nothing left to do).
-    again = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{Server(cli, '--datadir', datadir).port}",
-                               "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
+    server = Server(cli, "--datadir", datadir)
+    try:
+        again = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}",
+                                   "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
+    finally:
+        server.stop()
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
 
 
