@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""`sync --swiftsync` from `ibdkit serve` peers over loopback, against the classic `sync` from the
+same peer and `replay --swiftsync` of the datadir itself (docs/swiftsync.md, *Speed over P2P*).
+
+    python3 scripts/swiftsync_p2p_bench.py build/release/ibdkit DATADIR [ROUNDS] [-- EXTRA...]
+
+DATADIR is a Core datadir with its rev files (e.g. one Core's engine wrote from a `gen-chain
+--profile mainnet` chain); hints are made for its tip. The cases run interleaved, ROUNDS times
+(default 2); EXTRA options (e.g. `--dbcache 16`) go to every case. Prints each run (seconds, peak
+RSS from the kernel through /usr/bin/time, hash_serialized_3, bspent bytes) and the best of each
+case as a ratio to the classic sync.
+"""
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    args = sys.argv[1:]
+    extra = args[args.index("--") + 1:] if "--" in args else []
+    args = args[:args.index("--")] if "--" in args else args
+    cli, dd = pathlib.Path(args[0]), pathlib.Path(args[1])
+    rounds = int(args[2]) if len(args) > 2 else 2
+    work = pathlib.Path(tempfile.mkdtemp(prefix="ibdkit-p2p-bench-"))
+    hints = work / "tip.hints"
+    subprocess.run([cli, "hints", "-q", "--datadir", dd, "--out", hints], check=True)
+    servers = []
+    for _ in range(2):
+        p = subprocess.Popen([cli, "serve", "--datadir", dd, "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE, text=True)
+        servers.append((p, int(p.stdout.readline().strip().rsplit(":", 1)[1])))
+    peer = [a for _, port in servers for a in ("--connect", f"127.0.0.1:{port}")]
+    swift = ["sync", "--network", "regtest", "--swiftsync", hints]
+    cases = {
+        "replay --swiftsync (its own rev files)": ["replay", "--swiftsync", hints, "--datadir", dd],
+        "classic sync, 1 peer": ["sync", "--network", "regtest", *peer[:2]],
+        "sync --swiftsync, 1 peer": [*swift, "--keep-recent", "0", *peer[:2]],
+        "sync --swiftsync, 2 peers": [*swift, "--keep-recent", "0", *peer],
+        "sync --swiftsync, 1 peer, --keep-recent 16": [*swift, "--keep-recent", "16", *peer[:2]],
+    }
+    runs = {k: [] for k in cases}
+    try:
+        for _ in range(rounds):
+            for name, case in cases.items():
+                cs = work / "cs"
+                subprocess.run(["rm", "-rf", cs], check=True)
+                t = time.time()
+                r = subprocess.run(["/usr/bin/time", "-f", "%M", cli, *case, "--chainstate", cs, "--json", "-q", *extra],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit(f"{name}: {r.stderr[-2000:]}")
+                got = json.loads(r.stdout)
+                runs[name].append({"s": time.time() - t, "rss_mib": int(r.stderr.split()[-1]) // 1024,
+                                   "hash": got.get("hash_serialized_3"), "spent": got.get("spent_bytes"),
+                                   "saved": got.get("spent_bytes_saved")})
+                print(name, runs[name][-1], flush=True)
+    finally:
+        for p, _ in servers:
+            p.send_signal(signal.SIGINT)
+            p.wait()
+        subprocess.run(["rm", "-rf", work])
+    base = min(x["s"] for x in runs["classic sync, 1 peer"])
+    for name, v in runs.items():
+        best = min(x["s"] for x in v)
+        print(f"{name:45s} {best:7.2f} s  {base / best:5.2f}x the classic sync  peak RSS {max(x['rss_mib'] for x in v)} MiB  "
+              f"hash {v[0]['hash']}  bspent {v[0]['spent']} (saved {v[0]['saved']})")
+
+
+if __name__ == "__main__":
+    main()
