@@ -15,18 +15,11 @@ namespace ibdkit::cli {
 
 namespace {
 
-void PrintHuman(const run::SwiftSyncPeersResult& run)
+/// What SwiftSync checked of blocks 1..n in this run.
+void PrintChecked(const run::SwiftSyncPeersResult& run)
 {
     const swiftsync::SwiftSyncResult& r = run.swiftsync;
     const auto& v = r.verdict;
-    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
-    std::printf("headers            %d, from the peers\n", run.header_height);
-    for (const run::PeerSummary& p : run.peers) {
-        std::printf("peer               %s (%s): %llu blocks, %.1f MB, spent coins %.1f MB%s\n", p.address.c_str(), p.user_agent.c_str(),
-                    (unsigned long long)p.blocks, double(p.block_bytes) / 1e6, double(p.spent_bytes) / 1e6,
-                    p.dropped.empty() ? "" : (", DROPPED: " + p.dropped).c_str());
-    }
-    for (const std::string& u : run.unreachable) std::printf("not used           %s\n", u.c_str());
     std::printf("swiftsync          coins mode over P2P: blocks 1..%u checked in %.2f s, %.1f blocks/s\n", r.height, r.seconds,
                 r.seconds > 0 ? double(v.counts.blocks) / r.seconds : 0.0);
     std::printf("verdict            %s\n", v.ok ? "accepted" : ("REFUSED: " + v.reason).c_str());
@@ -41,6 +34,24 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
     }
     std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB, %.1f MB saved by the cutoff\n", double(r.block_bytes) / 1e6,
                 double(run.spent_bytes) / 1e6, double(run.spent_bytes_saved) / 1e6);
+}
+
+void PrintHuman(const run::SwiftSyncPeersResult& run)
+{
+    const swiftsync::SwiftSyncResult& r = run.swiftsync;
+    std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
+    std::printf("headers            %d, from the peers\n", run.header_height);
+    for (const run::PeerSummary& p : run.peers) {
+        std::printf("peer               %s (%s): %llu blocks, %.1f MB, spent coins %.1f MB%s\n", p.address.c_str(), p.user_agent.c_str(),
+                    (unsigned long long)p.blocks, double(p.block_bytes) / 1e6, double(p.spent_bytes) / 1e6,
+                    p.dropped.empty() ? "" : (", DROPPED: " + p.dropped).c_str());
+    }
+    for (const std::string& u : run.unreachable) std::printf("not used           %s\n", u.c_str());
+    if (run.resumed) {
+        std::printf("swiftsync          resumed: an earlier run accepted blocks 1..%u; the classic sync continued\n", r.height);
+    } else {
+        PrintChecked(run);
+    }
     for (const std::string& n : run.notes) std::printf("note               %s\n", n.c_str());
     if (run.continuation) {
         const SyncResult& c = *run.continuation;
@@ -48,7 +59,7 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
                     c.height, c.total_seconds);
     }
     std::printf("memory             peak RSS %.0f MiB\n", double(run.peak_rss_bytes) / double(1 << 20));
-    if (!v.ok) return;
+    if (!r.verdict.ok) return;
     if (run.continuation) {
         PrintTip(*run.continuation);
         return;

@@ -10,9 +10,14 @@ are caught: beside an honest peer the sync completes on the right hash and names
 dropped; alone, the sync fails with a clear error and leaves no chainstate.
 """
 import json
+import os
+import random
+import signal
 import socket
 import struct
+import subprocess
 import threading
+import time
 
 import pytest
 
@@ -75,14 +80,18 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
     assert sum(c["bspent_sent"] for c in counters) == n
     if peers > 1:
         assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
-    # The chainstate stays: the classic sync resumes from it (nothing left to do).
+    # The chainstate stays: the same command again resumes the classic sync (nothing left to do),
+    # as the classic sync itself does.
     server = Server(cli, "--datadir", datadir)
     try:
-        again = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}",
-                                   "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
+        again = json.loads(swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / "cs").stdout)
+        classic = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}",
+                                     "--chainstate", tmp_path / "cs", "--timeout", "5").stdout)
     finally:
         server.stop()
-    assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
+    assert again["swiftsync_resumed"] and again["continuation"]["blocks"] == 0 and got["swiftsync_resumed"] is False
+    assert again["hash_serialized_3"] == stats["hash_serialized_3"] and again["bestblock"] == tip
+    assert classic["blocks_connected"] == 0 and classic["hash_serialized_3"] == stats["hash_serialized_3"]
 
 
 def test_the_cutoff_saves_bytes_and_changes_nothing_else(cli, chain, tmp_path):
@@ -333,3 +342,71 @@ def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, 
     assert "ibdkit: error:" in r.stderr and ("no peer is left" in r.stderr or "did not balance" in r.stderr
                                              or "aggregates differ" in r.stderr), r.stderr
     assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
+
+
+# ---- kills: of a serving peer, and of the client ------------------------------------------------
+
+def gone_after(blocks):
+    """A peer that serves `blocks` blocks, then vanishes (its connection closed mid-window)."""
+    sent = {"blocks": 0}
+
+    def lie(command, payload):
+        if command == "block":
+            sent["blocks"] += 1
+            if sent["blocks"] > blocks:
+                raise OSError("the peer is gone")
+        return payload
+    return lie
+
+
+def test_a_serving_peer_that_dies_loses_its_blocks_to_the_others(cli, chain, tmp_path):
+    """One peer disappears mid-window, another `serve` is SIGKILLed during the run: the sync ends on
+    the same UTXO set from the peer left, and names the peers it lost."""
+    datadir, height, tip, stats, _, hints = chain
+    honest, victim, upstream = (Server(cli, "--datadir", datadir) for _ in range(3))
+    dying = LyingProxy(upstream.port, gone_after(20))
+    killer = threading.Timer(0.3, victim.proc.kill)
+    try:
+        killer.start()
+        got = json.loads(swiftsync(cli, hints, [dying.port, victim.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        killer.cancel()
+        dying.close()
+        victim.proc.kill()
+        victim.proc.wait()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    first, _, last = got["peers"]
+    assert first["address"] == f"127.0.0.1:{dying.port}" and first["dropped"] and first["blocks"] <= 20, got["peers"]
+    assert last["dropped"] is None
+
+
+def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
+    """SIGKILL of the client at random moments: the chainstate claims nothing until SwiftSync's
+    aggregate balanced (IBDKIT_UNFINISHED), and the same command run again completes on Core's set."""
+    datadir, height, tip, stats, _, hints = chain
+    rng = random.Random(f"{__name__}-kill")
+    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    args = ["sync", "-q", "--json", "--network", "regtest", "--swiftsync", str(hints), "--timeout", "5", "--window", "4",
+            "--assumevalid", "0"]
+    for s in servers:
+        args += ["--connect", f"127.0.0.1:{s.port}"]
+    try:
+        for round_ in range(3):
+            cs = tmp_path / f"cs{round_}"
+            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # as run_cli: the CLI links its own runtime
+            proc = subprocess.Popen([str(cli), *args, "--chainstate", str(cs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=env)
+            time.sleep(rng.uniform(0.05, 1.5))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
+            if cs.exists() and any(cs.iterdir()) and not (cs / "IBDKIT_UNFINISHED").exists():
+                # Killed after the chainstate was kept: it is whole, at n or beyond (the classic rest).
+                r = run_cli(cli, "utxo", "stats", "--chainstate", cs, "--json", check=False)
+                assert r.returncode == 0, r.stderr
+            got = json.loads(run_cli(cli, *args, "--chainstate", cs).stdout)
+            assert (got["height"], got["bestblock"], got["hash_serialized_3"]) == (height, tip, stats["hash_serialized_3"]), round_
+    finally:
+        for s in servers:
+            s.stop()

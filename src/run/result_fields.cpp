@@ -238,6 +238,7 @@ ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId
     if (run.utxo) PutUtxoStats(f, *run.utxo);
     Put(f, "swiftsync", SwiftSyncVerdictValue(r.verdict, r.mode));
     Put(f, "swiftsync_height", Int(r.height));
+    Put(f, "swiftsync_resumed", Bool(run.resumed));
     Put(f, "header_height", Int(run.header_height));
     Put(f, "seconds", Real(r.seconds + (c ? c->total_seconds : 0.0)));
     Put(f, "check_seconds", Real(r.check_seconds));

@@ -76,7 +76,8 @@ ResultValue SwiftSyncVerdictValue(const swiftsync::Verdict& v, swiftsync::Aggreg
 ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId policy);
 
 /// `sync --swiftsync`'s result: network, policy, the final tip (after the continuation), the final
-/// chainstate's statistics, the verdict (`swiftsync`) at swiftsync_height, header_height, timing,
+/// chainstate's statistics, the verdict (`swiftsync`) at swiftsync_height (swiftsync_resumed: an
+/// earlier run's, this one resumed the classic rest), header_height, timing,
 /// bytes (blocks 1..n), spent_bytes (their `bspent`s) and spent_bytes_saved (by the cutoff), the scripts, coins_written, `peers`
 /// ({address, user_agent, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
 /// `continuation` (null, or {blocks, height, seconds, failure, reject_reason}), peak_rss_bytes.

@@ -1,6 +1,7 @@
 // SwiftSync from P2P peers, then the classic sync to their tip (include/ibdkit/run/swiftsync_sync.h).
 #include <ibdkit/run/swiftsync_sync.h>
 
+#include "common/write_guard.h"
 #include "engine/header_file.h"
 #include "run/scratch_dir.h"
 #include "swiftsync/check_peers.h"
@@ -37,6 +38,16 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     return Sync(so);
 }
 
+/// Whether `dir` holds what an earlier run left once SwiftSync had accepted blocks 1..n: a
+/// chainstate no longer marked unfinished, with the peers' headers beside it. Such a run was
+/// killed or stopped in the classic rest, which the next run resumes.
+bool SwiftSyncDone(const std::filesystem::path& dir)
+{
+    std::error_code ec;
+    return !dir.empty() && std::filesystem::exists(dir / HEADERS_FILE, ec) &&
+           !std::filesystem::exists(dir / UNFINISHED_CHAINSTATE_MARKER, ec);
+}
+
 } // namespace
 
 Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
@@ -47,6 +58,25 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
         auto made = ScratchDir::Make("sync");
         if (!made) return made.error();
         o.chainstate = temporary.emplace(std::move(*made)).Path();
+    }
+    if (SwiftSyncDone(o.chainstate) && options.continuation) {
+        // Blocks 1..n were accepted by an earlier run (only then is its chainstate kept): the
+        // classic sync resumes from the chainstate's tip.
+        SwiftSyncPeersResult out;
+        out.resumed = true;
+        out.swiftsync.chain = options.chain;
+        for (const std::string& c : options.connect) out.peers.push_back(PeerSummary{c, {}, 0, 0, 0, {}});
+        auto c = Continue(options, out);
+        if (!c) return c.error();
+        out.continuation = std::move(*c);
+        out.swiftsync.verdict.ok = true;
+        const SyncResult& cr = *out.continuation;
+        out.swiftsync.height = uint32_t(std::max(0, cr.blocks ? cr.start_height - 1 : cr.height));
+        out.swiftsync.tip = out.continuation->tip;
+        out.header_height = out.continuation->header_height;
+        if (out.continuation->utxo) out.utxo = out.continuation->utxo;
+        out.peak_rss_bytes = PeakRssBytes();
+        return out;
     }
     swiftsync::PeersRun peers;
     peers.connect = options.connect;

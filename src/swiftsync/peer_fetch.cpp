@@ -201,6 +201,7 @@ struct BlockFetcher::State {
     {
         std::vector<uint32_t> heights;
         for (const auto& [h, cutoff] : claimed) heights.push_back(h);
+        unfinished = heights; // from the first send on: whatever fails, these go back to the others
         Peer& peer = *peers[p].peer;
         const bool witness = peer.info().version.services & NODE_WITNESS;
         std::unordered_map<BlockHash, uint32_t, Uint256Hasher> asked;
@@ -216,7 +217,6 @@ struct BlockFetcher::State {
             partial[h].cutoff = cutoff;
             if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(h)), cutoff}), o.timeout)) return e->message;
         }
-        unfinished = heights;
         auto deadline = NetClock::now() + o.timeout;
         while (!unfinished.empty()) {
             auto m = peer.Receive(deadline);
