@@ -110,8 +110,9 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     o.statistics = classic.statistics;
     o.continuation = classic;
     const std::filesystem::path chainstate = o.swiftsync.chainstate;
-    SetInterruptNote(chainstate.empty() ? "" : "nothing was written into the chainstate " + chainstate.string() +
-                                                   " (an accepted history is written at height n): run the same command again");
+    SetInterruptNote(chainstate.empty() ? "" : "the chainstate " + chainstate.string() +
+                                                   " is written only once SwiftSync accepts blocks 1..n: run the same command again, "
+                                                   "it starts over or resumes the classic sync after n");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     o.swiftsync.progress = [bar](uint32_t h, uint32_t n) {
         bar->Update(n ? double(h) / n : 1.0, "swiftsync: block " + std::to_string(h) + " of " + std::to_string(n));
