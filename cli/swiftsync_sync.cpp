@@ -48,7 +48,7 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
     }
     for (const std::string& u : run.unreachable) std::printf("not used           %s\n", u.c_str());
     if (run.resumed) {
-        std::printf("swiftsync          resumed: an earlier run accepted blocks 1..%u; the classic sync continued\n", r.height);
+        std::printf("swiftsync          resumed: the chainstate held blocks 1..%u an earlier sync accepted; the classic sync continued\n", r.height);
     } else {
         PrintChecked(run);
     }

@@ -38,9 +38,9 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     return Sync(so);
 }
 
-/// Whether `dir` holds what an earlier run left once SwiftSync had accepted blocks 1..n: a
-/// chainstate no longer marked unfinished, with the peers' headers beside it. Such a run was
-/// killed or stopped in the classic rest, which the next run resumes.
+/// Whether `dir` holds what an earlier sync left: a chainstate not marked unfinished (SwiftSync
+/// keeps one only once it accepted blocks 1..n), with the peers' headers beside it. A SwiftSync
+/// sync killed in its classic rest leaves one, as a classic sync does; the next run resumes it.
 bool SwiftSyncDone(const std::filesystem::path& dir)
 {
     std::error_code ec;
@@ -60,8 +60,8 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
         o.chainstate = temporary.emplace(std::move(*made)).Path();
     }
     if (SwiftSyncDone(o.chainstate) && options.continuation) {
-        // Blocks 1..n were accepted by an earlier run (only then is its chainstate kept): the
-        // classic sync resumes from the chainstate's tip.
+        // The chainstate's blocks were accepted by an earlier run: the classic sync resumes from
+        // its tip.
         SwiftSyncPeersResult out;
         out.resumed = true;
         out.swiftsync.chain = options.chain;

@@ -58,14 +58,15 @@ struct SwiftSyncPeersResult {
     int header_height{0};                 ///< the peers' header chain
     std::optional<SyncResult> continuation; ///< the classic sync after n
     std::optional<UtxoStats> utxo;        ///< the final chainstate's (accepted, statistics asked for)
-    /// The chainstate was one an earlier run's SwiftSync had accepted (killed or stopped in the
-    /// classic rest): this run only resumed the classic sync; `swiftsync` checked nothing now.
+    /// The chainstate already held blocks an earlier run accepted, with the peers' headers beside
+    /// it (a SwiftSync sync killed in its classic rest, or a classic sync's): this run only
+    /// resumed the classic sync; `swiftsync` checked nothing now.
     bool resumed{false};
     uint64_t peak_rss_bytes{0};
 };
 
-/// Runs the sync; on a chainstate an earlier run's SwiftSync accepted (not marked unfinished, the
-/// peers' headers beside it), only the classic rest (`resumed`). A refused history is not an error (swiftsync.verdict says why; nothing is
+/// Runs the sync; on a chainstate an earlier sync left (not marked unfinished, the peers' headers
+/// beside it), only the classic rest (`resumed`). A refused history is not an error (swiftsync.verdict says why; nothing is
 /// written). Errors: bad options (Errc::InvalidValue), no peer reachable or serving spent coins,
 /// no peer left for a block (Errc::NotFound), a hintsfile above the peers' headers
 /// (Errc::InvalidValue), the chainstate's (Errc::Refused by the write guards, …), the
