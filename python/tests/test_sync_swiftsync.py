@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from chain_model import sha256d
+from chain_model import compact_size as encode_compact_size, sha256d
 from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
@@ -149,16 +149,6 @@ def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
 
 
 # ---- hostile peers: a proxy in front of an honest `serve` that changes what it forwards ----------
-
-def encode_compact_size(n):
-    if n < 0xfd:
-        return bytes([n])
-    if n <= 0xffff:
-        return b"\xfd" + struct.pack("<H", n)
-    if n <= 0xffffffff:
-        return b"\xfe" + struct.pack("<I", n)
-    return b"\xff" + struct.pack("<Q", n)
-
 
 SCRIPT_BODY = {1: 20, 2: 32, 3: 32, 4: 64, 5: 20, 6: 32, 7: 20, 8: 32}
 
