@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -150,7 +151,10 @@ Result<bool> DatadirWriter::Start()
     m_files.assign(1, BlockFileInfo{});
     OpenFlat(m_blk, 0, 0);
     OpenFlat(m_rev, 0, 0);
-    StoreBlock(m_params.genesis, 0, {}, false);
+    m_buf.assign(8, 0);
+    VectorWriter w(m_buf, 8);
+    Serialize(w, m_params.genesis);
+    StoreBlock(m_params.genesis.header(), uint32_t(m_params.genesis.vtx.size()), 0, {}, false);
     Sync();
     SyncDir(m_net);
     return true;
@@ -252,14 +256,56 @@ void DatadirWriter::Put(FlatFile& f, int number, uint64_t at, std::vector<uint8_
 
 void DatadirWriter::Append(const Block& block, int height, std::span<const uint8_t> undo_bytes)
 {
+    if (!Follows(block.GetHash(), block.hash_prev_block, height)) return;
+    m_buf.assign(8, 0);
+    VectorWriter w(m_buf, 8);
+    Serialize(w, block);
+    StoreBlock(block.header(), uint32_t(block.vtx.size()), height, undo_bytes, true);
+}
+
+void DatadirWriter::Append(std::span<const uint8_t> block_bytes, const BlockHeader& header, uint32_t tx_count, int height,
+                           std::span<const uint8_t> undo_bytes)
+{
+    if (!Follows(header.GetHash(), header.hash_prev_block, height)) return;
+    m_buf.assign(8, 0);
+    m_buf.insert(m_buf.end(), block_bytes.begin(), block_bytes.end());
+    StoreBlock(header, tx_count, height, undo_bytes, true);
+}
+
+bool DatadirWriter::Follows(const BlockHash& hash, const BlockHash& prev, int height)
+{
     if (height < 1) Fail("block height " + std::to_string(height) + ": the genesis block is written by Open");
-    const BlockHash hash = block.GetHash();
     if (m_stored.contains(hash)) { // stored by an earlier run
         Follow(hash, height);
-        return;
+        return false;
     }
-    Follow(block.hash_prev_block, height - 1);
-    StoreBlock(block, height, undo_bytes, true);
+    Follow(prev, height - 1);
+    return true;
+}
+
+void DatadirWriter::ReplaceUndo(const BlockHash& hash, std::span<const uint8_t> undo_bytes)
+{
+    auto e = std::find_if(m_pending.rbegin(), m_pending.rend(), [&](const BlockIndexEntry& p) { return p.hash == hash; });
+    if (e == m_pending.rend() || !(e->status & BLOCK_HAVE_UNDO)) Fail("block " + hash.ToHex() + ": its undo data is indexed already");
+    BlockFileInfo& info = m_files[std::size_t(e->file)];
+    m_buf.clear();
+    AppendUndoRecord(m_buf, m_params.message_start, e->Prev(), undo_bytes);
+    e->undo_pos = info.undo_size + UNDO_HEADER_BYTES;
+    if (e->file == m_rev.number) {
+        Put(m_rev, e->file, info.undo_size, m_buf);
+    } else {
+        // An earlier rev file, closed: the record goes to its end, durable before the index names it.
+        const fs::path path = UndoFilePath(m_blocks, uint32_t(e->file));
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) Fail(path.string() + ": cannot open for writing: " + Errno());
+        XorBytes(MakeWritableByteSpan(m_buf), m_key, std::size_t(info.undo_size));
+        const bool ok = PwriteFull(fd, m_buf.data(), m_buf.size(), info.undo_size) && ::fdatasync(fd) == 0;
+        const std::string why = Errno();
+        ::close(fd);
+        if (!ok) Fail(path.string() + ": write failed: " + why);
+    }
+    info.undo_size += uint32_t(m_buf.size());
+    m_dirty_files.insert(e->file);
 }
 
 void DatadirWriter::Follow(const BlockHash& tip, int height)
@@ -284,12 +330,9 @@ void DatadirWriter::Follow(const BlockHash& tip, int height)
     m_hashes.insert(m_hashes.end(), branch.rbegin(), branch.rend());
 }
 
-void DatadirWriter::StoreBlock(const Block& block, int height, std::span<const uint8_t> undo_bytes, bool have_undo)
+void DatadirWriter::StoreBlock(const BlockHeader& header, uint32_t tx_count, int height, std::span<const uint8_t> undo_bytes, bool have_undo)
 {
-    // The block's record: magic, size, then the block with its witness.
-    m_buf.assign(8, 0);
-    VectorWriter w(m_buf, 8);
-    Serialize(w, block);
+    // The block's record: magic, size, then the block with its witness (in m_buf after 8 bytes).
     const uint64_t add = m_buf.size();
     if (add - 8 > std::numeric_limits<uint32_t>::max()) Fail("a block of " + std::to_string(add) + " bytes");
     int number = int(m_files.size()) - 1;
@@ -303,33 +346,33 @@ void DatadirWriter::StoreBlock(const Block& block, int height, std::span<const u
     std::memcpy(m_buf.data(), m_params.message_start.data(), 4);
     WriteLE32(m_buf.data() + 4, uint32_t(add - 8));
     BlockIndexEntry e;
-    e.hash = block.GetHash();
+    e.hash = header.GetHash();
     e.client_version = BLOCK_INDEX_DUMMY_VERSION;
     e.height = height;
-    e.tx_count = uint32_t(block.vtx.size());
+    e.tx_count = tx_count;
     e.file = number;
     e.data_pos = info.size + 8;
     Put(m_blk, number, info.size, m_buf);
     info.size += uint32_t(add);
-    info.AddBlock(uint32_t(height), block.time);
+    info.AddBlock(uint32_t(height), header.time);
     // Core connects the genesis block without undo data and leaves it at VALID_TRANSACTIONS.
     e.status = (have_undo ? BLOCK_VALID_SCRIPTS | BLOCK_HAVE_UNDO : BLOCK_VALID_TRANSACTIONS) | BLOCK_HAVE_DATA;
     if (height >= m_params.consensus.segwit_height) e.status |= BLOCK_OPT_WITNESS;
     if (have_undo) {
         m_buf.clear();
-        AppendUndoRecord(m_buf, m_params.message_start, block.hash_prev_block, undo_bytes);
+        AppendUndoRecord(m_buf, m_params.message_start, header.hash_prev_block, undo_bytes);
         e.undo_pos = info.undo_size + UNDO_HEADER_BYTES;
         Put(m_rev, number, info.undo_size, m_buf);
         info.undo_size += uint32_t(m_buf.size());
     }
     m_buf.clear();
     VectorWriter hw(m_buf, 0);
-    Serialize(hw, block.header());
+    Serialize(hw, header);
     std::memcpy(e.header.data(), m_buf.data(), e.header.size());
     m_pending.push_back(e);
     m_dirty_files.insert(number);
     m_hashes.push_back(e.hash);
-    m_stored.emplace(e.hash, Stored{block.hash_prev_block, height});
+    m_stored.emplace(e.hash, Stored{header.hash_prev_block, height});
     ++m_blocks_written;
 }
 

@@ -71,6 +71,14 @@ public:
     /// below it when the sync reorganises (the blocks of the branch it left stay in the files and
     /// the index, as Core keeps them). Buffered: durable with Sync(). Throws DatadirWriteError.
     void Append(const Block& block, int height, std::span<const uint8_t> undo_bytes);
+    /// As Append, with the block as it was serialized (with its witness): `block_bytes` begins with
+    /// the 80 bytes of `header` and holds `tx_count` transactions (a block decoded from them).
+    void Append(std::span<const uint8_t> block_bytes, const BlockHeader& header, uint32_t tx_count, int height,
+                std::span<const uint8_t> undo_bytes);
+    /// Gives the block `hash`, appended since the last Sync, `undo_bytes` instead of what Append
+    /// wrote: a new record at the end of the rev file of its number (the old record stays, named by
+    /// nothing). Throws DatadirWriteError, also for a block whose undo data is indexed already.
+    void ReplaceUndo(const BlockHash& hash, std::span<const uint8_t> undo_bytes);
     /// Makes the blk and rev files durable, then writes the index records of the blocks appended
     /// since the last Sync (one synced batch). Throws DatadirWriteError.
     void Sync();
@@ -93,7 +101,11 @@ private:
     };
     Result<bool> Start();
     Result<bool> Continue();
-    void StoreBlock(const Block& block, int height, std::span<const uint8_t> undo_bytes, bool have_undo);
+    /// Whether the block `hash` (child of `prev`, at `height`) is new: the followed chain then ends
+    /// at `prev`; else at the stored block.
+    bool Follows(const BlockHash& hash, const BlockHash& prev, int height);
+    /// Stores the block serialized in m_buf after 8 bytes left for its record's framing.
+    void StoreBlock(const BlockHeader& header, uint32_t tx_count, int height, std::span<const uint8_t> undo_bytes, bool have_undo);
     void Put(FlatFile& f, int number, uint64_t at, std::vector<uint8_t>& record);
     void Flush(FlatFile& f, bool close);
     void OpenFlat(FlatFile& f, int number, uint64_t size);

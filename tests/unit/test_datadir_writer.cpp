@@ -1,7 +1,7 @@
 // The data directory writer (blockfile/datadir_writer.h): what it writes, ibdkit's readers of Core's
 // datadirs read back — the chain through the block index, every block's bytes, every undo record
-// with its checksum — across several blk files; a reopened folder continues where its index ends;
-// a folder of blocks ibdkit did not write is refused.
+// with its checksum — across several blk files; undo data replaced before the index names it; a
+// reopened folder continues where its index ends; a folder of blocks ibdkit did not write is refused.
 #include "replay_test_util.h"
 
 #include <ibdkit/blockfile/blockfile.h>
@@ -144,6 +144,28 @@ TEST(DatadirWriter, ReadersOfCoresDatadirsReadWhatItWrote)
     ExpectReadsBack(datadir, 220);
     std::ifstream key(datadir / "regtest" / "blocks" / "xor.dat", std::ios::binary | std::ios::ate);
     EXPECT_EQ(int(key.tellg()), 8);
+}
+
+TEST(DatadirWriter, UndoDataReplacedBeforeTheIndexNamesItIsWhatIsRead)
+{
+    // SwiftSync's path: blocks appended as they were serialized, and a lying peer's undo data
+    // replaced (in the open rev file and in earlier, closed ones) before the index is written.
+    TempDir t;
+    const fs::path datadir = t.path / "node";
+    const auto& chain = ConnectedChain();
+    {
+        auto w = DatadirWriter::Open(datadir / "regtest", Regtest(), 1 << 20);
+        ASSERT_TRUE(w.ok()) << w.error().message;
+        for (int h = 1; h <= 220; ++h) {
+            const Connected& c = chain[std::size_t(h - 1)];
+            const std::vector<uint8_t> wrong(c.undo.size() + 1, 0x5a);
+            (*w)->Append(c.bytes, c.block.header(), uint32_t(c.block.vtx.size()), h, h % 3 == 0 ? wrong : c.undo);
+        }
+        for (int h = 3; h <= 220; h += 3) (*w)->ReplaceUndo(chain[std::size_t(h - 1)].block.GetHash(), chain[std::size_t(h - 1)].undo);
+        (*w)->Sync();
+        EXPECT_THROW((*w)->ReplaceUndo(chain[2].block.GetHash(), chain[2].undo), DatadirWriteError) << "indexed already";
+    }
+    ExpectReadsBack(datadir, 220);
 }
 
 TEST(DatadirWriter, AReopenedFolderContinuesWhereItsIndexEnds)
