@@ -92,7 +92,6 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                            uint32_t keep_recent, const ConnectOutputArgs& out)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
-    if (!classic.datadir_out.empty()) throw CLI::ValidationError("--datadir", "is not written by --swiftsync yet: sync without it");
     run::SwiftSyncPeersOptions o;
     o.swiftsync.hints = hints;
     o.swiftsync.chainstate = classic.chainstate;
@@ -109,6 +108,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     o.keep_recent = keep_recent;
     o.statistics = classic.statistics;
     o.continuation = classic;
+    o.datadir = classic.datadir_out;
     const std::filesystem::path chainstate = o.swiftsync.chainstate;
     SetInterruptNote(chainstate.empty() ? "" : "the chainstate " + chainstate.string() +
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "
@@ -150,7 +150,10 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
         }
         ReportReject(*r->continuation);
     }
-    if (ExitCode() == EXIT_OK) RecordNetwork(classic, classic.chain);
+    if (ExitCode() == EXIT_OK) {
+        RecordNetwork(classic, classic.chain);
+        if (!out.quiet) PrintDatadirHandover(classic, classic.chain);
+    }
 }
 
 } // namespace ibdkit::cli

@@ -33,6 +33,10 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
 /// Whether `dir` is a Core data directory (its block index, or a network's subdirectory) rather
 /// than blk files: how every function taking "a datadir or a blocks directory" tells them apart.
 bool LooksLikeDatadir(const std::filesystem::path& dir);
+/// `sync(datadir=...)`: the Core data directory to write, refused by the write guards as the CLI's
+/// --datadir is; the chainstate in its network's folder unless `chainstate` names one.
+void UseDatadirOut(const std::string& datadir, ChainType chain, std::filesystem::path& datadir_out,
+                   std::filesystem::path& chainstate);
 /// Warns (DeprecationWarning, at the caller's line) that `old_name` is spelled `new_name` now;
 /// raises if warnings are turned into errors. The old spellings stay readable, not silently.
 void WarnRenamed(const char* old_name, const char* new_name);

@@ -1,6 +1,8 @@
 // What the module's files share (bindings.h): argument parsing, bytes, result fields as dicts.
 #include "bindings.h"
 
+#include "blockfile/datadir_writer.h" // NetworkDataDir
+#include "common/write_guard.h"
 #include "memory/policy.h"
 
 #include <string>
@@ -81,6 +83,14 @@ nb::dict FieldsDict(const ResultFields& fields)
     nb::dict d;
     for (const auto& f : fields) d[f.key.c_str()] = FieldValue(f.value);
     return d;
+}
+
+void UseDatadirOut(const std::string& datadir, ChainType chain, std::filesystem::path& datadir_out, std::filesystem::path& chainstate)
+{
+    datadir_out = datadir;
+    const auto net = NetworkDataDir(datadir_out, chain);
+    if (auto refused = CheckDatadirWritable(datadir_out, net)) throw PyError{"Refused", refused->message};
+    if (chainstate.empty()) chainstate = net / "chainstate";
 }
 
 } // namespace ibdkit::py

@@ -7,7 +7,6 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 
-#include "blockfile/datadir_writer.h" // NetworkDataDir
 #include "common/write_guard.h"
 #include "run/result_fields.h"
 #include "memory/policy.h"
@@ -132,11 +131,7 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.stop_height = stop_height;
     o.force_getblocks = getblocks;
     if (datadir) {
-        // A Core data directory written as the blocks connect; the chainstate in its network's folder.
-        o.datadir_out = *datadir;
-        const auto net = NetworkDataDir(o.datadir_out, o.chain);
-        if (auto refused = CheckDatadirWritable(o.datadir_out, net)) throw PyError{"Refused", refused->message};
-        if (!chainstate) o.chainstate = net / "chainstate";
+        UseDatadirOut(*datadir, o.chain, o.datadir_out, o.chainstate);
     }
     CheckWritable(o);
     ProgressBridge bridge(progress);

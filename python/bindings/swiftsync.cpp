@@ -377,7 +377,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, const std::string& network,
                        std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
                        std::size_t window, uint32_t keep_recent, unsigned threads, bool statistics,
-                       std::optional<std::string> assumevalid, nb::object progress)
+                       std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
 {
     run::SwiftSyncPeersOptions o;
     swiftsync::SwiftSyncOptions& s = o.swiftsync;
@@ -395,11 +395,13 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     s.hints = hints;
     s.chain = o.chain;
     if (chainstate) s.chainstate = *chainstate;
+    if (datadir) UseDatadirOut(*datadir, o.chain, o.datadir, s.chainstate);
     s.threads = threads;
     s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
     s.assumevalid = ParseAssumeValidArg(assumevalid);
     s.policy = ParsePolicyName(policy);
     SyncOptions& c = o.continuation.emplace();
+    c.datadir_out = o.datadir;
     c.timeout = o.timeout;
     c.window = window;
     ProgressBridge bridge(progress);
@@ -489,7 +491,8 @@ void BindSwiftSync(nb::module_& m)
           "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
           "progress"_a.none());
     m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a, "chainstate"_a.none(), "dbcache"_a, "policy"_a,
-          "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "progress"_a.none());
+          "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "datadir"_a.none(),
+          "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

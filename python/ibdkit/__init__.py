@@ -317,16 +317,17 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
     _whole("keep_recent", keep_recent, 0, 100000)
     peers = [connect] if isinstance(connect, str) else list(connect)
     if swiftsync is not None:
-        if datadir is not None or stop_height is not None or getblocks:
+        if stop_height is not None or getblocks:
             raise _error(_ibdkit.ArgumentError, "InvalidArgument",
-                         "swiftsync syncs blocks 1..n of its hintsfile, then to the peers' tip: drop datadir, stop_height "
+                         "swiftsync syncs blocks 1..n of its hintsfile, then to the peers' tip: drop stop_height "
                          "and getblocks")
         bar = _Bar(progress, "swiftsync")
         try:
             return _ibdkit._sync_swiftsync(peers, os.fspath(_existing("swiftsync", swiftsync)), network,
                                            None if chainstate is None else os.fspath(chainstate), dbcache, policy,
                                            float(timeout), window, keep_recent, threads, statistics,
-                                           None if assumevalid is None else str(assumevalid), bar if bar.active else None)
+                                           None if assumevalid is None else str(assumevalid),
+                                           None if datadir is None else os.fspath(datadir), bar if bar.active else None)
         finally:
             bar.close()
     if len(peers) != 1:

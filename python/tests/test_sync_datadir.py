@@ -25,9 +25,11 @@ from test_replay_datadir import FIELDS, block_hash, core_datadir, framed_records
 from test_serve import Server  # noqa: E402
 from test_spent_core import cores_spent_outputs  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
+from test_sync_swiftsync import proxy  # noqa: E402
 from test_undo_core import by_block, rev_records  # noqa: E402
 
 STOP = 140  # the second sync's last block; coins are spent from height 101 on
+SWIFTSYNC_N = 125  # the hints' height: SwiftSync checks 1..n, the classic engine the rest
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +60,15 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
         server.stop()
     assert (second["height"], second["start_height"]) == (STOP, 61), "the second run appends"
     assert f"bitcoind -datadir={new} -chain=regtest" in r.stderr, r.stderr
+    assert_core_takes_over(cli, source, new, second, tmp_path)
+
+
+def assert_core_takes_over(cli, source, new, second, tmp_path, replaced=False):
+    """NEW, synced to STOP (`second` the sync's JSON), is read by ibdkit's readers as Core's datadir
+    is, holds Core's undo bytes for every block, and Core's engine opens it and continues it. With
+    `replaced`, some blocks' first undo records were replaced (a lying peer's): the rev files also
+    hold those, named by no index entry."""
+    src, blocks, height, tip, expected = source
     net = new / "regtest"
     assert (net / "chainstate").is_dir() and len((net / "blocks" / "xor.dat").read_bytes()) == 8
     assert any((net / "blocks" / "xor.dat").read_bytes())
@@ -70,14 +81,15 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
 
     # Every rev record verifies against its block's parent, and holds the undo bytes Core wrote.
     parents = {block_hash(b): b[4:36] for b in blocks}
-    ours = by_block(rev_records(net / "blocks"), parents)
     core = by_block(rev_records(src / "regtest" / "blocks"), parents)
-    assert len(ours) == STOP
-    assert all(ours[h] == core[h] for h in ours)
+    if not replaced:
+        ours = by_block(rev_records(net / "blocks"), parents)
+        assert len(ours) == STOP
+        assert all(ours[h] == core[h] for h in ours)
     undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", new).stdout)
     assert len(undo["blocks"]) == STOP, "`ibdkit undo` reads every record, checksums verified"
-    core_undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", src, "--height", str(STOP)).stdout)
-    assert undo["blocks"][-1]["hex"] == core_undo["blocks"][0]["hex"]
+    core_undo = json.loads(run_cli(cli, "undo", "-q", "--json", "--hex", "--datadir", src).stdout)
+    assert [b["hex"] for b in undo["blocks"]] == [b["hex"] for b in core_undo["blocks"][:STOP]], "Core's undo bytes, by the index"
     for name, datadir in (("ours", new), ("core", src)):
         run_cli(cli, "export", "inputs", "-q", "--datadir", datadir, "--format", "csv", "--to", str(STOP),
                 "--out", tmp_path / f"{name}.csv")
@@ -113,6 +125,42 @@ def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_p
         assert got[k] == expected[k], k
 
 
+@pytest.fixture(scope="module")
+def hints(cli, source, tmp_path_factory):
+    """A hintsfile of the source chain at height SWIFTSYNC_N."""
+    tmp = tmp_path_factory.mktemp("hints")
+    cs = tmp / "cs"
+    run_cli(cli, "replay", "-q", "--datadir", source[0], "--chainstate", cs, "--stop-height", str(SWIFTSYNC_N), "--no-stats")
+    run_cli(cli, "hints", "-q", "--chainstate", cs, "--datadir", source[0], "--out", tmp / "n.hints")
+    return tmp / "n.hints"
+
+
+@pytest.mark.parametrize("lie", [None, "coin amount"])
+def test_a_swiftsync_sync_writes_the_datadir_core_takes_over(cli, source, hints, tmp_path, lie):
+    """Blocks 1..n with undo data from the peers' spent coins (BIP 455), then the classic rest: the
+    same datadir as a classic sync's. A peer whose coins only the aggregate catches is found and its
+    blocks' undo data replaced by an honest peer's."""
+    new = tmp_path / "node"
+    honest, upstream = Server(cli, "--datadir", source[0]), Server(cli, "--datadir", source[0])
+    liar = proxy(upstream.port, lie) if lie else None
+    ports = ([liar.port] if liar else []) + [honest.port]
+    try:
+        r = sync(cli, ports[0], new, "--swiftsync", hints, "--stop-height", str(STOP), "--assumevalid", "0", "--window", "4",
+                 *[a for p in ports[1:] for a in ("--connect", f"127.0.0.1:{p}")])
+        got = json.loads(r.stdout)
+    finally:
+        if liar:
+            liar.close()
+        honest.stop()
+        upstream.stop()
+    assert got["swiftsync"]["ok"] and got["swiftsync_height"] == SWIFTSYNC_N, got
+    assert got["height"] == STOP
+    if liar:
+        assert liar.lies > 0 and got["peers"][0]["dropped"], got["peers"]
+    assert f"bitcoind -datadir={new} -chain=regtest" in r.stderr, r.stderr
+    assert_core_takes_over(cli, source, new, got, tmp_path, replaced=bool(lie))
+
+
 def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
     src = source[0]
     r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--datadir", src, check=False)
@@ -131,20 +179,25 @@ def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
     assert r.returncode == 1 and "connect" in r.stderr, r.stderr
 
 
-def test_python_sync_writes_a_datadir_too(cli, source, tmp_path):
-    """``ibdkit.sync(datadir=...)`` writes what ``sync --datadir`` writes, and refuses the same."""
+def test_python_sync_writes_a_datadir_too(cli, source, hints, tmp_path):
+    """``ibdkit.sync(datadir=...)`` writes what ``sync --datadir`` writes, with ``swiftsync=`` too,
+    and refuses the same."""
     ibdkit = import_ibdkit()
     src, _, height, tip, expected = source
     server = Server(cli, "--datadir", src)
     try:
         got = ibdkit.sync(f"127.0.0.1:{server.port}", network="regtest", datadir=tmp_path / "py", timeout=20, progress=False)
+        fast = ibdkit.sync([f"127.0.0.1:{server.port}"], network="regtest", datadir=tmp_path / "ss", swiftsync=hints,
+                           timeout=20, progress=False)
     finally:
         server.stop()
     assert (got["height"], got["bestblock"]) == (height, tip)
-    assert (tmp_path / "py" / "regtest" / "chainstate").is_dir()
-    replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", tmp_path / "py").stdout)
-    for k in FIELDS:
-        assert replayed[k] == expected[k], k
+    assert (fast["swiftsync_height"], fast["height"], fast["bestblock"]) == (SWIFTSYNC_N, height, tip)
+    for new in ("py", "ss"):
+        assert (tmp_path / new / "regtest" / "chainstate").is_dir()
+        replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", tmp_path / new).stdout)
+        for k in FIELDS:
+            assert replayed[k] == expected[k], (new, k)
     with pytest.raises(ibdkit.Error) as e:
         ibdkit.sync("127.0.0.1:1", network="regtest", datadir=src, progress=False)
     assert e.value.kind == "Refused" and "is inside the Bitcoin Core data directory" in e.value.message, e.value.message

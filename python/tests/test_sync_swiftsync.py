@@ -374,7 +374,9 @@ def test_a_serving_peer_that_dies_loses_its_blocks_to_the_others(cli, chain, tmp
 
 def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
     """SIGKILL of the client at random moments: the chainstate claims nothing until SwiftSync's
-    aggregate balanced (IBDKIT_UNFINISHED), and the same command run again completes on Core's set."""
+    aggregate balanced (IBDKIT_UNFINISHED), and the same command run again completes on Core's set.
+    The last round writes a data directory (--datadir): its index names only records its files
+    hold, and the rerun's folder replays to the same set."""
     datadir, height, tip, stats, _, hints = chain
     rng = random.Random(f"{__name__}-kill")
     servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
@@ -385,9 +387,12 @@ def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
     try:
         for round_ in range(3):
             cs = tmp_path / f"cs{round_}"
+            node = tmp_path / "node"
+            where = ["--datadir", str(node)] if round_ == 2 else ["--chainstate", str(cs)]
+            if round_ == 2:
+                cs = node / "regtest" / "chainstate"
             env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # as run_cli: the CLI links its own runtime
-            proc = subprocess.Popen([str(cli), *args, "--chainstate", str(cs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    env=env)
+            proc = subprocess.Popen([str(cli), *args, *where], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             time.sleep(rng.uniform(0.05, 1.5))
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
@@ -395,8 +400,13 @@ def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
                 # Killed after the chainstate was kept: it is whole, at n or beyond (the classic rest).
                 r = run_cli(cli, "utxo", "stats", "--chainstate", cs, "--json", check=False)
                 assert r.returncode == 0, r.stderr
-            got = json.loads(run_cli(cli, *args, "--chainstate", cs).stdout)
+            if (node / "regtest" / "blocks" / "index").is_dir():
+                r = run_cli(cli, "undo", "-q", "--json", "--datadir", node, check=False)
+                assert r.returncode == 0, ("every record the index names is whole", r.stderr)
+            got = json.loads(run_cli(cli, *args, *where).stdout)
             assert (got["height"], got["bestblock"], got["hash_serialized_3"]) == (height, tip, stats["hash_serialized_3"]), round_
+        replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", node).stdout)
+        assert (replayed["height"], replayed["hash_serialized_3"]) == (height, stats["hash_serialized_3"])
     finally:
         for s in servers:
             s.stop()

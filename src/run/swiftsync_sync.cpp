@@ -1,6 +1,7 @@
 // SwiftSync from P2P peers, then the classic sync to their tip (include/ibdkit/run/swiftsync_sync.h).
 #include <ibdkit/run/swiftsync_sync.h>
 
+#include "blockfile/datadir_writer.h"
 #include "common/write_guard.h"
 #include "engine/header_file.h"
 #include "run/scratch_dir.h"
@@ -35,6 +36,7 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     so.assumevalid = o.swiftsync.assumevalid;
     so.skip_scripts = o.swiftsync.skip_scripts;
     so.statistics = o.statistics;
+    so.datadir_out = o.datadir;
     return Sync(so);
 }
 
@@ -84,7 +86,15 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     peers.fetch.timeout = options.timeout;
     peers.fetch.window = options.window;
     peers.fetch.recent_blocks = options.keep_recent;
+    std::unique_ptr<DatadirWriter> datadir;
+    if (!options.datadir.empty()) {
+        auto w = DatadirWriter::Open(NetworkDataDir(options.datadir, options.chain), GetChainParams(options.chain));
+        if (!w) return Error{w.error().code, "--datadir " + options.datadir.string() + ": " + w.error().message};
+        datadir = std::move(*w);
+        peers.datadir = datadir.get();
+    }
     auto r = swiftsync::SwiftSyncFromPeers(o, peers);
+    datadir.reset(); // the continuation opens the folder again, at the blocks the index names
     if (!r) return r.error();
     SwiftSyncPeersResult out;
     out.swiftsync = std::move(r->run);

@@ -4,6 +4,9 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/threads.h>
 
+#include <ibdkit/coins/undo.h>
+
+#include "blockfile/datadir_writer.h"
 #include "common/task_pool.h"
 #include "consensus/merkle.h"
 #include "swiftsync/block_walk.h"
@@ -69,6 +72,11 @@ struct Slot {
     /// With a cutoff: the block's outputs a later block may spend (spendable, not hinted unspent).
     std::vector<std::pair<OutPoint, Coin>> spendable;
     BlockOutcome out;
+    /// With a data directory to write: the block as checked (serialized with its witness), its
+    /// header and transaction count, and its undo data as the spent coins give it.
+    std::vector<uint8_t> record, undo_record;
+    BlockHeader header;
+    uint32_t tx_count{0};
 };
 
 /// The check of the blocks the fetcher hands over, in height order, with a peer caught
@@ -76,9 +84,9 @@ struct Slot {
 class PeerCheck {
 public:
     PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, ChainType chain, const Hints& hints, const CoinsBlockRules& rules,
-              const CheckRangeOptions& options, uint32_t recent_blocks, PeersRunResult& out)
+              const CheckRangeOptions& options, uint32_t recent_blocks, DatadirWriter* datadir, PeersRunResult& out)
         : m_fetcher(fetcher), m_headers(headers), m_chain(chain), m_hints(hints), m_rules(rules), m_options(options),
-          m_recent_blocks(recent_blocks), m_out(out)
+          m_recent_blocks(recent_blocks), m_datadir(datadir), m_out(out)
     {}
 
     Result<Partial> Run(uint32_t n)
@@ -106,7 +114,7 @@ public:
                 if (!batch[i].out.error) batch[i].out = CheckDecoded(batch[i]);
             });
             for (Slot& slot : batch) {
-                if (auto e = Settle(slot.f, slot.out)) return *e;
+                if (auto e = Settle(slot)) return *e;
                 const uint32_t at = slot.f.height;
                 m_block_bytes += slot.f.block.size();
                 m_out.spent_bytes += slot.f.spent_bytes;
@@ -116,6 +124,7 @@ public:
                     if (e->code == Errc::Ok) return partial; // refused: the verdict says so
                     return *e;
                 }
+                if (auto e = Store(slot)) return *e;
             }
             h += uint32_t(batch.size());
             m_through.push_back(m_block_bytes);
@@ -221,22 +230,39 @@ private:
     {
         const FetchedBlock& f = slot.f;
         return m_rules.Check(*slot.block, f.height, m_headers.Hash(int(f.height)), [&](const Block& b) -> Result<BlockUndo> {
-            if (slot.undo) return std::move(*slot.undo);
-            auto undo = BlockUndoFromBspent(f.spent, b);
+            Result<BlockUndo> undo = slot.undo ? Result<BlockUndo>(std::move(*slot.undo)) : BlockUndoFromBspent(f.spent, b);
             if (!undo) return Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
+            if (m_datadir) {
+                // Kept now: the check consumes the block. Written once the block is settled.
+                slot.record = EncodeBlock(b);
+                slot.header = b.header();
+                slot.tx_count = uint32_t(b.vtx.size());
+                slot.undo_record = SerializeBlockUndo(*undo);
+            }
             return undo;
         });
     }
 
-    /// A block fetched whole (no cutoff), checked on the calling thread.
-    BlockOutcome CheckOne(FetchedBlock& f) const
+    /// The slot's block (fetched whole, no cutoff) checked on the calling thread.
+    void CheckOne(Slot& slot) const
     {
-        Slot slot;
-        slot.f = std::move(f);
         Decode(slot);
         if (!slot.out.error) slot.out = CheckDecoded(slot);
-        f = std::move(slot.f);
-        return std::move(slot.out);
+    }
+
+    /// Appends the settled, accepted block with its undo data to the data directory being
+    /// written; the index names it only once the aggregate accepts the run (before_write).
+    std::optional<Error> Store(Slot& slot)
+    {
+        if (!m_datadir) return std::nullopt;
+        try {
+            m_datadir->Append(slot.record, slot.header, slot.tx_count, int(slot.f.height), slot.undo_record);
+        } catch (const DatadirWriteError& e) {
+            return Error{Errc::Io, std::string("writing the data directory: ") + e.what()};
+        }
+        slot.record = {};
+        slot.undo_record = {};
+        return std::nullopt;
     }
 
     std::string What(uint32_t h, const std::string& why) const
@@ -257,8 +283,10 @@ private:
 
     /// Drops peers and fetches `f` again until its outcome is no peer's fault, or no peer is left
     /// (then a refusal on the coins stands: every peer's coins failed the same block).
-    std::optional<Error> Settle(FetchedBlock& f, BlockOutcome& out)
+    std::optional<Error> Settle(Slot& slot)
     {
+        FetchedBlock& f = slot.f;
+        BlockOutcome& out = slot.out;
         while (auto why = PeerFault(out)) {
             m_fetcher.DropAndRefetch(f.peer, What(f.height, *why), f.height);
             const bool refusal = out.refused_on_coins;
@@ -268,7 +296,7 @@ private:
                 return again.error();
             }
             f = std::move(*again);
-            out = CheckOne(f);
+            CheckOne(slot);
         }
         return out.error;
     }
@@ -289,18 +317,16 @@ private:
             std::vector<std::pair<Aggregate, std::size_t>> again;
             bool complete = true;
             for (uint32_t h : served) {
-                m_fetcher.AskOthers(h, p);
-                auto f = m_fetcher.Take(h);
-                if (!f) return f.error();
-                BlockOutcome out = CheckOne(*f);
+                auto slot = Refetch(h, p);
+                if (!slot) return slot.error();
+                const BlockOutcome& out = slot->out;
                 if (PeerFault(out) || out.error || out.partial.failure) {
                     complete = false; // the other peer's copy is no better: no verdict on p from it
                     break;
                 }
                 agg_in -= m_agg_in[h];
                 agg_in += out.partial.agg_in;
-                again.emplace_back(out.partial.agg_in, f->peer);
-                m_out.spent_bytes += f->spent_bytes;
+                again.emplace_back(out.partial.agg_in, slot->f.peer);
             }
             if (!complete || agg_in != partial.agg_out) continue;
             const std::string why = "its spent coins for " + std::to_string(served.size()) +
@@ -311,7 +337,43 @@ private:
                 m_peer_of[served[i]] = again[i].second;
             }
             partial.agg_in = agg_in;
+            if (m_datadir) return ReplaceUndo(served, again);
             return std::nullopt;
+        }
+        return std::nullopt;
+    }
+
+    /// Height h fetched again from a peer but `avoid`, and checked.
+    Result<Slot> Refetch(uint32_t h, std::size_t avoid)
+    {
+        m_fetcher.AskOthers(h, avoid);
+        auto f = m_fetcher.Take(h);
+        if (!f) return f.error();
+        Slot slot;
+        slot.f = std::move(*f);
+        CheckOne(slot);
+        m_out.spent_bytes += slot.f.spent_bytes;
+        return slot;
+    }
+
+    /// The liar's undo data in the data directory replaced by the others' coins, fetched once more
+    /// (holding every replaced block's undo data until the liar is known would take memory in
+    /// proportion to what it served). Coins that differ from the ones the balance was found with
+    /// end the run: the peers changed their answers.
+    std::optional<Error> ReplaceUndo(const std::vector<uint32_t>& served, const std::vector<std::pair<Aggregate, std::size_t>>& again)
+    {
+        for (std::size_t i = 0; i < served.size(); ++i) {
+            const uint32_t h = served[i];
+            auto slot = Refetch(h, NO_PEER);
+            if (!slot) return slot.error();
+            if (PeerFault(slot->out) || slot->out.error || slot->out.partial.failure || slot->out.partial.agg_in != again[i].first) {
+                return Error{Errc::NotFound, What(h, "the peers served other spent coins the second time they were asked")};
+            }
+            try {
+                m_datadir->ReplaceUndo(m_headers.Hash(int(h)), slot->undo_record);
+            } catch (const DatadirWriteError& e) {
+                return Error{Errc::Io, std::string("writing the data directory: ") + e.what()};
+            }
         }
         return std::nullopt;
     }
@@ -323,6 +385,7 @@ private:
     const CoinsBlockRules& m_rules;
     const CheckRangeOptions& m_options;
     const uint32_t m_recent_blocks;
+    DatadirWriter* const m_datadir;
     RecentCoins m_recent;
     PeersRunResult& m_out;
     uint64_t m_block_bytes{0};
@@ -386,9 +449,19 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.hints = &*hints;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
-        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, out);
+        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, peers.datadir, out);
         return check->Run(n);
     };
+    if (peers.datadir) {
+        run.before_write = [&]() -> std::optional<Error> {
+            try {
+                peers.datadir->Sync();
+            } catch (const DatadirWriteError& e) {
+                return Error{Errc::Io, std::string("writing the data directory: ") + e.what()};
+            }
+            return std::nullopt;
+        };
+    }
     run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };
     auto res = CheckAndWrite(o, run);
     if (!res) return res.error();

@@ -9,6 +9,8 @@
 // dropped and the block asked for from another peer. When every peer's coins fail the same rule the
 // block stays refused. Whether the coins are the right ones at all, only the aggregate tells at the
 // end: an imbalance refuses the run (no chainstate is written) and names the peers that served coins.
+// With a data directory to write, each settled block goes into it with undo data made from the coins
+// it was checked with; its index is written only once the aggregate accepts the run.
 #pragma once
 
 #include <ibdkit/consensus/header_chain.h>
@@ -22,12 +24,20 @@
 #include <string>
 #include <vector>
 
+namespace ibdkit {
+class DatadirWriter;
+}
+
 namespace ibdkit::swiftsync {
 
 struct PeersRun {
     std::vector<std::string> connect; ///< HOST[:PORT] of each peer
     ChainType chain{ChainType::REGTEST};
     FetchOptions fetch;
+    /// A Bitcoin Core data directory to write blocks 1..n into, each with undo data made from the
+    /// spent coins it was checked with (a liar's replaced by the others'); its index names them only
+    /// once the aggregate accepts the run, just before the chainstate is written. Null: none.
+    DatadirWriter* datadir{nullptr};
 };
 
 struct PeersRunResult {

@@ -266,6 +266,9 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     if (!partial) return partial.error();
     res.script_checked_inputs = partial->script_checked_inputs;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, run.chain);
+    if (res.verdict.ok && run.before_write) {
+        if (auto e = run.before_write()) return *e;
+    }
     if (res.verdict.ok && sorter) {
         if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written)) return *e;
         if (auto e = cs->Keep()) return *e;

@@ -8,6 +8,7 @@
 #include <ibdkit/swiftsync/replay.h>
 
 #include <functional>
+#include <optional>
 
 namespace ibdkit::swiftsync {
 
@@ -20,6 +21,9 @@ struct ChainRun {
     std::function<Result<Partial>(const Salt& salt, const CheckRangeOptions& options, const CoinsModeOptions& coins)> check;
     /// The bytes of blocks 1..h, for the throughput; called with increasing h on the calling thread.
     std::function<uint64_t(uint32_t h)> bytes_through;
+    /// Called once the verdict accepts blocks 1..n, before the chainstate is written (what points
+    /// at the blocks made durable first); its error ends the run. Empty: nothing to do.
+    std::function<std::optional<Error>()> before_write;
 };
 
 /// Runs `run` under `options` (its chainstate, threads, dbcache, scripts, policy, progress).

@@ -16,6 +16,7 @@
 #include <ibdkit/utxo/utxo_stats.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct SwiftSyncPeersOptions {
     /// After n, the classic sync from the first peer still serving, with these options (chainstate,
     /// host, port, chain, policy, threads, dbcache, assumevalid and skip_scripts are the run's); nullopt: stop at n.
     std::optional<SyncOptions> continuation;
+    /// A Bitcoin Core data directory to write (`sync --datadir`, engine.h's datadir_out): blocks
+    /// 1..n with undo data made from the spent coins they were checked with, named by its block
+    /// index once the aggregate accepts them; the continuation appends the rest. Empty: none.
+    std::filesystem::path datadir;
     bool statistics{true};            ///< the final chainstate's statistics (hash_serialized_3)
 };
 
