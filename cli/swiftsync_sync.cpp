@@ -120,9 +120,25 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.continuation) o.continuation->on_progress = ProgressPrinter(classic_bar, "classic");
     const PolicyId policy = o.swiftsync.policy;
+    // The first Ctrl-C stops the download (nothing kept) or flushes the classic rest; a second exits.
+    static std::atomic<bool> stop{false};
+    o.interrupt = &stop;
+    InstallInterruptFlag(&stop);
     auto r = run::SyncSwiftSync(std::move(o));
     bar->Done();
     classic_bar->Done();
+    if (r && r->continuation) {
+        ReportInterrupted(*r->continuation, chainstate.string());
+    } else {
+        InstallInterruptExit();
+    }
+    if (!r && stop.load()) {
+        std::fprintf(stderr, "ibdkit: interrupted: %s\n",
+                     chainstate.empty() ? "nothing kept" : ("the chainstate " + chainstate.string() +
+                                                            " holds nothing yet: run the same command again to start over").c_str());
+        ExitCode() = EXIT_INTERRUPTED;
+        return;
+    }
     SetInterruptNote("");
     if (!r) {
         PrintError(r.error().message);

@@ -411,7 +411,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
             d["tip_height"] = n;
         });
     };
-    c.interrupt = bridge.flag();
+    o.interrupt = bridge.flag();
     Result<run::SwiftSyncPeersResult> r = Error{};
     {
         nb::gil_scoped_release nogil;

@@ -136,6 +136,40 @@ def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
         assert type(got[k]) is type(v) or (v is None) == (got[k] is None), k
 
 
+def test_an_interrupt_stops_the_download_and_keeps_nothing(cli, chain, tmp_path):
+    """Ctrl-C in Python (a progress callback that raises) stops the download of blocks 1..n at once:
+    the exception comes back, no chainstate claims a height, and the same call then completes. The
+    CLI's first SIGINT stops a download that waits on a peer, exits 130 and says what is kept."""
+    ibdkit = import_ibdkit()
+    datadir, height, tip, stats, _, hints = chain
+    server = Server(cli, "--datadir", datadir)
+    stalled = LyingProxy(server.port, withheld_block)
+    cs = tmp_path / "cs"
+
+    def interrupt(progress):
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ibdkit.sync([f"127.0.0.1:{server.port}"], swiftsync=hints, chainstate=cs, window=1, progress=interrupt)
+        assert not cs.exists() or (cs / "IBDKIT_UNFINISHED").exists() or not any(cs.iterdir()), "nothing claimed"
+        got = ibdkit.sync([f"127.0.0.1:{server.port}"], swiftsync=hints, chainstate=cs, assumevalid=0, progress=False)
+        assert_core_utxo_set(got, height, tip, stats)
+
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # as run_cli: the CLI links its own runtime
+        proc = subprocess.Popen([str(cli), "sync", "-q", "--network", "regtest", "--swiftsync", str(hints), "--timeout", "60",
+                                 "--connect", f"127.0.0.1:{stalled.port}", "--chainstate", str(tmp_path / "cli")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        stalled.close()
+        server.stop()
+    assert proc.returncode == 130, err
+    assert "ibdkit: interrupted: the chainstate" in err and "start over" in err, err
+
+
 def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
     """A blocks directory has no rev data: serve announces no BIP 455, and the sync says so."""
     datadir, _, _, _, _, hints = chain

@@ -37,6 +37,7 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     so.skip_scripts = o.swiftsync.skip_scripts;
     so.statistics = o.statistics;
     so.datadir_out = o.datadir;
+    if (!so.interrupt) so.interrupt = o.interrupt;
     return Sync(so);
 }
 
@@ -86,6 +87,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     peers.fetch.timeout = options.timeout;
     peers.fetch.window = options.window;
     peers.fetch.recent_blocks = options.keep_recent;
+    peers.fetch.interrupt = options.interrupt;
     std::unique_ptr<DatadirWriter> datadir;
     if (!options.datadir.empty()) {
         auto w = DatadirWriter::Open(NetworkDataDir(options.datadir, options.chain), GetChainParams(options.chain));

@@ -15,6 +15,7 @@
 #include <ibdkit/swiftsync/replay.h>
 #include <ibdkit/utxo/utxo_stats.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <cstdint>
@@ -44,6 +45,11 @@ struct SwiftSyncPeersOptions {
     /// index once the aggregate accepts them; the continuation appends the rest. Empty: none.
     std::filesystem::path datadir;
     bool statistics{true};            ///< the final chainstate's statistics (hash_serialized_3)
+    /// Set (Ctrl-C): while blocks 1..n are fetched and checked the run ends with Errc::Io
+    /// "interrupted", its chainstate still marked unfinished (the same run starts over); in the
+    /// classic rest it flushes and returns as Sync does (continuation->interrupted, resumed by the
+    /// same run). Null: never. Also the continuation's interrupt unless that names its own.
+    const std::atomic<bool>* interrupt{nullptr};
 };
 
 /// One peer of the run.
