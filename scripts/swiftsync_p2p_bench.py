@@ -2,13 +2,15 @@
 """`sync --swiftsync` from `ibdkit serve` peers over loopback, against the classic `sync` from the
 same peer and `replay --swiftsync` of the datadir itself (docs/swiftsync.md, *Speed over P2P*).
 
-    python3 scripts/swiftsync_p2p_bench.py build/release/ibdkit DATADIR [ROUNDS] [-- EXTRA...]
+    python3 scripts/swiftsync_p2p_bench.py build/release/ibdkit DATADIR [ROUNDS] [--datadir-cost] [-- EXTRA...]
 
 DATADIR is a Core datadir with its rev files (e.g. one Core's engine wrote from a `gen-chain
 --profile mainnet` chain); hints are made for its tip. The cases run interleaved, ROUNDS times
 (default 2); EXTRA options (e.g. `--dbcache 16`) go to every case. Prints each run (seconds, peak
 RSS from the kernel through /usr/bin/time, hash_serialized_3, bspent bytes) and the best of each
-case as a ratio to the classic sync.
+case as a ratio to the classic sync. With --datadir-cost the cases are the classic sync and
+`sync --swiftsync` (1 peer), each with and without `--datadir` (a Bitcoin Core data directory
+written beside the chainstate): what writing the node's blocks, undo data and index costs.
 """
 import json
 import pathlib
@@ -23,6 +25,8 @@ def main():
     args = sys.argv[1:]
     extra = args[args.index("--") + 1:] if "--" in args else []
     args = args[:args.index("--")] if "--" in args else args
+    datadir_cost = "--datadir-cost" in args
+    args = [a for a in args if a != "--datadir-cost"]
     cli, dd = pathlib.Path(args[0]), pathlib.Path(args[1])
     rounds = int(args[2]) if len(args) > 2 else 2
     work = pathlib.Path(tempfile.mkdtemp(prefix="ibdkit-p2p-bench-"))
@@ -41,12 +45,16 @@ def main():
         "sync --swiftsync, 2 peers": [*swift, "--keep-recent", "0", *peer],
         "sync --swiftsync, 1 peer, --keep-recent 16": [*swift, "--keep-recent", "16", *peer[:2]],
     }
+    node = work / "node"
+    if datadir_cost:
+        cases = {name + suffix: case + more for name, case in list(cases.items())[1:3]
+                 for suffix, more in (("", []), (", --datadir", ["--datadir", node]))}
     runs = {k: [] for k in cases}
     try:
         for _ in range(rounds):
             for name, case in cases.items():
                 cs = work / "cs"
-                subprocess.run(["rm", "-rf", cs], check=True)
+                subprocess.run(["rm", "-rf", cs, node], check=True)
                 t = time.time()
                 r = subprocess.run(["/usr/bin/time", "-f", "%M", cli, *case, "--chainstate", cs, "--json", "-q", *extra],
                                    capture_output=True, text=True)
@@ -65,6 +73,11 @@ def main():
     base = min(x["s"] for x in runs["classic sync, 1 peer"])
     for name, v in runs.items():
         best = min(x["s"] for x in v)
+        if datadir_cost and name.endswith("--datadir"):
+            without = min(x["s"] for x in runs[name[:-len(", --datadir")]])
+            print(f"{name:45s} {best:7.2f} s  +{100 * (best / without - 1):.1f}% for the datadir  peak RSS "
+                  f"{max(x['rss_mib'] for x in v)} MiB  hash {v[0]['hash']}")
+            continue
         print(f"{name:45s} {best:7.2f} s  {base / best:5.2f}x the classic sync  peak RSS {max(x['rss_mib'] for x in v)} MiB  "
               f"hash {v[0]['hash']}  bspent {v[0]['spent']} (saved {v[0]['saved']})")
 
