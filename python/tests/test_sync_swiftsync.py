@@ -352,8 +352,16 @@ def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli
     assert any(f"127.0.0.1:{liar.port}" in note for note in got["notes"]), got["notes"]
 
 
-@pytest.mark.parametrize("name", ["coin amount", "coin left out", "malformed bspent", "withheld block"])
+# The lies alone that make a block fail one of Core's rules, with the rule (Core's reason). The
+# coins are unproven until the aggregate balances, so the block is not called invalid on their word.
+FAILS_A_RULE = {"coin amount lowered": "bad-txns-in-belowout", "coin coinbase flag": "bad-txns-premature-spend-of-coinbase",
+                "coin height": "bad-txns-premature-spend-of-coinbase", "coin script": "block-script-verify-flag-failed"}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, tmp_path, name):
+    """Regression: a lie that made a block fail a rule ended in exit 2, an invalid chain, on the
+    word of the only peer's coins."""
     datadir, _, _, _, _, hints = chain
     upstream = Server(cli, "--datadir", datadir)
     liar = proxy(upstream.port, name)
@@ -365,6 +373,30 @@ def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, 
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "ibdkit: error:" in r.stderr and ("no peer is left" in r.stderr or "did not balance" in r.stderr
                                              or "aggregates differ" in r.stderr), r.stderr
+    if name in FAILS_A_RULE:
+        assert f"its spent coins from 127.0.0.1:{liar.port} fail {FAILS_A_RULE[name]}" in r.stderr, r.stderr
+        for words in ("either every peer that served the block lied or the block is invalid", "no chainstate was written",
+                      "blockspentcoinsv1"):
+            assert words in r.stderr, r.stderr
+    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
+
+
+def test_every_peer_whose_coins_fail_a_rule_is_named_and_the_block_is_not_called_invalid(cli, chain, tmp_path):
+    """Two peers lower the same coin's amount: each is dropped in turn, and the error names both,
+    since either both lied or the block is invalid."""
+    datadir, _, _, _, _, hints = chain
+    upstream = Server(cli, "--datadir", datadir)
+    liars = [proxy(upstream.port, "coin amount lowered") for _ in range(2)]
+    try:
+        r = swiftsync(cli, hints, [liar.port for liar in liars], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for liar in liars:
+            liar.close()
+        upstream.stop()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    named = [f"127.0.0.1:{liar.port}" for liar in liars]
+    assert "fail bad-txns-in-belowout" in r.stderr and all(a in r.stderr.split(" fail ")[0] for a in named), r.stderr
+    assert "either every peer that served the block lied or the block is invalid" in r.stderr, r.stderr
     assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
 
 

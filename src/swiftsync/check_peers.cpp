@@ -281,24 +281,47 @@ private:
         return std::nullopt;
     }
 
-    /// Drops peers and fetches `f` again until its outcome is no peer's fault, or no peer is left
-    /// (then a refusal on the coins stands: every peer's coins failed the same block).
+    /// Drops peers and fetches the slot's block again until its outcome is no peer's fault, or no
+    /// peer is left: then the run fails. A block whose spent coins failed a rule is not refused as
+    /// invalid on their word: the coins are unproven until BIP 457's aggregate balances, so every
+    /// peer that served it may have lied (Unproven says so).
     std::optional<Error> Settle(Slot& slot)
     {
         FetchedBlock& f = slot.f;
         BlockOutcome& out = slot.out;
+        std::vector<std::pair<std::string, std::size_t>> refused; // each rule the coins failed, and whose
         while (auto why = PeerFault(out)) {
+            if (out.refused_on_coins) refused.emplace_back(out.partial.failure->reason, f.peer);
             m_fetcher.DropAndRefetch(f.peer, What(f.height, *why), f.height);
-            const bool refusal = out.refused_on_coins;
             auto again = m_fetcher.Take(f.height);
             if (!again) {
-                if (refusal) return std::nullopt;
-                return again.error();
+                if (refused.empty() || again.error().code != Errc::NotFound) return again.error();
+                return Unproven(f.height, refused);
             }
             f = std::move(*again);
             CheckOne(slot);
         }
         return out.error;
+    }
+
+    /// The failure of a run whose last peers' spent coins failed block h's rules (`refused`: each
+    /// rule, Core's reason, with the peer): a fault of the peers or of the block, which only other
+    /// peers' coins can tell apart.
+    Error Unproven(uint32_t h, const std::vector<std::pair<std::string, std::size_t>>& refused) const
+    {
+        std::vector<std::pair<std::string, std::string>> by_rule; // a rule, and the peers whose coins failed it
+        for (const auto& [reason, peer] : refused) {
+            auto it = std::find_if(by_rule.begin(), by_rule.end(), [&](const auto& r) { return r.first == reason; });
+            if (it == by_rule.end()) it = by_rule.insert(by_rule.end(), {reason, ""});
+            it->second += (it->second.empty() ? "" : ", ") + m_out.peers[peer].address;
+        }
+        std::string failed;
+        for (const auto& [reason, peers] : by_rule) failed += (failed.empty() ? "from " : " and from ") + peers + " fail " + reason;
+        return Error{Errc::NotFound, What(h, "its spent coins " + failed +
+                                                 ", and no peer is left to ask for other coins: either every peer that served the "
+                                                 "block lied or the block is invalid (spent coins are unproven until BIP 457's "
+                                                 "aggregate balances); no chainstate was written: connect other peers that serve "
+                                                 "spent coins (BIP 434 feature blockspentcoinsv1) and run again")};
     }
 
     /// The spent coins did not balance: for each peer that served some, its blocks' coins asked

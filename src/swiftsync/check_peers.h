@@ -6,9 +6,11 @@
 // The peers are untrusted. A block that does not decode or is mutated (its merkle root or witness
 // commitment does not match its header), spent coins that do not fit the block, and spent coins
 // that fail a rule reading them (amounts, maturity, scripts, …) are the serving peer's: it is
-// dropped and the block asked for from another peer. When every peer's coins fail the same rule the
-// block stays refused. Whether the coins are the right ones at all, only the aggregate tells at the
-// end: an imbalance refuses the run (no chainstate is written) and names the peers that served coins.
+// dropped and the block asked for from another peer. When no peer is left the run fails; a block
+// whose coins failed a rule is not called invalid (the coins are unproven until the aggregate
+// balances): the error names the rule and the peers, any of which may have lied. Whether the coins
+// are the right ones at all, only the aggregate tells at the end: an imbalance refuses the run (no
+// chainstate is written) and names the peers that served coins.
 // With a data directory to write, each settled block goes into it with undo data made from the coins
 // it was checked with; its index is written only once the aggregate accepts the run.
 #pragma once
@@ -54,8 +56,9 @@ struct PeersRunResult {
 /// blocks_dir and mode are ignored). The hintsfile's height n must be on the peers' header chain.
 /// A refused history is not an error (result.run.verdict says why). Errors: no peer reachable or
 /// serving BIP 455 (Errc::NotFound, naming each peer's reason), a hintsfile above the peers'
-/// headers (Errc::InvalidValue), no peer left for a block (Errc::NotFound), the chainstate's
-/// (as SwiftSyncReplay's).
+/// headers (Errc::InvalidValue), no peer left for a block (Errc::NotFound; when the last peers'
+/// spent coins failed one of its rules, the message names the rule and those peers), the
+/// chainstate's (as SwiftSyncReplay's).
 Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const PeersRun& peers);
 
 } // namespace ibdkit::swiftsync

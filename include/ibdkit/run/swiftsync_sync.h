@@ -6,8 +6,10 @@
 // written as the chainstate at n; then the classic engine (engine/sync.h) from a peer to its tip.
 //
 // The peers are untrusted: a peer whose block or spent coins are caught wrong is dropped and its
-// blocks asked for from the others; spent coins that do not balance refuse the run, and no
-// chainstate is left that claims a height (docs/swiftsync.md, *Over P2P*).
+// blocks asked for from the others; spent coins that do not balance refuse the run, and spent
+// coins that fail a block's rule with no other peer left fail it (the block is not called
+// invalid on their word); either way no chainstate is left that claims a height (docs/swiftsync.md,
+// *Over P2P*).
 #pragma once
 
 #include <ibdkit/engine/sync.h>
@@ -79,7 +81,8 @@ struct SwiftSyncPeersResult {
 /// Runs the sync; on a chainstate an earlier sync left (not marked unfinished, the peers' headers
 /// beside it), only the classic rest (`resumed`). A refused history is not an error (swiftsync.verdict says why; nothing is
 /// written). Errors: bad options (Errc::InvalidValue), no peer reachable or serving spent coins,
-/// no peer left for a block (Errc::NotFound), a hintsfile above the peers' headers
+/// no peer left for a block (Errc::NotFound; when the last peers' spent coins failed one of its
+/// rules, the message names the block, the rule and those peers), a hintsfile above the peers' headers
 /// (Errc::InvalidValue), the chainstate's (Errc::Refused by the write guards, …), the
 /// continuation's. Blocks until the run ends; callbacks run on the calling thread.
 Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options);
