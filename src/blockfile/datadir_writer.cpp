@@ -29,6 +29,8 @@ constexpr uint8_t DB_BLOCK_INDEX = 'b';
 constexpr uint8_t DB_LAST_BLOCK = 'l';
 /// Pending block and undo bytes are written out beyond this.
 constexpr std::size_t WRITE_AT = 4 << 20;
+/// Files written and left open for Sync to make durable, at most.
+constexpr std::size_t MAX_UNSYNCED = 8;
 
 [[noreturn]] void Fail(const std::string& what) { throw DatadirWriteError(what); }
 
@@ -107,6 +109,7 @@ DatadirWriter::~DatadirWriter()
     for (FlatFile* f : {&m_blk, &m_rev}) {
         if (f->fd >= 0) ::close(f->fd);
     }
+    for (const auto& [fd, path] : m_unsynced) ::close(fd);
 }
 
 Result<std::unique_ptr<DatadirWriter>> DatadirWriter::Open(const fs::path& net_dir, const ChainParams& params, std::size_t max_file_size)
@@ -235,9 +238,23 @@ void DatadirWriter::Flush(FlatFile& f, bool close)
         f.pending.clear();
     }
     if (close) {
-        if (::fdatasync(f.fd) != 0) Fail(path.string() + ": sync failed: " + Errno());
-        ::close(f.fd);
+        // Made durable by the next Sync, with the rest: a file switch does not wait on the disk
+        // (the oldest are synced once more are left open, by when the kernel has written them).
+        m_unsynced.emplace_back(f.fd, path);
         f.fd = -1;
+        SyncUnsynced(MAX_UNSYNCED);
+    }
+}
+
+void DatadirWriter::SyncUnsynced(std::size_t keep)
+{
+    while (m_unsynced.size() > keep) {
+        const auto [fd, path] = m_unsynced.front();
+        const bool ok = ::fdatasync(fd) == 0;
+        const std::string why = Errno();
+        ::close(fd);
+        m_unsynced.pop_front();
+        if (!ok) Fail(path.string() + ": sync failed: " + why);
     }
 }
 
@@ -382,6 +399,7 @@ void DatadirWriter::Sync()
         Flush(*f, /*close=*/false);
         if (f->fd >= 0 && ::fdatasync(f->fd) != 0) Fail(m_blocks.string() + ": sync of a " + f->prefix + " file failed: " + Errno());
     }
+    SyncUnsynced(0);
     if (m_new_file) {
         SyncDir(m_blocks);
         m_new_file = false;

@@ -30,11 +30,13 @@
 #include <ibdkit/stream/obfuscation.h>
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <set>
 #include <unordered_map>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace ibdkit {
@@ -132,6 +134,10 @@ private:
     std::vector<BlockIndexEntry> m_pending;      ///< 'b' records not yet in the index
     FlatFile m_blk{"blk", -1, -1, 0, {}}, m_rev{"rev", -1, -1, 0, {}};
     bool m_new_file{false};                      ///< a file was created since the last Sync
+    /// Files left for the next ones since the last Sync, written, open until Sync makes them durable.
+    std::deque<std::pair<int, std::filesystem::path>> m_unsynced;
+    /// Makes all but the last `keep` of m_unsynced durable and closes them.
+    void SyncUnsynced(std::size_t keep);
     std::vector<uint8_t> m_buf;
     uint64_t m_blocks_written{0};
 };
