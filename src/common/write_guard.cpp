@@ -69,6 +69,21 @@ fs::path Resolved(const fs::path& p)
 
 Error Refused(std::string message) { return Error{Errc::Refused, std::move(message)}; }
 
+} // namespace
+
+bool IsSameOrInside(const fs::path& path, const fs::path& dir)
+{
+    const fs::path p = Resolved(path), d = Resolved(dir);
+    auto pi = p.begin();
+    for (auto di = d.begin(); di != d.end(); ++di, ++pi) {
+        if (di->empty() && std::next(di) == d.end()) break; // a trailing separator
+        if (pi == p.end() || *pi != *di) return false;
+    }
+    return true;
+}
+
+namespace {
+
 std::optional<Error> InsideCore(const fs::path& path, const char* what)
 {
     const auto core = CoreDataDirAround(path);

@@ -40,6 +40,11 @@ inline constexpr const char* UNFINISHED_CHAINSTATE_MARKER = "IBDKIT_UNFINISHED";
 /// later sync may append to it. Core ignores the file.
 inline constexpr const char* DATADIR_MARKER = "IBDKIT_DATADIR";
 
+/// True when `path` is `dir` or lies under it (both made absolute, symbolic links resolved as far
+/// as they exist): how a writer keeps one of its outputs out of another, or out of its input
+/// (replay refuses an undo directory inside its datadir or blocks dir). Never throws.
+bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir);
+
 /// The Bitcoin Core data directory (or blocks directory) that `path` is, or lies inside, by its
 /// layout: a directory holding `bitcoin.conf`, `peers.dat`, `blocks/index/` or a network's
 /// `testnet3|testnet4|signet|regtest/blocks/index/`, or a blocks directory (`index/` beside

@@ -6,6 +6,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 
+#include "common/write_guard.h"
 #include "memory/policy.h"
 #include "stream/streams.h"
 #include "wire/message.h"
@@ -119,19 +120,6 @@ private:
 } // namespace
 
 std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir) { return DetectChainFromBlockFiles(blocks_dir); }
-
-bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir)
-{
-    std::error_code ec;
-    const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
-    const auto d = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
-    auto pi = p.begin();
-    for (auto di = d.begin(); di != d.end(); ++di, ++pi) {
-        if (di->empty() && std::next(di) == d.end()) break; // a trailing separator
-        if (pi == p.end() || *pi != *di) return false;
-    }
-    return true;
-}
 
 Result<ReplayResult> Replay(const ReplayOptions& opts)
 {

@@ -1,10 +1,9 @@
 // SwiftSync over P2P (swiftsync/check_peers.h).
 #include "swiftsync/check_peers.h"
 
+#include <ibdkit/coins/undo.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/threads.h>
-
-#include <ibdkit/coins/undo.h>
 
 #include "blockfile/datadir_writer.h"
 #include "common/task_pool.h"

@@ -6,6 +6,7 @@
 #include <ibdkit/consensus/validation.h>
 
 #include "connect/connect.h"
+#include "swiftsync/range_internal.h"
 
 #include <ctime>
 #include <string>

@@ -10,6 +10,17 @@
 
 namespace ibdkit::swiftsync {
 
+/// Adds one block at `height` to `partial` (aggregates, counts, supply, unspent coins) without
+/// CheckBlock: the step CheckRange runs, for a driver whose blocks come from elsewhere. `hints`
+/// are the block's unspent indices (Hints::Indices). An index past the block's spendable outputs
+/// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing. Outpoints mode without
+/// `spent`; coins mode with it: the block's spent coins (its undo data, one per input after the
+/// coinbase, checked for shape by the caller) are the inputs' elements, each output's Coin its own.
+/// `hints` must be strictly increasing (as Hints::Indices gives them).
+void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
+                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial,
+                     const BlockUndo* spent = nullptr);
+
 /// Adds one block's partial to the range's, first handing its unspent coins to
 /// options.on_unspent when set: the sink of a range's block walk. An error from on_unspent is
 /// returned; a refused block stops the walk (an Error of code Errc::Ok, block_walk.h).

@@ -11,6 +11,7 @@
 #include <ibdkit/swiftsync/partial.h>
 
 #include "coins/coins_db_internal.h"
+#include "swiftsync/range_internal.h"
 
 #include <gtest/gtest.h>
 

@@ -58,11 +58,6 @@ struct ReplayResult : EngineResult {
 /// the database's exceptions and returns them as errors.
 Result<ReplayResult> Replay(const ReplayOptions& opts);
 
-/// True when `path` is `dir` or lies under it (both made absolute and canonical as far as they
-/// exist; symlinks resolved). Replay refuses an undo directory inside its datadir or blocks dir.
-/// Only reads the filesystem; does not throw.
-bool IsSameOrInside(const std::filesystem::path& path, const std::filesystem::path& dir);
-
 /// The network whose magic starts the first block file, if any (DetectChainFromBlockFiles).
 std::optional<ChainType> DetectChain(const std::filesystem::path& blocks_dir);
 

@@ -17,7 +17,7 @@
 //
 // Threads: the checks only read the located chain, the hints and the files, so several ranges may be
 // checked at once; each spreads its blocks over `threads` and calls `progress` and `on_unspent` on
-// the calling thread. AccumulateBlock writes only `partial`; Combine reads only its arguments.
+// the calling thread. Combine reads only its arguments.
 #pragma once
 
 #include <ibdkit/blockfile/locate.h>
@@ -74,17 +74,6 @@ struct Partial {
     uint64_t script_checked_inputs{0};
     std::vector<std::pair<Txid, uint32_t>> bip30_coinbases;
 };
-
-/// Adds one block at `height` to `partial` (aggregates, counts, supply, unspent coins) without
-/// CheckBlock: the step CheckRange runs, for a driver whose blocks come from elsewhere. `hints`
-/// are the block's unspent indices (Hints::Indices). An index past the block's spendable outputs
-/// sets partial.failure ("swiftsync-hint-out-of-range") and adds nothing. Outpoints mode without
-/// `spent`; coins mode with it: the block's spent coins (its undo data, one per input after the
-/// coinbase, checked for shape by the caller) are the inputs' elements, each output's Coin its own.
-/// `hints` must be strictly increasing (as Hints::Indices gives them).
-void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash, ChainType chain,
-                     std::span<const uint32_t> hints, const SaltedHasher& hasher, bool collect_unspent, Partial& partial,
-                     const BlockUndo* spent = nullptr);
 
 struct CheckRangeOptions {
     unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
