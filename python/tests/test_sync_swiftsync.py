@@ -415,16 +415,20 @@ def gone_after(blocks):
     return lie
 
 
-def test_a_serving_peer_that_dies_loses_its_blocks_to_the_others(cli, chain, tmp_path):
+@pytest.mark.parametrize("dbcache", ["450", "1"])
+def test_a_serving_peer_that_dies_loses_its_blocks_to_the_others(cli, chain, tmp_path, dbcache):
     """One peer disappears mid-window, another `serve` is SIGKILLed during the run: the sync ends on
-    the same UTXO set from the peer left, and names the peers it lost."""
+    the same UTXO set from the peer left, and names the peers it lost. At the smallest budget too,
+    where the blocks ahead hold one largest block's worth and a batch a MiB (CacheBudget's floors):
+    the heights handed back are still asked for, and the run does not stall."""
     datadir, height, tip, stats, _, hints = chain
     honest, victim, upstream = (Server(cli, "--datadir", datadir) for _ in range(3))
     dying = LyingProxy(upstream.port, gone_after(3))  # inside its first window of 4
     killer = threading.Timer(0.3, victim.proc.kill)
     try:
         killer.start()
-        got = json.loads(swiftsync(cli, hints, [dying.port, victim.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+        got = json.loads(swiftsync(cli, hints, [dying.port, victim.port, honest.port], "--chainstate", tmp_path / "cs",
+                                   "--dbcache", dbcache).stdout)
     finally:
         killer.cancel()
         dying.close()

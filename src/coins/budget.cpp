@@ -1,6 +1,8 @@
 // The split of one --dbcache budget (coins/budget.h).
 #include "coins/budget.h"
 
+#include <ibdkit/primitives/consensus_constants.h>
+
 #include "common/chainstate_format.h"
 
 #include <algorithm>
@@ -18,6 +20,34 @@ CacheBudget::CacheBudget(std::size_t dbcache_bytes) noexcept : m_dbcache(dbcache
 std::size_t CacheBudget::CacheBytesBeside(uint64_t table_disk_bytes) const noexcept
 {
     return m_coins - std::min(m_coins / 4 * 3, OpenTablesBytes(table_disk_bytes));
+}
+
+namespace {
+
+/// What the blocks in flight leave the sort, at least its floor.
+std::size_t SortBeside(std::size_t dbcache, std::size_t in_flight) noexcept
+{
+    return std::max(CacheBudget::MIN_SORT_BYTES, dbcache > in_flight ? dbcache - in_flight : 0);
+}
+
+} // namespace
+
+SwiftSyncShares CacheBudget::SwiftSyncFromPeers() const noexcept
+{
+    constexpr std::size_t MiB = std::size_t(1) << 20;
+    SwiftSyncShares s;
+    s.ahead = std::clamp(m_dbcache / 4, std::size_t(MAX_BLOCK_SERIALIZED_SIZE), MAX_AHEAD_BYTES);
+    s.batch = std::clamp(m_dbcache / 4 / BATCH_EXPANSION, MiB, MAX_BATCH_BYTES);
+    s.sort = SortBeside(m_dbcache, s.ahead + s.batch * BATCH_EXPANSION);
+    return s;
+}
+
+SwiftSyncShares CacheBudget::SwiftSyncFromFiles() const noexcept
+{
+    SwiftSyncShares s;
+    s.batch = MAX_BATCH_BYTES;
+    s.sort = SortBeside(m_dbcache, s.batch * BATCH_EXPANSION);
+    return s;
 }
 
 void CacheBudget::ApplyTo(CoinsDBOptions& options) const noexcept

@@ -21,6 +21,14 @@
 
 namespace ibdkit {
 
+/// A SwiftSync run's split of the budget. Bytes of blocks are counted as they were sent or read,
+/// with their spent coins as sent.
+struct SwiftSyncShares {
+    std::size_t ahead{0}; ///< blocks arrived from peers ahead of the check, with those still asked for
+    std::size_t batch{0}; ///< a batch under check stops growing here (it holds ~BATCH_EXPANSION× that)
+    std::size_t sort{0};  ///< the sort's buffers
+};
+
 class CacheBudget {
 public:
     /// The split of `dbcache_bytes` (0 is allowed: a cache that flushes after every block).
@@ -37,6 +45,27 @@ public:
     /// The UTXO cache's share once the chainstate's tables take `table_disk_bytes` on disk: the
     /// coins' share less OpenTablesBytes, down to a quarter of that share.
     std::size_t CacheBytesBeside(uint64_t table_disk_bytes) const noexcept;
+
+    /// A batch of blocks under check holds this many times its bytes: the bytes themselves and
+    /// their decoded form, ~3.5× (docs/chainstate.md, *The budget*).
+    static constexpr std::size_t BATCH_EXPANSION = 4;
+    /// The largest batch: enough blocks for every thread between two joins of the pool.
+    static constexpr std::size_t MAX_BATCH_BYTES = std::size_t(16) << 20;
+    /// The most fetched ahead: on a fast link, enough to keep the check from waiting on a peer's
+    /// window; more only holds memory.
+    static constexpr std::size_t MAX_AHEAD_BYTES = std::size_t(64) << 20;
+    /// The least the sort is given: below it the runs spilled grow in number, not the memory saved.
+    static constexpr std::size_t MIN_SORT_BYTES = std::size_t(16) << 20;
+
+    /// SwiftSync from peers: the blocks ahead get a quarter, at least one largest block (a peer
+    /// can always deliver the height the check waits for) and at most MAX_AHEAD_BYTES; a batch with
+    /// its decoded form a quarter (its bytes at least 1 MiB, at most MAX_BATCH_BYTES); the sort the
+    /// rest, at least MIN_SORT_BYTES.
+    SwiftSyncShares SwiftSyncFromPeers() const noexcept;
+    /// SwiftSync from block files: nothing ahead (a batch is read when the last is done), batches of
+    /// MAX_BATCH_BYTES whatever the budget (the walk is the hints builder's and the range check's
+    /// too), the sort the rest, at least MIN_SORT_BYTES.
+    SwiftSyncShares SwiftSyncFromFiles() const noexcept;
 
     /// Sets the database's share of `options` (cache_bytes, batch_write_bytes).
     void ApplyTo(CoinsDBOptions& options) const noexcept;

@@ -14,6 +14,7 @@
 #include "memory/policy.h"
 
 #include "blockfile/read_owned.h"
+#include "coins/budget.h"
 #include "common/task_pool.h"
 
 #include <cstdint>
@@ -34,8 +35,9 @@ inline Result<uint32_t> HeightInChain(const LocatedChain& loc, const BlockHash& 
                                          std::to_string(loc.TipHeight()) + ")"};
 }
 
-/// A batch stops growing at this many bytes of blocks (or BATCH_BLOCKS blocks).
-inline constexpr std::size_t BATCH_BYTES = 16 << 20;
+/// A batch stops growing at this many bytes of blocks (or BATCH_BLOCKS blocks): the budget's
+/// batch for a walk of block files (CacheBudget::SwiftSyncFromFiles), whatever the budget.
+inline constexpr std::size_t BATCH_BYTES = CacheBudget::MAX_BATCH_BYTES;
 inline constexpr std::size_t BATCH_BLOCKS = 256;
 
 /// Reads blocks `from`..`to` of `loc`; for each, `work(block, height, hash)` returns an R (on any

@@ -6,6 +6,7 @@
 #include <ibdkit/threads.h>
 
 #include "blockfile/datadir_writer.h"
+#include "coins/budget.h"
 #include "common/task_pool.h"
 #include "consensus/merkle.h"
 #include "swiftsync/block_walk.h"
@@ -82,10 +83,12 @@ struct Slot {
 /// misbehaving dropped and its block asked for again.
 class PeerCheck {
 public:
+    /// A batch stops growing at `batch_bytes` of blocks and bspents (the budget's share).
     PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, ChainType chain, const Hints& hints, const CoinsBlockRules& rules,
-              const CheckRangeOptions& options, uint32_t recent_blocks, DatadirWriter* datadir, PeersRunResult& out)
+              const CheckRangeOptions& options, uint32_t recent_blocks, std::size_t batch_bytes, DatadirWriter* datadir,
+              PeersRunResult& out)
         : m_fetcher(fetcher), m_headers(headers), m_chain(chain), m_hints(hints), m_rules(rules), m_options(options),
-          m_recent_blocks(recent_blocks), m_datadir(datadir), m_out(out)
+          m_recent_blocks(recent_blocks), m_batch_bytes(batch_bytes), m_datadir(datadir), m_out(out)
     {}
 
     Result<Partial> Run(uint32_t n)
@@ -150,12 +153,12 @@ private:
         batch.clear();
         auto first = m_fetcher.Take(h);
         if (!first) return first.error();
-        std::size_t bytes = first->block.size();
+        std::size_t bytes = first->block.size() + first->spent_bytes;
         batch.emplace_back().f = std::move(*first);
-        while (h + batch.size() <= n && batch.size() < BATCH_BLOCKS && bytes < BATCH_BYTES) {
+        while (h + batch.size() <= n && batch.size() < BATCH_BLOCKS && bytes < m_batch_bytes) {
             auto more = m_fetcher.TryTake(h + uint32_t(batch.size()));
             if (!more) break;
-            bytes += more->block.size();
+            bytes += more->block.size() + more->spent_bytes;
             batch.emplace_back().f = std::move(*more);
         }
         return std::nullopt;
@@ -407,6 +410,7 @@ private:
     const CoinsBlockRules& m_rules;
     const CheckRangeOptions& m_options;
     const uint32_t m_recent_blocks;
+    const std::size_t m_batch_bytes;
     DatadirWriter* const m_datadir;
     RecentCoins m_recent;
     PeersRunResult& m_out;
@@ -461,7 +465,11 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
         for (const std::string& u : out.unreachable) why += (why.empty() ? "" : "; ") + u;
         return Error{Errc::NotFound, "no peer serves spent coins (BIP 455) for SwiftSync: " + why};
     }
-    BlockFetcher fetcher(std::move(serving), *out.headers, 1, n, peers.fetch);
+    // The blocks ahead, a batch under check and the sort share --dbcache (CacheBudget).
+    const SwiftSyncShares shares = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromPeers();
+    FetchOptions fetch = peers.fetch;
+    fetch.max_ahead_bytes = shares.ahead;
+    BlockFetcher fetcher(std::move(serving), *out.headers, 1, n, fetch);
     std::optional<SaltedHasher> hasher;
     std::optional<CoinsBlockRules> rules;
     std::optional<PeerCheck> check;
@@ -469,9 +477,11 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.chain = peers.chain;
     run.headers = &*out.headers;
     run.hints = &*hints;
+    run.sort_bytes = shares.sort;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
-        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, peers.datadir, out);
+        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, shares.batch, peers.datadir,
+                      out);
         return check->Run(n);
     };
     if (peers.datadir) {

@@ -1,8 +1,11 @@
 // SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h).
 #include "swiftsync/peer_fetch.h"
 
+#include <ibdkit/primitives/consensus_constants.h>
+
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -96,6 +99,13 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const Cha
 }
 
 struct BlockFetcher::State {
+    /// A height handed to a peer: the cutoff its coins are asked with, and what it is charged
+    /// against max_ahead_bytes until it arrives.
+    struct Asked {
+        uint32_t height, cutoff;
+        std::size_t charge;
+    };
+
     const HeaderChain& headers;
     const uint32_t from, to;
     const FetchOptions o;
@@ -107,7 +117,13 @@ struct BlockFetcher::State {
     std::deque<std::pair<uint32_t, std::size_t>> retry;
     uint32_t next;                              ///< the lowest height never handed out
     std::map<uint32_t, FetchedBlock> ready;     ///< arrived, not taken
-    std::size_t ready_bytes{0};
+    /// The bytes of `ready` (blocks and bspents as sent) and the charges of heights asked for.
+    std::size_t ahead_bytes{0};
+    /// What a height asked for is charged: the bytes of the last blocks, smoothed; a largest block
+    /// until one arrived (nothing is known of the chain's sizes then).
+    std::size_t estimate{MAX_BLOCK_SERIALIZED_SIZE};
+    bool arrived_any{false};
+    uint32_t waiting{0};                        ///< the height Take waits for (0: none)
     std::vector<PeerReport> reports;
     std::vector<bool> alive;
     bool stop{false};
@@ -139,12 +155,16 @@ struct BlockFetcher::State {
         return false;
     }
 
-    /// Up to `window` heights for peer p, each with the cutoff to ask for its coins with, waiting
-    /// while there are none; empty when the run stops.
-    std::vector<std::pair<uint32_t, uint32_t>> Claim(std::size_t p)
+    /// Whether a new height may be asked for: within max_ahead_bytes, or the one the checker
+    /// waits for (then the run goes on whatever the limit). Under mu.
+    bool RoomAhead() const { return next <= waiting || ahead_bytes == 0 || ahead_bytes + estimate <= o.max_ahead_bytes; }
+
+    /// Up to `window` heights for peer p, waiting while there are none; empty when the run stops.
+    /// Heights handed back go first, whatever the room ahead: the checker may wait for them.
+    std::vector<Asked> Claim(std::size_t p)
     {
         std::unique_lock lk(mu);
-        std::vector<std::pair<uint32_t, uint32_t>> got;
+        std::vector<Asked> got;
         while (got.empty()) {
             if (stop || !alive[p] || Interrupted()) return got;
             for (auto it = retry.begin(); it != retry.end() && got.size() < o.window;) {
@@ -152,35 +172,54 @@ struct BlockFetcher::State {
                     ++it;
                     continue;
                 }
-                got.emplace_back(it->first, 0);
+                got.push_back(Asked{it->first, 0, estimate});
+                ahead_bytes += estimate;
                 it = retry.erase(it);
             }
-            while (next <= to && got.size() < o.window && ready_bytes < o.max_ahead_bytes) {
+            while (next <= to && got.size() < o.window && RoomAhead()) {
                 const uint32_t h = next++;
-                got.emplace_back(h, o.recent_blocks == 0 ? 0 : h > o.recent_blocks ? h - o.recent_blocks : 1);
+                got.push_back(Asked{h, o.recent_blocks == 0 ? 0 : h > o.recent_blocks ? h - o.recent_blocks : 1, estimate});
+                ahead_bytes += estimate;
             }
             if (got.empty()) cv.wait_for(lk, std::chrono::milliseconds(100));
         }
         return got;
     }
 
-    void Deliver(std::size_t p, FetchedBlock&& b)
+    /// Block b arrived, asked for with `charge`: its bytes take the charge's place.
+    void Deliver(std::size_t p, FetchedBlock&& b, std::size_t charge)
     {
         std::lock_guard lk(mu);
         PeerReport& r = reports[p];
         ++r.blocks;
         r.block_bytes += b.block.size();
         r.spent_bytes += b.spent_bytes;
-        ready_bytes += b.block.size();
+        const std::size_t bytes = b.block.size() + b.spent_bytes;
+        ahead_bytes = ahead_bytes + bytes - std::min(charge, ahead_bytes + bytes);
+        estimate = arrived_any ? (estimate / 8 * 7 + bytes / 8) : bytes;
+        arrived_any = true;
         ready.emplace(b.height, std::move(b));
         cv.notify_all();
     }
 
-    /// Peer p is gone: its unfinished heights go back, lowest first.
-    void Fail(std::size_t p, const std::string& why, const std::vector<uint32_t>& unfinished)
+    /// Height `it` of `ready`, taken: its bytes leave the room ahead. Under mu.
+    FetchedBlock TakeLocked(std::map<uint32_t, FetchedBlock>::iterator it)
+    {
+        FetchedBlock b = std::move(it->second);
+        ready.erase(it);
+        ahead_bytes -= std::min(ahead_bytes, b.block.size() + b.spent_bytes);
+        cv.notify_all();
+        return b;
+    }
+
+    /// Peer p is gone: its unfinished heights go back, lowest first, and their charges are freed.
+    void Fail(std::size_t p, const std::string& why, const std::vector<Asked>& unfinished)
     {
         std::lock_guard lk(mu);
-        for (auto it = unfinished.rbegin(); it != unfinished.rend(); ++it) retry.emplace_front(*it, NO_PEER);
+        for (auto it = unfinished.rbegin(); it != unfinished.rend(); ++it) {
+            retry.emplace_front(it->height, NO_PEER);
+            ahead_bytes -= std::min(ahead_bytes, it->charge);
+        }
         DropLocked(p, why);
     }
 
@@ -196,26 +235,25 @@ struct BlockFetcher::State {
     }
 
     /// Asks peer p for `heights` and waits for every block and `bspent`; why not, or nullopt.
-    std::optional<std::string> FetchWindow(std::size_t p, const std::vector<std::pair<uint32_t, uint32_t>>& claimed,
-                                           std::vector<uint32_t>& unfinished)
+    std::optional<std::string> FetchWindow(std::size_t p, const std::vector<Asked>& claimed, std::vector<Asked>& unfinished)
     {
-        std::vector<uint32_t> heights;
-        for (const auto& [h, cutoff] : claimed) heights.push_back(h);
-        unfinished = heights; // from the first send on: whatever fails, these go back to the others
+        unfinished = claimed; // from the first send on: whatever fails, these go back to the others
         Peer& peer = *peers[p].peer;
         const bool witness = peer.info().version.services & NODE_WITNESS;
         std::unordered_map<BlockHash, uint32_t, Uint256Hasher> asked;
         std::vector<Inv> invs;
-        for (uint32_t h : heights) {
-            const BlockHash& hash = headers.Hash(int(h));
-            asked.emplace(hash, h);
+        for (const Asked& a : claimed) {
+            const BlockHash& hash = headers.Hash(int(a.height));
+            asked.emplace(hash, a.height);
             invs.push_back(Inv{witness ? MSG_WITNESS_BLOCK : MSG_BLOCK, hash.ToUint256()});
         }
         if (auto e = peer.Send("getdata", EncodeInv(invs), o.timeout)) return e->message;
         std::unordered_map<uint32_t, FetchedBlock> partial;
-        for (const auto& [h, cutoff] : claimed) {
-            partial[h].cutoff = cutoff;
-            if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(h)), cutoff}), o.timeout)) return e->message;
+        for (const Asked& a : claimed) {
+            partial[a.height].cutoff = a.cutoff;
+            if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(a.height)), a.cutoff}), o.timeout)) {
+                return e->message;
+            }
         }
         auto deadline = NetClock::now() + o.timeout;
         while (!unfinished.empty()) {
@@ -254,9 +292,10 @@ struct BlockFetcher::State {
             if (f.block.size() && f.spent_bytes) {
                 f.height = *height;
                 f.peer = p;
-                Deliver(p, std::move(f));
+                auto done = std::find_if(unfinished.begin(), unfinished.end(), [&](const Asked& a) { return a.height == *height; });
+                Deliver(p, std::move(f), done->charge);
                 partial.erase(*height);
-                std::erase(unfinished, *height);
+                unfinished.erase(done);
             }
         }
         return std::nullopt;
@@ -264,7 +303,7 @@ struct BlockFetcher::State {
 
     void Run(std::size_t p)
     {
-        std::vector<uint32_t> unfinished;
+        std::vector<Asked> unfinished;
         for (;;) {
             auto heights = Claim(p);
             if (heights.empty()) break;
@@ -298,24 +337,19 @@ std::optional<FetchedBlock> BlockFetcher::TryTake(uint32_t h)
     std::lock_guard lk(m_state->mu);
     auto it = m_state->ready.find(h);
     if (it == m_state->ready.end()) return std::nullopt;
-    FetchedBlock b = std::move(it->second);
-    m_state->ready.erase(it);
-    m_state->ready_bytes -= b.block.size();
-    m_state->cv.notify_all();
-    return b;
+    return m_state->TakeLocked(it);
 }
 
 Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
 {
     State& s = *m_state;
     std::unique_lock lk(s.mu);
+    s.waiting = h;
+    s.cv.notify_all();
     for (;;) {
         if (auto it = s.ready.find(h); it != s.ready.end()) {
-            FetchedBlock b = std::move(it->second);
-            s.ready.erase(it);
-            s.ready_bytes -= b.block.size();
-            s.cv.notify_all();
-            return b;
+            s.waiting = 0;
+            return s.TakeLocked(it);
         }
         if (s.Interrupted()) return Error{Errc::Io, "interrupted"};
         if (!s.AnyAliveFor(h)) {

@@ -7,8 +7,10 @@
 // Whether the block and its coins are right is the checker's to find (check_peers.cpp); it hands a
 // peer it caught back through Drop, and the height goes to another peer. A peer that stalls past
 // the timeout, closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
-// for a height, Take says so. Memory: blocks that arrived ahead of the checker are held up to
-// max_ahead_bytes, beyond which peers are given only heights that were handed back.
+// for a height, Take says so. Memory: blocks that arrived ahead of the checker, with their spent
+// coins, and the heights asked for and not yet arrived (each charged what the last blocks took)
+// stay within max_ahead_bytes, beyond which peers are given only heights that were handed back and
+// the height the checker waits for (so the run goes on whatever the limit).
 #pragma once
 
 #include <ibdkit/consensus/header_chain.h>
@@ -70,7 +72,10 @@ struct PeerReport {
 struct FetchOptions {
     std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
     std::size_t window{16};                ///< heights in flight per peer
-    std::size_t max_ahead_bytes{64 << 20}; ///< arrived blocks not yet taken, at most (roughly)
+    /// Blocks and `bspent`s arrived and not taken, with the heights asked for, at most (roughly:
+    /// a height is charged before it arrives what the blocks before it took). The run's share of
+    /// --dbcache: CacheBudget::SwiftSyncFromPeers.
+    std::size_t max_ahead_bytes{64 << 20};
     /// BIP 455's cutoff: a block's `bspent` is asked for without the coins created in the last this
     /// many blocks before it and in itself, which the client keeps (0: every coin). A height asked
     /// for again is asked for whole.

@@ -32,10 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// What --dbcache leaves the sort: the rest holds the blocks and undo data in flight (block_walk.h's
-/// batches, the handoff's coins), so that the whole run keeps within --dbcache + 200 MiB.
-constexpr std::size_t IN_FLIGHT_BYTES = 64 << 20;
-constexpr std::size_t MIN_SORT_BYTES = 16 << 20;
 /// The most a part of the sort holds before it spills a run (see PartedSort).
 constexpr std::size_t MAX_SPILL_BYTES = 64 << 20;
 /// Coins handed to the sorting thread at a time.
@@ -200,9 +196,9 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
         }
     }
 
-    // The hinted-unspent coins are sorted into chainstate key order within --dbcache, on a thread
-    // of their own (a Handoff) while blocks are checked; runs beyond it spill to unlinked files in
-    // the chainstate's folder. Only an accepted history is written, in one bulk load.
+    // The hinted-unspent coins are sorted into chainstate key order within the sort's share of
+    // --dbcache (the caller's SwiftSyncShares), on a thread of their own (a Handoff) while blocks
+    // are checked; runs beyond it spill to unlinked files in the chainstate's folder. Only an accepted history is written, in one bulk load.
     std::unique_ptr<NewChainstate> cs;
     std::unique_ptr<PartedSort> sorter;
     std::unique_ptr<Handoff<CoinBatch>> writer;
@@ -211,9 +207,7 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
         auto c = NewChainstate::Create(o.chainstate, run.chain);
         if (!c) return c.error();
         cs = std::move(*c);
-        const std::size_t budget = o.dbcache_mib << 20;
-        const std::size_t sort_bytes = std::max(MIN_SORT_BYTES, budget > IN_FLIGHT_BYTES ? budget - IN_FLIGHT_BYTES : 0);
-        sorter = std::make_unique<PartedSort>(o.chainstate, sort_bytes, std::clamp<std::size_t>(o.threads, 1, 16));
+        sorter = std::make_unique<PartedSort>(o.chainstate, run.sort_bytes, std::clamp<std::size_t>(o.threads, 1, 16));
         writer = std::make_unique<Handoff<CoinBatch>>(
             2,
             [&](CoinBatch& coins) {
@@ -300,6 +294,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     run.chain = loc->chain;
     run.headers = &loc->headers;
     run.hints = &*hints;
+    run.sort_bytes = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromFiles().sort;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) {
         return CheckFromGenesis(*loc, o.datadir, *hints, salt, n, o.mode, ro, co);
     };

@@ -7,6 +7,9 @@
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/swiftsync/replay.h>
 
+#include "coins/budget.h"
+
+#include <cstddef>
 #include <functional>
 #include <optional>
 
@@ -24,9 +27,12 @@ struct ChainRun {
     /// Called once the verdict accepts blocks 1..n, before the chainstate is written (what points
     /// at the blocks made durable first); its error ends the run. Empty: nothing to do.
     std::function<std::optional<Error>()> before_write;
+    /// The sort's share of --dbcache (a SwiftSyncShares of the options' budget).
+    std::size_t sort_bytes{CacheBudget::MIN_SORT_BYTES};
 };
 
-/// Runs `run` under `options` (its chainstate, threads, dbcache, scripts, policy, progress).
+/// Runs `run` under `options` (its chainstate, threads, scripts, policy, progress); the sort keeps
+/// within run.sort_bytes.
 Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& options, const ChainRun& run);
 
 } // namespace ibdkit::swiftsync

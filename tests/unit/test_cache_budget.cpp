@@ -1,6 +1,8 @@
 // The split of one --dbcache budget (coins/budget.h).
 #include "coins/budget.h"
 
+#include <ibdkit/primitives/consensus_constants.h>
+
 #include <gtest/gtest.h>
 
 using namespace ibdkit;
@@ -48,4 +50,48 @@ TEST(CacheBudget, AppliesItsShareToTheDatabaseOptions)
     CacheBudget(450 * MiB).ApplyTo(o);
     EXPECT_EQ(o.cache_bytes, 8 * MiB);
     EXPECT_EQ(o.batch_write_bytes, 450 * MiB / 64);
+}
+
+TEST(CacheBudget, SwiftSyncFromPeersKeepsItsBlocksWithinAHalfAndALargestBlockAhead)
+{
+    for (std::size_t mib : {1, 4, 16, 32, 100, 256, 450, 1000, 4096, 16384}) {
+        SCOPED_TRACE(mib);
+        const std::size_t n = mib * MiB;
+        const SwiftSyncShares s = CacheBudget(n).SwiftSyncFromPeers();
+        // A largest block always fits ahead, so the peers can deliver whatever the check waits for.
+        EXPECT_GE(s.ahead, std::size_t(MAX_BLOCK_SERIALIZED_SIZE));
+        EXPECT_GE(s.batch, MiB);
+        EXPECT_LE(s.ahead, CacheBudget::MAX_AHEAD_BYTES);
+        EXPECT_LE(s.batch, CacheBudget::MAX_BATCH_BYTES);
+        EXPECT_GE(s.sort, CacheBudget::MIN_SORT_BYTES);
+        // Above the floors, the blocks in flight (ahead, and a batch with its decoded form) take
+        // at most half the budget and the sort the rest: together within --dbcache.
+        if (n / 4 >= MAX_BLOCK_SERIALIZED_SIZE) {
+            EXPECT_LE(s.ahead, n / 4);
+        }
+        if (n / 4 / CacheBudget::BATCH_EXPANSION >= MiB) {
+            EXPECT_LE(s.batch * CacheBudget::BATCH_EXPANSION, n / 4);
+        }
+        if (n >= 64 * MiB) {
+            EXPECT_LE(s.ahead + s.batch * CacheBudget::BATCH_EXPANSION + s.sort, n);
+        }
+    }
+}
+
+TEST(CacheBudget, SwiftSyncFromPeersKeepsTheLargeCachesWindow)
+{
+    const SwiftSyncShares s = CacheBudget(450 * MiB).SwiftSyncFromPeers();
+    EXPECT_EQ(s.ahead, CacheBudget::MAX_AHEAD_BYTES);
+    EXPECT_EQ(s.batch, CacheBudget::MAX_BATCH_BYTES);
+    EXPECT_EQ(s.sort, 450 * MiB - s.ahead - s.batch * CacheBudget::BATCH_EXPANSION);
+    // A small cache fetches a largest block's worth ahead, not the large cache's window.
+    EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromPeers().ahead, 4 * MiB);
+    EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromPeers().batch, MiB);
+}
+
+TEST(CacheBudget, SwiftSyncFromFilesGivesTheSortWhatTheWalksBatchLeaves)
+{
+    EXPECT_EQ(CacheBudget(450 * MiB).SwiftSyncFromFiles().ahead, 0u);
+    EXPECT_EQ(CacheBudget(450 * MiB).SwiftSyncFromFiles().sort, (450 - 64) * MiB);
+    EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromFiles().sort, CacheBudget::MIN_SORT_BYTES);
 }
