@@ -34,10 +34,9 @@ std::size_t SortBeside(std::size_t dbcache, std::size_t in_flight) noexcept
 
 SwiftSyncShares CacheBudget::SwiftSyncFromPeers() const noexcept
 {
-    constexpr std::size_t MiB = std::size_t(1) << 20;
     SwiftSyncShares s;
     s.ahead = std::clamp(m_dbcache / 4, std::size_t(MAX_BLOCK_SERIALIZED_SIZE), MAX_AHEAD_BYTES);
-    s.batch = std::clamp(m_dbcache / 4 / BATCH_EXPANSION, MiB, MAX_BATCH_BYTES);
+    s.batch = std::clamp(m_dbcache / 4 / BATCH_EXPANSION, MIN_BATCH_BYTES, MAX_BATCH_BYTES);
     s.sort = SortBeside(m_dbcache, s.ahead + s.batch * BATCH_EXPANSION);
     return s;
 }

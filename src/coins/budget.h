@@ -51,16 +51,20 @@ public:
     static constexpr std::size_t BATCH_EXPANSION = 4;
     /// The largest batch: enough blocks for every thread between two joins of the pool.
     static constexpr std::size_t MAX_BATCH_BYTES = std::size_t(16) << 20;
+    /// The smallest: a block is checked on one thread, so a batch of one block would leave the
+    /// others idle; two of today's mainnet blocks with their spent coins (the engine keeps as much
+    /// in flight, Pipeline::MAX_BYTES_IN_FLIGHT).
+    static constexpr std::size_t MIN_BATCH_BYTES = std::size_t(4) << 20;
     /// The most fetched ahead: on a fast link, enough to keep the check from waiting on a peer's
     /// window; more only holds memory.
     static constexpr std::size_t MAX_AHEAD_BYTES = std::size_t(64) << 20;
-    /// The least the sort is given: below it the runs spilled grow in number, not the memory saved.
+    /// The least the sort is given: below it the sort spills many small runs for little memory saved.
     static constexpr std::size_t MIN_SORT_BYTES = std::size_t(16) << 20;
 
     /// SwiftSync from peers: the blocks ahead get a quarter, at least one largest block (a peer
     /// can always deliver the height the check waits for) and at most MAX_AHEAD_BYTES; a batch with
-    /// its decoded form a quarter (its bytes at least 1 MiB, at most MAX_BATCH_BYTES); the sort the
-    /// rest, at least MIN_SORT_BYTES.
+    /// its decoded form a quarter (its bytes between MIN_BATCH_BYTES and MAX_BATCH_BYTES); the
+    /// sort the rest, at least MIN_SORT_BYTES.
     SwiftSyncShares SwiftSyncFromPeers() const noexcept;
     /// SwiftSync from block files: nothing ahead (a batch is read when the last is done), batches of
     /// MAX_BATCH_BYTES whatever the budget (the walk is the hints builder's and the range check's

@@ -60,7 +60,7 @@ TEST(CacheBudget, SwiftSyncFromPeersKeepsItsBlocksWithinAHalfAndALargestBlockAhe
         const SwiftSyncShares s = CacheBudget(n).SwiftSyncFromPeers();
         // A largest block always fits ahead, so the peers can deliver whatever the check waits for.
         EXPECT_GE(s.ahead, std::size_t(MAX_BLOCK_SERIALIZED_SIZE));
-        EXPECT_GE(s.batch, MiB);
+        EXPECT_GE(s.batch, CacheBudget::MIN_BATCH_BYTES);
         EXPECT_LE(s.ahead, CacheBudget::MAX_AHEAD_BYTES);
         EXPECT_LE(s.batch, CacheBudget::MAX_BATCH_BYTES);
         EXPECT_GE(s.sort, CacheBudget::MIN_SORT_BYTES);
@@ -69,7 +69,7 @@ TEST(CacheBudget, SwiftSyncFromPeersKeepsItsBlocksWithinAHalfAndALargestBlockAhe
         if (n / 4 >= MAX_BLOCK_SERIALIZED_SIZE) {
             EXPECT_LE(s.ahead, n / 4);
         }
-        if (n / 4 / CacheBudget::BATCH_EXPANSION >= MiB) {
+        if (n / 4 / CacheBudget::BATCH_EXPANSION >= CacheBudget::MIN_BATCH_BYTES) {
             EXPECT_LE(s.batch * CacheBudget::BATCH_EXPANSION, n / 4);
         }
         if (n >= 64 * MiB) {
@@ -86,7 +86,7 @@ TEST(CacheBudget, SwiftSyncFromPeersKeepsTheLargeCachesWindow)
     EXPECT_EQ(s.sort, 450 * MiB - s.ahead - s.batch * CacheBudget::BATCH_EXPANSION);
     // A small cache fetches a largest block's worth ahead, not the large cache's window.
     EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromPeers().ahead, 4 * MiB);
-    EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromPeers().batch, MiB);
+    EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromPeers().batch, CacheBudget::MIN_BATCH_BYTES);
 }
 
 TEST(CacheBudget, SwiftSyncFromFilesGivesTheSortWhatTheWalksBatchLeaves)
