@@ -5,9 +5,10 @@ Every run ends on the UTXO set of the blocks Core's engine connected (a datadir 
 expected statistics are the test's own model of Core's chainstate over Core's blocks), from one, two
 and four peers, with every script verified (`--assumevalid 0`); then the classic engine continues
 from the hints' height to the peers' tip. Peers that lie (a coin's amount, height, coinbase flag or
-script changed, a coin left out or added, a malformed `bspent`, a mutated block, a withheld block)
-are caught: beside an honest peer the sync completes on the right hash and names the peer it
-dropped; alone, the sync fails with a clear error and leaves no chainstate.
+script changed, a coin left out or added, a malformed `bspent`, a mutated block, a withheld block,
+a block and its `bspent` sent again) are caught: beside an honest peer the sync completes on the
+right hash and names the peer it dropped; alone, the sync fails with a clear error and leaves no
+chainstate.
 """
 import json
 import os
@@ -230,7 +231,8 @@ LIES = {
 
 class LyingProxy:
     """Listens on a loopback port; each connection goes to the honest server at `upstream`, and
-    what comes back passes through `lie(command, payload)` (a payload, or None to withhold it)."""
+    what comes back passes through `lie(command, payload)` (a payload, None to withhold it, or a
+    list of (command, payload) to send in its place)."""
 
     def __init__(self, upstream, lie, ask=None):
         self.upstream, self.lie, self.ask, self.lies = upstream, lie, ask, 0
@@ -272,10 +274,11 @@ class LyingProxy:
                     if changed is None:
                         self.lies += 1
                         continue
-                    if changed != payload:
+                    sent = changed if isinstance(changed, list) else [(command, changed)]
+                    if sent != [(command, payload)]:
                         self.lies += 1
-                    dst.sendall(REGTEST_MAGIC + command.encode().ljust(12, b"\0") + struct.pack("<I", len(changed)) +
-                                sha256d(changed)[:4] + changed)
+                    for c, p in sent:
+                        dst.sendall(REGTEST_MAGIC + c.encode().ljust(12, b"\0") + struct.pack("<I", len(p)) + sha256d(p)[:4] + p)
         except OSError:
             pass
         finally:
@@ -324,12 +327,28 @@ def forwarded(command, payload):
     return payload
 
 
+def sent_again():
+    """Sends the first large block and its bspent once more after both arrived: the client already
+    holds that height, so the second bspent is one it did not ask for."""
+    blocks, done = {}, []
+
+    def lie(command, payload):
+        if command == "block":
+            blocks[sha256d(payload[:80])] = payload
+        elif command == "bspent" and not done and len(blocks.get(payload[:32], b"")) > 200:
+            done.append(payload[:32])
+            return [("bspent", payload), ("block", blocks[payload[:32]]), ("bspent", payload)]
+        return payload
+    return lie
+
+
 HOSTILE = {**{f"coin {k}": coin_lie(k) for k in LIES}, "malformed bspent": malformed_bspent, "mutated block": mutated_block,
-           "withheld block": withheld_block, "cutoff ignored": (forwarded, cutoff_ignored)}
+           "withheld block": withheld_block, "cutoff ignored": (forwarded, cutoff_ignored), "sent again": sent_again}
+MADE_PER_PROXY = {"sent again"}  # lies that keep state: a new one for each proxy
 
 
 def proxy(upstream, name):
-    lie = HOSTILE[name]
+    lie = HOSTILE[name]() if name in MADE_PER_PROXY else HOSTILE[name]
     return LyingProxy(upstream, *lie) if isinstance(lie, tuple) else LyingProxy(upstream, lie)
 
 

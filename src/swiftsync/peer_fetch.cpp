@@ -296,6 +296,8 @@ struct BlockFetcher::State {
                 Deliver(p, std::move(f), done->charge);
                 partial.erase(*height);
                 unfinished.erase(done);
+                // Delivered once: sent again, its block is one not asked for, and so is its bspent.
+                asked.erase(headers.Hash(int(*height)));
             }
         }
         return std::nullopt;
