@@ -293,6 +293,7 @@ struct BlockFetcher::State {
                 f.height = *height;
                 f.peer = p;
                 auto done = std::find_if(unfinished.begin(), unfinished.end(), [&](const Asked& a) { return a.height == *height; });
+                if (done == unfinished.end()) return "delivered height " + std::to_string(*height) + " twice"; // `asked` rules it out
                 Deliver(p, std::move(f), done->charge);
                 partial.erase(*height);
                 unfinished.erase(done);

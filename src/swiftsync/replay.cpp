@@ -198,7 +198,8 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
 
     // The hinted-unspent coins are sorted into chainstate key order within the sort's share of
     // --dbcache (the caller's SwiftSyncShares), on a thread of their own (a Handoff) while blocks
-    // are checked; runs beyond it spill to unlinked files in the chainstate's folder. Only an accepted history is written, in one bulk load.
+    // are checked; runs beyond it spill to unlinked files in the chainstate's folder. Only an
+    // accepted history is written, in one bulk load.
     std::unique_ptr<NewChainstate> cs;
     std::unique_ptr<PartedSort> sorter;
     std::unique_ptr<Handoff<CoinBatch>> writer;
