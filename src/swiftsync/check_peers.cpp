@@ -312,10 +312,11 @@ private:
     Error Unproven(uint32_t h, const std::vector<std::pair<std::string, std::size_t>>& refused) const
     {
         std::vector<std::pair<std::string, std::string>> by_rule; // a rule, and the peers whose coins failed it
-        for (const auto& [reason, peer] : refused) {
+        for (const auto& rp : refused) {
+            const std::string& reason = rp.first;
             auto it = std::find_if(by_rule.begin(), by_rule.end(), [&](const auto& r) { return r.first == reason; });
             if (it == by_rule.end()) it = by_rule.insert(by_rule.end(), {reason, ""});
-            it->second += (it->second.empty() ? "" : ", ") + m_out.peers[peer].address;
+            it->second += (it->second.empty() ? "" : ", ") + m_out.peers[rp.second].address;
         }
         std::string failed;
         for (const auto& [reason, peers] : by_rule) failed += (failed.empty() ? "from " : " and from ") + peers + " fail " + reason;
