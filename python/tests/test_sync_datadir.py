@@ -135,30 +135,30 @@ def hints(cli, source, tmp_path_factory):
     return tmp / "n.hints"
 
 
-@pytest.mark.parametrize("lie", [None, "coin amount"])
-def test_a_swiftsync_sync_writes_the_datadir_core_takes_over(cli, source, hints, tmp_path, lie):
+@pytest.mark.parametrize("lies", [(), ("coin amount",), ("coin amount", "coin amount")], ids=["honest", "liar", "two liars"])
+def test_a_swiftsync_sync_writes_the_datadir_core_takes_over(cli, source, hints, tmp_path, lies):
     """Blocks 1..n with undo data from the peers' spent coins (BIP 455), then the classic rest: the
-    same datadir as a classic sync's. A peer whose coins only the aggregate catches is found and its
-    blocks' undo data replaced by an honest peer's."""
+    same datadir as a classic sync's. Peers whose coins only the aggregate catches are found and
+    their blocks' undo data replaced by an honest peer's (two liars: by the one whose coins balance)."""
     new = tmp_path / "node"
     honest, upstream = Server(cli, "--datadir", source[0]), Server(cli, "--datadir", source[0])
-    liar = proxy(upstream.port, lie) if lie else None
-    ports = ([liar.port] if liar else []) + [honest.port]
+    liars = [proxy(upstream.port, lie) for lie in lies]
+    ports = [liar.port for liar in liars] + [honest.port]
     try:
         r = sync(cli, ports[0], new, "--swiftsync", hints, "--stop-height", str(STOP), "--assumevalid", "0", "--window", "4",
                  *[a for p in ports[1:] for a in ("--connect", f"127.0.0.1:{p}")])
         got = json.loads(r.stdout)
     finally:
-        if liar:
+        for liar in liars:
             liar.close()
         honest.stop()
         upstream.stop()
     assert got["swiftsync"]["ok"] and got["swiftsync_height"] == SWIFTSYNC_N, got
     assert got["height"] == STOP
-    if liar:
-        assert liar.lies > 0 and got["peers"][0]["dropped"], got["peers"]
+    for i, liar in enumerate(liars):
+        assert liar.lies > 0 and got["peers"][i]["dropped"], got["peers"]
     assert f"bitcoind -datadir={new} -chain=regtest" in r.stderr, r.stderr
-    assert_core_takes_over(cli, source, new, got, tmp_path, replaced=bool(lie))
+    assert_core_takes_over(cli, source, new, got, tmp_path, replaced=bool(lies))
 
 
 def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):

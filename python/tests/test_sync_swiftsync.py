@@ -371,6 +371,28 @@ def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli
     assert any(f"127.0.0.1:{liar.port}" in note for note in got["notes"]), got["notes"]
 
 
+# Both lies show only in the aggregate; or one in a rule (dropped as its block is checked), one there.
+@pytest.mark.parametrize("lies", [("coin amount", "coin amount"), ("coin amount", "coin height")], ids=["aggregate", "rule+aggregate"])
+def test_two_lying_peers_beside_an_honest_one_are_both_dropped(cli, chain, tmp_path, lies):
+    """Regression: the aggregate's liar was looked for one peer at a time, each weighed against all
+    the others, so a second liar hid the first and the run was refused with an honest peer present.
+    Now the honest peer's coins alone balance the aggregate: both liars are dropped, Core's set kept."""
+    datadir, height, tip, stats, _, hints = chain
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    liars = [proxy(upstream.port, name) for name in lies]
+    try:
+        got = json.loads(swiftsync(cli, hints, [liars[0].port, liars[1].port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        for liar in liars:
+            liar.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert all(liar.lies > 0 for liar in liars), "each liar served blocks with spent coins"
+    *lying, fair = got["peers"]
+    assert all(peer["dropped"] for peer in lying) and fair["dropped"] is None, got["peers"]
+
+
 # The lies alone that make a block fail one of Core's rules, with the rule (Core's reason). The
 # coins are unproven until the aggregate balances, so the block is not called invalid on their word.
 FAILS_A_RULE = {"coin amount lowered": "bad-txns-in-belowout", "coin coinbase flag": "bad-txns-premature-spend-of-coinbase",

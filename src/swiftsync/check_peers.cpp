@@ -136,6 +136,9 @@ public:
         if (partial.agg_in != partial.agg_out) {
             if (auto e = FindLiar(partial, n)) return *e;
         }
+        if (partial.agg_in != partial.agg_out) {
+            if (auto e = ProveByOnePeer(partial, n)) return *e;
+        }
         return partial;
     }
 
@@ -340,10 +343,10 @@ private:
             }
             if (served.empty() || !m_fetcher.OthersAlive(p)) continue;
             Aggregate agg_in = partial.agg_in;
-            std::vector<std::pair<Aggregate, std::size_t>> again;
+            std::vector<std::pair<uint32_t, Aggregate>> again;
             bool complete = true;
             for (uint32_t h : served) {
-                auto slot = Refetch(h, p);
+                auto slot = Refetch(h, p, false);
                 if (!slot) return slot.error();
                 const BlockOutcome& out = slot->out;
                 if (PeerFault(out) || out.error || out.partial.failure) {
@@ -352,27 +355,69 @@ private:
                 }
                 agg_in -= m_agg_in[h];
                 agg_in += out.partial.agg_in;
-                again.emplace_back(out.partial.agg_in, slot->f.peer);
+                again.emplace_back(h, out.partial.agg_in);
+                m_peer_of[h] = slot->f.peer; // kept only if p is found to have lied
             }
-            if (!complete || agg_in != partial.agg_out) continue;
+            if (!complete || agg_in != partial.agg_out) {
+                for (uint32_t h : served) m_peer_of[h] = p;
+                continue;
+            }
             const std::string why = "its spent coins for " + std::to_string(served.size()) +
                                     " blocks did not balance BIP 457's aggregate; the other peers' coins for them do";
             m_fetcher.Drop(p, why);
-            for (std::size_t i = 0; i < served.size(); ++i) {
-                m_agg_in[served[i]] = again[i].first;
-                m_peer_of[served[i]] = again[i].second;
-            }
+            for (const auto& [h, agg] : again) m_agg_in[h] = agg;
             partial.agg_in = agg_in;
-            if (m_datadir) return ReplaceUndo(served, again);
-            return std::nullopt;
+            return ReplaceUndo(again, NO_PEER);
         }
         return std::nullopt;
     }
 
-    /// Height h fetched again from a peer but `avoid`, and checked.
-    Result<Slot> Refetch(uint32_t h, std::size_t avoid)
+    /// More than one liar (FindLiar weighs each peer against all the others): each live peer x in
+    /// turn serves the coins of every height the others served; where x's coins alone balance the
+    /// aggregate they are proven, and each peer whose coins differ from x's at a height is dropped.
+    /// A download of the range's spent coins for each peer tried, paid only after a lie.
+    std::optional<Error> ProveByOnePeer(Partial& partial, uint32_t n)
     {
-        m_fetcher.AskOthers(h, avoid);
+        for (std::size_t x = 0; x < m_out.peers.size(); ++x) {
+            if (!m_fetcher.Alive(x)) continue;
+            Aggregate agg_in;
+            std::vector<std::pair<uint32_t, Aggregate>> differ; // the heights whose coins from x differ
+            bool whole = true;
+            for (uint32_t h = 1; h <= n && whole; ++h) {
+                if (m_peer_of[h] == x) {
+                    agg_in += m_agg_in[h];
+                    continue;
+                }
+                auto slot = Refetch(h, x, true);
+                if (!slot && slot.error().code != Errc::NotFound) return slot.error();
+                const BlockOutcome* out = slot ? &slot->out : nullptr;
+                whole = out && slot->f.peer == x && !PeerFault(*out) && !out->error && !out->partial.failure;
+                if (!whole) break; // x is gone, or its coins fail a rule: they prove nothing
+                agg_in += out->partial.agg_in;
+                if (out->partial.agg_in != m_agg_in[h]) differ.emplace_back(h, out->partial.agg_in);
+            }
+            if (!whole || agg_in != partial.agg_out) continue;
+            for (const auto& [h, agg] : differ) {
+                if (m_fetcher.Alive(m_peer_of[h])) {
+                    m_fetcher.Drop(m_peer_of[h], What(h, "its spent coins differ from those of a peer whose coins balance BIP 457's aggregate"));
+                }
+                m_agg_in[h] = agg;
+                m_peer_of[h] = x;
+            }
+            partial.agg_in = agg_in;
+            return ReplaceUndo(differ, x);
+        }
+        return std::nullopt;
+    }
+
+    /// Height h fetched again, and checked: from any peer but `peer`, or (`only`) from `peer` alone.
+    Result<Slot> Refetch(uint32_t h, std::size_t peer, bool only)
+    {
+        if (only) {
+            m_fetcher.AskPeer(h, peer);
+        } else {
+            m_fetcher.AskOthers(h, peer);
+        }
         auto f = m_fetcher.Take(h);
         if (!f) return f.error();
         Slot slot;
@@ -382,17 +427,17 @@ private:
         return slot;
     }
 
-    /// The liar's undo data in the data directory replaced by the others' coins, fetched once more
-    /// (holding every replaced block's undo data until the liar is known would take memory in
-    /// proportion to what it served). Coins that differ from the ones the balance was found with
-    /// end the run: the peers changed their answers.
-    std::optional<Error> ReplaceUndo(const std::vector<uint32_t>& served, const std::vector<std::pair<Aggregate, std::size_t>>& again)
+    /// With a data directory, the liars' undo data in it replaced by the coins that balanced, fetched
+    /// once more from any peer (NO_PEER) or from `from` (holding every replaced block's undo data
+    /// until the liar is known would take memory in proportion to what it served). Coins that
+    /// differ from the ones the balance was found with end the run: the peers changed their answers.
+    std::optional<Error> ReplaceUndo(const std::vector<std::pair<uint32_t, Aggregate>>& replaced, std::size_t from)
     {
-        for (std::size_t i = 0; i < served.size(); ++i) {
-            const uint32_t h = served[i];
-            auto slot = Refetch(h, NO_PEER);
+        if (!m_datadir) return std::nullopt;
+        for (const auto& [h, agg] : replaced) {
+            auto slot = Refetch(h, from, from != NO_PEER);
             if (!slot) return slot.error();
-            if (PeerFault(slot->out) || slot->out.error || slot->out.partial.failure || slot->out.partial.agg_in != again[i].first) {
+            if (PeerFault(slot->out) || slot->out.error || slot->out.partial.failure || slot->out.partial.agg_in != agg) {
                 return Error{Errc::NotFound, What(h, "the peers served other spent coins the second time they were asked")};
             }
             try {

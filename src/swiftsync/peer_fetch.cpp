@@ -113,8 +113,14 @@ struct BlockFetcher::State {
 
     mutable std::mutex mu;
     std::condition_variable cv;
-    /// Heights handed back, asked for first, each with a peer not to ask (NO_PEER: any).
-    std::deque<std::pair<uint32_t, std::size_t>> retry;
+    /// A height handed back: asked for from any peer but `peer` (NO_PEER: any), or from `peer` alone.
+    struct Retry {
+        uint32_t height;
+        std::size_t peer;
+        bool only;
+        bool For(std::size_t p) const { return only ? p == peer : p != peer; }
+    };
+    std::deque<Retry> retry;                    ///< asked for before new heights
     uint32_t next;                              ///< the lowest height never handed out
     std::map<uint32_t, FetchedBlock> ready;     ///< arrived, not taken
     /// The bytes of `ready` (blocks and bspents as sent) and the charges of heights asked for.
@@ -142,17 +148,20 @@ struct BlockFetcher::State {
 
     bool Interrupted() const { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
 
-    /// Whether a live peer may still be asked for h (not the one a retry of h avoids). Under mu.
+    /// Whether a live peer may still be asked for h (one a retry of h is for, if h waits in
+    /// `retry`). Under mu.
     bool AnyAliveFor(uint32_t h) const
     {
-        std::size_t avoid = NO_PEER;
-        for (const auto& [height, peer] : retry) {
-            if (height == h) avoid = peer;
+        bool listed = false;
+        for (const Retry& r : retry) {
+            if (r.height != h) continue;
+            listed = true;
+            for (std::size_t p = 0; p < alive.size(); ++p) {
+                if (alive[p] && r.For(p)) return true;
+            }
         }
-        for (std::size_t p = 0; p < alive.size(); ++p) {
-            if (alive[p] && p != avoid) return true;
-        }
-        return false;
+        if (listed) return false;
+        return std::find(alive.begin(), alive.end(), true) != alive.end();
     }
 
     /// Whether a new height may be asked for: within max_ahead_bytes, or the one the checker
@@ -168,11 +177,11 @@ struct BlockFetcher::State {
         while (got.empty()) {
             if (stop || !alive[p] || Interrupted()) return got;
             for (auto it = retry.begin(); it != retry.end() && got.size() < o.window;) {
-                if (it->second == p) {
+                if (!it->For(p)) {
                     ++it;
                     continue;
                 }
-                got.push_back(Asked{it->first, 0, estimate});
+                got.push_back(Asked{it->height, 0, estimate});
                 ahead_bytes += estimate;
                 it = retry.erase(it);
             }
@@ -217,7 +226,7 @@ struct BlockFetcher::State {
     {
         std::lock_guard lk(mu);
         for (auto it = unfinished.rbegin(); it != unfinished.rend(); ++it) {
-            retry.emplace_front(it->height, NO_PEER);
+            retry.push_front(Retry{it->height, NO_PEER, false});
             ahead_bytes -= std::min(ahead_bytes, it->charge);
         }
         DropLocked(p, why);
@@ -356,6 +365,7 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
         }
         if (s.Interrupted()) return Error{Errc::Io, "interrupted"};
         if (!s.AnyAliveFor(h)) {
+            std::erase_if(s.retry, [h](const State::Retry& r) { return r.height == h; }); // none may serve them
             std::string why;
             for (const PeerReport& r : s.reports) why += (why.empty() ? "" : "; ") + r.address + ": " + r.dropped;
             return Error{Errc::NotFound, "no peer is left to give block " + s.headers.Hash(int(h)).ToHex() + " at height " +
@@ -369,7 +379,7 @@ void BlockFetcher::DropAndRefetch(std::size_t p, const std::string& why, uint32_
 {
     State& s = *m_state;
     std::lock_guard lk(s.mu);
-    s.retry.emplace_front(h, avoid);
+    s.retry.push_front(State::Retry{h, avoid, false});
     s.DropLocked(p, why);
 }
 
@@ -384,8 +394,22 @@ void BlockFetcher::AskOthers(uint32_t h, std::size_t avoid)
 {
     State& s = *m_state;
     std::lock_guard lk(s.mu);
-    s.retry.emplace_back(h, avoid);
+    s.retry.push_back(State::Retry{h, avoid, false});
     s.cv.notify_all();
+}
+
+void BlockFetcher::AskPeer(uint32_t h, std::size_t p)
+{
+    State& s = *m_state;
+    std::lock_guard lk(s.mu);
+    s.retry.push_back(State::Retry{h, p, true});
+    s.cv.notify_all();
+}
+
+bool BlockFetcher::Alive(std::size_t p) const
+{
+    std::lock_guard lk(m_state->mu);
+    return m_state->alive[p];
 }
 
 bool BlockFetcher::OthersAlive(std::size_t p) const

@@ -109,6 +109,11 @@ public:
     void Drop(std::size_t p, const std::string& why);
     /// Asks for height h (taken before) again, from any peer but `avoid`; Take(h) then gives it.
     void AskOthers(uint32_t h, std::size_t avoid);
+    /// Asks for height h (taken before) again, from peer `p` alone; Take(h) then gives it, or
+    /// another peer's copy when p drops out with h in flight, or Errc::NotFound when p is gone.
+    void AskPeer(uint32_t h, std::size_t p);
+    /// Whether peer `p` is still serving.
+    bool Alive(std::size_t p) const;
     /// Whether a peer other than `p` is still serving.
     bool OthersAlive(std::size_t p) const;
     std::vector<PeerReport> Reports() const;
