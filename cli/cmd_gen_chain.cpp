@@ -4,7 +4,7 @@
 
 #include <ibdkit/blockfile/blockfile.h>
 
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 #include "common/write_guard.h"
 #include "gen/chain_gen.h"
 

@@ -1,6 +1,6 @@
 // cli/interrupt.h — what SIGINT (Ctrl-C) and SIGTERM do to a command: it says what state it
 // leaves ("ibdkit: interrupted: ...") and exits with EXIT_INTERRUPTED. Result files are never left
-// partial under their final names (ibdkit/atomic_file.h): the signal removes their temporaries.
+// partial under their final names (common/atomic_file.h): the signal removes their temporaries.
 #pragma once
 
 #include "exit_codes.h"

@@ -1,8 +1,8 @@
-// AtomicFile (include/ibdkit/atomic_file.h): a temporary beside the final name, fsync, rename.
+// AtomicFile (common/atomic_file.h): a temporary beside the final name, fsync, rename.
 //
 // The files being written are listed in a fixed table of plain character arrays, so that a signal
 // handler can remove their temporaries with nothing but unlink(2) (no allocation, no locks).
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

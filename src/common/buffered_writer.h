@@ -176,11 +176,6 @@ public:
         for (std::size_t i = 0; i < n; ++i) std::memcpy(m_p + 2 * i, HEX_PAIRS[p[i]].data(), 2);
         m_p += 2 * n;
     }
-    void HexReversed(const uint8_t* p, std::size_t n) noexcept
-    {
-        for (std::size_t i = 0; i < n; ++i) std::memcpy(m_p + 2 * i, HEX_PAIRS[p[n - 1 - i]].data(), 2);
-        m_p += 2 * n;
-    }
 
 private:
     void Grow(std::size_t extra)

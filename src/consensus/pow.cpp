@@ -106,16 +106,6 @@ unsigned arith_uint256::bits() const noexcept
     return 0;
 }
 
-double arith_uint256::getdouble() const noexcept
-{
-    double ret = 0.0, fact = 1.0;
-    for (int i = 0; i < WIDTH; i++) {
-        ret += fact * m_pn[i];
-        fact *= 4294967296.0;
-    }
-    return ret;
-}
-
 arith_uint256& arith_uint256::SetCompact(uint32_t compact, bool* negative, bool* overflow) noexcept
 {
     const int size = int(compact >> 24);

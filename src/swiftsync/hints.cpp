@@ -1,7 +1,7 @@
 // BIP 456's hintsfile: Elias-Fano lists, the file's parser and its atomic writer.
 #include <ibdkit/swiftsync/hints.h>
 
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 #include "common/write_guard.h"
 
 #include <ibdkit/encoding/endian.h>

@@ -4,7 +4,7 @@
 
 #include "common/write_guard.h"
 
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 
 #include "common/buffered_writer.h"
 

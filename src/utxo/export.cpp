@@ -4,7 +4,7 @@
 #include "utxo/export_internal.h"
 #include "common/write_guard.h"
 
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <cstring>
 #include <string>

@@ -6,7 +6,7 @@
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
 
-#include "atomic_file.h"
+#include "common/atomic_file.h"
 
 #include "common/buffered_writer.h"
 #include "coins/coins_db_internal.h"

@@ -30,7 +30,6 @@ public:
     /// Position of the highest set bit plus one (0 for zero).
     unsigned bits() const noexcept;
     uint64_t GetLow64() const noexcept { return m_pn[0] | uint64_t(m_pn[1]) << 32; }
-    double getdouble() const noexcept;
 
     arith_uint256& operator<<=(unsigned shift) noexcept;
     arith_uint256& operator>>=(unsigned shift) noexcept;

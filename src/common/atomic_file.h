@@ -1,4 +1,4 @@
-// src/atomic_file.h — a result file appears whole or not at all.
+// src/common/atomic_file.h — a result file appears whole or not at all.
 //
 // Every file ibdkit produces as a result (UTXO exports and snapshots, block tables, balances,
 // gen-chain's summary) is written under a temporary name beside its final one
