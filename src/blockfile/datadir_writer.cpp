@@ -5,6 +5,7 @@
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 
+#include "blockfile/network_folders.h"
 #include "kv/store.h"
 #include "stream/streams.h"
 
@@ -89,14 +90,8 @@ bool EmptyOrMissing(const fs::path& dir)
 
 fs::path NetworkDataDir(const fs::path& datadir, ChainType chain)
 {
-    switch (chain) {
-    case ChainType::MAIN: return datadir;
-    case ChainType::TESTNET: return datadir / "testnet3";
-    case ChainType::TESTNET4: return datadir / "testnet4";
-    case ChainType::SIGNET: return datadir / "signet";
-    case ChainType::REGTEST: return datadir / "regtest";
-    }
-    return datadir;
+    const std::string_view sub = NETWORK_FOLDERS[std::size_t(chain)].sub;
+    return sub.empty() ? datadir : datadir / sub;
 }
 
 DatadirWriter::DatadirWriter(fs::path net_dir, const ChainParams& params, std::size_t max_file_size)

@@ -4,6 +4,7 @@
 #include <ibdkit/encoding/endian.h>
 
 #include "blockfile/block_index.h"
+#include "blockfile/network_folders.h"
 #include "kv/store.h"
 
 #include <fcntl.h>
@@ -19,25 +20,15 @@ namespace ibdkit {
 
 namespace {
 
-struct NetworkDir {
-    ChainType chain;
-    const char* sub; ///< Core's per-network subdirectory ("" for main)
-};
-constexpr std::array<NetworkDir, 5> NETWORK_DIRS{{{ChainType::MAIN, ""},
-                                                  {ChainType::TESTNET, "testnet3"},
-                                                  {ChainType::TESTNET4, "testnet4"},
-                                                  {ChainType::SIGNET, "signet"},
-                                                  {ChainType::REGTEST, "regtest"}}};
-
 bool HasIndex(const std::filesystem::path& blocks_dir)
 {
     std::error_code ec;
     return std::filesystem::exists(blocks_dir / "index" / "CURRENT", ec);
 }
 
-std::filesystem::path BlocksDirOf(const std::filesystem::path& dir, const NetworkDir& n)
+std::filesystem::path BlocksDirOf(const std::filesystem::path& dir, const NetworkFolder& n)
 {
-    return *n.sub ? dir / n.sub / "blocks" : dir / "blocks";
+    return !n.sub.empty() ? dir / n.sub / "blocks" : dir / "blocks";
 }
 
 std::string Name(ChainType c) { return std::string(ChainTypeName(c)); }
@@ -142,13 +133,13 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
         }
         return finish(chain ? *chain : *magic, dir, true);
     }
-    std::vector<NetworkDir> found;
-    for (const auto& n : NETWORK_DIRS) {
+    std::vector<NetworkFolder> found;
+    for (const auto& n : NETWORK_FOLDERS) {
         if (HasIndex(BlocksDirOf(dir, n))) found.push_back(n);
     }
     auto looked = [&] {
         std::string s;
-        for (const auto& n : NETWORK_DIRS) s += (s.empty() ? "" : ", ") + (BlocksDirOf(dir, n) / "index").string();
+        for (const auto& n : NETWORK_FOLDERS) s += (s.empty() ? "" : ", ") + (BlocksDirOf(dir, n) / "index").string();
         return s;
     };
     if (chain) {

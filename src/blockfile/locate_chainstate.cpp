@@ -1,6 +1,7 @@
 // Which chainstate a path names, and its network (blockfile/locate.h, LocateChainstate).
 #include <ibdkit/blockfile/locate.h>
 
+#include "blockfile/network_folders.h"
 #include "common/write_guard.h"
 
 #include <unistd.h>
@@ -14,16 +15,6 @@ namespace ibdkit {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct NetworkFolder {
-    ChainType chain;
-    const char* sub; ///< Core's per-network folder ("" for main)
-};
-constexpr std::array<NetworkFolder, 5> NETWORK_FOLDERS{{{ChainType::MAIN, ""},
-                                                        {ChainType::TESTNET, "testnet3"},
-                                                        {ChainType::TESTNET4, "testnet4"},
-                                                        {ChainType::SIGNET, "signet"},
-                                                        {ChainType::REGTEST, "regtest"}}};
 
 bool Exists(const fs::path& p)
 {
@@ -45,7 +36,7 @@ std::optional<ChainType> ChainOfPlace(const fs::path& chainstate)
     }
     const std::string name = parent.filename().string();
     for (const auto& n : NETWORK_FOLDERS) {
-        if (*n.sub && name == n.sub && Exists(parent / "blocks")) return n.chain;
+        if (!n.sub.empty() && name == n.sub && Exists(parent / "blocks")) return n.chain;
     }
     if (Exists(parent / "blocks" / "index")) return ChainType::MAIN;
     return std::nullopt;
@@ -88,23 +79,23 @@ Result<ChainstateLocation> LocateChainstate(const fs::path& path, std::optional<
     // A data directory, or a network's own folder (~/.bitcoin/testnet3).
     std::vector<NetworkFolder> found;
     for (const auto& n : NETWORK_FOLDERS) {
-        const fs::path cs = (*n.sub ? path / n.sub : path) / "chainstate";
+        const fs::path cs = (!n.sub.empty() ? path / n.sub : path) / "chainstate";
         if (Exists(cs / "CURRENT")) found.push_back(n);
     }
-    auto folder = [&](const NetworkFolder& n) { return (*n.sub ? path / n.sub : path) / "chainstate"; };
+    auto folder = [&](const NetworkFolder& n) { return (!n.sub.empty() ? path / n.sub : path) / "chainstate"; };
     if (found.empty()) {
         return Error{Errc::NotFound, "no chainstate in " + path.string() + " (looked for " + (path / "CURRENT").string() + ", " +
                                          (path / "chainstate").string() + " and each network's NETWORK/chainstate)"};
     }
     if (chain) {
         for (const auto& n : found) {
-            if (n.chain == *chain || (!*n.sub && ChainOfPlace(folder(n)) == chain)) return Found(folder(n), chain);
+            if (n.chain == *chain || (n.sub.empty() && ChainOfPlace(folder(n)) == chain)) return Found(folder(n), chain);
         }
         // DIR/chainstate of a network's own folder: its place names the network.
-        if (found.size() == 1 && !*found.front().sub && !ChainOfPlace(folder(found.front()))) return Found(folder(found.front()), chain);
+        if (found.size() == 1 && found.front().sub.empty() && !ChainOfPlace(folder(found.front()))) return Found(folder(found.front()), chain);
         std::string names, first;
         for (const auto& n : found) {
-            const auto c = *n.sub ? n.chain : ChainOfPlace(folder(n)).value_or(ChainType::MAIN);
+            const auto c = !n.sub.empty() ? n.chain : ChainOfPlace(folder(n)).value_or(ChainType::MAIN);
             names += (names.empty() ? "" : " and ") + Name(c);
             if (first.empty()) first = Name(c);
         }
@@ -117,7 +108,7 @@ Result<ChainstateLocation> LocateChainstate(const fs::path& path, std::optional<
         return Error{Errc::InvalidValue, path.string() + " holds the chainstates of several networks (" + names + "): pass --network"};
     }
     const auto& n = found.front();
-    return Found(folder(n), *n.sub ? std::optional<ChainType>(n.chain) : std::nullopt);
+    return Found(folder(n), !n.sub.empty() ? std::optional<ChainType>(n.chain) : std::nullopt);
 }
 
 } // namespace ibdkit

@@ -1,5 +1,6 @@
 // Where ibdkit may write (common/write_guard.h).
 #include "common/chainstate_format.h"
+#include "common/network_folders.h"
 #include "common/write_guard.h"
 
 #include <fcntl.h>
@@ -17,8 +18,6 @@ namespace ibdkit {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::array<const char*, 4> NETWORK_SUBDIRS{"testnet3", "testnet4", "signet", "regtest"};
 
 bool IsDir(const fs::path& p)
 {
@@ -51,8 +50,8 @@ bool CoreIndexIn(const fs::path& blocks) { return IsDir(blocks / "index") && !Ex
 bool LooksLikeCore(const fs::path& d)
 {
     if (Exists(d / "bitcoin.conf") || Exists(d / "peers.dat") || CoreIndexIn(d / "blocks")) return true;
-    for (const char* net : NETWORK_SUBDIRS) {
-        if (CoreIndexIn(d / net / "blocks")) return true;
+    for (std::string_view net : NETWORK_SUBFOLDERS) {
+        if (!net.empty() && CoreIndexIn(d / net / "blocks")) return true;
     }
     return CoreIndexIn(d) && HasBlkFile(d);
 }
