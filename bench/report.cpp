@@ -37,6 +37,45 @@ std::optional<std::string> ReportPython(std::string* why)
     return py;
 }
 
+/// Draws policy_cost.png from results.json with scripts/bench_report.py: "" when it did, else why not.
+std::string DrawChart(const fs::path& json, const fs::path& png)
+{
+    std::error_code ec;
+    fs::remove(png, ec);
+    std::string why;
+    const fs::path script = fs::path(IBDKIT_SOURCE_DIR) / "scripts" / "bench_report.py";
+    if (!fs::exists(script)) return script.string() + " not found";
+    auto py = ReportPython(&why);
+    if (!py) return why;
+    const std::string cmd = ShellQuote(*py) + " " + ShellQuote(script.string()) + " --json " + ShellQuote(json.string()) +
+                            " --out " + ShellQuote(png.string()) + " 2>&1";
+    auto out = Capture(cmd);
+    if (!out || !fs::exists(png)) return "scripts/bench_report.py failed" + (out ? ": " + *out : std::string());
+    return "";
+}
+
+/// The section setting each group's variants against Core's engine measured in the same run, if any.
+void WriteCoreSection(std::ostringstream& md, const std::vector<Result>& results)
+{
+    bool any_core = false;
+    std::ostringstream core;
+    core << "## ibdkit vs Bitcoin Core (same run)\n\n| benchmark | Core ns/unit | ibdkit variant | ibdkit ns/unit | "
+            "ibdkit / Core | speed-up |\n|---|---:|---|---:|---:|---:|\n";
+    for (const auto& rows : ByGroup(results)) {
+        auto c = std::find_if(rows.begin(), rows.end(), [](const Result* r) { return IsCoreVariant(r->variant); });
+        if (c == rows.end()) continue;
+        for (const Result* r : rows) {
+            if (r == *c || !r->ratio_to_core) continue;
+            any_core = true;
+            core << "| " << r->group << " | " << Fmt((*c)->median_ns_per_unit) << " | " << r->variant << " | "
+                 << Fmt(r->median_ns_per_unit) << " | "
+                 << Printf("%.3f [%.3f–%.3f]", *r->ratio_to_core, *r->core_lo, *r->core_hi) << " | "
+                 << Printf("%.2f×", 1 / *r->ratio_to_core) << " |\n";
+        }
+    }
+    if (any_core) md << core.str() << "\n";
+}
+
 } // namespace
 
 bool WriteReport(const std::string& dir, const std::vector<Result>& results, const Options& opts,
@@ -54,20 +93,7 @@ bool WriteReport(const std::string& dir, const std::vector<Result>& results, con
 
     // The chart first, so report.md links it only if it exists.
     const fs::path png = fs::path(dir) / "policy_cost.png";
-    fs::remove(png, ec);
-    std::string chart_note;
-    std::string why;
-    const fs::path script = fs::path(IBDKIT_SOURCE_DIR) / "scripts" / "bench_report.py";
-    if (!fs::exists(script)) {
-        chart_note = script.string() + " not found";
-    } else if (auto py = ReportPython(&why)) {
-        const std::string cmd = ShellQuote(*py) + " " + ShellQuote(script.string()) + " --json " + ShellQuote(json.string()) +
-                                " --out " + ShellQuote(png.string()) + " 2>&1";
-        auto out = Capture(cmd);
-        if (!out || !fs::exists(png)) chart_note = "scripts/bench_report.py failed" + (out ? ": " + *out : std::string());
-    } else {
-        chart_note = why;
-    }
+    const std::string chart_note = DrawChart(json, png);
 
     std::ostringstream md;
     md << "# ibdkit benchmark report\n\n";
@@ -119,24 +145,7 @@ bool WriteReport(const std::string& dir, const std::vector<Result>& results, con
         md << "Chart not written: " << chart_note << ".\n\n";
     }
 
-    // ibdkit vs Core.
-    bool any_core = false;
-    std::ostringstream core;
-    core << "## ibdkit vs Bitcoin Core (same run)\n\n| benchmark | Core ns/unit | ibdkit variant | ibdkit ns/unit | "
-            "ibdkit / Core | speed-up |\n|---|---:|---|---:|---:|---:|\n";
-    for (const auto& rows : ByGroup(results)) {
-        auto c = std::find_if(rows.begin(), rows.end(), [](const Result* r) { return IsCoreVariant(r->variant); });
-        if (c == rows.end()) continue;
-        for (const Result* r : rows) {
-            if (r == *c || !r->ratio_to_core) continue;
-            any_core = true;
-            core << "| " << r->group << " | " << Fmt((*c)->median_ns_per_unit) << " | " << r->variant << " | "
-                 << Fmt(r->median_ns_per_unit) << " | "
-                 << Printf("%.3f [%.3f–%.3f]", *r->ratio_to_core, *r->core_lo, *r->core_hi) << " | "
-                 << Printf("%.2f×", 1 / *r->ratio_to_core) << " |\n";
-        }
-    }
-    if (any_core) md << core.str() << "\n";
+    WriteCoreSection(md, results);
 
     md << "## Tables\n" << FormatTables(results, true) << "\n";
     std::vector<std::string> unstable;

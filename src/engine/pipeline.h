@@ -24,7 +24,7 @@
 // byte budget and a count, so a fast source cannot run ahead of the connector by more than a few
 // MiB. A decoded block holds about 3.5 times its raw bytes (every witness item and script is an
 // allocation of its own), so this is part of the fixed memory beside the cache; a larger budget
-// cost peak RSS and did not run faster (docs/benchmarks.md).
+// only costs peak RSS (docs/benchmarks.md).
 // With one thread the source's emit decodes, checks and connects in place.
 //
 // Prefetch: once the chainstate holds coins on disk (it was resumed, or the cache has flushed),
