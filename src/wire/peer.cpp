@@ -1,5 +1,7 @@
 #include "wire/peer.h"
 
+#include "wire/rate_limit.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -217,7 +219,14 @@ std::optional<NetError> Peer::Send(std::string_view command, std::span<const uin
 {
     const auto msg = MakeMessage(m_params.message_start, command, payload);
     m_bytes_sent += msg.size();
-    return m_socket.SendAll(msg, NetClock::now() + timeout, m_interrupt);
+    if (!m_send_limit) return m_socket.SendAll(msg, NetClock::now() + timeout, m_interrupt);
+    for (std::span<const uint8_t> rest(msg); !rest.empty();) {
+        const auto piece = rest.first(std::min(rest.size(), SendRateLimit::SEND_CHUNK));
+        if (!m_send_limit->Take(piece.size(), m_interrupt)) return NetError{NetErrc::Interrupted, "interrupted"};
+        if (auto e = m_socket.SendAll(piece, NetClock::now() + timeout, m_interrupt)) return e;
+        rest = rest.subspan(piece.size());
+    }
+    return std::nullopt;
 }
 
 NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)

@@ -27,6 +27,8 @@
 
 namespace ibdkit {
 
+class SendRateLimit;
+
 using NetClock = std::chrono::steady_clock;
 
 /// A connected stream socket (owns the descriptor).
@@ -90,7 +92,8 @@ class Peer {
 public:
     Peer(Socket socket, const ChainParams& params, PolicyId policy = DefaultPolicy::id, const std::atomic<bool>* interrupt = nullptr);
 
-    /// Sends one message; waits at most `timeout` for the socket to take it.
+    /// Sends one message; waits at most `timeout` for the socket to take it (with a rate limit, for
+    /// the socket to take each piece: the wait for the limit is not the peer's).
     std::optional<NetError> Send(std::string_view command, std::span<const uint8_t> payload = {},
                                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
@@ -103,6 +106,10 @@ public:
     /// info().features then lists; a malformed one ends the handshake).
     std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce,
                                       int32_t version = PROTOCOL_VERSION);
+
+    /// From here on every message sent is charged to `limit` (shared with other connections; it
+    /// must outlive this Peer) and sent in SendRateLimit::SEND_CHUNK pieces as the limit allows.
+    void LimitSendRate(SendRateLimit* limit) noexcept { m_send_limit = limit; }
 
     /// A message's payload bytes.
     static std::span<const uint8_t> Bytes(const NetMessage& m) noexcept { return m.payload.uchars(); }
@@ -123,6 +130,7 @@ private:
     std::span<const uint8_t> m_pending;
     PeerInfo m_info;
     uint64_t m_bytes_sent{0};
+    SendRateLimit* m_send_limit{nullptr};
 };
 
 } // namespace ibdkit
