@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,44 @@ std::optional<std::pair<std::string, std::optional<uint16_t>>> ParseListen(const
     return std::make_pair(host, std::optional<uint16_t>(uint16_t(n)));
 }
 
+/// The bounds of `--max-upload-rate` besides 0 (no limit), bytes per second.
+constexpr double MIN_UPLOAD_RATE = 1e3, MAX_UPLOAD_RATE = 1e12;
+
+/// `--max-upload-rate`: bytes per second, a plain whole number or a number with a decimal suffix
+/// (k = 1,000, M = 10^6, G = 10^9, T = 10^12: "500k", "110M", "1.5G"); 0 is no limit. nullopt
+/// when malformed or outside [MIN_UPLOAD_RATE, MAX_UPLOAD_RATE].
+std::optional<uint64_t> ParseUploadRate(const std::string& s)
+{
+    std::string number = s;
+    double unit = 1;
+    if (!number.empty()) {
+        const std::string suffixes = "kKMGT";
+        if (const auto i = suffixes.find(number.back()); i != std::string::npos) {
+            unit = i <= 1 ? 1e3 : i == 2 ? 1e6 : i == 3 ? 1e9 : 1e12;
+            number.pop_back();
+        }
+    }
+    // Digits with at most one '.' between two of them: no sign, exponent, space, hex or infinity.
+    const bool plain = !number.empty() && number.size() <= 20 && number.find_first_not_of("0123456789.") == std::string::npos &&
+                       std::count(number.begin(), number.end(), '.') <= 1 && number.front() != '.' && number.back() != '.';
+    if (!plain) return std::nullopt;
+    const double rate = std::strtod(number.c_str(), nullptr) * unit;
+    if (rate == 0) return 0;
+    if (!(rate >= MIN_UPLOAD_RATE && rate <= MAX_UPLOAD_RATE)) return std::nullopt;
+    return uint64_t(rate + 0.5);
+}
+
+CLI::Validator UploadRate()
+{
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            if (ParseUploadRate(value)) return {};
+            return "expected bytes per second such as 500k, 110M or 1G (decimal: k = 1000), from 1k to 1T, or 0 for no "
+                   "limit, got '" + value + "'";
+        },
+        "RATE", "UploadRate");
+}
+
 const CommandRegistrar serve_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("serve",
         "Serve a Bitcoin Core data directory's blocks to other nodes over P2P (v1), read-only: version/verack,\n"
@@ -54,6 +93,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
         std::string datadir, blocks_dir, network, listen{"127.0.0.1"};
         unsigned max_peers{32};
         double peer_timeout{120};
+        std::string max_upload_rate{"0"};
         bool json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
@@ -67,6 +107,11 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
     cmd->add_option("--max-peers", a->max_peers, "Peers served at once; more are closed at once")->check(IntegerIn(1, 1024))->capture_default_str();
     cmd->add_option("--peer-timeout", a->peer_timeout, "Seconds a peer may stay silent (or not take our bytes) before it is dropped")
         ->check(NumberIn(1, 86400))
+        ->capture_default_str();
+    cmd->add_option("--max-upload-rate", a->max_upload_rate,
+                    "Bytes per second sent to all peers together: a whole number, or with a decimal suffix\n"
+                    "(k = 1000, M = 10^6, G = 10^9, T = 10^12: 500k, 110M, 1.5G), from 1k to 1T; 0 is no limit")
+        ->check(UploadRate())
         ->capture_default_str();
     cmd->add_flag("--json", a->json, "On exit, print the counters as JSON");
     AddQuietOption(cmd, a->quiet);
@@ -82,6 +127,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
         o.port = listen->second;
         o.max_peers = a->max_peers;
         o.peer_timeout = std::chrono::milliseconds(int64_t(a->peer_timeout * 1000));
+        o.max_upload_rate = *ParseUploadRate(a->max_upload_rate);
         InstallInterruptFlag(&g_interrupt);
         o.interrupt = &g_interrupt;
         o.on_listening = [](const std::string& host, uint16_t port) {
@@ -101,7 +147,8 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
             const nlohmann::json j{{"height", r->height},           {"connections", r->connections}, {"refused", r->refused},
                                    {"dropped", r->dropped},         {"blocks_sent", r->blocks_sent}, {"headers_sent", r->headers_sent},
                                    {"bspent_sent", r->bspent_sent}, {"spent_coins", r->spent_coins},
-                                   {"bytes_sent", r->bytes_sent}, {"bytes_received", r->bytes_received}};
+                                   {"bytes_sent", r->bytes_sent}, {"bytes_received", r->bytes_received},
+                                   {"max_upload_rate", r->max_upload_rate}, {"upload_wait_seconds", r->upload_wait_seconds}};
             std::printf("%s\n", j.dump(2).c_str());
         } else if (!a->quiet) {
             std::printf("served height %d to %llu peers: %llu blocks, %llu headers, %llu bspent, %.1f MB sent; %llu dropped, %llu refused\n",

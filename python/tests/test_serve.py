@@ -360,3 +360,53 @@ def test_bspent_holds_exactly_the_coins_of_each_blocks_rev_record(cli, served):
     finally:
         counters, _ = server.stop()
     assert counters["spent_coins"] and counters["bspent_sent"] == 2 * height
+
+
+@pytest.fixture(scope="module")
+def paced_chain(cli, tmp_path_factory):
+    """A generated chain of about 3 MB (blocks past the coinbase maturity), with its classic replay's result."""
+    root = tmp_path_factory.mktemp("paced")
+    run_cli(cli, "gen-chain", "--out", root / "g", "--blocks", "140", "--target-mb", "3", "--seed", "5", "--no-progress")
+    blocks = root / "g" / "blocks"
+    expected = json.loads(run_cli(cli, "replay", "-q", "--json", "--blocks-dir", blocks).stdout)
+    return blocks, expected
+
+
+def test_max_upload_rate_paces_every_peer_together(cli, paced_chain):
+    """`--max-upload-rate 2M`: two syncs at once from one server each end on the replay's UTXO set,
+    and together they take at least (nearly) the time 2 MB/s needs for every byte the server sent:
+    the cap holds over all connections, not per connection. A lower bound only: how much longer
+    they take depends on the machine."""
+    blocks, expected = paced_chain
+    rate = 2_000_000
+    server = Server(cli, "--blocks-dir", blocks, "--network", "regtest", "--max-upload-rate", "2M")
+    try:
+        start = time.monotonic()
+        syncs = [subprocess.Popen([str(cli), "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}", "--network",
+                                   "regtest", "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        results = [p.communicate(timeout=300) for p in syncs]
+        elapsed = time.monotonic() - start
+    finally:
+        counters, err = server.stop()
+    for p, (out, sync_err) in zip(syncs, results):
+        assert p.returncode == 0, sync_err
+        got = json.loads(out)
+        assert (got["height"], got["bestblock"]) == (expected["height"], expected["bestblock"])
+        assert got["hash_serialized_3"] == expected["hash_serialized_3"]
+    assert counters["connections"] == 2 and counters["blocks_sent"] == 2 * expected["height"]
+    assert counters["max_upload_rate"] == rate and counters["upload_wait_seconds"] > 0, counters
+    assert counters["bytes_sent"] > 5_000_000, counters
+    assert elapsed >= 0.8 * counters["bytes_sent"] / rate, (elapsed, counters)
+
+
+def test_max_upload_rate_takes_decimal_units_and_refuses_nonsense(cli, paced_chain):
+    blocks, _ = paced_chain
+    for bad in ("-1", "500", "0.5k", "2T", "10X", "1e6", "1.k", ".5M", "1,000k", "M", ""):
+        r = run_cli(cli, "serve", "--blocks-dir", blocks, "--max-upload-rate", bad, check=False)
+        assert r.returncode == 64, (bad, r.stderr)
+        assert r.stderr.startswith(f"ibdkit: error: --max-upload-rate: expected bytes per second such as 500k, 110M or "
+                                   f"1G (decimal: k = 1000), from 1k to 1T, or 0 for no limit, got '{bad}'"), (bad, r.stderr)
+    for good, rate in (("0", 0), ("1k", 1000), ("1.5G", 1_500_000_000), ("110M", 110_000_000), ("2000000", 2_000_000)):
+        counters, _ = Server(cli, "--blocks-dir", blocks, "--max-upload-rate", good).stop()
+        assert counters["max_upload_rate"] == rate and counters["upload_wait_seconds"] == 0, (good, counters)

@@ -99,6 +99,8 @@ Result<ServeStats> Serve(const ServeOptions& o)
     stats.bspent_sent = shared.bspent_sent.load();
     stats.bytes_sent = shared.bytes_sent.load();
     stats.bytes_received = shared.bytes_received.load();
+    stats.max_upload_rate = o.max_upload_rate;
+    if (shared.upload_limit) stats.upload_wait_seconds = std::chrono::duration<double>(shared.upload_limit->waited()).count();
     return stats;
 }
 

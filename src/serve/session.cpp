@@ -37,6 +37,7 @@ public:
           m_reader(shared.chain.files, shared.chain.key)
     {
         if (shared.undo) m_undo.emplace(shared.undo->blocks_dir, shared.undo->key, shared.params.message_start);
+        if (shared.upload_limit) m_peer.LimitSendRate(shared.upload_limit.get());
     }
 
     /// Serves until the peer leaves (nullopt) or fails (why).

@@ -7,8 +7,11 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/serve/serve.h>
 
+#include "wire/rate_limit.h"
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -17,7 +20,8 @@ namespace ibdkit {
 /// What every connection of one server shares: the chain (read-only), the options, the counters.
 struct ServeShared {
     ServeShared(const LocatedChain& c, const ChainParams& p, const ServeOptions& o, const DatadirUndo* u)
-        : chain(c), params(p), options(o), undo(u)
+        : chain(c), params(p), options(o), undo(u),
+          upload_limit(o.max_upload_rate ? std::make_unique<SendRateLimit>(o.max_upload_rate) : nullptr)
     {
     }
     const LocatedChain& chain;
@@ -25,6 +29,8 @@ struct ServeShared {
     const ServeOptions& options;
     /// The datadir's undo data: BIP 455's spent coins are served from it (nullptr: none, no feature).
     const DatadirUndo* undo;
+    /// options.max_upload_rate as one bucket every connection's sends are charged to (nullptr: none).
+    const std::unique_ptr<SendRateLimit> upload_limit;
     std::atomic<uint64_t> connections{0}, dropped{0}, blocks_sent{0}, headers_sent{0}, bspent_sent{0}, bytes_sent{0}, bytes_received{0};
     std::mutex event_mutex;
 

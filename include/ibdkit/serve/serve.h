@@ -36,6 +36,10 @@ struct ServeOptions {
     /// A peer that sends nothing for this long, or takes longer than this to accept a message, is
     /// disconnected.
     std::chrono::milliseconds peer_timeout{std::chrono::minutes(2)};
+    /// Bytes per second sent over every connection together (0: no limit). Each message is sent in
+    /// pieces as a shared token bucket allows (a burst of a tenth of a second's bytes), so a block is
+    /// paced and the peers share the rate; the wait for it never counts against peer_timeout.
+    uint64_t max_upload_rate{0};
     /// Set (e.g. by a signal handler) to stop: the server closes every connection and returns.
     const std::atomic<bool>* interrupt{nullptr};
     /// Called once, on the calling thread, when the socket listens: the address and the bound port.
@@ -56,6 +60,9 @@ struct ServeStats {
     bool spent_coins{false};          ///< BIP 455 was offered (a datadir with undo data)
     uint64_t bytes_sent{0};
     uint64_t bytes_received{0};
+    uint64_t max_upload_rate{0};      ///< the options' cap, bytes per second (0: none)
+    /// Seconds the connections waited for the cap, summed over them (two waiting at once count twice).
+    double upload_wait_seconds{0};
 };
 
 /// Serves until `interrupt` is set. Errors before serving: the blocks cannot be located
