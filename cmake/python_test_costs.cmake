@@ -9,7 +9,7 @@ set(IBDKIT_PY_TEST_COSTS
   test_sync_datadir 47
   test_replay_datadir 47
   test_spent_core 42
-  test_serve 37
+  test_serve 42
   test_undo_core 25
   test_replay_failure 22
 )

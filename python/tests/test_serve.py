@@ -410,3 +410,31 @@ def test_max_upload_rate_takes_decimal_units_and_refuses_nonsense(cli, paced_cha
     for good, rate in (("0", 0), ("1k", 1000), ("1.5G", 1_500_000_000), ("110M", 110_000_000), ("2000000", 2_000_000)):
         counters, _ = Server(cli, "--blocks-dir", blocks, "--max-upload-rate", good).stop()
         assert counters["max_upload_rate"] == rate and counters["upload_wait_seconds"] == 0, (good, counters)
+
+
+def test_swiftsync_from_a_capped_server_ends_on_the_replays_utxo_set(cli, served, tmp_path):
+    """The cap's use case (issue #55): `sync --swiftsync` downloads blocks and their spent coins
+    (BIP 455) from a server with `--max-upload-rate`, and ends on the classic replay's UTXO set no
+    sooner than the cap allows for every byte the server sent (a lower bound only)."""
+    datadir, height, tip, expected = served
+    below = height - 15
+    run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", tmp_path / "cs-n", "--stop-height", below, "--no-stats")
+    hints = tmp_path / "chain.hints"
+    run_cli(cli, "hints", "-q", "--chainstate", tmp_path / "cs-n", "--datadir", datadir, "--out", hints)
+    rate = 1_000_000
+    server = Server(cli, "--datadir", datadir, "--max-upload-rate", "1M")
+    try:
+        start = time.monotonic()
+        got = json.loads(run_cli(cli, "sync", "-q", "--json", "--network", "regtest", "--swiftsync", hints, "--timeout", "30",
+                                 "--assumevalid", "0", "--connect", f"127.0.0.1:{server.port}",
+                                 "--chainstate", tmp_path / "cs").stdout)
+        elapsed = time.monotonic() - start
+    finally:
+        counters, err = server.stop()
+    assert got["swiftsync"]["ok"], got
+    assert (got["height"], got["bestblock"]) == (height, tip)
+    for k in FIELDS:
+        assert got[k] == expected[k], k
+    assert counters["bspent_sent"] >= below and counters["max_upload_rate"] == rate, counters
+    assert counters["bytes_sent"] > 2_000_000, counters
+    assert elapsed >= 0.8 * counters["bytes_sent"] / rate, (elapsed, counters)
