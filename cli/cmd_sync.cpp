@@ -55,26 +55,108 @@ void SetPeer(SyncOptions& o, const std::vector<std::string>& connect, bool swift
     o.port = hp->second;
 }
 
+/// The command line of `sync`.
+struct SyncArgs {
+    std::vector<std::string> connect;
+    std::string network, chainstate, undo, datadir, policy{"hardened"}, swiftsync;
+    std::size_t dbcache{450};
+    double timeout{30};
+    double headers_wait{3};
+    std::size_t window{16};
+    uint32_t keep_recent{0};
+    unsigned threads{0};
+    int stop_height{-1};
+    int rounds{1};
+    bool getblocks{false};
+    ConnectOutputArgs out;
+};
+
+/// The classic sync from the first peer, with a progress line; its result printed, its outcome as
+/// the exit code.
+void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
+{
+    height_export.Prepare(o);
+    auto bar = std::make_shared<ProgressLine>(!a.out.quiet);
+    o.on_sync_progress = [bar](const SyncProgress& p) {
+        char text[256];
+        if (p.headers_phase) {
+            std::snprintf(text, sizeof text, "headers %d/%d", p.header_height, p.tip_height);
+        } else {
+            const double s = std::max(p.elapsed_s, 1e-9);
+            const double bps = double(p.blocks) / s;
+            const int left = p.tip_height - p.height;
+            std::snprintf(text, sizeof text, "height %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  in flight %zu  cache %zu/%zu MiB  ETA %s",
+                          p.height, p.tip_height, bps, double(p.txs) / s, double(p.bytes) / 1e6 / s, p.in_flight,
+                          p.cache_bytes >> 20, p.cache_budget >> 20, bps > 0 ? (std::to_string(int(left / bps)) + " s").c_str() : "?");
+        }
+        bar->Update(p.tip_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.tip_height : -1, text);
+    };
+    StopOnInterrupt(&g_interrupt, o.chainstate.string());
+    o.interrupt = &g_interrupt;
+    auto r = Sync(o);
+    bar->Done();
+    ReportInterrupted(r ? *r : EngineResult{}, o.chainstate.string());
+    if (!r) {
+        PrintError(r.error().message);
+        ExitCode() = EXIT_FAILED;
+        return;
+    }
+    RecordNetwork(o, o.chain);
+    if (a.out.json) {
+        std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
+    } else {
+        PrintHuman(*r);
+    }
+    if (r->failure) {
+        PrintError(SyncStopped(*r) + ": " + r->failure->message);
+        ExitCode() = EXIT_FAILED;
+    }
+    ReportReject(*r);
+    if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
+    height_export.Finish(*r, !a.out.quiet);
+    if (!a.out.quiet) PrintDatadirHandover(o, o.chain);
+}
+
+/// `sync --policy all`: the same sync once per policy (CompareAllPolicies), each in a child process
+/// into a temporary chainstate; the exit code.
+int SyncAllPolicies(const SyncOptions& base, bool quiet, int rounds)
+{
+    return CompareAllPolicies(rounds, [&](PolicyId id, const std::string& label) {
+        auto bar = std::make_shared<ProgressLine>(!quiet);
+        PolicyRun run = RunInChild(id, [&]() -> std::string {
+            SyncOptions o = base;
+            o.policy = id;
+            o.on_progress = ProgressPrinter(bar, label);
+            auto r = Sync(o);
+            if (!r) return "!" + r.error().message;
+            if (r->failure) return "!" + SyncStopped(*r) + ": " + r->failure->message;
+            return ToJson(SyncResultFields(*r, id)).dump();
+        });
+        bar->Done();
+        return run;
+    });
+}
+
+/// What `--policy all` cannot go with: it compares runs, each into a temporary chainstate.
+void CheckAllPolicies(const SyncArgs& a, const HeightExport& height_export)
+{
+    if (a.policy != "all") {
+        if (a.rounds != 1) throw CLI::ValidationError("--rounds", "goes with --policy all");
+        return;
+    }
+    if (!a.chainstate.empty() || !a.datadir.empty() || !a.undo.empty() || height_export.Enabled()) {
+        throw CLI::ValidationError("--policy all", "compares the policies, each syncing into a temporary chainstate: drop --chainstate, "
+                                                   "--datadir, --undo and --height");
+    }
+}
+
 const CommandRegistrar sync_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("sync",
         "Initial block download from one P2P peer: handshake, headers-first (getblocks when the peer ignores\n"
         "getheaders), blocks in a bounded getdata window, each checked, connected and flushed as `ibdkit replay`\n"
         "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
         "the next run on the same --chainstate resumes.");
-    struct Args {
-        std::vector<std::string> connect;
-        std::string network, chainstate, undo, datadir, policy{"hardened"}, swiftsync;
-        std::size_t dbcache{450};
-        double timeout{30};
-        double headers_wait{3};
-        std::size_t window{16};
-        uint32_t keep_recent{0};
-        unsigned threads{0};
-        int stop_height{-1};
-        bool getblocks{false};
-        ConnectOutputArgs out;
-    };
-    auto a = std::make_shared<Args>();
+    auto a = std::make_shared<SyncArgs>();
     auto height_export = std::make_shared<HeightExport>();
     cmd->add_option("--connect", a->connect,
                     "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); with --swiftsync, repeat it for\n"
@@ -90,7 +172,10 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         "Write a Bitcoin Core data directory here: blocks, undo data, block index, and the chainstate (unless\n"
         "--chainstate names one) in its network's folder; `bitcoind -datadir=DIR` starts on it (docs/sync.md)");
     AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
-    cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList())->capture_default_str();
+    cmd->add_option("--policy", a->policy,
+                    "Buffer policy: " + PolicyNameList() + ", or all (the same sync once per policy, side by side: docs/sync.md)")
+        ->capture_default_str();
+    cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->check(IntegerIn(1, 100))->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
         ->check(NumberIn(0.001, 86400))
         ->capture_default_str();
@@ -110,9 +195,13 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
         SetPeer(o, a->connect, !a->swiftsync.empty());
-        auto id = ParsePolicy(a->policy);
-        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
-        o.policy = *id;
+        CheckAllPolicies(*a, *height_export);
+        const bool all = a->policy == "all";
+        if (!all) {
+            auto id = ParsePolicy(a->policy);
+            if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
+            o.policy = *id;
+        }
         o.chainstate = a->chainstate;
         o.undo_dir = a->undo;
         o.dbcache_mib = a->dbcache;
@@ -126,47 +215,16 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         UseDatadirOut(o, a->datadir, o.chain);
         CheckEngineOutputs(o);
-        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->keep_recent, a->out);
-        height_export->Prepare(o);
-        auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
-        o.on_sync_progress = [bar](const SyncProgress& p) {
-            char text[256];
-            if (p.headers_phase) {
-                std::snprintf(text, sizeof text, "headers %d/%d", p.header_height, p.tip_height);
-            } else {
-                const double s = std::max(p.elapsed_s, 1e-9);
-                const double bps = double(p.blocks) / s;
-                const int left = p.tip_height - p.height;
-                std::snprintf(text, sizeof text, "height %d/%d  %.0f blk/s  %.0f tx/s  %.1f MB/s  in flight %zu  cache %zu/%zu MiB  ETA %s",
-                              p.height, p.tip_height, bps, double(p.txs) / s, double(p.bytes) / 1e6 / s, p.in_flight,
-                              p.cache_bytes >> 20, p.cache_budget >> 20, bps > 0 ? (std::to_string(int(left / bps)) + " s").c_str() : "?");
-            }
-            bar->Update(p.tip_height > 0 ? double(p.headers_phase ? p.header_height : p.height) / p.tip_height : -1, text);
-        };
-        StopOnInterrupt(&g_interrupt, o.chainstate.string());
-        o.interrupt = &g_interrupt;
-        auto r = Sync(o);
-        bar->Done();
-        ReportInterrupted(r ? *r : EngineResult{}, o.chainstate.string());
-        if (!r) {
-            PrintError(r.error().message);
-            ExitCode() = EXIT_FAILED;
+        if (all && !a->swiftsync.empty()) {
+            ExitCode() = SwiftSyncPeersAllPolicies(o, a->connect, a->swiftsync, a->keep_recent, a->out.quiet, a->rounds);
             return;
         }
-        RecordNetwork(o, o.chain);
-        if (a->out.json) {
-            std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
-        } else {
-            PrintHuman(*r);
+        if (all) {
+            ExitCode() = SyncAllPolicies(o, a->out.quiet, a->rounds);
+            return;
         }
-        if (r->failure) {
-            PrintError(SyncStopped(*r) + ": " + r->failure->message);
-            ExitCode() = EXIT_FAILED;
-        }
-        ReportReject(*r);
-        if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
-        height_export->Finish(*r, !a->out.quiet);
-        if (!a->out.quiet) PrintDatadirHandover(o, o.chain);
+        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->keep_recent, a->out);
+        RunClassic(o, *a, *height_export);
     });
 });
 

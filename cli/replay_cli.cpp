@@ -357,7 +357,7 @@ int CompareAllPolicies(int rounds, const std::function<PolicyRun(PolicyId, const
             if (rounds > 1) label += " (round " + std::to_string(r + 1) + "/" + std::to_string(rounds) + ")";
             all[k].push_back(run(id, label));
             if (!all[k].back().error.empty()) {
-                PrintError("replay with " + std::string(PolicyName(id)) + " failed: " + all[k].back().error);
+                PrintError("the run with " + std::string(PolicyName(id)) + " failed: " + all[k].back().error);
                 return EXIT_FAILED;
             }
         }

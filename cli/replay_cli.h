@@ -85,6 +85,10 @@ void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recen
 /// `sync --swiftsync HINTS` from the peers `connect`, with the classic sync's options `classic`
 /// (its settings, and the continuation after n): runs SyncSwiftSync, prints its result (or its
 /// JSON), sets the exit code.
+/// `sync --swiftsync … --policy all`: the same sync once per policy (CompareAllPolicies), each in a
+/// child process into a temporary chainstate; the exit code.
+int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                              uint32_t keep_recent, bool quiet, int rounds);
 void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
                            uint32_t keep_recent, const ConnectOutputArgs& out);
 

@@ -8,6 +8,8 @@
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/run/swiftsync_sync.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <string>
 
@@ -88,8 +90,11 @@ void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recen
         ->capture_default_str();
 }
 
-void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                           uint32_t keep_recent, const ConnectOutputArgs& out)
+namespace {
+
+/// The run's options from the classic sync's (its continuation) and --swiftsync's.
+run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                                        uint32_t keep_recent)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
     run::SwiftSyncPeersOptions o;
@@ -109,6 +114,51 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     o.statistics = classic.statistics;
     o.continuation = classic;
     o.datadir = classic.datadir_out;
+    return o;
+}
+
+/// One policy's run for `--policy all`: the result's fields, counts over SwiftSync and the classic
+/// rest together (PolicyRun's), or "!" and why it failed.
+std::string PolicyRunJson(const Result<run::SwiftSyncPeersResult>& r, PolicyId policy)
+{
+    if (!r) return "!" + r.error().message;
+    const swiftsync::SwiftSyncResult& s = r->swiftsync;
+    if (!s.verdict.ok) return "!SwiftSync refuses blocks 1.." + std::to_string(s.height) + ": " + s.verdict.reason;
+    const SyncResult* c = r->continuation ? &*r->continuation : nullptr;
+    if (c && c->failure) return "!the classic sync after height " + std::to_string(s.height) + ": " + c->failure->message;
+    nlohmann::json j = ToJson(SwiftSyncPeersFields(*r, policy));
+    j["blocks_connected"] = s.verdict.counts.blocks + (c ? c->blocks : 0);
+    j["transactions_connected"] = s.verdict.counts.transactions + (c ? c->txs : 0);
+    j["bytes"] = s.block_bytes + (c ? c->bytes : 0);
+    j["bytes_cleansed"] = s.bytes_cleansed + (c ? c->bytes_cleansed : 0);
+    return j.dump();
+}
+
+} // namespace
+
+int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                              uint32_t keep_recent, bool quiet, int rounds)
+{
+    return CompareAllPolicies(rounds, [&](PolicyId id, const std::string& label) {
+        auto bar = std::make_shared<ProgressLine>(!quiet);
+        PolicyRun run = RunInChild(id, [&]() -> std::string {
+            SyncOptions c = classic;
+            c.policy = id;
+            run::SwiftSyncPeersOptions o = PeersOptions(c, connect, hints, keep_recent);
+            o.swiftsync.progress = [&](uint32_t h, uint32_t n) {
+                bar->Update(n ? double(h) / n : 1.0, label + ": swiftsync block " + std::to_string(h) + " of " + std::to_string(n));
+            };
+            return PolicyRunJson(run::SyncSwiftSync(std::move(o)), id);
+        });
+        bar->Done();
+        return run;
+    });
+}
+
+void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
+                           uint32_t keep_recent, const ConnectOutputArgs& out)
+{
+    run::SwiftSyncPeersOptions o = PeersOptions(classic, connect, hints, keep_recent);
     const std::filesystem::path chainstate = o.swiftsync.chainstate;
     SetInterruptNote(chainstate.empty() ? "" : "the chainstate " + chainstate.string() +
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "

@@ -171,6 +171,26 @@ def test_an_interrupt_stops_the_download_and_keeps_nothing(cli, chain, tmp_path)
     assert "ibdkit: interrupted: the chainstate" in err and "start over" in err, err
 
 
+@pytest.mark.parametrize("swift", [False, True], ids=["classic", "swiftsync"])
+def test_policy_all_syncs_once_per_policy_to_cores_hash(cli, chain, tmp_path, swift):
+    """`sync --policy all`: the seed's question where DataStream carries P2P messages. Each buffer
+    policy syncs the same chain from the same peer, one row each, all on Core's hash."""
+    datadir, height, tip, stats, _, hints = chain
+    server = Server(cli, "--datadir", datadir)
+    try:
+        r = run_cli(cli, "sync", "-q", "--network", "regtest", "--connect", f"127.0.0.1:{server.port}", "--assumevalid", "0",
+                    "--policy", "all", *(["--swiftsync", hints] if swift else []))
+    finally:
+        server.stop()
+    rows = [line.split("|")[1].strip() for line in r.stdout.splitlines() if line.startswith("| ") and "policy" not in line]
+    assert rows == ["plain", "zero-after-free", "barrier-only", "secure", "hardened"], r.stdout
+    assert f"height {height}, {stats['txouts']} txouts, hash_serialized_3 {stats['hash_serialized_3']}" in r.stdout, r.stdout
+    assert "identical under every policy" in r.stdout, r.stdout
+    refused = run_cli(cli, "sync", "--connect", f"127.0.0.1:{server.port}", "--policy", "all", "--chainstate", tmp_path / "cs", check=False)
+    assert refused.returncode == 64 and "each syncing into a temporary chainstate" in refused.stderr, refused.stderr
+    assert not (tmp_path / "cs").exists()
+
+
 def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
     """A blocks directory has no rev data: serve announces no BIP 455, and the sync says so."""
     datadir, _, _, _, _, hints = chain
