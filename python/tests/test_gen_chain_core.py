@@ -99,7 +99,29 @@ def test_core_accepts_mainnet_profile_chain(cli, tmp_path):
     del chainman
 
 
-@pytest.mark.parametrize("profile", ["default", "mainnet"])
+def test_core_accepts_mainnet_utxo_chain(cli, tmp_path):
+    # --profile mainnet-utxo: the mainnet profile with most bytes in the dust era, whose dust drops
+    # pay tens to hundreds of never-spent P2TR/P2WPKH outputs from one coin; Core's engine connects
+    # it with full validation and ends on our tip, with the UTXO count gen-chain reports.
+    args = ("--blocks", "200", "--target-mb", "20", "--seed", "6", "--start-time", str(START))
+    s = gen(cli, tmp_path / "chain", "--profile", "mainnet-utxo", *args)
+    plain = gen(cli, tmp_path / "plain", "--profile", "mainnet", *args)
+    assert s["profile"] == "mainnet-utxo"
+    assert s["blocks"] == 200
+    assert s["never_spent_outputs"] > 1.8 * plain["never_spent_outputs"]
+    assert s["outputs_by_type"]["p2tr"] + s["outputs_by_type"]["p2wpkh"] > s["outputs"] / 2
+    for kind in ("p2sh", "p2wsh", "p2tr_script", "coinbase"):
+        assert s["spent"][kind] > 0, kind
+    assert s["max_block_weight"] <= 4_000_000
+
+    chainman = core_chainman(tmp_path / "core")
+    files = sorted((tmp_path / "chain" / "blocks").glob("blk*.dat"))
+    assert chainman.import_blocks(files) == 0
+    assert tip_of(chainman) == (200, s["tip_hash"])
+    del chainman
+
+
+@pytest.mark.parametrize("profile", ["default", "mainnet", "mainnet-utxo"])
 def test_core_accepts_signed_chain(cli, tmp_path, profile):
     # --signed: every input carries real signatures (P2PKH, P2WPKH, P2TR key path, multisig in
     # P2SH and P2WSH, tapscript); on regtest Core's assumevalid is unset, so its engine verifies

@@ -64,6 +64,11 @@ struct ChainGenOptions {
     /// P2SH and P2WSH, a tapscript `<key> OP_CHECKSIG` leaf) in mainnet's shares instead of the
     /// keyless ones, so that a full validator checks a signature for every input as on mainnet.
     bool signed_spends{false};
+    /// Mainnet profile: the UTXO set at mainnet's size (docs/generator.md, "Mainnet's UTXO set in
+    /// 20 GB"): most of the bytes in 2023–24's dust era, whose airdrops pay many dust outputs that
+    /// are never spent, so that the coins at the tip per byte of blocks double. `gen-chain
+    /// --profile mainnet-utxo`. Without it the mainnet profile's bytes are unchanged.
+    bool utxo_heavy{false};
 };
 
 /// The default chain: what `ibdkit run` (`make run`) generates, caches and replays. Mainnet-shaped

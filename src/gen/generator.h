@@ -173,6 +173,10 @@ struct ChainGenerator::Impl {
 
     /// Share (per mille) of outputs made never to be spent.
     static constexpr unsigned NEVER_SPENT_PM = 250;
+    /// utxo_heavy: share (per mille) of the dust era's transactions that are dust drops, and the
+    /// range of their dust outputs.
+    static constexpr unsigned DROP_PM = 35;
+    static constexpr uint64_t DROP_MIN_OUTPUTS = 25, DROP_MAX_OUTPUTS = 500;
 
     // ---- the generator, block by block (chain_gen.cpp) ----
     explicit Impl(const ChainGenOptions& o);
@@ -214,6 +218,10 @@ struct ChainGenerator::Impl {
     void BeginMainnetBlock(int h);
     void PullEarly(int height, std::size_t want);
     bool BuildMainnetTx(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee);
+    TxIn SpendDue(std::size_t idx, int height, Amount& value);
+    OutKind DropKind();
+    Amount DropValue(OutKind k);
+    bool BuildDustDrop(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee);
 };
 
 } // namespace ibdkit

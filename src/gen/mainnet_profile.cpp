@@ -50,13 +50,15 @@ void ChainGenerator::Impl::MakeMainnetPlan(int span, int first, double cap, doub
 }
 
 /// The era of a height: by the share of the planned bytes before it (mainnet: ~20% of its bytes
-/// before segwit, ~40% between segwit and taproot, ~40% since).
+/// before segwit, ~40% between segwit and taproot, ~40% since; utxo_heavy: 5 / 15 / 80%, the
+/// taproot era standing for the dust era in which mainnet's UTXO set doubled).
 Era ChainGenerator::Impl::EraAt(int h) const
 {
     const int first = COINBASE_MATURITY + 1;
     if (h < first || plan_suffix[std::size_t(first)] <= 0) return Era::LEGACY;
     const double done = 1.0 - plan_suffix[std::size_t(h)] / plan_suffix[std::size_t(first)];
-    return done < 0.2 ? Era::LEGACY : done < 0.6 ? Era::SEGWIT : Era::TAPROOT;
+    const double segwit_from = opts.utxo_heavy ? 0.05 : 0.2, taproot_from = opts.utxo_heavy ? 0.2 : 0.6;
+    return done < segwit_from ? Era::LEGACY : done < taproot_from ? Era::SEGWIT : Era::TAPROOT;
 }
 
 /// The P2WSH tag / taproot variant of an output, from what a DueCoin keeps.
@@ -141,10 +143,11 @@ OutKind ChainGenerator::Impl::KeyedKind(Era e)
 
 /// Value of an output never spent: mainnet's output values (a 2024 block: p10 846, p25 4,070,
 /// p50 15,441, p75 174,621 sat) up to its 75th percentile — regtest's 15,000 BTC could not pay
-/// mainnet's upper quartile to tens of millions of outputs.
+/// mainnet's upper quartile to tens of millions of outputs; utxo_heavy: up to its median, since
+/// 15,000 BTC over 170 M coins leaves under 9,000 sat a coin.
 Amount ChainGenerator::Impl::DrawDustValue()
 {
-    const uint64_t r = rng.Below(100);
+    const uint64_t r = rng.Below(opts.utxo_heavy ? 66 : 100);
     if (r < 13) return Amount(rng.LogUniform(330, 846));
     if (r < 33) return Amount(rng.LogUniform(846, 4070));
     if (r < 66) return Amount(rng.LogUniform(4070, 15441));
@@ -223,6 +226,19 @@ void ChainGenerator::Impl::PullEarly(int height, std::size_t want)
     }
 }
 
+/// Takes the coin at backlog[idx]: its value is added to `value`, and the input spending it returned.
+TxIn ChainGenerator::Impl::SpendDue(std::size_t idx, int height, Amount& value)
+{
+    const DueCoin c = backlog[idx];
+    backlog[idx] = backlog.back();
+    backlog.pop_back();
+    --stats.pending_coins;
+    value += c.value;
+    const uint64_t tag = CoinTag(c.height, c.vout, c.value);
+    return SpendInput(PoolCoin{OutPoint{c.txid, c.vout}, c.value, tag, c.kind, uint8_t(tag % TAPROOT_VARIANTS), c.coinbase != 0, c.height},
+                      height);
+}
+
 /// One mainnet-shaped transaction within `budget` weight units; false if no coin is left to spend.
 bool ChainGenerator::Impl::BuildMainnetTx(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee)
 {
@@ -231,6 +247,7 @@ bool ChainGenerator::Impl::BuildMainnetTx(int height, uint64_t budget, MutableTr
     if (backlog.empty()) PullEarly(height, 1);
     if (backlog.empty()) return false;
     const Era era = EraAt(height);
+    if (opts.utxo_heavy && era == Era::TAPROOT && rng.Chance(DROP_PM) && BuildDustDrop(height, budget, mtx, planned, fee)) return true;
     auto [n_in, n_out] = DrawShape(era);
     // More coins due than the rest of the block can take: consolidate more (as wallets do when
     // fees are low), so the coins waiting stay about a block's worth.
@@ -260,15 +277,7 @@ bool ChainGenerator::Impl::BuildMainnetTx(int height, uint64_t budget, MutableTr
 
     Amount v = 0;
     for (int i = 0; i < n_in; ++i) {
-        const std::size_t idx = rng.Below(backlog.size());
-        const DueCoin c = backlog[idx];
-        backlog[idx] = backlog.back();
-        backlog.pop_back();
-        --stats.pending_coins;
-        v += c.value;
-        const uint64_t tag = CoinTag(c.height, c.vout, c.value);
-        TxIn in = SpendInput(PoolCoin{OutPoint{c.txid, c.vout}, c.value, tag, c.kind, uint8_t(tag % TAPROOT_VARIANTS), c.coinbase != 0, c.height},
-                             height);
+        TxIn in = SpendDue(rng.Below(backlog.size()), height, v);
         in.sequence = sequence;
         mtx.vin.push_back(std::move(in));
     }
@@ -341,4 +350,80 @@ bool ChainGenerator::Impl::BuildMainnetTx(int height, uint64_t budget, MutableTr
     else ++stats.ordinary;
     return true;
 }
+
+/// Type of a dust drop's output: block 866,342's outputs under 1,000 sat (P2TR 77.9%, P2WPKH 19.0%,
+/// P2WSH 1.5%, P2PKH 1.0%, P2SH 0.6%).
+OutKind ChainGenerator::Impl::DropKind()
+{
+    const uint64_t r = rng.Below(1000);
+    OutKind k = r < 779 ? OutKind::P2TR_KEY : r < 969 ? OutKind::P2WPKH : r < 984 ? OutKind::P2WSH_OTHER
+        : r < 994 ? OutKind::P2PKH : OutKind::P2SH_OTHER;
+    if (block_sigops + SigopCost(k) > SIGOPS_CAP) k = OutKind::P2WPKH;
+    block_sigops += SigopCost(k);
+    return k;
+}
+
+/// Value of a dust drop's output: 866,342's outputs under 1,000 sat (546 sat 40%, 330 sat 23%, the
+/// rest spread up to 1,000), never under the type's dust limit in Core's relay policy (546 for
+/// P2PKH, 540 for P2SH).
+Amount ChainGenerator::Impl::DropValue(OutKind k)
+{
+    const uint64_t r = rng.Below(100);
+    const Amount v = r < 40 ? 546 : r < 63 ? 330 : Amount(rng.LogUniform(331, 1000));
+    return k == OutKind::P2PKH || k == OutKind::P2SH_OTHER ? std::max<Amount>(v, 546) : v;
+}
+
+/// utxo_heavy, dust era: a dust drop. One coin pays tens to hundreds of dust outputs that are never
+/// spent (a rune airdrop, an inscription-era batch send) and its change, which will be, often with a
+/// runestone (OP_RETURN). False, with nothing taken, when the block has no room for one.
+bool ChainGenerator::Impl::BuildDustDrop(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee)
+{
+    constexpr uint64_t W_DROP_OUT = 4 * 43;                                 // P2TR or P2WSH, the largest it pays
+    constexpr Amount MIN_COIN = 100'000;                                   // pays a drop of 25+ outputs with room to spare
+    const uint64_t fixed = W_TX_OVERHEAD + w_in_max + W_DROP_OUT + 4 * 90; // the input, the change, an OP_RETURN
+    if (budget < fixed + DROP_MIN_OUTPUTS * W_DROP_OUT) return false;
+    // A coin that can pay for it if one is found among a few: most coins waiting are worth little
+    // (docs/generator.md, "Limits"), and then so is the dust.
+    std::size_t idx = rng.Below(backlog.size());
+    for (int tries = 1; tries < 16 && backlog[idx].value < MIN_COIN; ++tries) idx = rng.Below(backlog.size());
+    const uint64_t n = std::min(rng.LogUniform(DROP_MIN_OUTPUTS, DROP_MAX_OUTPUTS), (budget - fixed) / W_DROP_OUT);
+
+    mtx = MutableTransaction{};
+    planned.clear();
+    spend_at.clear();
+    mtx.version = 2;
+    Amount v = 0;
+    mtx.vin.push_back(SpendDue(idx, height, v));
+    fee = Fee(fixed + n * W_DROP_OUT, v);
+    const Amount avail = v - fee;
+    // Half the coin at most goes to dust: the rest is change, kept in the economy.
+    const Amount cap_each = avail / (2 * Amount(n));
+    Amount used = 0;
+    auto add = [&](OutKind kind, Amount value, int spend) {
+        PlannedOut po{kind};
+        const uint64_t tag = CoinTag(height, uint32_t(mtx.vout.size()), value);
+        Script s = MakeScript(po.kind, po, &tag);
+        mtx.vout.push_back(TxOut{value, std::move(s)});
+        planned.push_back(po);
+        spend_at.push_back(spend);
+    };
+    for (uint64_t i = 0; i < n; ++i) {
+        const OutKind k = DropKind();
+        const Amount value = std::min(DropValue(k), cap_each);
+        used += value;
+        add(k, value, -1);
+    }
+    // Change due past the tip would take its value out of the chain's economy: the miner takes it.
+    const OutKind change = KeylessKind(Era::TAPROOT);
+    const int spend = height + DrawSpendDelay();
+    if (spend <= opts.blocks) {
+        add(change, avail - used, spend);
+    } else {
+        fee += avail - used;
+    }
+    if (rng.Chance(500)) add(OutKind::OP_RETURN_DATA, 0, -1);
+    ++stats.fanouts;
+    return true;
+}
+
 } // namespace ibdkit

@@ -497,6 +497,60 @@ TEST(Gen, MainnetProfileIsDeterministic)
     EXPECT_NE(ReadDir(p.path / "blocks"), fa);
 }
 
+// utxo_heavy (`--profile mainnet-utxo`): most bytes in the dust era, whose dust drops pay tens to
+// hundreds of never-spent dust outputs from one coin. Measured on the decoded chain: the UTXO rules
+// hold, the outputs never spent per byte are twice the plain profile's on the same options (a chain
+// this short still holds many coins waiting to be spent, in both), the set is P2TR and P2WPKH dust,
+// and the same options give the same bytes.
+TEST(Gen, MainnetUtxoShapeDoublesTheNeverSpentPerByte)
+{
+    auto o = MainnetOptions();
+    o.blocks = 600;
+    o.target_bytes = 15'000'000;
+    o.utxo_heavy = true;
+    ModelSummary sum;
+    ConnectInPlainModel(o, &sum);
+    if (HasFatalFailure()) return;
+
+    auto plain = o;
+    plain.utxo_heavy = false;
+    TempDir p;
+    auto plain_res = WriteGeneratedChain(p.path, plain, {});
+    ASSERT_TRUE(plain_res.ok());
+    const auto per_byte = [](const ChainGenStats& s, uint64_t n) { return double(n) / double(s.block_bytes); };
+    EXPECT_GT(per_byte(sum.stats, sum.stats.never_spent_outputs),
+              1.8 * per_byte(plain_res->stats, plain_res->stats.never_spent_outputs));
+    EXPECT_GT(per_byte(sum.stats, sum.stats.utxos), per_byte(plain_res->stats, plain_res->stats.utxos));
+
+    // The dust era from a fifth of the bytes on: the last 30% is P2TR and P2WPKH heavy.
+    const auto& late = sum.created_late;
+    EXPECT_GT(Share(late, TxoutType::WITNESS_V1_TAPROOT) + Share(late, TxoutType::WITNESS_V0_KEYHASH), 0.6);
+    EXPECT_GT(Share(late, TxoutType::WITNESS_V0_KEYHASH), 0.08);
+    // Drops: transactions with ten outputs or more, one input each.
+    uint64_t wide = 0;
+    for (const auto& [shape, k] : sum.shapes_late) wide += shape.first == 1 && shape.second >= 3 ? k : 0;
+    EXPECT_GT(wide, sum.txs_late / 50);
+    // Dust: most key-locked outputs under 1,000 sat, some at 546 and 330 exactly (the drops whose
+    // coin could pay them); none above the plain profile's median (regtest's supply spread over
+    // mainnet's count of coins).
+    std::vector<Amount> v = sum.keyed_values;
+    ASSERT_GT(v.size(), 10000u);
+    std::sort(v.begin(), v.end());
+    const auto under = [&](Amount a) { return double(std::lower_bound(v.begin(), v.end(), a) - v.begin()) / double(v.size()); };
+    EXPECT_GT(under(1000), 0.4);
+    EXPECT_GT(under(547) - under(546), 0.005);
+    EXPECT_GT(under(331) - under(330), 0.002);
+    EXPECT_LE(v.back(), 15'441);
+
+    TempDir a, b;
+    o.blocks = 300;
+    o.target_bytes = 6'000'000;
+    ASSERT_TRUE(WriteGeneratedChain(a.path, o, {}).ok());
+    ASSERT_TRUE(WriteGeneratedChain(b.path, o, {}).ok());
+    const auto fa = ReadDir(a.path / "blocks");
+    EXPECT_EQ(fa, ReadDir(b.path / "blocks"));
+}
+
 TEST(Gen, XorVariantHoldsTheSameBlocks)
 {
     TempDir plain, obf;
