@@ -175,7 +175,7 @@ struct ChainGenerator::Impl {
     static constexpr unsigned NEVER_SPENT_PM = 250;
     /// utxo_heavy: share (per mille) of the dust era's transactions that are dust drops, and the
     /// range of their dust outputs.
-    static constexpr unsigned DROP_PM = 35;
+    static constexpr unsigned DROP_PM = 40;
     static constexpr uint64_t DROP_MIN_OUTPUTS = 25, DROP_MAX_OUTPUTS = 500;
 
     // ---- the generator, block by block (chain_gen.cpp) ----

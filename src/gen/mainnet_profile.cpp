@@ -379,13 +379,12 @@ Amount ChainGenerator::Impl::DropValue(OutKind k)
 bool ChainGenerator::Impl::BuildDustDrop(int height, uint64_t budget, MutableTransaction& mtx, std::vector<PlannedOut>& planned, Amount& fee)
 {
     constexpr uint64_t W_DROP_OUT = 4 * 43;                                 // P2TR or P2WSH, the largest it pays
-    constexpr Amount MIN_COIN = 100'000;                                   // pays a drop of 25+ outputs with room to spare
     const uint64_t fixed = W_TX_OVERHEAD + w_in_max + W_DROP_OUT + 4 * 90; // the input, the change, an OP_RETURN
     if (budget < fixed + DROP_MIN_OUTPUTS * W_DROP_OUT) return false;
-    // A coin that can pay for it if one is found among a few: most coins waiting are worth little
-    // (docs/generator.md, "Limits"), and then so is the dust.
-    std::size_t idx = rng.Below(backlog.size());
-    for (int tries = 1; tries < 16 && backlog[idx].value < MIN_COIN; ++tries) idx = rng.Below(backlog.size());
+    // The richest coin due now pays (all of them are due, so no lifetime changes): most coins
+    // waiting are worth little (docs/generator.md, "Limits"), and the dust should be worth its 546.
+    std::size_t idx = 0;
+    for (std::size_t i = 1; i < backlog.size(); ++i) idx = backlog[i].value > backlog[idx].value ? i : idx;
     const uint64_t n = std::min(rng.LogUniform(DROP_MIN_OUTPUTS, DROP_MAX_OUTPUTS), (budget - fixed) / W_DROP_OUT);
 
     mtx = MutableTransaction{};
