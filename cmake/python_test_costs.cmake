@@ -2,11 +2,11 @@
 # starts the longest first on a fresh clone (it has no timings of its own yet), and the files whose
 # tests install and run btcd (scripts/btcd.sh) one at a time.
 set(IBDKIT_PY_TEST_COSTS
+  test_sync_swiftsync 172
   test_swiftsync_coins 119
-  test_sync_swiftsync 97
+  test_sync_datadir 72
   test_kill_campaign 69
   test_sync_btcd 57
-  test_sync_datadir 47
   test_replay_datadir 47
   test_spent_core 42
   test_serve 42
