@@ -413,6 +413,25 @@ def test_two_lying_peers_beside_an_honest_one_are_both_dropped(cli, chain, tmp_p
     assert all(peer["dropped"] for peer in lying) and fair["dropped"] is None, got["peers"]
 
 
+
+def test_two_lying_peers_and_no_honest_one_fail_the_sync_and_leave_no_chainstate(cli, chain, tmp_path):
+    """Two peers whose coins pass every rule but not the aggregate, and nobody else: neither peer's
+    coins alone balance it, so the run is refused without naming a block invalid and writes nothing."""
+    datadir, _, _, _, _, hints = chain
+    upstream = Server(cli, "--datadir", datadir)
+    liars = [proxy(upstream.port, "coin amount") for _ in range(2)]
+    try:
+        r = swiftsync(cli, hints, [liar.port for liar in liars], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for liar in liars:
+            liar.close()
+        upstream.stop()
+    assert all(liar.lies > 0 for liar in liars), "each liar served blocks with spent coins"
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "ibdkit: error:" in r.stderr and "invalid" not in r.stderr, r.stderr
+    assert "did not balance" in r.stderr or "aggregates differ" in r.stderr, r.stderr
+    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
+
 # The lies alone that make a block fail one of Core's rules, with the rule (Core's reason). The
 # coins are unproven until the aggregate balances, so the block is not called invalid on their word.
 FAILS_A_RULE = {"coin amount lowered": "bad-txns-in-belowout", "coin coinbase flag": "bad-txns-premature-spend-of-coinbase",
