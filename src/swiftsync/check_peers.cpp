@@ -12,10 +12,12 @@
 #include "swiftsync/block_walk.h"
 #include "swiftsync/coins_block.h"
 #include "swiftsync/range_internal.h"
+#include "swiftsync/recent_coins.h"
 #include "swiftsync/replay_internal.h"
 #include "swiftsync/spent_coins.h"
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <deque>
 #include <unordered_map>
@@ -29,40 +31,6 @@ namespace {
 /// its header commits to (Core's IsBlockMutated): the sender's fault, never the block's.
 constexpr std::array<std::string_view, 5> MUTATED_REASONS{"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size",
                                                           "bad-witness-merkle-match", "unexpected-witness"};
-
-/// The outputs of the last blocks checked, by outpoint: the coins a `bspent` asked for with a cutoff
-/// leaves out (BIP 455's rationale: most coins are spent within a few blocks of their creation).
-class RecentCoins {
-public:
-    /// Adds `coins`, the outputs of the block at height h that a later block may spend (h above
-    /// every height added before).
-    void Add(std::vector<std::pair<OutPoint, Coin>>&& coins, uint32_t h)
-    {
-        std::vector<OutPoint>& added = m_by_height.emplace_back(h, std::vector<OutPoint>{}).second;
-        added.reserve(coins.size());
-        for (auto& [op, coin] : coins) {
-            added.push_back(op);
-            m_coins.insert_or_assign(op, std::move(coin));
-        }
-    }
-    /// Forgets the outputs of heights below h.
-    void KeepFrom(uint32_t h)
-    {
-        while (!m_by_height.empty() && m_by_height.front().first < h) {
-            for (const OutPoint& op : m_by_height.front().second) m_coins.erase(op);
-            m_by_height.pop_front();
-        }
-    }
-    const Coin* Find(const OutPoint& op) const
-    {
-        auto it = m_coins.find(op);
-        return it == m_coins.end() ? nullptr : &it->second;
-    }
-
-private:
-    std::unordered_map<OutPoint, Coin, OutPointHasher> m_coins;
-    std::deque<std::pair<uint32_t, std::vector<OutPoint>>> m_by_height;
-};
 
 /// One block of a batch on its way through the check.
 struct Slot {
@@ -345,8 +313,9 @@ private:
             Aggregate agg_in = partial.agg_in;
             std::vector<std::pair<uint32_t, Aggregate>> again;
             bool complete = true;
+            Refetches refetches(*this, served, p, false);
             for (uint32_t h : served) {
-                auto slot = Refetch(h, p, false);
+                auto slot = refetches.Next();
                 if (!slot) return slot.error();
                 const BlockOutcome& out = slot->out;
                 if (PeerFault(out) || out.error || out.partial.failure) {
@@ -382,13 +351,18 @@ private:
             if (!m_fetcher.Alive(x)) continue;
             Aggregate agg_in;
             std::vector<std::pair<uint32_t, Aggregate>> differ; // the heights whose coins from x differ
+            std::vector<uint32_t> others;
+            for (uint32_t h = 1; h <= n; ++h) {
+                if (m_peer_of[h] != x) others.push_back(h);
+            }
+            Refetches refetches(*this, others, x, true);
             bool whole = true;
             for (uint32_t h = 1; h <= n && whole; ++h) {
                 if (m_peer_of[h] == x) {
                     agg_in += m_agg_in[h];
                     continue;
                 }
-                auto slot = Refetch(h, x, true);
+                auto slot = refetches.Next();
                 if (!slot && slot.error().code != Errc::NotFound) return slot.error();
                 const BlockOutcome* out = slot ? &slot->out : nullptr;
                 whole = out && slot->f.peer == x && !PeerFault(*out) && !out->error && !out->partial.failure;
@@ -410,14 +384,50 @@ private:
         return std::nullopt;
     }
 
-    /// Height h fetched again, and checked: from any peer but `peer`, or (`only`) from `peer` alone.
-    Result<Slot> Refetch(uint32_t h, std::size_t peer, bool only)
-    {
-        if (only) {
-            m_fetcher.AskPeer(h, peer);
-        } else {
-            m_fetcher.AskOthers(h, peer);
+    /// Heights fetched again, in their order, and checked: from any peer but `peer`, or (`only`)
+    /// from `peer` alone. REFETCH_AHEAD of them are asked for ahead of the one checked, so that the
+    /// round trips overlap while a few blocks wait. A walk that stops early takes and drops what it
+    /// still asked for: a later walk must not take those blocks as its own.
+    class Refetches {
+    public:
+        static constexpr std::size_t REFETCH_AHEAD = 8;
+
+        Refetches(PeerCheck& check, std::vector<uint32_t> heights, std::size_t peer, bool only)
+            : m_check(check), m_heights(std::move(heights)), m_peer(peer), m_only(only)
+        {}
+        Refetches(const Refetches&) = delete;
+        Refetches& operator=(const Refetches&) = delete;
+        ~Refetches()
+        {
+            for (std::size_t i = m_taken; i < m_asked; ++i) (void)m_check.m_fetcher.Take(m_heights[i]);
         }
+
+        /// The next height's block and coins, checked (assert: one is left).
+        Result<Slot> Next()
+        {
+            assert(m_taken < m_heights.size());
+            while (m_asked < m_heights.size() && m_asked - m_taken < REFETCH_AHEAD) {
+                const uint32_t h = m_heights[m_asked++];
+                if (m_only) {
+                    m_check.m_fetcher.AskPeer(h, m_peer);
+                } else {
+                    m_check.m_fetcher.AskOthers(h, m_peer);
+                }
+            }
+            return m_check.Checked(m_heights[m_taken++]);
+        }
+
+    private:
+        PeerCheck& m_check;
+        const std::vector<uint32_t> m_heights;
+        const std::size_t m_peer;
+        const bool m_only;
+        std::size_t m_asked{0}, m_taken{0};
+    };
+
+    /// Height h, asked for again, taken and checked.
+    Result<Slot> Checked(uint32_t h)
+    {
         auto f = m_fetcher.Take(h);
         if (!f) return f.error();
         Slot slot;
@@ -434,8 +444,11 @@ private:
     std::optional<Error> ReplaceUndo(const std::vector<std::pair<uint32_t, Aggregate>>& replaced, std::size_t from)
     {
         if (!m_datadir) return std::nullopt;
+        std::vector<uint32_t> heights;
+        for (const auto& r : replaced) heights.push_back(r.first);
+        Refetches refetches(*this, std::move(heights), from, from != NO_PEER);
         for (const auto& [h, agg] : replaced) {
-            auto slot = Refetch(h, from, from != NO_PEER);
+            auto slot = refetches.Next();
             if (!slot) return slot.error();
             if (PeerFault(slot->out) || slot->out.error || slot->out.partial.failure || slot->out.partial.agg_in != agg) {
                 return Error{Errc::NotFound, What(h, "the peers served other spent coins the second time they were asked")};
