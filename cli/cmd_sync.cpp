@@ -1,4 +1,4 @@
-// `ibdkit sync`: initial block download from one P2P peer.
+// `ibdkit sync`: initial block download from P2P peers.
 #include "commands.h"
 #include "interrupt.h"
 #include "replay_cli.h"
@@ -6,6 +6,7 @@
 #include "progress.h"
 
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/run/sync_peers.h>
 
 #include "common/write_guard.h"
 #include "memory/policy.h"
@@ -40,15 +41,11 @@ void PrintHuman(const SyncResult& r)
     PrintTip(r);
 }
 
-/// The peer of the classic sync (the first of `connect`); each address checked. Several only with
-/// --swiftsync.
-void SetPeer(SyncOptions& o, const std::vector<std::string>& connect, bool swiftsync)
+/// The peer of the classic sync from one (the first of `connect`); each address checked.
+void SetPeer(SyncOptions& o, const std::vector<std::string>& connect)
 {
     for (const std::string& c : connect) {
         if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw CLI::ValidationError("--connect", "expected HOST:PORT, got '" + c + "'");
-    }
-    if (connect.size() > 1 && !swiftsync) {
-        throw CLI::ValidationError("--connect", "the classic sync downloads from one peer; --swiftsync HINTS downloads from several");
     }
     auto hp = SplitHostPort(connect.front(), GetChainParams(o.chain).default_port);
     o.host = hp->first;
@@ -93,27 +90,35 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
     };
     StopOnInterrupt(&g_interrupt, o.chainstate.string());
     o.interrupt = &g_interrupt;
-    auto r = Sync(o);
+    const bool several = a.connect.size() > 1;
+    auto run = [&]() -> Result<run::SyncPeersResult> {
+        if (several) return run::SyncFromPeers(o, a.connect);
+        auto one = Sync(o);
+        if (!one) return one.error();
+        return run::SyncPeersResult{std::move(*one), {}, {}, {}};
+    }();
     bar->Done();
-    ReportInterrupted(r ? *r : EngineResult{}, o.chainstate.string());
-    if (!r) {
-        PrintError(r.error().message);
+    ReportInterrupted(run ? run->sync : EngineResult{}, o.chainstate.string());
+    if (!run) {
+        PrintError(run.error().message);
         ExitCode() = EXIT_FAILED;
         return;
     }
+    const SyncResult& r = run->sync;
     RecordNetwork(o, o.chain);
     if (a.out.json) {
-        std::printf("%s\n", ToJson(SyncResultFields(*r, o.policy)).dump(2).c_str());
+        std::printf("%s\n", ToJson(several ? SyncPeersFields(*run, o.policy) : SyncResultFields(r, o.policy)).dump(2).c_str());
     } else {
-        PrintHuman(*r);
+        PrintHuman(r);
+        PrintPeers(run->peers, run->unreachable, false);
     }
-    if (r->failure) {
-        PrintError(SyncStopped(*r) + ": " + r->failure->message);
+    if (r.failure) {
+        PrintError(SyncStopped(r) + ": " + r.failure->message);
         ExitCode() = EXIT_FAILED;
     }
-    ReportReject(*r);
-    if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
-    height_export.Finish(*r, !a.out.quiet);
+    ReportReject(r);
+    if (r.interrupted) ExitCode() = EXIT_INTERRUPTED;
+    height_export.Finish(r, !a.out.quiet);
     if (!a.out.quiet) PrintDatadirHandover(o, o.chain);
 }
 
@@ -152,15 +157,16 @@ void CheckAllPolicies(const SyncArgs& a, const HeightExport& height_export)
 
 const CommandRegistrar sync_cmd([](CLI::App& app) {
     auto* cmd = app.add_subcommand("sync",
-        "Initial block download from one P2P peer: handshake, headers-first (getblocks when the peer ignores\n"
-        "getheaders), blocks in a bounded getdata window, each checked, connected and flushed as `ibdkit replay`\n"
-        "does (scripts verified except where Core's assumevalid rule skips them: --assumevalid). Ctrl-C flushes;\n"
-        "the next run on the same --chainstate resumes.");
+        "Initial block download from P2P peers: handshake, headers-first (from one peer, getblocks when it ignores\n"
+        "getheaders), blocks in a bounded getdata window per peer (several --connect: in parallel, a peer that\n"
+        "stalls or misbehaves dropped and its blocks asked of the others), each checked, connected and flushed\n"
+        "as `ibdkit replay` does (scripts verified except where Core's assumevalid rule skips them: --assumevalid).\n"
+        "Ctrl-C flushes; the next run on the same --chainstate resumes.");
     auto a = std::make_shared<SyncArgs>();
     auto height_export = std::make_shared<HeightExport>();
     cmd->add_option("--connect", a->connect,
-                    "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); with --swiftsync, repeat it for\n"
-                    "every peer to download from in parallel")
+                    "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); repeat it for every peer to\n"
+                    "download from in parallel")
         ->required();
     AddSwiftSyncOptions(cmd, a->swiftsync, a->keep_recent);
     AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate or --datadir, else regtest");
@@ -194,7 +200,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         }
         if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
-        SetPeer(o, a->connect, !a->swiftsync.empty());
+        SetPeer(o, a->connect);
         CheckAllPolicies(*a, *height_export);
         const bool all = a->policy == "all";
         if (!all) {
@@ -211,6 +217,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         o.threads = a->threads;
         o.statistics = !a->out.no_stats;
         o.force_getblocks = a->getblocks;
+        if (a->getblocks && a->connect.size() > 1) throw CLI::ValidationError("--getblocks", "takes one peer: give one --connect");
         o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         UseDatadirOut(o, a->datadir, o.chain);
@@ -220,6 +227,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             return;
         }
         if (all) {
+            if (a->connect.size() > 1) throw CLI::ValidationError("--policy", "all compares the classic sync from one peer: give one --connect");
             ExitCode() = SyncAllPolicies(o, a->out.quiet, a->rounds);
             return;
         }

@@ -377,4 +377,15 @@ int CompareAllPolicies(int rounds, const std::function<PolicyRun(PolicyId, const
     return ExitCode();
 }
 
+void PrintPeers(const std::vector<run::PeerSummary>& peers, const std::vector<std::string>& unreachable, bool spent_coins)
+{
+    for (const run::PeerSummary& p : peers) {
+        char spent[64] = "";
+        if (spent_coins) std::snprintf(spent, sizeof spent, ", spent coins %.1f MB", double(p.spent_bytes) / 1e6);
+        std::printf("peer               %s (%s): %llu blocks, %.1f MB%s%s\n", p.address.c_str(), p.user_agent.c_str(), (unsigned long long)p.blocks,
+                    double(p.block_bytes) / 1e6, spent, p.dropped.empty() ? "" : (", DROPPED: " + p.dropped).c_str());
+    }
+    for (const std::string& u : unreachable) std::printf("not used           %s\n", u.c_str());
+}
+
 } // namespace ibdkit::cli

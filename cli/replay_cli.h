@@ -56,6 +56,9 @@ void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain
 std::optional<ChainType> RecordedDatadirNetwork(const std::string& datadir);
 /// The closing words of a run that wrote a data directory: how to hand it to bitcoind.
 void PrintDatadirHandover(const EngineOptions& o, ChainType chain);
+/// A line for each peer of a run from several (with what its spent coins took when `spent_coins`),
+/// and one for each peer left out.
+void PrintPeers(const std::vector<run::PeerSummary>& peers, const std::vector<std::string>& unreachable, bool spent_coins);
 /// After a run into a chainstate the user named: records its network there, so that `utxo`
 /// commands and later runs know it (common/write_guard.h, RecordChainstateNetwork).
 void RecordNetwork(const EngineOptions& o, ChainType chain);

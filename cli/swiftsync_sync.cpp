@@ -43,12 +43,7 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
     const swiftsync::SwiftSyncResult& r = run.swiftsync;
     std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
     std::printf("headers            %d, from the peers\n", run.header_height);
-    for (const run::PeerSummary& p : run.peers) {
-        std::printf("peer               %s (%s): %llu blocks, %.1f MB, spent coins %.1f MB%s\n", p.address.c_str(), p.user_agent.c_str(),
-                    (unsigned long long)p.blocks, double(p.block_bytes) / 1e6, double(p.spent_bytes) / 1e6,
-                    p.dropped.empty() ? "" : (", DROPPED: " + p.dropped).c_str());
-    }
-    for (const std::string& u : run.unreachable) std::printf("not used           %s\n", u.c_str());
+    PrintPeers(run.peers, run.unreachable, true);
     if (run.resumed) {
         std::printf("swiftsync          resumed: the chainstate held blocks 1..%u an earlier sync accepted; the classic sync continued\n", r.height);
     } else {

@@ -6,11 +6,11 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/run/sync_peers.h>
 
 #include "common/write_guard.h"
 #include "run/result_fields.h"
 #include "memory/policy.h"
-#include "wire/peer.h"
 #include "wire/peer.h" // SplitHostPort
 
 #include <nanobind/stl/optional.h>
@@ -107,7 +107,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     return RunAndReport(o, bridge, Replay, ReplayResultFields);
 }
 
-nb::dict Sync_(const std::string& connect, const std::string& network, std::optional<std::string> chainstate,
+nb::dict Sync_(const std::vector<std::string>& connect, const std::string& network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
                std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
                std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
@@ -117,8 +117,12 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
     o.assumevalid = ParseAssumeValidArg(assumevalid);
     o.threads = threads;
     o.chain = ParseNetwork(network);
-    auto hp = SplitHostPort(connect, GetChainParams(o.chain).default_port);
-    if (!hp) throw PyError{"InvalidArgument", "cannot parse '" + connect + "' as HOST:PORT"};
+    if (connect.empty()) throw PyError{"InvalidArgument", "connect names no peer"};
+    for (const std::string& c : connect) {
+        if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
+    }
+    if (connect.size() > 1 && getblocks) throw PyError{"InvalidArgument", "getblocks takes one peer"};
+    auto hp = SplitHostPort(connect.front(), GetChainParams(o.chain).default_port);
     o.host = hp->first;
     o.port = hp->second;
     if (chainstate) o.chainstate = *chainstate;
@@ -144,7 +148,20 @@ nb::dict Sync_(const std::string& connect, const std::string& network, std::opti
             d["headers_phase"] = p.headers_phase;
         });
     };
-    return RunAndReport(o, bridge, Sync, SyncResultFields);
+    if (connect.size() == 1) return RunAndReport(o, bridge, Sync, SyncResultFields);
+    // Several peers: the engine's result goes through RunAndReport, the peers' side beside it.
+    run::SyncPeersResult side;
+    auto several = [&](const SyncOptions& so) -> Result<SyncResult> {
+        auto r = run::SyncFromPeers(so, connect);
+        if (!r) return r.error();
+        side = std::move(*r);
+        return side.sync;
+    };
+    auto fields = [&](const SyncResult& r, PolicyId id) {
+        side.sync = r;
+        return SyncPeersFields(side, id);
+    };
+    return RunAndReport(o, bridge, several, fields);
 }
 
 } // namespace

@@ -288,9 +288,12 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
          datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 0,
          progress: Progress = None) -> Dict[str, Any]:
-    """Downloads and connects blocks from one peer over P2P, as ``ibdkit sync`` (C++ ``Sync``).
+    """Downloads and connects blocks from P2P peers, as ``ibdkit sync`` (C++ ``Sync``; from several,
+    ``run::SyncFromPeers``).
 
-    connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted). Other options as
+    connect: "HOST:PORT" ("[v6]:PORT"; the network's default port if omitted), or a list of them:
+    the blocks come from every peer in parallel and the dict adds ``peers`` (each with any
+    ``dropped``), ``unreachable`` and ``notes``, as the CLI's ``--json`` (getblocks takes one). Other options as
     in :func:`replay` and the CLI (timeout and headers_wait in seconds, window = blocks in flight,
     getblocks = use getblocks/inv instead of headers-first). Returns the statistics as a dict
     (with ``mode``, ``peer``). A peer that fails us (unreachable, stalled, misbehaving, gone) raises
@@ -330,13 +333,11 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
                                            None if datadir is None else os.fspath(datadir), bar if bar.active else None)
         finally:
             bar.close()
-    if len(peers) != 1:
-        raise _error(_ibdkit.ArgumentError, "InvalidArgument",
-                     "the classic sync downloads from one peer; swiftsync=HINTS downloads from several")
-    connect = peers[0]
+    if len(peers) > 1 and getblocks:
+        raise _error(_ibdkit.ArgumentError, "InvalidArgument", "getblocks takes one peer: give one connect")
     bar = _Bar(progress, "sync")
     try:
-        return _ibdkit._sync(connect, network, None if chainstate is None else os.fspath(chainstate), dbcache,
+        return _ibdkit._sync(peers, network, None if chainstate is None else os.fspath(chainstate), dbcache,
                              policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
                              threads, statistics, None if assumevalid is None else str(assumevalid),
                              None if datadir is None else os.fspath(datadir), bar if bar.active else None)

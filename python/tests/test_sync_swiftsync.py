@@ -125,8 +125,8 @@ def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
         peers = [f"127.0.0.1:{s.port}" for s in servers]
         got = ibdkit.sync(peers, swiftsync=hints, chainstate=tmp_path / "py", assumevalid=0, timeout=5, window=4, keep_recent=16)
         cli_got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cli").stdout)
-        with pytest.raises(ibdkit.ArgumentError, match="downloads from one peer"):
-            ibdkit.sync(peers)
+        with pytest.raises(ibdkit.ArgumentError, match="getblocks takes one peer"):
+            ibdkit.sync(peers, getblocks=True)
     finally:
         for s in servers:
             s.stop()

@@ -226,6 +226,32 @@ ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
     return f;
 }
 
+namespace {
+
+/// The peers of a run from several: `peers` ({address, user_agent, blocks, block_bytes, spent_bytes,
+/// dropped}), `unreachable`, `notes`.
+void PutPeers(ResultFields& f, const std::vector<run::PeerSummary>& summaries, const std::vector<std::string>& unreachable_peers,
+              const std::vector<std::string>& peer_notes)
+{
+    ResultValue::List peers;
+    for (const run::PeerSummary& p : summaries) {
+        peers.push_back(ResultValue{ResultValue::Object{{"address", Str(p.address)},
+                                                        {"user_agent", Str(p.user_agent)},
+                                                        {"blocks", UInt(p.blocks)},
+                                                        {"block_bytes", UInt(p.block_bytes)},
+                                                        {"spent_bytes", UInt(p.spent_bytes)},
+                                                        {"dropped", p.dropped.empty() ? Null() : Str(p.dropped)}}});
+    }
+    Put(f, "peers", ResultValue{std::move(peers)});
+    ResultValue::List unreachable, notes;
+    for (const auto& u : unreachable_peers) unreachable.push_back(Str(u));
+    for (const auto& n : peer_notes) notes.push_back(Str(n));
+    Put(f, "unreachable", ResultValue{std::move(unreachable)});
+    Put(f, "notes", ResultValue{std::move(notes)});
+}
+
+} // namespace
+
 ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId policy)
 {
     const swiftsync::SwiftSyncResult& r = run.swiftsync;
@@ -248,21 +274,7 @@ ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId
     Put(f, "throughput_by_decile", DecilesValue(r.throughput_by_decile));
     PutScripts(f, r.script_checked_inputs, r.script_checks_from_height, r.script_check_reason);
     Put(f, "coins_written", UInt(r.coins_written));
-    ResultValue::List peers;
-    for (const run::PeerSummary& p : run.peers) {
-        peers.push_back(ResultValue{ResultValue::Object{{"address", Str(p.address)},
-                                                        {"user_agent", Str(p.user_agent)},
-                                                        {"blocks", UInt(p.blocks)},
-                                                        {"block_bytes", UInt(p.block_bytes)},
-                                                        {"spent_bytes", UInt(p.spent_bytes)},
-                                                        {"dropped", p.dropped.empty() ? Null() : Str(p.dropped)}}});
-    }
-    Put(f, "peers", ResultValue{std::move(peers)});
-    ResultValue::List unreachable, notes;
-    for (const auto& u : run.unreachable) unreachable.push_back(Str(u));
-    for (const auto& n : run.notes) notes.push_back(Str(n));
-    Put(f, "unreachable", ResultValue{std::move(unreachable)});
-    Put(f, "notes", ResultValue{std::move(notes)});
+    PutPeers(f, run.peers, run.unreachable, run.notes);
     if (c) {
         Put(f, "continuation", ResultValue{ResultValue::Object{
                                    {"blocks", UInt(c->blocks)},
@@ -274,6 +286,13 @@ ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& run, PolicyId
         Put(f, "continuation", Null());
     }
     Put(f, "peak_rss_bytes", UInt(run.peak_rss_bytes));
+    return f;
+}
+
+ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy)
+{
+    ResultFields f = SyncResultFields(r.sync, policy);
+    PutPeers(f, r.peers, r.unreachable, r.notes);
     return f;
 }
 

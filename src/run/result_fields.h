@@ -14,6 +14,7 @@
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
+#include <ibdkit/run/sync_peers.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
@@ -82,5 +83,9 @@ ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId polic
 /// ({address, user_agent, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
 /// `continuation` (null, or {blocks, height, seconds, failure, reject_reason}), peak_rss_bytes.
 ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& r, PolicyId policy);
+
+/// The classic `sync` from several peers: SyncResultFields, then `peers`, `unreachable` and `notes`
+/// as SwiftSyncPeersFields has them.
+ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy);
 
 } // namespace ibdkit

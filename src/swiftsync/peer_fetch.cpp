@@ -260,6 +260,7 @@ struct BlockFetcher::State {
         std::unordered_map<uint32_t, FetchedBlock> partial;
         for (const Asked& a : claimed) {
             partial[a.height].cutoff = a.cutoff;
+            if (!o.spent_coins) continue;
             if (auto e = peer.Send("getbspent", EncodeGetBspent(GetBspentMessage{headers.Hash(int(a.height)), a.cutoff}), o.timeout)) {
                 return e->message;
             }
@@ -281,7 +282,7 @@ struct BlockFetcher::State {
                 if (f.block.size()) return "sent block " + it->first.ToHex() + " twice";
                 f.block = std::move(m->payload);
                 height = it->second;
-            } else if (m->command == "bspent") {
+            } else if (m->command == "bspent" && o.spent_coins) {
                 auto b = DecodeBspent(payload);
                 if (!b) return "a malformed bspent: " + b.error().message;
                 auto it = asked.find(b->block_hash);
@@ -298,7 +299,7 @@ struct BlockFetcher::State {
             }
             deadline = NetClock::now() + o.timeout;
             FetchedBlock& f = partial[*height];
-            if (f.block.size() && f.spent_bytes) {
+            if (f.block.size() && (f.spent_bytes || !o.spent_coins)) {
                 f.height = *height;
                 f.peer = p;
                 auto done = std::find_if(unfinished.begin(), unfinished.end(), [&](const Asked& a) { return a.height == *height; });

@@ -80,6 +80,9 @@ struct FetchOptions {
     /// many blocks before it and in itself, which the client keeps (0: every coin). A height asked
     /// for again is asked for whole.
     uint32_t recent_blocks{0};
+    /// Whether each block's spent coins are asked for (`getbspent`) beside it: off, blocks alone
+    /// (the classic sync from several peers; `spent` stays empty and a `bspent` is ignored).
+    bool spent_coins{true};
     const std::atomic<bool>* interrupt{nullptr};
 };
 

@@ -1,0 +1,130 @@
+"""`ibdkit sync --connect A --connect B ...` without --swiftsync: the classic engine fed by several
+peers at once (stock Bitcoin Core peers serve it: no BIP 455 needed).
+
+Every run ends on the UTXO set of the blocks Core's engine connected (a datadir it wrote, served by
+`ibdkit serve`), with every script verified (`--assumevalid 0`) and the blocks spread over the
+peers; a peer that vanishes mid-window loses its heights to the others and is named; with no peer
+left the run stops cleanly, keeps what it connected, and the same command resumes it; the result
+can be a Bitcoin Core data directory (--datadir) that replays to the same set.
+"""
+import json
+
+import pytest
+
+from conftest import import_ibdkit, run_cli
+from test_replay_datadir import FIELDS
+from test_serve import Server
+from test_sync_swiftsync import LyingProxy, chain, gone_after  # noqa: F401 (chain: the fixture)
+
+
+def sync(cli, ports, *extra, check=True):
+    args = ["sync", "-q", "--json", "--network", "regtest", "--timeout", "5", "--window", "4", "--assumevalid", "0", *extra]
+    for p in ports:
+        args += ["--connect", f"127.0.0.1:{p}"]
+    return run_cli(cli, *args, check=check)
+
+
+def assert_core_utxo_set(got, height, tip, stats):
+    assert (got["height"], got["bestblock"]) == (height, tip), got
+    for k in FIELDS:
+        assert got[k] == stats[k], k
+
+
+@pytest.mark.parametrize("peers", [2, 3])
+def test_classic_sync_from_several_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers):
+    datadir, height, tip, stats, _, _ = chain
+    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
+    try:
+        got = json.loads(sync(cli, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        counters = [s.stop()[0] for s in servers]
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["blocks_connected"] == height and got["header_height"] == height
+    assert got["script_checked_inputs"] > 0 and got["script_checks_from_height"] == 1
+    assert [p["address"] for p in got["peers"]] == [f"127.0.0.1:{s.port}" for s in servers]
+    assert all(p["dropped"] is None and p["spent_bytes"] == 0 for p in got["peers"]), got["peers"]
+    assert sum(p["blocks"] for p in got["peers"]) == height
+    assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
+    assert sum(c["bspent_sent"] for c in counters) == 0, "no spent coins were asked for"
+    # The same command again has nothing left to do.
+    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    try:
+        again = json.loads(sync(cli, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        for s in servers:
+            s.stop()
+    assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
+
+
+def test_a_peer_that_vanishes_loses_its_blocks_to_the_others(cli, chain, tmp_path):
+    datadir, height, tip, stats, _, _ = chain
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    dying = LyingProxy(upstream.port, gone_after(3))  # inside its first window of 4
+    try:
+        got = json.loads(sync(cli, [dying.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        dying.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    first, last = got["peers"]
+    assert first["dropped"] and first["blocks"] <= 3 and last["dropped"] is None, got["peers"]
+
+
+def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chain, tmp_path):
+    """Both peers vanish after some blocks: exit 1 with the reason, the chainstate flushed at the
+    last block connected (a whole UTXO set), and the same command with a live peer completes."""
+    datadir, height, tip, stats, _, _ = chain
+    upstream = Server(cli, "--datadir", datadir)
+    dying = [LyingProxy(upstream.port, gone_after(40)) for _ in range(2)]
+    try:
+        r = sync(cli, [d.port for d in dying], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for d in dying:
+            d.close()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "no peer is left" in r.stderr, r.stderr
+    kept = json.loads(r.stdout)
+    assert 0 < kept["height"] < height, kept["height"]
+    assert kept["failure"], kept
+    try:
+        got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["start_height"] == kept["height"] + 1
+
+
+def test_several_peers_write_a_datadir_that_replays_to_the_same_set(cli, chain, tmp_path):
+    datadir, height, tip, stats, _, _ = chain
+    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    try:
+        got = json.loads(sync(cli, [s.port for s in servers], "--datadir", tmp_path / "node").stdout)
+    finally:
+        for s in servers:
+            s.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", tmp_path / "node").stdout)
+    assert (replayed["height"], replayed["hash_serialized_3"]) == (height, stats["hash_serialized_3"])
+
+
+def test_python_sync_from_several_peers_gives_the_clis_fields(cli, chain, tmp_path):
+    ibdkit = import_ibdkit()
+    datadir, height, tip, stats, _, _ = chain
+    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    try:
+        got = ibdkit.sync([f"127.0.0.1:{s.port}" for s in servers], chainstate=tmp_path / "py", timeout=5, window=4,
+                          assumevalid=0)
+        shown = json.loads(sync(cli, [s.port for s in servers], "--chainstate", tmp_path / "cli").stdout)
+    finally:
+        for s in servers:
+            s.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert sorted(got) == sorted(shown)
+    assert [p["address"] for p in got["peers"]] == [p["address"] for p in shown["peers"]]
+
+
+def test_options_the_sync_from_several_peers_does_not_take_are_refused(cli, tmp_path):
+    for extra, words in ((["--getblocks"], "takes one peer"), (["--policy", "all"], "give one --connect")):
+        r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--connect", "127.0.0.1:2", *extra, check=False)
+        assert r.returncode == 64 and words in r.stderr, (extra, r.returncode, r.stderr)

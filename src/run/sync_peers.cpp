@@ -1,0 +1,203 @@
+// The classic sync from several peers (include/ibdkit/run/sync_peers.h): swiftsync/'s peers, header
+// chain and block fetcher (blocks alone, no spent coins) as the engine's block source.
+#include <ibdkit/run/sync_peers.h>
+
+#include "coins/budget.h"
+#include "engine/connector.h"
+#include "engine/header_file.h"
+#include "engine/run.h"
+#include "swiftsync/peer_fetch.h"
+#include "wire/protocol.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <map>
+#include <optional>
+
+namespace ibdkit::run {
+
+namespace {
+
+double SecondsSince(NetClock::time_point t) { return std::chrono::duration<double>(NetClock::now() - t).count(); }
+
+/// The peers as a block source: connected and their headers downloaded in Prepare, then each
+/// Produce fetches its heights from every peer still serving (connected again when an earlier
+/// Produce let them go).
+class PeersSource final : public engine::BlockSource {
+public:
+    PeersSource(const SyncOptions& o, const ChainParams& params, const std::vector<std::string>& connect, HeaderChain loaded,
+                std::filesystem::path headers_file, SyncPeersResult& out)
+        : m_o(o), m_params(params), m_connect(connect), m_chain(std::move(loaded)), m_headers_file(std::move(headers_file)), m_out(out)
+    {}
+
+    const HeaderChain& Headers() const override { return *m_chain; }
+    int TipHeight() const override { return m_tip_height.load(std::memory_order_relaxed); }
+
+    Result<Prepared> Prepare(const BlockHash&) override
+    {
+        Prepared p;
+        p.chain = "the peers' chain";
+        p.chain_advice = ": use another --chainstate or peers on the same chain (several peers do not follow a "
+                         "reorganisation below the chainstate's tip: sync from one peer)";
+        p.recovery = "chainstate was interrupted mid-flush between blocks the peers' chain does not have; sync it from the peers "
+                     "it was built from";
+        const auto t_start = NetClock::now();
+        if (auto e = Connect()) return *e;
+        if (m_peers.empty()) {
+            p.failed = true;
+            return p;
+        }
+        const auto& v = m_peers.front().peer->info().version;
+        m_out.sync.peer_user_agent = SanitizePeerText(v.user_agent); // as Core's getpeerinfo shows it
+        m_out.sync.peer_version = v.version;
+        m_out.sync.peer_height = v.start_height;
+        m_out.sync.peer_services = v.services;
+        m_out.sync.handshake_seconds = SecondsSince(t_start);
+        const auto t_headers = NetClock::now();
+        auto headers = swiftsync::DownloadHeaders(m_peers, m_params, m_o.timeout, m_out.notes);
+        if (!headers) {
+            if (headers.error().code != Errc::Refused) return headers.error();
+            m_out.sync.failure = NetError{NetErrc::Misbehaving, headers.error().message};
+            p.failed = true;
+            return p;
+        }
+        // The stored headers are rewritten from the first one the peers' chain does not share.
+        int same = 0;
+        while (same < std::min(m_chain->Height(), headers->Height()) && m_chain->Hash(same + 1) == headers->Hash(same + 1)) ++same;
+        m_out.sync.headers_received = uint64_t(headers->Height() - same);
+        m_chain.emplace(std::move(*headers));
+        if (m_chain->Height() > same) {
+            if (auto e = engine::PersistHeaders(*m_chain, m_headers_file, same + 1)) return Error{Errc::Io, "writing the peers' headers: " + *e};
+        }
+        m_out.sync.mode = "headers";
+        m_out.sync.header_height = m_chain->Height();
+        m_out.sync.headers_seconds = SecondsSince(t_headers);
+        m_tip_height.store(m_chain->Height(), std::memory_order_relaxed);
+        return p;
+    }
+
+    std::optional<Error> Produce(int from, int to, const Emit& emit) override
+    {
+        to = std::min(to, m_chain->Height());
+        if (from > to) return std::nullopt;
+        if (m_peers.empty()) {
+            if (auto e = Connect()) return e;
+            if (m_peers.empty()) return std::nullopt;
+        }
+        swiftsync::FetchOptions fo;
+        fo.timeout = m_o.timeout;
+        fo.window = m_o.window;
+        fo.spent_coins = false;
+        fo.interrupt = m_o.interrupt;
+        swiftsync::BlockFetcher fetcher(std::move(m_peers), *m_chain, uint32_t(from), uint32_t(to), fo);
+        m_peers.clear();
+        for (int h = from; h <= to; ++h) {
+            auto f = fetcher.Take(uint32_t(h));
+            if (!f) {
+                if (!Interrupted()) m_out.sync.failure = NetError{NetErrc::Closed, f.error().message};
+                break;
+            }
+            m_sender[h] = f->peer;
+            if (m_sender.size() > SENDERS_KEPT) m_sender.erase(m_sender.begin());
+            engine::RawBlock raw;
+            raw.height = h;
+            raw.hash = m_chain->Hash(h);
+            raw.bytes = std::move(f->block);
+            raw.message = true;
+            if (!emit(std::move(raw))) break;
+        }
+        Report(fetcher);
+        return std::nullopt;
+    }
+
+    std::optional<Error> Undecodable(int height, const Error& e) override
+    {
+        auto it = m_sender.find(height);
+        const std::string who = it != m_sender.end() && it->second < m_addresses.size() ? m_addresses[it->second] : "a peer";
+        m_out.sync.failure = NetError{NetErrc::Misbehaving, who + " sent a block that does not decode (height " + std::to_string(height) +
+                                                               "): " + e.message};
+        return std::nullopt;
+    }
+
+private:
+    /// The heights whose sender is remembered (Undecodable names it): more than the blocks the
+    /// engine holds between their arrival and their decoding.
+    static constexpr std::size_t SENDERS_KEPT = 4096;
+
+    bool Interrupted() const { return m_o.interrupt && m_o.interrupt->load(std::memory_order_relaxed); }
+
+    /// Connects to every peer; none reachable is the run's failure.
+    std::optional<Error> Connect()
+    {
+        m_out.unreachable.clear();
+        auto connected = swiftsync::ConnectPeers(m_connect, m_params, m_o.policy, m_o.timeout, m_o.interrupt, m_out.unreachable);
+        if (!connected) return connected.error();
+        m_peers = std::move(*connected);
+        m_addresses.clear();
+        for (const auto& p : m_peers) m_addresses.push_back(p.address);
+        if (m_peers.empty() && !Interrupted()) {
+            std::string why;
+            for (const std::string& u : m_out.unreachable) why += (why.empty() ? "" : "; ") + u;
+            m_out.sync.failure = NetError{NetErrc::Connect, "no peer could be reached (" + why + ")"};
+        }
+        return std::nullopt;
+    }
+
+    /// What each peer did in a Produce, added to the run's summary.
+    void Report(const swiftsync::BlockFetcher& fetcher)
+    {
+        for (const swiftsync::PeerReport& r : fetcher.Reports()) {
+            auto it = std::find_if(m_out.peers.begin(), m_out.peers.end(), [&](const PeerSummary& s) { return s.address == r.address; });
+            if (it == m_out.peers.end()) it = m_out.peers.insert(m_out.peers.end(), PeerSummary{r.address, SanitizePeerText(r.user_agent), 0, 0, 0, {}});
+            it->blocks += r.blocks;
+            it->block_bytes += r.block_bytes;
+            it->dropped = r.dropped;
+            m_out.sync.bytes_received += r.block_bytes;
+        }
+    }
+
+    const SyncOptions& m_o;
+    const ChainParams& m_params;
+    const std::vector<std::string>& m_connect;
+    std::optional<HeaderChain> m_chain;
+    const std::filesystem::path m_headers_file;
+    SyncPeersResult& m_out;
+    std::vector<swiftsync::ConnectedPeer> m_peers;
+    std::vector<std::string> m_addresses; ///< of the fetcher's peers, by index
+    std::map<int, std::size_t> m_sender;  ///< the peer that sent each recent height
+    std::atomic<int> m_tip_height{0};
+};
+
+} // namespace
+
+Result<SyncPeersResult> SyncFromPeers(const SyncOptions& options, const std::vector<std::string>& connect)
+{
+    assert(!options.force_getblocks && !connect.empty());
+    const auto t_start = NetClock::now();
+    SyncPeersResult out;
+    out.sync.chain = options.chain;
+    const ChainParams& params = GetChainParams(options.chain);
+    auto cs = ChainstateHandle::Open(options.chainstate, options.policy, CacheBudget(options.dbcache_mib << 20), "ibdkit-sync", options.chain);
+    if (!cs) return cs.error();
+    HeaderChain loaded(params);
+    const auto headers_file = cs->dir() / HEADERS_FILE;
+    if (auto l = engine::LoadHeaders(loaded, headers_file); !l) return l.error();
+    PeersSource source(options, params, connect, std::move(loaded), headers_file, out);
+    EngineOptions eo = options;
+    eo.on_progress = [&](const EngineProgress& ep) {
+        if (options.on_progress) options.on_progress(ep);
+        if (!options.on_sync_progress) return;
+        SyncProgress p;
+        static_cast<EngineProgress&>(p) = ep;
+        p.header_height = source.TipHeight();
+        options.on_sync_progress(p);
+    };
+    auto run = engine::RunEngine(eo, params, source, *cs, out.sync);
+    if (!run) return run.error();
+    static_cast<EngineResult&>(out.sync) = std::move(*run);
+    out.sync.total_seconds = SecondsSince(t_start);
+    return out;
+}
+
+} // namespace ibdkit::run
