@@ -7,6 +7,7 @@ set(IBDKIT_PY_TEST_COSTS
   test_sync_datadir 72
   test_kill_campaign 69
   test_sync_btcd 57
+  test_sync_peers 52
   test_replay_datadir 47
   test_spent_core 42
   test_serve 42
