@@ -55,12 +55,12 @@ void SetPeer(SyncOptions& o, const std::vector<std::string>& connect)
 /// The command line of `sync`.
 struct SyncArgs {
     std::vector<std::string> connect;
-    std::string network, chainstate, undo, datadir, policy{"hardened"}, swiftsync;
+    std::string network, chainstate, undo, datadir, policy{"hardened"};
+    SwiftSyncSyncArgs swiftsync;
     std::size_t dbcache{450};
     double timeout{30};
     double headers_wait{3};
     std::size_t window{16};
-    uint32_t keep_recent{0};
     unsigned threads{0};
     int stop_height{-1};
     int rounds{1};
@@ -168,7 +168,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
                     "Peer HOST:PORT ([v6]:PORT; the network's default port if omitted); repeat it for every peer to\n"
                     "download from in parallel")
         ->required();
-    AddSwiftSyncOptions(cmd, a->swiftsync, a->keep_recent);
+    AddSwiftSyncOptions(cmd, a->swiftsync);
     AddNetworkOption(cmd, a->network, "the one ibdkit recorded in --chainstate or --datadir, else regtest");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,
@@ -201,6 +201,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
         SetPeer(o, a->connect);
+        if (a->swiftsync.hints.empty() && (a->swiftsync.mode != "coins" || a->swiftsync.keep_recent)) {
+            throw CLI::ValidationError(a->swiftsync.keep_recent ? "--keep-recent" : "--swiftsync-mode", "goes with --swiftsync HINTS");
+        }
         CheckAllPolicies(*a, *height_export);
         const bool all = a->policy == "all";
         if (!all) {
@@ -222,8 +225,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         UseDatadirOut(o, a->datadir, o.chain);
         CheckEngineOutputs(o);
-        if (all && !a->swiftsync.empty()) {
-            ExitCode() = SwiftSyncPeersAllPolicies(o, a->connect, a->swiftsync, a->keep_recent, a->out.quiet, a->rounds);
+        if (all && !a->swiftsync.hints.empty()) {
+            ExitCode() = SwiftSyncPeersAllPolicies(o, a->connect, a->swiftsync, a->out.quiet, a->rounds);
             return;
         }
         if (all) {
@@ -231,7 +234,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             ExitCode() = SyncAllPolicies(o, a->out.quiet, a->rounds);
             return;
         }
-        if (!a->swiftsync.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->keep_recent, a->out);
+        if (!a->swiftsync.hints.empty()) return RunSwiftSyncFromPeers(o, a->connect, a->swiftsync, a->out);
         RunClassic(o, *a, *height_export);
     });
 });

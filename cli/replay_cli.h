@@ -83,17 +83,22 @@ void ReportInterrupted(const EngineResult& r, const std::string& chainstate);
 /// outcome: EXIT_INVALID_CHAIN when refused, EXIT_FAILED when the fallback found the chain valid
 /// (the hints or the rev data were wrong) or failed.
 void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out);
-/// `sync`'s `--swiftsync HINTS` and `--keep-recent N`, into `hints` and `keep_recent`.
-void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recent);
+/// `sync`'s `--swiftsync HINTS`, `--swiftsync-mode` and `--keep-recent N`.
+struct SwiftSyncSyncArgs {
+    std::string hints; ///< empty: the classic sync
+    std::string mode{"coins"};
+    uint32_t keep_recent{0};
+};
+void AddSwiftSyncOptions(CLI::App* cmd, SwiftSyncSyncArgs& args);
 /// `sync --swiftsync HINTS` from the peers `connect`, with the classic sync's options `classic`
 /// (its settings, and the continuation after n): runs SyncSwiftSync, prints its result (or its
 /// JSON), sets the exit code.
 /// `sync --swiftsync … --policy all`: the same sync once per policy (CompareAllPolicies), each in a
 /// child process into a temporary chainstate; the exit code.
-int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                              uint32_t keep_recent, bool quiet, int rounds);
-void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                           uint32_t keep_recent, const ConnectOutputArgs& out);
+int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args,
+                              bool quiet, int rounds);
+void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args,
+                           const ConnectOutputArgs& out);
 
 /// The result as JSON (ReplayResultFields): gettxoutsetinfo's field names plus timing and skip counts.
 nlohmann::json ToJson(const ReplayResult& r, PolicyId policy);

@@ -71,14 +71,20 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
 
 } // namespace
 
-void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recent)
+void AddSwiftSyncOptions(CLI::App* cmd, SwiftSyncSyncArgs& args)
 {
-    cmd->add_option("--swiftsync", hints,
+    cmd->add_option("--swiftsync", args.hints,
                     "Hintsfile (BIP 456, from `ibdkit hints`) for height n: blocks 1..n with their spent coins (BIP 455)\n"
                     "from every peer that serves them, checked as coins mode checks a datadir (docs/swiftsync.md, Over P2P),\n"
                     "written as the chainstate at n; then the classic sync to the peers' tip")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--keep-recent", keep_recent,
+    cmd->add_option("--swiftsync-mode", args.mode,
+                    "With --swiftsync: coins (every rule Core checks, the spent coins from peers that serve BIP 455) or\n"
+                    "outpoints (blocks alone from any peer, stock Core too; checks much less than Core's assumevalid: no\n"
+                    "amounts, maturity, BIP68, sigops, scripts)")
+        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->capture_default_str();
+    cmd->add_option("--keep-recent", args.keep_recent,
                     "With --swiftsync: keep the outputs of the last N blocks and ask the peers only for older spent coins\n"
                     "(BIP 455's cutoff; 0 asks for every coin)")
         ->check(IntegerIn(0, 100000))
@@ -88,12 +94,17 @@ void AddSwiftSyncOptions(CLI::App* cmd, std::string& hints, uint32_t& keep_recen
 namespace {
 
 /// The run's options from the classic sync's (its continuation) and --swiftsync's.
-run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                                        uint32_t keep_recent)
+run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
+    const bool outpoints = args.mode == "outpoints";
+    if (outpoints && !classic.datadir_out.empty()) {
+        throw CLI::ValidationError("--datadir", "its undo data comes from the peers' spent coins: --swiftsync-mode coins");
+    }
+    if (outpoints && args.keep_recent) throw CLI::ValidationError("--keep-recent", "cuts the spent coins of coins mode: --swiftsync-mode coins");
     run::SwiftSyncPeersOptions o;
-    o.swiftsync.hints = hints;
+    o.swiftsync.hints = args.hints;
+    o.swiftsync.mode = outpoints ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
     o.swiftsync.chainstate = classic.chainstate;
     o.swiftsync.chain = classic.chain;
     o.swiftsync.threads = classic.threads;
@@ -105,7 +116,7 @@ run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::v
     o.chain = classic.chain;
     o.timeout = classic.timeout;
     o.window = classic.window;
-    o.keep_recent = keep_recent;
+    o.keep_recent = args.keep_recent;
     o.statistics = classic.statistics;
     o.continuation = classic;
     o.datadir = classic.datadir_out;
@@ -131,15 +142,15 @@ std::string PolicyRunJson(const Result<run::SwiftSyncPeersResult>& r, PolicyId p
 
 } // namespace
 
-int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                              uint32_t keep_recent, bool quiet, int rounds)
+int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args,
+                              bool quiet, int rounds)
 {
     return CompareAllPolicies(rounds, [&](PolicyId id, const std::string& label) {
         auto bar = std::make_shared<ProgressLine>(!quiet);
         PolicyRun run = RunInChild(id, [&]() -> std::string {
             SyncOptions c = classic;
             c.policy = id;
-            run::SwiftSyncPeersOptions o = PeersOptions(c, connect, hints, keep_recent);
+            run::SwiftSyncPeersOptions o = PeersOptions(c, connect, args);
             o.swiftsync.progress = [&](uint32_t h, uint32_t n) {
                 bar->Update(n ? double(h) / n : 1.0, label + ": swiftsync block " + std::to_string(h) + " of " + std::to_string(n));
             };
@@ -150,10 +161,10 @@ int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std:
     });
 }
 
-void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const std::string& hints,
-                           uint32_t keep_recent, const ConnectOutputArgs& out)
+void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args,
+                           const ConnectOutputArgs& out)
 {
-    run::SwiftSyncPeersOptions o = PeersOptions(classic, connect, hints, keep_recent);
+    run::SwiftSyncPeersOptions o = PeersOptions(classic, connect, args);
     const std::filesystem::path chainstate = o.swiftsync.chainstate;
     SetInterruptNote(chainstate.empty() ? "" : "the chainstate " + chainstate.string() +
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "

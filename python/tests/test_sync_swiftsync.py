@@ -203,6 +203,51 @@ def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
     assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir())
 
 
+
+def test_outpoints_mode_syncs_from_peers_that_serve_no_spent_coins(cli, chain, tmp_path):
+    """--swiftsync-mode outpoints: blocks alone from two peers without BIP 455 (serve over a blocks
+    directory, as a stock Core peer), BIP 457's assume-valid extension, then the classic rest: Core's
+    UTXO set; the verdict says which mode checked it."""
+    datadir, height, tip, stats, n, hints = chain
+    servers = [Server(cli, "--blocks-dir", datadir / "regtest" / "blocks") for _ in range(2)]
+    try:
+        got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cs",
+                                   "--swiftsync-mode", "outpoints", keep=0).stdout)
+    finally:
+        counters = [s.stop()[0] for s in servers]
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["swiftsync"]["mode"] == "outpoints" and got["swiftsync_height"] == n
+    assert got["spent_bytes"] == 0 and sum(c["bspent_sent"] for c in counters) == 0
+    assert sum(p["blocks"] for p in got["peers"]) == n and sum(1 for p in got["peers"] if p["blocks"]) > 1
+    assert got["script_checked_inputs"] == 0, "outpoints mode runs no script"
+    assert got["continuation"]["blocks"] == BELOW_TIP
+
+
+def test_outpoints_mode_drops_a_peer_that_mutates_a_block(cli, chain, tmp_path):
+    datadir, height, tip, stats, _, hints = chain
+    honest, upstream = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks"), Server(cli, "--datadir", datadir)
+    liar = proxy(upstream.port, "mutated block")
+    try:
+        got = json.loads(swiftsync(cli, hints, [liar.port, honest.port], "--chainstate", tmp_path / "cs",
+                                   "--swiftsync-mode", "outpoints", keep=0).stdout)
+    finally:
+        liar.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    lying, fair = got["peers"]
+    assert lying["dropped"] and "mutated" in lying["dropped"] and fair["dropped"] is None, got["peers"]
+
+
+@pytest.mark.parametrize("extra,words", [(["--datadir", "NODE"], "--swiftsync-mode coins"),
+                                         (["--keep-recent", "4"], "--swiftsync-mode coins")])
+def test_outpoints_mode_refuses_what_needs_spent_coins(cli, chain, tmp_path, extra, words):
+    _, _, _, _, _, hints = chain
+    extra = [str(tmp_path / "node") if e == "NODE" else e for e in extra]
+    r = run_cli(cli, "sync", "--swiftsync", hints, "--swiftsync-mode", "outpoints", "--connect", "127.0.0.1:1", *extra, check=False)
+    assert r.returncode == 64 and words in r.stderr, (r.returncode, r.stderr)
+
+
 # ---- hostile peers: a proxy in front of an honest `serve` that changes what it forwards ----------
 
 SCRIPT_BODY = {1: 20, 2: 32, 3: 32, 4: 64, 5: 20, 6: 32, 7: 20, 8: 32}

@@ -84,6 +84,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     swiftsync::PeersRun peers;
     peers.connect = options.connect;
     peers.chain = options.chain;
+    peers.mode = o.mode;
     peers.fetch.timeout = options.timeout;
     peers.fetch.window = options.window;
     peers.fetch.recent_blocks = options.keep_recent;

@@ -53,9 +53,9 @@ class PeerCheck {
 public:
     /// A batch stops growing at `batch_bytes` of blocks and bspents (the budget's share).
     PeerCheck(BlockFetcher& fetcher, const HeaderChain& headers, ChainType chain, const Hints& hints, const CoinsBlockRules& rules,
-              const CheckRangeOptions& options, uint32_t recent_blocks, std::size_t batch_bytes, DatadirWriter* datadir,
-              PeersRunResult& out)
-        : m_fetcher(fetcher), m_headers(headers), m_chain(chain), m_hints(hints), m_rules(rules), m_options(options),
+              const CheckRangeOptions& options, AggregateMode mode, uint32_t recent_blocks, std::size_t batch_bytes,
+              DatadirWriter* datadir, PeersRunResult& out)
+        : m_fetcher(fetcher), m_headers(headers), m_chain(chain), m_hints(hints), m_rules(rules), m_options(options), m_mode(mode),
           m_recent_blocks(recent_blocks), m_batch_bytes(batch_bytes), m_datadir(datadir), m_out(out)
     {}
 
@@ -66,7 +66,7 @@ public:
         Partial partial;
         partial.from = 1;
         partial.to = n;
-        partial.mode = AggregateMode::Coins;
+        partial.mode = m_mode;
         std::vector<Slot> batch;
         m_agg_in.assign(std::size_t(n) + 1, Aggregate{});
         m_peer_of.assign(std::size_t(n) + 1, NO_PEER);
@@ -101,10 +101,12 @@ public:
             m_through_height.push_back(h - 1);
             if (m_options.progress) m_options.progress(h - 1, n);
         }
-        if (partial.agg_in != partial.agg_out) {
+        // Only spent coins can lie and still pass the block's hash: in outpoints mode an imbalance
+        // is the history's (or the hints').
+        if (m_mode == AggregateMode::Coins && partial.agg_in != partial.agg_out) {
             if (auto e = FindLiar(partial, n)) return *e;
         }
-        if (partial.agg_in != partial.agg_out) {
+        if (m_mode == AggregateMode::Coins && partial.agg_in != partial.agg_out) {
             if (auto e = ProveByOnePeer(partial, n)) return *e;
         }
         return partial;
@@ -202,6 +204,7 @@ private:
     BlockOutcome CheckDecoded(Slot& slot) const
     {
         const FetchedBlock& f = slot.f;
+        if (m_mode == AggregateMode::OutPoints) return m_rules.Check(*slot.block, f.height, m_headers.Hash(int(f.height)), {});
         return m_rules.Check(*slot.block, f.height, m_headers.Hash(int(f.height)), [&](const Block& b) -> Result<BlockUndo> {
             Result<BlockUndo> undo = slot.undo ? Result<BlockUndo>(std::move(*slot.undo)) : BlockUndoFromBspent(f.spent, b);
             if (!undo) return Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
@@ -468,6 +471,7 @@ private:
     const Hints& m_hints;
     const CoinsBlockRules& m_rules;
     const CheckRangeOptions& m_options;
+    const AggregateMode m_mode;
     const uint32_t m_recent_blocks;
     const std::size_t m_batch_bytes;
     DatadirWriter* const m_datadir;
@@ -486,7 +490,11 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
 {
     SwiftSyncOptions o = options;
     o.threads = ResolveThreads(o.threads);
-    o.mode = AggregateMode::Coins;
+    o.mode = peers.mode;
+    const bool coins = peers.mode == AggregateMode::Coins;
+    if (!coins && peers.datadir) {
+        return Error{Errc::InvalidValue, "a data directory's undo data comes from the peers' spent coins: write one in coins mode"};
+    }
     if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
         return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
     }
@@ -509,7 +517,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     // Only peers that serve spent coins take part; the others may still serve the classic rest.
     std::vector<ConnectedPeer> serving;
     for (ConnectedPeer& p : *connected) {
-        if (p.peer->info().HasFeature(FEATURE_BLOCK_SPENT_COINS_V1)) {
+        if (!coins || p.peer->info().HasFeature(FEATURE_BLOCK_SPENT_COINS_V1)) {
             PeerReport r;
             r.address = p.address;
             r.user_agent = p.peer->info().version.user_agent;
@@ -522,12 +530,14 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     if (serving.empty()) {
         std::string why;
         for (const std::string& u : out.unreachable) why += (why.empty() ? "" : "; ") + u;
-        return Error{Errc::NotFound, "no peer serves spent coins (BIP 455) for SwiftSync: " + why};
+        return Error{Errc::NotFound, (coins ? "no peer serves spent coins (BIP 455) for SwiftSync: " : "no peer could be reached: ") + why};
     }
     // The blocks ahead, a batch under check and the sort share --dbcache (CacheBudget).
     const SwiftSyncShares shares = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromPeers();
     FetchOptions fetch = peers.fetch;
     fetch.max_ahead_bytes = shares.ahead;
+    fetch.spent_coins = coins;
+    if (!coins) fetch.recent_blocks = 0;
     BlockFetcher fetcher(std::move(serving), *out.headers, 1, n, fetch);
     std::optional<SaltedHasher> hasher;
     std::optional<CoinsBlockRules> rules;
@@ -539,7 +549,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.sort_bytes = shares.sort;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
-        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.fetch.recent_blocks, shares.batch, peers.datadir,
+        check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.mode, fetch.recent_blocks, shares.batch, peers.datadir,
                       out);
         return check->Run(n);
     };

@@ -35,6 +35,10 @@ namespace ibdkit::swiftsync {
 struct PeersRun {
     std::vector<std::string> connect; ///< HOST[:PORT] of each peer
     ChainType chain{ChainType::REGTEST};
+    /// Coins: blocks with their spent coins from the peers that serve them (BIP 455), every rule.
+    /// Outpoints: blocks alone from every peer (stock Core peers too), BIP 457's assume-valid
+    /// extension: much less is checked (no amounts, maturity, BIP68, sigops, scripts).
+    AggregateMode mode{AggregateMode::Coins};
     FetchOptions fetch;
     /// A Bitcoin Core data directory to write blocks 1..n into, each with undo data made from the
     /// spent coins it was checked with (a liar's replaced by the others'); its index names them only
@@ -52,8 +56,8 @@ struct PeersRunResult {
     std::optional<HeaderChain> headers; ///< the peers' header chain (all of it, also above n)
 };
 
-/// Runs SwiftSync over `peers.connect` into `options.chainstate` (coins mode; options.datadir,
-/// blocks_dir and mode are ignored). The hintsfile's height n must be on the peers' header chain.
+/// Runs SwiftSync over `peers.connect` into `options.chainstate` in `peers.mode` (options.datadir,
+/// blocks_dir and mode are ignored; outpoints mode takes no data directory to write, and no cutoff). The hintsfile's height n must be on the peers' header chain.
 /// A refused history is not an error (result.run.verdict says why). Errors: no peer reachable or
 /// serving BIP 455 (Errc::NotFound, naming each peer's reason), a hintsfile above the peers'
 /// headers (Errc::InvalidValue), no peer left for a block (Errc::NotFound; when the last peers'

@@ -49,6 +49,11 @@ BlockOutcome CoinsBlockRules::Check(Block& block, uint32_t h, const BlockHash& h
     if (!ContextualCheckBlockHeader(header, prev, m_params, m_now, header_state)) return refuse(header_state.GetRejectReason());
     if (!checked) return refuse(state.GetRejectReason());
 
+    if (!spent) {
+        // Outpoints mode: the block's outpoints alone, as CheckRange weighs a blk file's block.
+        AccumulateBlock(checked->block(), h, hash, m_chain, m_hints.Indices(h), m_hasher, m_collect_unspent, p);
+        return out;
+    }
     auto undo = spent(checked->block());
     if (!undo) {
         out.error = std::move(undo.error());

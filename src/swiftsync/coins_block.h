@@ -43,6 +43,8 @@ public:
     /// work and contextual rules, CheckBlock, ContextualCheckBlock, then the spent coins from
     /// `spent` and every ConnectBlock rule that reads them, scripts where the assumevalid rule
     /// runs them; the block's Coin elements go to the outcome's partial. Consumes the block.
+    /// `spent` empty: outpoints mode, the header and CheckBlock's rules, then the block's outpoints
+    /// (no spent coins, no rule that reads them).
     BlockOutcome Check(Block& block, uint32_t h, const BlockHash& hash, const SpentCoinsFor& spent) const;
 
 private:
