@@ -52,8 +52,8 @@ Case ReplayCase()
                if (!chain) return {};
                return [chain] {
                    ReplayOptions o;
-                   o.blocks_dir = *chain;
-                   o.chain = ChainType::REGTEST;
+                   o.source.blocks_dir = *chain;
+                   o.source.chain = ChainType::REGTEST;
                    o.policy = P::id;
                    auto r = Replay(o);
                    if (!r || r->height != CHAIN_BLOCKS) std::abort(); // the work must really happen

@@ -40,9 +40,7 @@ void RunExport(const ExportArgs& a)
     CheckOutput(a.out);
     if (a.to && *a.to < a.from) throw UsageError("--to " + std::to_string(*a.to) + " is below --from " + std::to_string(a.from));
     SpentReaderOptions o;
-    o.datadir = a.datadir;
-    o.blocks_dir = a.blocks_dir;
-    o.chain = ParseNetworkOption(a.network);
+    o.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
     o.from_height = a.from;
     o.to_height = a.to;
     o.dbcache_mib = a.dbcache;

@@ -61,9 +61,8 @@ std::optional<swiftsync::BuildHintsResult> HintsAfterRun::Finish(const ReplayOpt
     }
     swiftsync::BuildHintsOptions h;
     h.chainstate = o.chainstate;
-    h.datadir = o.datadir;
-    h.blocks_dir = o.blocks_dir;
-    h.chain = r.chain;
+    h.source = o.source;
+    h.source.chain = r.chain;
     h.out = m_out;
     h.threads = o.threads;
     auto built = BuildHintsWithProgress(std::move(h), quiet);
@@ -103,11 +102,9 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         swiftsync::BuildHintsOptions o;
         o.chainstate = a->chainstate;
         o.snapshot = a->snapshot;
-        o.datadir = a->datadir;
-        o.blocks_dir = a->blocks_dir;
+        o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         o.out = a->out;
         o.threads = a->threads;
-        o.chain = ParseNetworkOption(a->network);
         auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
         if (!r) {
             PrintError(r.error().message);

@@ -37,13 +37,11 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
         throw UsageError("--policy all compares the policies, each into a temporary chainstate: drop --chainstate and --fallback");
     }
     swiftsync::SwiftSyncOptions s;
-    s.datadir = o.datadir;
-    s.blocks_dir = o.blocks_dir;
+    s.source = o.source;
     s.hints = a.swiftsync;
     s.chainstate = o.chainstate;
-    s.chain = o.chain;
     s.mode = a.swiftsync_mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
-    if (s.mode == swiftsync::AggregateMode::Coins && s.datadir.empty()) {
+    if (s.mode == swiftsync::AggregateMode::Coins && s.source.datadir.empty()) {
         throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
                          "or --swiftsync-mode outpoints for bare block files (it checks much less)");
     }
@@ -70,9 +68,7 @@ ReplayOptions OptionsOf(const Args& a)
 {
     ReplayOptions o;
     if (a.blocks_dir.empty() == a.datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
-    o.blocks_dir = a.blocks_dir;
-    o.datadir = a.datadir;
-    o.chain = ParseNetworkOption(a.network);
+    o.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
     o.chainstate = a.chainstate;
     o.undo_dir = a.undo;
     o.dbcache_mib = a.dbcache;

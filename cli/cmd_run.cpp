@@ -109,8 +109,8 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
             return;
         }
         ReplayOptions o;
-        o.blocks_dir = fs::path(a->dir) / "blocks";
-        o.chain = ChainType::REGTEST;
+        o.source.blocks_dir = fs::path(a->dir) / "blocks";
+        o.source.chain = ChainType::REGTEST;
         o.dbcache_mib = a->dbcache;
         o.threads = a->threads;
         o.skip_scripts = !a->verify_scripts;

@@ -118,9 +118,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
     cmd->callback([a] {
         if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("give --datadir or --blocks-dir (exactly one)");
         ServeOptions o;
-        o.datadir = a->datadir;
-        o.blocks_dir = a->blocks_dir;
-        o.chain = ParseNetworkOption(a->network);
+        o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         auto listen = ParseListen(a->listen);
         if (!listen) throw UsageError("--listen '" + a->listen + "' is not ADDR, ADDR:PORT, [IPV6] or [IPV6]:PORT (a port is 0..65535)");
         o.listen_host = listen->first;

@@ -76,7 +76,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         };
         auto hints = swiftsync::Hints::Read(a->hints);
         if (!hints) return fail(hints.error().message);
-        auto loc = a->datadir.empty() ? LocateFromBlocksDir(a->blocks_dir, chain) : LocateFromDatadir(a->datadir, chain);
+        auto loc = LocateBlocks({.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = chain});
         if (!loc) return fail(loc.error().message);
         std::optional<DatadirUndo> undo;
         swiftsync::CoinsModeOptions co;

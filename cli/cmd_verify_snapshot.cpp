@@ -55,11 +55,9 @@ void AddVerifySnapshot(CLI::App* utxo)
         if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
         swiftsync::VerifySnapshotOptions o;
         o.snapshot = a->snapshot;
-        o.datadir = a->datadir;
-        o.blocks_dir = a->blocks_dir;
-        o.chain = ParseNetworkOption(a->network);
+        o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         o.mode = a->mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
-        if (o.mode == swiftsync::AggregateMode::Coins && o.datadir.empty()) {
+        if (o.mode == swiftsync::AggregateMode::Coins && o.source.datadir.empty()) {
             throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or --mode "
                              "outpoints for bare block files (it checks much less)");
         }

@@ -106,7 +106,7 @@ run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::v
     o.swiftsync.hints = args.hints;
     o.swiftsync.mode = outpoints ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
     o.swiftsync.chainstate = classic.chainstate;
-    o.swiftsync.chain = classic.chain;
+    o.swiftsync.source.chain = classic.chain;
     o.swiftsync.threads = classic.threads;
     o.swiftsync.dbcache_mib = classic.dbcache_mib;
     o.swiftsync.assumevalid = classic.assumevalid;

@@ -4,6 +4,7 @@
 
 #include "errors.h"
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block_view.h>
 
@@ -30,9 +31,11 @@ PolicyId ParsePolicyName(const std::string& name);
 /// An assumevalid argument: None, the network's default (nullopt); "0", verify every script (a
 /// null hash); a block hash in hex. InvalidArgument else.
 std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& value);
-/// Whether `dir` is a Core data directory (its block index, or a network's subdirectory) rather
-/// than blk files: how every function taking "a datadir or a blocks directory" tells them apart.
-bool LooksLikeDatadir(const std::filesystem::path& dir);
+/// A path as every function taking "a datadir or a blocks directory" reads it: a Core data
+/// directory (its block index, or a network's subdirectory) as the source's datadir, else blk files
+/// (the path's `blocks` folder when it has one, else the path itself) as its blocks_dir; `network`
+/// parsed (InvalidArgument if unknown), nullopt left to the blocks.
+BlockFileSource SourceOf(const std::filesystem::path& path, const std::optional<std::string>& network);
 /// `sync(datadir=...)`: the Core data directory to write, refused by the write guards as the CLI's
 /// --datadir is; the chainstate in its network's folder unless `chainstate` names one.
 void UseDatadirOut(const std::string& datadir, ChainType chain, std::filesystem::path& datadir_out,

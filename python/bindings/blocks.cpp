@@ -228,16 +228,13 @@ public:
     BlockReader(const std::string& path, std::optional<std::string> network, std::optional<int> from_height,
                 std::optional<int> to_height)
     {
-        const fs::path dir = path;
-        const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
         // A Core data directory (its block index, or a network's subdirectory) is read through the
         // index; a blocks directory or blk file by following prev-hashes through every record.
-        const bool datadir = LooksLikeDatadir(dir);
+        const BlockFileSource source = SourceOf(path, network);
         Result<LocatedChain> located = Error{};
         {
             nb::gil_scoped_release nogil;
-            located = datadir ? LocateFromDatadir(dir, chain)
-                              : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
+            located = LocateBlocks(source);
         }
         if (!located) Throw(located.error());
         m_chain = std::move(*located);
@@ -293,14 +290,8 @@ private:
 SpentReader::SpentReader(const std::string& path, std::optional<std::string> network, std::optional<int> from_height,
                          std::optional<int> to_height)
 {
-    const fs::path dir = path;
     SpentReaderOptions o;
-    if (LooksLikeDatadir(dir)) {
-        o.datadir = dir;
-    } else {
-        o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
-    }
-    if (network) o.chain = ParseNetwork(*network);
+    o.source = SourceOf(path, network);
     o.from_height = from_height.value_or(0);
     o.to_height = to_height;
     Result<std::unique_ptr<SpentBlockReader>> r = Error{};

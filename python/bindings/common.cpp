@@ -13,11 +13,27 @@ namespace nb = nanobind;
 
 namespace ibdkit::py {
 
+namespace {
+
 bool LooksLikeDatadir(const std::filesystem::path& dir)
 {
     bool datadir = std::filesystem::is_directory(dir / "blocks" / "index");
     for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || std::filesystem::is_directory(dir / net / "blocks");
     return datadir;
+}
+
+} // namespace
+
+BlockFileSource SourceOf(const std::filesystem::path& path, const std::optional<std::string>& network)
+{
+    BlockFileSource source;
+    if (network) source.chain = ParseNetwork(*network); // a bad name is refused before the path is looked at
+    if (LooksLikeDatadir(path)) {
+        source.datadir = path;
+    } else {
+        source.blocks_dir = std::filesystem::is_directory(path / "blocks") ? path / "blocks" : path;
+    }
+    return source;
 }
 
 void WarnRenamed(const char* old_name, const char* new_name)

@@ -86,15 +86,9 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     o.statistics = statistics;
     o.assumevalid = ParseAssumeValidArg(assumevalid);
     o.skip_scripts = skip_scripts;
-    const fs::path dir = blocks;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
-    if (LooksLikeDatadir(dir)) {
-        o.datadir = dir;
-    } else {
-        o.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
-    }
+    o.source = SourceOf(blocks, network);
     o.threads = threads;
-    if (network) o.chain = ParseNetwork(*network);
     if (chainstate) o.chainstate = *chainstate;
     o.dbcache_mib = dbcache;
     o.policy = ParsePolicyName(policy);

@@ -106,16 +106,14 @@ const char* ModeName(swiftsync::AggregateMode mode) { return mode == swiftsync::
 /// A Core data directory (its block index, or a network's subdirectory) or blk files.
 PyBlocks Locate(const std::string& path, std::optional<std::string> network)
 {
-    const fs::path dir = path;
-    const std::optional<ChainType> chain = network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt;
+    const BlockFileSource source = SourceOf(path, network);
     Result<LocatedChain> located = Error{};
     {
         nb::gil_scoped_release nogil;
-        located = LooksLikeDatadir(dir) ? LocateFromDatadir(dir, chain)
-                                        : LocateFromBlocksDir(fs::is_directory(dir / "blocks") ? dir / "blocks" : dir, chain);
+        located = LocateBlocks(source);
     }
     if (!located) Throw(located.error());
-    return PyBlocks{std::make_shared<const LocatedChain>(std::move(*located)), LooksLikeDatadir(dir) ? dir : fs::path{}, nullptr};
+    return PyBlocks{std::make_shared<const LocatedChain>(std::move(*located)), source.datadir, nullptr};
 }
 
 PyHints ReadHints(const std::string& path)
@@ -325,17 +323,11 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 {
     run::SwiftSyncRunOptions o;
     swiftsync::SwiftSyncOptions& s = o.swiftsync;
-    const fs::path dir = blocks;
-    if (LooksLikeDatadir(dir)) {
-        s.datadir = dir;
-    } else {
-        s.blocks_dir = fs::is_directory(dir / "blocks") ? dir / "blocks" : dir;
-    }
+    s.source = SourceOf(blocks, network);
     s.hints = hints;
-    if (network) s.chain = ParseNetwork(*network);
     if (chainstate) s.chainstate = *chainstate;
     s.mode = ParseMode(mode);
-    if (s.mode == swiftsync::AggregateMode::Coins && s.datadir.empty()) {
+    if (s.mode == swiftsync::AggregateMode::Coins && s.source.datadir.empty()) {
         throw PyError{"InvalidArgument", "swiftsync_mode='coins' reads the spent coins from a Bitcoin Core datadir's rev files: give a "
                                          "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
     }
@@ -354,9 +346,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     };
     if (fallback) {
         ReplayOptions& c = o.fallback.emplace();
-        c.datadir = s.datadir;
-        c.blocks_dir = s.blocks_dir;
-        c.chain = s.chain;
+        c.source = s.source;
         c.threads = threads;
         c.dbcache_mib = dbcache;
         c.policy = s.policy;
@@ -393,7 +383,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     o.keep_recent = keep_recent;
     o.statistics = statistics;
     s.hints = hints;
-    s.chain = o.chain;
+    s.source.chain = o.chain;
     if (chainstate) s.chainstate = *chainstate;
     if (datadir) UseDatadirOut(*datadir, o.chain, o.datadir, s.chainstate);
     s.threads = threads;

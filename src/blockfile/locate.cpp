@@ -287,4 +287,10 @@ Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::op
     return s;
 }
 
+Result<LocatedChain> LocateBlocks(const BlockFileSource& source, bool keep_unreadable)
+{
+    return source.datadir.empty() ? LocateFromBlocksDir(source.blocks_dir, source.chain)
+                                  : LocateFromDatadir(source.datadir, source.chain, keep_unreadable);
+}
+
 } // namespace ibdkit

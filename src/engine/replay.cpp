@@ -125,12 +125,12 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
 {
     const auto t_start = engine::Clock::now();
     ReplayResult res;
-    if (!opts.datadir.empty() && !opts.blocks_dir.empty()) {
+    if (!opts.source.datadir.empty() && !opts.source.blocks_dir.empty()) {
         return Error{Errc::InvalidValue, "give either a data directory or a blocks directory, not both"};
     }
     if (!opts.undo_dir.empty()) {
         // Undo data goes to a directory of ibdkit's own, never into the user's Core directories.
-        for (const auto& theirs : {opts.datadir, opts.blocks_dir}) {
+        for (const auto& theirs : {opts.source.datadir, opts.source.blocks_dir}) {
             std::error_code ec;
             if (theirs.empty() || !std::filesystem::is_directory(theirs, ec)) continue;
             if (IsSameOrInside(opts.undo_dir, theirs)) {
@@ -140,8 +140,7 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
         }
     }
     // A block the files cannot deliver ends the run there, after the blocks before it (FileSource::Load).
-    auto sc = opts.datadir.empty() ? LocateFromBlocksDir(opts.blocks_dir, opts.chain)
-                                   : LocateFromDatadir(opts.datadir, opts.chain, /*keep_unreadable=*/true);
+    auto sc = LocateBlocks(opts.source, /*keep_unreadable=*/true);
     if (!sc) return sc.error();
     res.chain = sc->chain;
     res.scan = sc->scan;
@@ -153,7 +152,7 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
         res.live_hash = sc->headers.Hash(sc->TipHeight());
     }
     if (sc->order.blocks.empty()) {
-        return Error{Errc::InvalidValue, "no block in " + (opts.datadir.empty() ? opts.blocks_dir : sc->blocks_dir).string() +
+        return Error{Errc::InvalidValue, "no block in " + (opts.source.datadir.empty() ? opts.source.blocks_dir : sc->blocks_dir).string() +
                                              " connects to the " + std::string(ChainTypeName(sc->chain)) + " genesis block"};
     }
 

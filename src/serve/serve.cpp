@@ -27,8 +27,8 @@ struct Connection {
 
 Result<LocatedChain> LocateServed(const ServeOptions& o)
 {
-    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "give a datadir or a blocks directory (exactly one)"};
-    return o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+    if (!o.source.NamesOne()) return Error{Errc::InvalidValue, "give a datadir or a blocks directory (exactly one)"};
+    return LocateBlocks(o.source);
 }
 
 /// Joins the connections that ended; with `all`, every connection (after the interrupt).
@@ -59,8 +59,8 @@ Result<ServeStats> Serve(const ServeOptions& o)
 
     // BIP 455's spent coins come from the datadir's rev files: without them the feature is not offered.
     std::optional<DatadirUndo> undo;
-    if (!o.datadir.empty()) {
-        if (auto u = LocateUndoInDatadir(o.datadir, chain->chain); u && !u->blocks.empty()) undo = std::move(*u);
+    if (!o.source.datadir.empty()) {
+        if (auto u = LocateUndoInDatadir(o.source.datadir, chain->chain); u && !u->blocks.empty()) undo = std::move(*u);
     }
     ServeShared shared(*chain, params, o, undo ? &*undo : nullptr);
     ServeStats stats;

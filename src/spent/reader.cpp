@@ -156,12 +156,12 @@ private:
         // network's parameters, spending nothing.
         if (m_o.from_height == 0 && !Push(Item{0, EncodeBlock(params.genesis), {}})) return;
         ReplayOptions ro;
-        ro.blocks_dir = m_o.blocks_dir;
-        ro.chain = m_chain;
+        ro.source.blocks_dir = m_o.source.blocks_dir;
+        ro.source.chain = m_chain;
         ro.dbcache_mib = m_o.dbcache_mib;
         ro.threads = m_o.threads;
         ro.statistics = false;
-        ro.skip_scripts = !m_o.verify_scripts;
+        ro.skip_scripts = m_o.skip_scripts;
         ro.stop_height = m_o.to_height;
         ro.interrupt = &m_interrupt;
         ro.on_progress = [this](const EngineProgress& p) {
@@ -203,16 +203,16 @@ private:
 
 Result<std::unique_ptr<SpentBlockReader>> OpenDatadir(const SpentReaderOptions& o)
 {
-    auto loc = LocateFromDatadir(o.datadir, o.chain);
+    auto loc = LocateFromDatadir(o.source.datadir, o.source.chain);
     if (!loc) return loc.error();
-    auto undo = LocateUndoInDatadir(o.datadir, loc->chain);
+    auto undo = LocateUndoInDatadir(o.source.datadir, loc->chain);
     if (!undo) return undo.error();
     // The spent outputs come from the rev files: without them, say where the blocks can be replayed from.
     std::error_code ec;
     const bool no_rev = undo->blocks.empty() ? loc->TipHeight() > 0
                                              : !fs::exists(UndoFilePath(undo->blocks_dir, undo->blocks.front().file), ec);
     if (no_rev) {
-        return Error{Errc::NotFound, o.datadir.string() + " holds no undo data (rev files) for its blocks, and the spent outputs "
+        return Error{Errc::NotFound, o.source.datadir.string() + " holds no undo data (rev files) for its blocks, and the spent outputs "
                                          "come from there: export from its blk files instead, which ibdkit replays: --blocks-dir " +
                                          loc->blocks_dir.string()};
     }
@@ -236,7 +236,7 @@ Result<std::unique_ptr<SpentBlockReader>> OpenDatadir(const SpentReaderOptions& 
 
 Result<std::unique_ptr<SpentBlockReader>> SpentBlockReader::Open(const SpentReaderOptions& o)
 {
-    if (o.datadir.empty() == o.blocks_dir.empty()) {
+    if (!o.source.NamesOne()) {
         return Error{Errc::InvalidValue, "give a Core data directory (its rev files hold the spent outputs) or a blocks "
                                          "directory (replayed to compute them), one of the two"};
     }
@@ -244,12 +244,13 @@ Result<std::unique_ptr<SpentBlockReader>> SpentBlockReader::Open(const SpentRead
         return Error{Errc::InvalidValue, "the height range is empty: from " + std::to_string(o.from_height) + " to " +
                                              std::to_string(o.to_height.value_or(-1))};
     }
-    if (!o.datadir.empty()) return OpenDatadir(o);
+    if (!o.source.datadir.empty()) return OpenDatadir(o);
     std::error_code ec;
-    if (!fs::exists(o.blocks_dir, ec)) return Error{Errc::InvalidValue, "no such blocks directory or file: " + o.blocks_dir.string()};
-    std::optional<ChainType> chain = o.chain ? o.chain : DetectChain(o.blocks_dir);
+    const fs::path& blocks_dir = o.source.blocks_dir;
+    if (!fs::exists(blocks_dir, ec)) return Error{Errc::InvalidValue, "no such blocks directory or file: " + blocks_dir.string()};
+    std::optional<ChainType> chain = o.source.chain ? o.source.chain : DetectChain(blocks_dir);
     if (!chain) {
-        return Error{Errc::InvalidValue, "no blk file with a known network magic in " + o.blocks_dir.string() + ": give --network"};
+        return Error{Errc::InvalidValue, "no blk file with a known network magic in " + blocks_dir.string() + ": give --network"};
     }
     return std::unique_ptr<SpentBlockReader>(new ReplayReader(o, *chain));
 }

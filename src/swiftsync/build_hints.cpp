@@ -232,16 +232,16 @@ Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChai
 Result<BuildHintsResult> BuildHints(const BuildHintsOptions& o)
 {
     if (!o.chainstate.empty() && !o.snapshot.empty()) return Error{Errc::InvalidValue, "a chainstate or a snapshot, not both"};
-    if (o.datadir.empty() == o.blocks_dir.empty()) return Error{Errc::InvalidValue, "a data directory or a blocks directory (exactly one)"};
-    if (o.chainstate.empty() && o.snapshot.empty() && o.datadir.empty()) {
+    if (!o.source.NamesOne()) return Error{Errc::InvalidValue, "a data directory or a blocks directory (exactly one)"};
+    if (o.chainstate.empty() && o.snapshot.empty() && o.source.datadir.empty()) {
         return Error{Errc::InvalidValue, "no UTXO set: name a chainstate, a snapshot or a data directory"};
     }
     if (auto refused = CheckOutputFile(o.out)) return *refused; // before any block is read
-    auto loc = o.datadir.empty() ? LocateFromBlocksDir(o.blocks_dir, o.chain) : LocateFromDatadir(o.datadir, o.chain);
+    auto loc = LocateBlocks(o.source);
     if (!loc) return loc.error();
     fs::path chainstate;
     if (o.snapshot.empty()) {
-        auto cs = ResolveChainstate(o.chainstate.empty() ? o.datadir : o.chainstate, loc->chain);
+        auto cs = ResolveChainstate(o.chainstate.empty() ? o.source.datadir : o.chainstate, loc->chain);
         if (!cs) return cs.error();
         chainstate = *cs;
     }

@@ -111,15 +111,14 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     return partial;
 }
 
-Result<LocatedChain> LocateForMode(const std::filesystem::path& datadir, const std::filesystem::path& blocks_dir,
-                                   std::optional<ChainType> chain, AggregateMode mode)
+Result<LocatedChain> LocateForMode(const BlockFileSource& source, AggregateMode mode)
 {
-    if (datadir.empty() == blocks_dir.empty()) return Error{Errc::InvalidValue, "give a data directory or a blocks directory (exactly one)"};
-    if (mode == AggregateMode::Coins && datadir.empty()) {
+    if (!source.NamesOne()) return Error{Errc::InvalidValue, "give a data directory or a blocks directory (exactly one)"};
+    if (mode == AggregateMode::Coins && source.datadir.empty()) {
         return Error{Errc::InvalidValue, "coins mode reads the spent coins from a Bitcoin Core data directory's rev files: give one, "
                                          "or choose outpoints mode for bare block files (it checks much less)"};
     }
-    return datadir.empty() ? LocateFromBlocksDir(blocks_dir, chain) : LocateFromDatadir(datadir, chain);
+    return LocateBlocks(source);
 }
 
 Result<Partial> CheckFromGenesis(const LocatedChain& loc, const std::filesystem::path& datadir, const Hints& hints, const Salt& salt,

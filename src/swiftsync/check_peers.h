@@ -56,8 +56,9 @@ struct PeersRunResult {
     std::optional<HeaderChain> headers; ///< the peers' header chain (all of it, also above n)
 };
 
-/// Runs SwiftSync over `peers.connect` into `options.chainstate` in `peers.mode` (options.datadir,
-/// blocks_dir and mode are ignored; outpoints mode takes no data directory to write, and no cutoff). The hintsfile's height n must be on the peers' header chain.
+/// Runs SwiftSync over `peers.connect` into `options.chainstate` in `peers.mode` (options.source
+/// and mode are ignored; outpoints mode takes no data directory to write, and no cutoff). The
+/// hintsfile's height n must be on the peers' header chain.
 /// A refused history is not an error (result.run.verdict says why). Errors: no peer reachable or
 /// serving BIP 455 (Errc::NotFound, naming each peer's reason), a hintsfile above the peers'
 /// headers (Errc::InvalidValue), no peer left for a block (Errc::NotFound; when the last peers'

@@ -26,11 +26,10 @@ void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash,
 /// returned; a refused block stops the walk (an Error of code Errc::Ok, block_walk.h).
 std::optional<Error> MergeBlock(Partial& partial, Partial& block, const CheckRangeOptions& options);
 
-/// The chain a whole-chain run reads (replay.h, verify_snapshot.h): exactly one of `datadir` and
-/// `blocks_dir`, and a data directory for coins mode (Errc::InvalidValue saying what to give
-/// otherwise); then LocateFromDatadir or LocateFromBlocksDir's result.
-Result<LocatedChain> LocateForMode(const std::filesystem::path& datadir, const std::filesystem::path& blocks_dir,
-                                   std::optional<ChainType> chain, AggregateMode mode);
+/// The chain a whole-chain run reads (replay.h, verify_snapshot.h): a source naming exactly one
+/// directory, a data directory for coins mode (Errc::InvalidValue saying what to give otherwise);
+/// then LocateBlocks' result.
+Result<LocatedChain> LocateForMode(const BlockFileSource& source, AggregateMode mode);
 
 /// Blocks 1..n of `loc` checked as one range in `mode`: CheckRangeCoins with the undo data of
 /// `datadir` and `coins`' assumevalid and skip_scripts (coins.undo is ignored), or CheckRange.

@@ -282,7 +282,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
         return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
     }
     const auto t0 = std::chrono::steady_clock::now();
-    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
+    auto loc = LocateForMode(o.source, o.mode);
     if (!loc) return loc.error();
     auto hints = Hints::Read(o.hints);
     if (!hints) return Error{hints.error().code, o.hints.string() + ": " + hints.error().message + " (a hintsfile comes from `ibdkit hints`)"};
@@ -297,7 +297,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     run.hints = &*hints;
     run.sort_bytes = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromFiles().sort;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) {
-        return CheckFromGenesis(*loc, o.datadir, *hints, salt, n, o.mode, ro, co);
+        return CheckFromGenesis(*loc, o.source.datadir, *hints, salt, n, o.mode, ro, co);
     };
     uint64_t bytes = 0;
     uint32_t through = 0;

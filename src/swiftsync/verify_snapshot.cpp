@@ -34,7 +34,7 @@ Result<Hints> NothingUnspent(uint32_t n)
 Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
 {
     const auto t0 = std::chrono::steady_clock::now();
-    auto loc = LocateForMode(o.datadir, o.blocks_dir, o.chain, o.mode);
+    auto loc = LocateForMode(o.source, o.mode);
     if (!loc) return loc.error();
     const ChainParams& params = GetChainParams(loc->chain);
     auto reader = SnapshotReader::Open(o.snapshot, params.message_start);
@@ -59,7 +59,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     CoinsModeOptions co;
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;
-    auto partial = CheckFromGenesis(*loc, o.datadir, *hints, salt, res.height, o.mode, ro, co);
+    auto partial = CheckFromGenesis(*loc, o.source.datadir, *hints, salt, res.height, o.mode, ro, co);
     if (!partial) return partial.error();
 
     // The snapshot's coins, each as if spent after block n.

@@ -32,7 +32,7 @@ int main(int argc, char** argv)
     if (stats->txouts != 0) return 1;
     if (argc > 2) {
         ReplayOptions opts;
-        opts.blocks_dir = argv[2];
+        opts.source.blocks_dir = argv[2];
         opts.chainstate = dir.string() + "-replayed";
         opts.threads = 1;
         auto r = Replay(opts);

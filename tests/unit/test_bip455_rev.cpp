@@ -51,8 +51,8 @@ std::vector<BlockAndRecord> RevRecords(const std::filesystem::path& blocks, Chai
 {
     std::map<BlockHash, BlockAndRecord> by_hash;
     SpentReaderOptions o;
-    o.blocks_dir = blocks;
-    o.chain = chain;
+    o.source.blocks_dir = blocks;
+    o.source.chain = chain;
     o.from_height = 1;
     o.threads = 2;
     auto r = SpentBlockReader::Open(o);
@@ -66,8 +66,8 @@ std::vector<BlockAndRecord> RevRecords(const std::filesystem::path& blocks, Chai
     }
     test::TempDir t;
     ReplayOptions ro;
-    ro.blocks_dir = blocks;
-    ro.chain = chain;
+    ro.source.blocks_dir = blocks;
+    ro.source.chain = chain;
     ro.statistics = false;
     ro.skip_scripts = true;
     ro.undo_dir = t.path / "undo";

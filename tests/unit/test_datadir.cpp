@@ -156,6 +156,36 @@ TEST(Datadir, RealV25IndexesPointAtTheirBlocks)
     }
 }
 
+TEST(Datadir, LocateBlocksReadsTheDirectoryTheSourceNames)
+{
+    const auto& real = REAL[0];
+    REQUIRE_DATA(dir, real.rel);
+    // A datadir goes through its block index, a blocks directory through a scan of its files:
+    // the same folder gives the index's tip one way and the files' the other.
+    const BlockFileSource as_datadir{*dir, {}, std::nullopt};
+    const BlockFileSource as_blocks{{}, *dir, real.chain};
+    EXPECT_TRUE(as_datadir.NamesOne());
+    EXPECT_TRUE(as_blocks.NamesOne());
+    EXPECT_FALSE((BlockFileSource{*dir, *dir, std::nullopt}.NamesOne()));
+    EXPECT_FALSE(BlockFileSource{}.NamesOne());
+    auto indexed = LocateBlocks(as_datadir);
+    ASSERT_TRUE(indexed.ok()) << indexed.error().message;
+    EXPECT_TRUE(indexed->from_index);
+    EXPECT_EQ(indexed->chain, real.chain);
+    EXPECT_EQ(indexed->TipHeight(), real.tip);
+    auto scanned = LocateBlocks(as_blocks);
+    ASSERT_TRUE(scanned.ok()) << scanned.error().message;
+    EXPECT_FALSE(scanned->from_index);
+    EXPECT_EQ(scanned->TipHeight(), real.file_tip);
+    // Neither directory: the blocks directory's error, as every run without one gets it.
+    auto none = LocateBlocks(BlockFileSource{});
+    auto bare = LocateFromBlocksDir({}, std::nullopt);
+    ASSERT_FALSE(none.ok());
+    ASSERT_FALSE(bare.ok());
+    EXPECT_EQ(none.error().code, bare.error().code);
+    EXPECT_EQ(none.error().message, bare.error().message);
+}
+
 TEST(Datadir, BestChainIsMostWorkWithDataAndNoFailure)
 {
     REQUIRE_DATA(dir, "testnet3/core_v25_0-121");
@@ -322,7 +352,7 @@ TEST(Datadir, ReplayReadsEachBlockOnce)
     MakeDatadir(d.path, *t3, "testnet3");
     const auto before = Snapshot(d.path);
     ReplayOptions o;
-    o.datadir = d.path;
+    o.source.datadir = d.path;
     auto r = Replay(o);
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_FALSE(r->reject_reason) << *r->reject_reason;
@@ -340,7 +370,7 @@ TEST(Datadir, ReplayReadsEachBlockOnce)
     // The same blocks through a bare scan: the same UTXO set, the same bytes read once, and the
     // scan itself reads only 88 bytes per record.
     ReplayOptions b;
-    b.blocks_dir = *t3;
+    b.source.blocks_dir = *t3;
     b.stop_height = 120;
     auto rb = Replay(b);
     ASSERT_TRUE(rb.ok()) << rb.error().message;
@@ -351,6 +381,6 @@ TEST(Datadir, ReplayReadsEachBlockOnce)
     EXPECT_EQ(rb->scan.bytes_read, rb->scan.records * RECORD_PREFIX_SIZE);
 
     ReplayOptions both = o;
-    both.blocks_dir = *t3;
+    both.source.blocks_dir = *t3;
     EXPECT_FALSE(Replay(both).ok());
 }

@@ -38,7 +38,7 @@ const std::vector<Connected>& ConnectedChain()
     static const std::vector<Connected> chain = [] {
         std::vector<Connected> out;
         ReplayOptions o;
-        o.blocks_dir = GeneratedBlocks();
+        o.source.blocks_dir = GeneratedBlocks();
         o.statistics = false;
         o.on_connected = [&](const Block& b, int height, const BlockUndo& undo) {
             EXPECT_EQ(height, int(out.size()) + 1);

@@ -44,7 +44,7 @@ using ibdkit::test::MustReplay;
 TEST(Engine, EveryThreadCountGivesTheSameChainstate)
 {
     ReplayOptions o;
-    o.blocks_dir = GeneratedBlocks();
+    o.source.blocks_dir = GeneratedBlocks();
     o.dbcache_mib = 1; // flushes along the way, and coins read back from the chainstate
     o.threads = 1;
     const auto one = MustReplay(o);
@@ -86,7 +86,7 @@ TEST(Engine, EveryThreadCountGivesTheSameChainstate)
 TEST(Engine, EveryThreadCountFlushesAtTheSameBlocks)
 {
     ReplayOptions o;
-    o.blocks_dir = GeneratedBlocks();
+    o.source.blocks_dir = GeneratedBlocks();
     o.dbcache_mib = 3;
     o.threads = 1;
     const auto one = MustReplay(o);
@@ -105,7 +105,7 @@ TEST(Engine, StopHeightAndResumeWithThreads)
 {
     TempDir cs;
     ReplayOptions o;
-    o.blocks_dir = GeneratedBlocks();
+    o.source.blocks_dir = GeneratedBlocks();
     o.chainstate = cs.path / "chainstate";
     o.threads = 4;
     o.stop_height = 150;
@@ -116,7 +116,7 @@ TEST(Engine, StopHeightAndResumeWithThreads)
     EXPECT_EQ(second.start_height, 151);
     EXPECT_EQ(second.height, 220);
     ReplayOptions whole;
-    whole.blocks_dir = GeneratedBlocks();
+    whole.source.blocks_dir = GeneratedBlocks();
     whole.threads = 1;
     EXPECT_EQ(HashOf(second), HashOf(MustReplay(whole)));
 }
@@ -124,7 +124,7 @@ TEST(Engine, StopHeightAndResumeWithThreads)
 TEST(Engine, BytesCleansedAreCountedOnEveryThread)
 {
     ReplayOptions o;
-    o.blocks_dir = GeneratedBlocks();
+    o.source.blocks_dir = GeneratedBlocks();
     o.policy = PolicyId::ZeroAfterFree;
     o.threads = 1;
     const auto one = MustReplay(o);
@@ -143,7 +143,7 @@ TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
     // lock time): the block still decodes and links, but its merkle root no longer matches.
     const auto src = GeneratedBlocks();
     ReplayOptions probe;
-    probe.blocks_dir = src;
+    probe.source.blocks_dir = src;
     probe.stop_height = 179;
     probe.threads = 1;
     const auto before = MustReplay(probe);
@@ -176,7 +176,7 @@ TEST(Engine, EveryThreadCountRejectsAtTheSameHeightWithTheSameReason)
         f.write(&c, 1);
     }
     ReplayOptions o;
-    o.blocks_dir = bad.path;
+    o.source.blocks_dir = bad.path;
     std::optional<std::string> reason;
     for (unsigned threads : {1u, 2u, 5u}) {
         o.threads = threads;
@@ -221,7 +221,7 @@ TEST(Engine, ContextualHeaderRulesRejectWithCoreReason)
         TempDir dir;
         const auto blocks = BrokenChain(dir.path / "blocks", AT, c.breakit);
         ReplayOptions o;
-        o.blocks_dir = blocks;
+        o.source.blocks_dir = blocks;
         for (unsigned threads : {1u, 2u}) {
             o.threads = threads;
             const auto r = MustReplay(o);
@@ -335,7 +335,7 @@ TEST(Engine, EveryFlushIsAnnouncedToTheProgressCallback)
 {
     for (unsigned threads : {1u, 2u}) {
         ReplayOptions o;
-        o.blocks_dir = GeneratedBlocks();
+        o.source.blocks_dir = GeneratedBlocks();
         o.dbcache_mib = 3;
         o.threads = threads;
         uint64_t announced = 0;

@@ -63,7 +63,7 @@ TEST(EngineFailure, ARejectedBlockKeepsEveryBlockBeforeIt)
     const auto bad = BrokenChain(dir.path / "bad", AT, PayTooMuch);
     const auto good = BrokenChain(dir.path / "good", AT, [](Block&, const std::vector<Block>&) {});
     ReplayOptions whole_run;
-    whole_run.blocks_dir = good;
+    whole_run.source.blocks_dir = good;
     const auto whole = MustReplay(whole_run);
     ASSERT_EQ(whole.height, AT);
     for (const unsigned threads : {1u, 2u}) {
@@ -71,7 +71,7 @@ TEST(EngineFailure, ARejectedBlockKeepsEveryBlockBeforeIt)
             SCOPED_TRACE(std::to_string(threads) + " threads" + (undo ? ", undo data" : ""));
             TempDir cs, undo_dir;
             ReplayOptions o;
-            o.blocks_dir = bad;
+            o.source.blocks_dir = bad;
             o.chainstate = cs.path / "cs";
             if (undo) o.undo_dir = undo_dir.path / "undo";
             o.threads = threads;
@@ -83,7 +83,7 @@ TEST(EngineFailure, ARejectedBlockKeepsEveryBlockBeforeIt)
             EXPECT_EQ(r.kept_height, AT - 1);
             EXPECT_EQ(r.flushes, 1u); // the cache held every block: the final flush wrote them
             // The blocks repaired: the rerun connects the one block left, to the same hash.
-            o.blocks_dir = good;
+            o.source.blocks_dir = good;
             const auto again = MustReplay(o);
             EXPECT_FALSE(again.reject_reason);
             EXPECT_EQ(again.start_height, AT);
@@ -93,7 +93,7 @@ TEST(EngineFailure, ARejectedBlockKeepsEveryBlockBeforeIt)
     }
     // A temporary chainstate keeps nothing, and says so.
     ReplayOptions o;
-    o.blocks_dir = bad;
+    o.source.blocks_dir = bad;
     const auto r = MustReplay(o);
     EXPECT_EQ(r.reject_height, AT);
     EXPECT_FALSE(r.kept_height);
@@ -102,7 +102,7 @@ TEST(EngineFailure, ARejectedBlockKeepsEveryBlockBeforeIt)
 TEST(EngineFailure, ABlockThatCannotBeReadKeepsEveryBlockBeforeIt)
 {
     ReplayOptions whole_run;
-    whole_run.blocks_dir = GeneratedBlocks();
+    whole_run.source.blocks_dir = GeneratedBlocks();
     const auto whole = MustReplay(whole_run);
     ASSERT_EQ(whole.height, 220);
     for (const unsigned threads : {1u, 2u}) {
@@ -113,7 +113,7 @@ TEST(EngineFailure, ABlockThatCannotBeReadKeepsEveryBlockBeforeIt)
         const fs::path cut = dir.path / "blocks" / file.filename();
         const uint64_t cut_size = pos.offset - 8; // a copy: clang 14 lambdas cannot capture a structured binding
         ReplayOptions o;
-        o.blocks_dir = dir.path / "blocks";
+        o.source.blocks_dir = dir.path / "blocks";
         o.chainstate = dir.path / "cs";
         o.threads = threads;
         o.dbcache_mib = 1; // flushes along the way too

@@ -39,7 +39,7 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
     auto dir = MainnetDir();
     if (!dir) FAIL() << "tests/data is incomplete";
     ReplayOptions o;
-    o.blocks_dir = *dir;
+    o.source.blocks_dir = *dir;
     const auto plain = MustReplay(o);
     ASSERT_EQ(plain.height, 599);
 
@@ -75,7 +75,7 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
         XorBytes(MakeWritableByteSpan(file), key, 0);
         std::ofstream(BlockFilePath(t.path, f), std::ios::binary).write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
     }
-    o.blocks_dir = t.path;
+    o.source.blocks_dir = t.path;
     const auto shuffled = MustReplay(o);
     EXPECT_EQ(shuffled.height, 599);
     EXPECT_EQ(HashOf(shuffled), HashOf(plain));
@@ -89,7 +89,7 @@ TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
     auto dir_blocks = MainnetDir();
     if (!dir_blocks) FAIL() << "tests/data is incomplete";
     ReplayOptions ref;
-    ref.blocks_dir = *dir_blocks;
+    ref.source.blocks_dir = *dir_blocks;
     const std::string expected = HashOf(MustReplay(ref));
 
     const bool long_mode = std::getenv("IBDKIT_LONG_TESTS") != nullptr;
@@ -164,7 +164,7 @@ TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
             if (!kill_it) break;
         }
         ReplayOptions fin;
-        fin.blocks_dir = *dir_blocks;
+        fin.source.blocks_dir = *dir_blocks;
         fin.chainstate = t.path / "chainstate";
         const auto r = MustReplay(fin);
         ASSERT_EQ(r.height, 599);

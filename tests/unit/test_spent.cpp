@@ -140,7 +140,7 @@ TEST(Spent, CoresMainnetRevFileEqualsTheEnginesSpentOutputs)
     }
 
     SpentReaderOptions o;
-    o.blocks_dir = *dir;
+    o.source.blocks_dir = *dir;
     o.from_height = 1;
     o.to_height = 40;
     const auto engine = ReadAll(o);
@@ -159,7 +159,7 @@ TEST(Spent, GenesisComesFirstFromEitherSource)
     auto dir = test::TestData("mainnet/blk_0-599");
     if (!dir) FAIL() << "tests/data is incomplete";
     SpentReaderOptions o;
-    o.blocks_dir = *dir;
+    o.source.blocks_dir = *dir;
     o.to_height = 2;
     const auto blocks = ReadAll(o);
     ASSERT_EQ(blocks.size(), 3u);
@@ -325,8 +325,9 @@ TEST(Spent, ReplayReaderDeliversARangeWithConsistentFees)
 {
     const auto& blocks = test::GeneratedBlocks();
     SpentReaderOptions o;
-    o.blocks_dir = blocks;
-    o.chain = ChainType::REGTEST;
+    EXPECT_TRUE(o.skip_scripts); // the reader's default, unlike the runs': blk files trusted as a node's own
+    o.source.blocks_dir = blocks;
+    o.source.chain = ChainType::REGTEST;
     o.from_height = 50;
     o.to_height = 120;
     o.threads = 2;
@@ -345,8 +346,8 @@ TEST(Spent, ReplayReaderDeliversARangeWithConsistentFees)
     // The same blocks' undo data as the engine writes it into rev files.
     test::TempDir t;
     ReplayOptions ro;
-    ro.blocks_dir = blocks;
-    ro.chain = ChainType::REGTEST;
+    ro.source.blocks_dir = blocks;
+    ro.source.chain = ChainType::REGTEST;
     ro.stop_height = 120;
     ro.statistics = false;
     ro.skip_scripts = true;
@@ -370,7 +371,7 @@ TEST(Spent, ReplayReaderDeliversARangeWithConsistentFees)
 TEST(Spent, AReaderDroppedEarlyStopsItsReplay)
 {
     SpentReaderOptions o;
-    o.blocks_dir = test::GeneratedBlocks();
+    o.source.blocks_dir = test::GeneratedBlocks();
     o.read_ahead = 1;
     auto r = SpentBlockReader::Open(o);
     ASSERT_TRUE(r.ok()) << r.error().message;
@@ -384,9 +385,9 @@ TEST(Spent, OpenRefusesWhatItCannotRead)
 {
     SpentReaderOptions o;
     EXPECT_EQ(SpentBlockReader::Open(o).error().code, Errc::InvalidValue);
-    o.blocks_dir = "/nonexistent/blocks";
+    o.source.blocks_dir = "/nonexistent/blocks";
     EXPECT_FALSE(SpentBlockReader::Open(o).ok());
-    o.blocks_dir = test::GeneratedBlocks();
+    o.source.blocks_dir = test::GeneratedBlocks();
     o.from_height = 10;
     o.to_height = 5;
     EXPECT_EQ(SpentBlockReader::Open(o).error().code, Errc::InvalidValue);

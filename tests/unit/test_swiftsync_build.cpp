@@ -62,7 +62,7 @@ void RoutesAgree(const fs::path& blocks, std::optional<int> stop_height, uint32_
 {
     TempDir t;
     ReplayOptions ro;
-    ro.blocks_dir = blocks;
+    ro.source.blocks_dir = blocks;
     ro.chainstate = t.path / "cs";
     ro.threads = 1;
     ro.stop_height = stop_height;
@@ -71,7 +71,7 @@ void RoutesAgree(const fs::path& blocks, std::optional<int> stop_height, uint32_
 
     BuildHintsOptions o;
     o.chainstate = t.path / "cs";
-    o.blocks_dir = blocks;
+    o.source.blocks_dir = blocks;
     o.out = t.path / "from-chainstate.hints";
     o.threads = 2;
     auto a = BuildHints(o);
@@ -125,7 +125,7 @@ TEST(SwiftSyncBuildHints, RefusesWhatDoesNotFit)
     ASSERT_TRUE(dir) << "tests/data is incomplete";
     TempDir t;
     ReplayOptions ro;
-    ro.blocks_dir = *dir;
+    ro.source.blocks_dir = *dir;
     ro.chainstate = t.path / "cs";
     ro.threads = 1;
     (void)ibdkit::test::MustReplay(ro);
@@ -134,13 +134,13 @@ TEST(SwiftSyncBuildHints, RefusesWhatDoesNotFit)
     o.chainstate = t.path / "cs";
     o.out = t.path / "h.hints";
     // The chainstate's tip (599) is not among blocks 0..299.
-    o.blocks_dir = *dir / "blk00000.dat";
+    o.source.blocks_dir = *dir / "blk00000.dat";
     auto r = BuildHints(o);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("not in the best chain"), std::string::npos) << r.error().message;
     EXPECT_FALSE(fs::exists(o.out));
     // Two sources, no source.
-    o.blocks_dir = *dir;
+    o.source.blocks_dir = *dir;
     o.snapshot = t.path / "x.dat";
     EXPECT_FALSE(BuildHints(o).ok());
     o.snapshot.clear();

@@ -37,13 +37,13 @@ struct Replayed {
 void Prepare(const fs::path& blocks, Replayed& r)
 {
     ReplayOptions ro;
-    ro.blocks_dir = blocks;
+    ro.source.blocks_dir = blocks;
     ro.chainstate = r.dir.path / "cs";
     ro.threads = 1;
     (void)ibdkit::test::MustReplay(ro);
     BuildHintsOptions o;
     o.chainstate = r.dir.path / "cs";
-    o.blocks_dir = blocks;
+    o.source.blocks_dir = blocks;
     o.out = r.dir.path / "h.hints";
     auto built = BuildHints(o);
     ASSERT_TRUE(built.ok()) << built.error().message;

@@ -85,17 +85,17 @@ TEST(SwiftSyncPartial, RoundTripOfARealChainCombinesAndMergesIntoTheReplayedSet)
 {
     TempDir dir;
     ReplayOptions ro;
-    ro.blocks_dir = ibdkit::test::GeneratedBlocks();
+    ro.source.blocks_dir = ibdkit::test::GeneratedBlocks();
     ro.chainstate = dir.path / "cs";
     ro.threads = 1;
     (void)ibdkit::test::MustReplay(ro);
     BuildHintsOptions bo;
     bo.chainstate = ro.chainstate;
-    bo.blocks_dir = ro.blocks_dir;
+    bo.source.blocks_dir = ro.source.blocks_dir;
     bo.out = dir.path / "h.hints";
     ASSERT_TRUE(BuildHints(bo).ok());
     auto hints = Hints::Read(bo.out);
-    auto loc = LocateFromBlocksDir(ro.blocks_dir, std::nullopt);
+    auto loc = LocateFromBlocksDir(ro.source.blocks_dir, std::nullopt);
     ASSERT_TRUE(hints.ok() && loc.ok());
     CoinList replayed; // in the chainstate's key order
     CoinsDBOptions opt;

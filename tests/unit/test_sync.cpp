@@ -79,7 +79,7 @@ const Chain& TheChain()
     static const std::unique_ptr<Chain> c = [] {
         auto ch = MakeChain(ChainOptions(620, 3'000'000, 5)); // more than one getblocks batch of 500
         ReplayOptions ro;
-        ro.blocks_dir = ch->dir.path / "blocks";
+        ro.source.blocks_dir = ch->dir.path / "blocks";
         ro.policy = PolicyId::Plain;
         auto r = Replay(ro);
         if (!r || !r->utxo) throw std::runtime_error("replay of the generated chain failed");
@@ -100,7 +100,7 @@ const Chain& OtherChain()
 std::string ReplayedHash(const Chain& chain, int height)
 {
     ReplayOptions ro;
-    ro.blocks_dir = chain.dir.path / "blocks";
+    ro.source.blocks_dir = chain.dir.path / "blocks";
     ro.stop_height = height;
     auto r = Replay(ro);
     if (!r || !r->utxo || r->height != height) return "replay failed";
@@ -297,7 +297,7 @@ TEST(Sync, WritesTheSameUndoDataAsReplay)
     ExpectReplayed(*r);
     EXPECT_EQ(r->undo_records, uint64_t(TheChain().height));
     ReplayOptions ro;
-    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.source.blocks_dir = TheChain().dir.path / "blocks";
     ro.undo_dir = t.path / "replay-undo";
     auto rr = Replay(ro);
     ASSERT_TRUE(rr.ok()) << rr.error().message;
@@ -494,7 +494,7 @@ TEST(Sync, RefusesAHeaderChainBelowTheMinimumChainWork)
 TEST(Sync, VerifiesScriptsWhereCoreWould)
 {
     ReplayOptions ro;
-    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.source.blocks_dir = TheChain().dir.path / "blocks";
     ro.assumevalid = BlockHash{};
     auto replayed = Replay(ro);
     ASSERT_TRUE(replayed.ok()) << replayed.error().message;
@@ -531,7 +531,7 @@ TEST(Sync, VerifiesScriptsWhereCoreWould)
 TEST(Replay, TheMinimumChainWorkAppliesToTheAssumeValidRule)
 {
     ReplayOptions ro;
-    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.source.blocks_dir = TheChain().dir.path / "blocks";
     ro.assumevalid = TheChain().hashes[100];
     auto plain = Replay(ro);
     ASSERT_TRUE(plain.ok()) << plain.error().message;
@@ -549,12 +549,12 @@ TEST(Replay, AChainstateOfAnotherChainIsRefusedWithItsBestBlock)
     ASSERT_TRUE(core) << "tests/data/regtest is missing";
     TempDir cs;
     ReplayOptions ro;
-    ro.blocks_dir = *core;
+    ro.source.blocks_dir = *core;
     ro.chainstate = cs.path;
     ro.stop_height = 20;
     auto first = Replay(ro);
     ASSERT_TRUE(first.ok()) << first.error().message;
-    ro.blocks_dir = TheChain().dir.path / "blocks";
+    ro.source.blocks_dir = TheChain().dir.path / "blocks";
     ro.stop_height.reset();
     auto other = Replay(ro);
     ASSERT_FALSE(other.ok());

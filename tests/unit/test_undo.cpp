@@ -490,7 +490,7 @@ TEST(Undo, DisconnectingBackToKGivesTheUtxoSetOfAReplayStoppedAtK)
     const auto& blocks = GeneratedBlocks();
     TempDir t;
     ReplayOptions o;
-    o.blocks_dir = blocks;
+    o.source.blocks_dir = blocks;
     o.chainstate = t.path / "chainstate";
     o.undo_dir = t.path / "undo";
     o.dbcache_mib = 1; // flushes along the way: undo is synced before each
@@ -501,7 +501,7 @@ TEST(Undo, DisconnectingBackToKGivesTheUtxoSetOfAReplayStoppedAtK)
     EXPECT_GT(full.flushes, 1u);
     const int k = 150;
     ReplayOptions stopped;
-    stopped.blocks_dir = blocks;
+    stopped.source.blocks_dir = blocks;
     stopped.stop_height = k;
     const auto at_k = MustReplay(stopped);
     ASSERT_EQ(at_k.height, k);
@@ -566,7 +566,7 @@ TEST(Undo, ReplayRefusesAnUndoDirectoryInsideCoresDirectories)
 {
     const auto& blocks = GeneratedBlocks();
     ReplayOptions o;
-    o.blocks_dir = blocks;
+    o.source.blocks_dir = blocks;
     o.undo_dir = blocks / "undo";
     auto r = Replay(o);
     ASSERT_FALSE(r.ok());
@@ -576,7 +576,7 @@ TEST(Undo, ReplayRefusesAnUndoDirectoryInsideCoresDirectories)
     EXPECT_FALSE(Replay(o).ok());
     TempDir t;
     ReplayOptions d;
-    d.datadir = t.path;
+    d.source.datadir = t.path;
     d.undo_dir = t.path / "regtest" / "undo";
     r = Replay(d);
     ASSERT_FALSE(r.ok());

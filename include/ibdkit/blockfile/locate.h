@@ -15,6 +15,7 @@
 #pragma once
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/error.h>
@@ -95,6 +96,12 @@ Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::opti
 /// `unreadable`, for a reader that stops there after reading the blocks before them (replay).
 Result<LocatedChain> LocateFromDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain,
                                        bool keep_unreadable = false);
+
+/// The best chain of a run's source: LocateFromDatadir when it names a datadir (with
+/// `keep_unreadable` as there), else LocateFromBlocksDir. The caller has refused a source naming
+/// both directories (BlockFileSource::NamesOne); with neither, LocateFromBlocksDir's error. Errors:
+/// theirs.
+Result<LocatedChain> LocateBlocks(const BlockFileSource& source, bool keep_unreadable = false);
 
 /// Where a Core data directory keeps the undo data of its best chain (read through the block index,
 /// read-only, as LocateFromDatadir does: from a snapshot of the index while bitcoind runs). Read the records with an

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ibdkit/run_stats.h>
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/chain_type.h>
 #include <ibdkit/engine/engine.h>
 #include <ibdkit/error.h>
@@ -30,11 +31,7 @@ namespace ibdkit {
 using ReplayProgress = EngineProgress;
 
 struct ReplayOptions : EngineOptions {
-    std::filesystem::path blocks_dir;            ///< a blocks directory or a single blk file
-    /// Or a Bitcoin Core data directory, read strictly read-only through its block index
-    /// (LocateFromDatadir); exclusive with blocks_dir.
-    std::filesystem::path datadir;
-    std::optional<ChainType> chain;              ///< nullopt: from the first record's magic (datadir: its layout)
+    BlockFileSource source; ///< the blocks: a datadir or a blocks directory (not both)
     bool via_p2p{false};
 };
 

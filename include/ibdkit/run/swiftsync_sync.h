@@ -29,7 +29,7 @@ namespace ibdkit::run {
 
 struct SwiftSyncPeersOptions {
     /// The check: hints, chainstate (empty: a temporary one, removed after), threads, dbcache,
-    /// assumevalid, skip_scripts, policy, progress, mode (datadir and blocks_dir are not used).
+    /// assumevalid, skip_scripts, policy, progress, mode (its source is not used).
     /// Coins mode: the spent coins from the peers that serve them (BIP 455), every rule. Outpoints
     /// mode: blocks alone from every peer (stock Core peers too), checking much less (no amounts,
     /// maturity, BIP68, sigops or scripts; docs/swiftsync.md), without `datadir` or `keep_recent`.

@@ -13,6 +13,7 @@
 // it: docs/live-node.md) puts them; nothing is ever written into the datadir.
 #pragma once
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/chain_type.h>
 #include <ibdkit/error.h>
 
@@ -27,9 +28,7 @@
 namespace ibdkit {
 
 struct ServeOptions {
-    std::filesystem::path datadir;     ///< a Bitcoin Core data directory, read-only
-    std::filesystem::path blocks_dir;  ///< or a blocks directory / one blk file (exclusive with datadir)
-    std::optional<ChainType> chain;    ///< nullopt: from the datadir's layout or the files' magic
+    BlockFileSource source;            ///< the blocks, exactly one (a datadir's undo data: BIP 455)
     std::string listen_host{"127.0.0.1"}; ///< an IPv4 or IPv6 literal
     std::optional<uint16_t> port;      ///< nullopt: the network's default port; 0: any free port
     unsigned max_peers{32};            ///< connections served at once (1..1024); more are closed at once

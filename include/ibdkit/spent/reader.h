@@ -11,6 +11,7 @@
 // Nothing is ever written into the directories read.
 #pragma once
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
 #include <ibdkit/spent/spent_block.h>
@@ -24,16 +25,17 @@
 namespace ibdkit {
 
 struct SpentReaderOptions {
-    std::filesystem::path datadir;     ///< a Core data directory: spent outputs from its rev files
-    std::filesystem::path blocks_dir;  ///< or blk files (a directory or one file): replayed (exclusive with datadir)
-    std::optional<ChainType> chain;    ///< nullopt: from the layout or the files' magic
+    /// Exactly one: a Core data directory (spent outputs from its rev files) or blk files (a
+    /// directory or one file), replayed.
+    BlockFileSource source;
     int from_height{0};                ///< the first block delivered (the ones below are still replayed)
     std::optional<int> to_height;      ///< the last (default: the tip; a datadir's last block with undo data)
     std::size_t dbcache_mib{200};      ///< replay only: the engine's UTXO cache budget
     unsigned threads{0};               ///< replay only: the engine's threads (0: every core)
-    /// Replay only: check every block's scripts (Core's assumevalid rule decides otherwise). Off, the
-    /// blocks are trusted as a node's own files are: every other rule still runs.
-    bool verify_scripts{false};
+    /// Replay only: trust every script, as a node trusts its own files (every other rule still
+    /// runs). On by default here, unlike the other runs' skip_scripts: the reader's blocks are
+    /// usually a node's own. Off: Core's assumevalid rule decides which blocks' scripts run.
+    bool skip_scripts{true};
     std::size_t read_ahead{4};         ///< replay only: blocks handed over and not yet taken (at least 1)
 };
 

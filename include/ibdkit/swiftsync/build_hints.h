@@ -12,6 +12,7 @@
 // coinbases). The file is written under a temporary name and renamed when complete.
 #pragma once
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
@@ -26,14 +27,10 @@ namespace ibdkit::swiftsync {
 struct BuildHintsOptions {
     /// The UTXO set: a chainstate directory (Core's DATADIR/chainstate or ibdkit's; a datadir
     /// holding one is accepted), or an assumeutxo snapshot file — exactly one. With neither, the
-    /// chainstate of `datadir`.
+    /// chainstate of `source.datadir`.
     std::filesystem::path chainstate;
     std::filesystem::path snapshot;
-    /// The blocks: a Core data directory (through its block index) or a blocks directory / blk
-    /// file — exactly one.
-    std::filesystem::path datadir;
-    std::filesystem::path blocks_dir;
-    std::optional<ChainType> chain; ///< nullopt: from the blocks
+    BlockFileSource source;         ///< the blocks, exactly one
     std::filesystem::path out;      ///< the hintsfile to write
     unsigned threads{0};            ///< threads decoding blocks and looking up their outputs (0: every core, ibdkit/threads.h)
     /// Called now and then, on the calling thread, with the height reached and the target height.

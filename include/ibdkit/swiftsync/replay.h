@@ -11,6 +11,7 @@
 // one, or an error, removes the new chainstate.
 #pragma once
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/run_stats.h>
 #include <ibdkit/error.h>
@@ -30,13 +31,11 @@
 namespace ibdkit::swiftsync {
 
 struct SwiftSyncOptions {
-    std::filesystem::path datadir;    ///< a Bitcoin Core data directory, read-only (coins mode needs its rev files)
-    std::filesystem::path blocks_dir; ///< or a blocks directory / one blk file (outpoints mode only)
+    BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     std::filesystem::path hints;      ///< the hintsfile (BIP 456) for height n
     /// The new chainstate (a folder that does not exist or is empty; common/write_guard.h's
     /// refusals apply). Empty: nothing is written, the verdict alone is the result.
     std::filesystem::path chainstate;
-    std::optional<ChainType> chain;   ///< nullopt: from the datadir's layout or the files' magic
     AggregateMode mode{AggregateMode::Coins};
     unsigned threads{0};              ///< 0: every core (ibdkit/threads.h)
     std::size_t dbcache_mib{450};     ///< bounds the coins held in memory while they are sorted (at least 1)

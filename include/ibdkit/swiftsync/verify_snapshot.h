@@ -12,6 +12,7 @@
 // Memory does not grow with the set: the snapshot is read as a stream.
 #pragma once
 
+#include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
@@ -28,9 +29,7 @@ namespace ibdkit::swiftsync {
 
 struct VerifySnapshotOptions {
     std::filesystem::path snapshot;   ///< Core's dumptxoutset format (`ibdkit utxo snapshot`)
-    std::filesystem::path datadir;    ///< a Bitcoin Core data directory (coins mode: its rev files)
-    std::filesystem::path blocks_dir; ///< or a blocks directory (outpoints mode only)
-    std::optional<ChainType> chain;
+    BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     AggregateMode mode{AggregateMode::Coins};
     unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
     std::optional<BlockHash> assumevalid; ///< coins mode, as ReplayOptions::assumevalid
