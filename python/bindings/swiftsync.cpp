@@ -367,10 +367,15 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, const std::string& network,
                        std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
                        std::size_t window, uint32_t keep_recent, unsigned threads, bool statistics,
-                       std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
+                       std::optional<std::string> assumevalid, std::optional<std::string> datadir, const std::string& mode,
+                       nb::object progress)
 {
     run::SwiftSyncPeersOptions o;
     swiftsync::SwiftSyncOptions& s = o.swiftsync;
+    s.mode = ParseMode(mode);
+    if (s.mode == swiftsync::AggregateMode::OutPoints && (datadir || keep_recent)) {
+        throw PyError{"InvalidArgument", "datadir and keep_recent need the peers' spent coins: swiftsync_mode='coins'"};
+    }
     o.chain = ParseNetwork(network);
     for (const std::string& c : connect) {
         if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
@@ -482,7 +487,7 @@ void BindSwiftSync(nb::module_& m)
           "progress"_a.none());
     m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a, "chainstate"_a.none(), "dbcache"_a, "policy"_a,
           "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "datadir"_a.none(),
-          "progress"_a.none());
+          "mode"_a, "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

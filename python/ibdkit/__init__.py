@@ -287,7 +287,7 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
          datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 0,
-         progress: Progress = None) -> Dict[str, Any]:
+         swiftsync_mode: str = "coins", progress: Progress = None) -> Dict[str, Any]:
     """Downloads and connects blocks from P2P peers, as ``ibdkit sync`` (C++ ``Sync``; from several,
     ``run::SyncFromPeers``).
 
@@ -312,6 +312,9 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
     A history refused (a rule, or spent coins no peer made balance) is not an exception: its
     ``swiftsync["ok"]`` is False and nothing was written (docs/swiftsync.md, *Over P2P*).
     keep_recent: as ``--keep-recent``, BIP 455's cutoff (the outputs of the last N blocks kept).
+    swiftsync_mode: as ``--swiftsync-mode``: "coins" (the spent coins from peers serving BIP 455,
+    every rule) or "outpoints" (blocks alone from any peer, stock Core too; checks much less: no
+    amounts, maturity, BIP68, sigops or scripts; no datadir or keep_recent).
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
@@ -330,7 +333,8 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
                                            None if chainstate is None else os.fspath(chainstate), dbcache, policy,
                                            float(timeout), window, keep_recent, threads, statistics,
                                            None if assumevalid is None else str(assumevalid),
-                                           None if datadir is None else os.fspath(datadir), bar if bar.active else None)
+                                           None if datadir is None else os.fspath(datadir), swiftsync_mode,
+                                           bar if bar.active else None)
         finally:
             bar.close()
     if len(peers) > 1 and getblocks:

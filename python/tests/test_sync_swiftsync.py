@@ -239,6 +239,21 @@ def test_outpoints_mode_drops_a_peer_that_mutates_a_block(cli, chain, tmp_path):
     assert lying["dropped"] and "mutated" in lying["dropped"] and fair["dropped"] is None, got["peers"]
 
 
+def test_python_sync_in_outpoints_mode(cli, chain, tmp_path):
+    ibdkit = import_ibdkit()
+    datadir, height, tip, stats, n, hints = chain
+    server = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    try:
+        got = ibdkit.sync([f"127.0.0.1:{server.port}"], swiftsync=hints, swiftsync_mode="outpoints", chainstate=tmp_path / "py",
+                          timeout=5, window=4)
+        with pytest.raises(ibdkit.ArgumentError, match="swiftsync_mode='coins'"):
+            ibdkit.sync([f"127.0.0.1:{server.port}"], swiftsync=hints, swiftsync_mode="outpoints", keep_recent=4)
+    finally:
+        server.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["swiftsync"]["mode"] == "outpoints" and got["swiftsync_height"] == n
+
+
 @pytest.mark.parametrize("extra,words", [(["--datadir", "NODE"], "--swiftsync-mode coins"),
                                          (["--keep-recent", "4"], "--swiftsync-mode coins")])
 def test_outpoints_mode_refuses_what_needs_spent_coins(cli, chain, tmp_path, extra, words):
