@@ -223,6 +223,23 @@ def test_outpoints_mode_syncs_from_peers_that_serve_no_spent_coins(cli, chain, t
     assert got["continuation"]["blocks"] == BELOW_TIP
 
 
+def test_the_classic_rest_also_takes_peers_without_spent_coins(cli, chain, tmp_path):
+    """Coins mode uses only the peer that serves BIP 455; the classic sync after n downloads from
+    every peer given, the one without BIP 455 too."""
+    datadir, height, tip, stats, n, hints = chain
+    serving, stock = Server(cli, "--datadir", datadir), Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    try:
+        got = json.loads(swiftsync(cli, hints, [serving.port, stock.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        stock_counters = stock.stop()[0]
+        serving.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert [p["address"] for p in got["peers"]] == [f"127.0.0.1:{serving.port}"], got["peers"]
+    assert any("does not serve spent coins" in u for u in got["unreachable"]), got["unreachable"]
+    assert got["continuation"]["blocks"] == BELOW_TIP
+    assert 0 < stock_counters["blocks_sent"] < BELOW_TIP, ("the stock peer served a share of the classic rest", stock_counters)
+
+
 def test_outpoints_mode_drops_a_peer_that_mutates_a_block(cli, chain, tmp_path):
     datadir, height, tip, stats, _, hints = chain
     honest, upstream = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks"), Server(cli, "--datadir", datadir)

@@ -1,5 +1,6 @@
 // SwiftSync from P2P peers, then the classic sync to their tip (include/ibdkit/run/swiftsync_sync.h).
 #include <ibdkit/run/swiftsync_sync.h>
+#include <ibdkit/run/sync_peers.h>
 
 #include "blockfile/datadir_writer.h"
 #include "common/write_guard.h"
@@ -8,15 +9,23 @@
 #include "swiftsync/check_peers.h"
 #include "wire/peer.h"
 
+#include <algorithm>
+
 namespace ibdkit::run {
 
 namespace {
 
-/// The classic sync from the chainstate SwiftSync wrote at n to the tip of the first peer that
-/// still serves.
+/// The classic sync from the chainstate SwiftSync wrote at n to the peers' tip: from every peer
+/// given that was not dropped (those without BIP 455 too) when there are several, else from the
+/// first peer that still serves.
 Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeersResult& r)
 {
     SyncOptions so = *o.continuation;
+    std::vector<std::string> live;
+    for (const std::string& c : o.connect) {
+        auto it = std::find_if(r.peers.begin(), r.peers.end(), [&](const PeerSummary& p) { return p.address == c; });
+        if (it == r.peers.end() || it->dropped.empty()) live.push_back(c);
+    }
     const std::string* peer = nullptr;
     for (const PeerSummary& p : r.peers) {
         if (p.dropped.empty()) {
@@ -38,7 +47,10 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     so.statistics = o.statistics;
     so.datadir_out = o.datadir;
     if (!so.interrupt) so.interrupt = o.interrupt;
-    return Sync(so);
+    if (live.size() < 2 || so.force_getblocks) return Sync(so);
+    auto several = SyncFromPeers(so, live);
+    if (!several) return several.error();
+    return std::move(several->sync);
 }
 
 /// Whether `dir` holds what an earlier sync left: a chainstate not marked unfinished (SwiftSync

@@ -3,7 +3,8 @@
 // their spent coins (BIP 455) from the peers that serve them, in parallel windows, each block
 // checked as coins mode checks a datadir's (Core's rules in Core's order, scripts where Core's
 // assumevalid rule runs them), BIP 457's aggregate over the whole range, the hinted-unspent coins
-// written as the chainstate at n; then the classic engine (engine/sync.h) from a peer to its tip.
+// written as the chainstate at n; then the classic engine (engine/sync.h, run/sync_peers.h) from
+// the peers to their tip.
 //
 // The peers are untrusted: a peer whose block or spent coins are caught wrong is dropped and its
 // blocks asked for from the others; spent coins that do not balance refuse the run, and spent
@@ -41,8 +42,9 @@ struct SwiftSyncPeersOptions {
     /// BIP 455's cutoff: the outputs of this many blocks before each block (and its own) are kept,
     /// and only older coins are asked of the peers (0: every coin asked for).
     uint32_t keep_recent{0};
-    /// After n, the classic sync from the first peer still serving, with these options (chainstate,
-    /// host, port, chain, policy, threads, dbcache, assumevalid and skip_scripts are the run's); nullopt: stop at n.
+    /// After n, the classic sync from every peer given that was not dropped (run::SyncFromPeers;
+    /// from one: Sync), with these options (chainstate, host, port, chain, policy, threads, dbcache,
+    /// assumevalid and skip_scripts are the run's); nullopt: stop at n.
     std::optional<SyncOptions> continuation;
     /// A Bitcoin Core data directory to write (`sync --datadir`, engine.h's datadir_out): blocks
     /// 1..n with undo data made from the spent coins they were checked with, named by its block
