@@ -24,6 +24,16 @@ def sync(cli, ports, *extra, check=True):
     return run_cli(cli, *args, check=check)
 
 
+def sync_from_servers(cli, datadir, peers, *extra):
+    """The sync's JSON from `peers` fresh `serve` peers of the datadir, and each server's counters."""
+    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
+    try:
+        got = json.loads(sync(cli, [s.port for s in servers], *extra).stdout)
+    finally:
+        counters = [s.stop()[0] for s in servers]
+    return got, counters, [f"127.0.0.1:{s.port}" for s in servers]
+
+
 def assert_core_utxo_set(got, height, tip, stats):
     assert (got["height"], got["bestblock"]) == (height, tip), got
     for k in FIELDS:
@@ -33,26 +43,17 @@ def assert_core_utxo_set(got, height, tip, stats):
 @pytest.mark.parametrize("peers", [2, 3])
 def test_classic_sync_from_several_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers):
     datadir, height, tip, stats, _, _ = chain
-    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
-    try:
-        got = json.loads(sync(cli, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
-    finally:
-        counters = [s.stop()[0] for s in servers]
+    got, counters, addresses = sync_from_servers(cli, datadir, peers, "--chainstate", tmp_path / "cs")
     assert_core_utxo_set(got, height, tip, stats)
     assert got["blocks_connected"] == height and got["header_height"] == height
     assert got["script_checked_inputs"] > 0 and got["script_checks_from_height"] == 1
-    assert [p["address"] for p in got["peers"]] == [f"127.0.0.1:{s.port}" for s in servers]
+    assert [p["address"] for p in got["peers"]] == addresses
     assert all(p["dropped"] is None and p["spent_bytes"] == 0 for p in got["peers"]), got["peers"]
     assert sum(p["blocks"] for p in got["peers"]) == height
     assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
     assert sum(c["bspent_sent"] for c in counters) == 0, "no spent coins were asked for"
     # The same command again has nothing left to do.
-    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
-    try:
-        again = json.loads(sync(cli, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
-    finally:
-        for s in servers:
-            s.stop()
+    again, _, _ = sync_from_servers(cli, datadir, 2, "--chainstate", tmp_path / "cs")
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
 
 
@@ -97,12 +98,7 @@ def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chai
 
 def test_several_peers_write_a_datadir_that_replays_to_the_same_set(cli, chain, tmp_path):
     datadir, height, tip, stats, _, _ = chain
-    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
-    try:
-        got = json.loads(sync(cli, [s.port for s in servers], "--datadir", tmp_path / "node").stdout)
-    finally:
-        for s in servers:
-            s.stop()
+    got, _, _ = sync_from_servers(cli, datadir, 2, "--datadir", tmp_path / "node")
     assert_core_utxo_set(got, height, tip, stats)
     replayed = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", tmp_path / "node").stdout)
     assert (replayed["height"], replayed["hash_serialized_3"]) == (height, stats["hash_serialized_3"])

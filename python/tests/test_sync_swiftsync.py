@@ -490,24 +490,30 @@ def test_two_lying_peers_beside_an_honest_one_are_both_dropped(cli, chain, tmp_p
     assert all(peer["dropped"] for peer in lying) and fair["dropped"] is None, got["peers"]
 
 
-
-def test_two_lying_peers_and_no_honest_one_fail_the_sync_and_leave_no_chainstate(cli, chain, tmp_path):
-    """Two peers whose coins pass every rule but not the aggregate, and nobody else: neither peer's
-    coins alone balance it, so the run is refused without naming a block invalid and writes nothing."""
+def two_liars_alone(cli, chain, tmp_path, lie):
+    """sync --swiftsync from two peers telling the same lie and nobody else: (the run, the liars)."""
     datadir, _, _, _, _, hints = chain
     upstream = Server(cli, "--datadir", datadir)
-    liars = [proxy(upstream.port, "coin amount") for _ in range(2)]
+    liars = [proxy(upstream.port, lie) for _ in range(2)]
     try:
         r = swiftsync(cli, hints, [liar.port for liar in liars], "--chainstate", tmp_path / "cs", check=False)
     finally:
         for liar in liars:
             liar.close()
         upstream.stop()
-    assert all(liar.lies > 0 for liar in liars), "each liar served blocks with spent coins"
     assert r.returncode == 1, (r.returncode, r.stderr)
+    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
+    return r, liars
+
+
+def test_two_lying_peers_and_no_honest_one_fail_the_sync_and_leave_no_chainstate(cli, chain, tmp_path):
+    """Two peers whose coins pass every rule but not the aggregate, and nobody else: neither peer's
+    coins alone balance it, so the run is refused without naming a block invalid and writes nothing."""
+    r, liars = two_liars_alone(cli, chain, tmp_path, "coin amount")
+    assert all(liar.lies > 0 for liar in liars), "each liar served blocks with spent coins"
     assert "ibdkit: error:" in r.stderr and "invalid" not in r.stderr, r.stderr
     assert "did not balance" in r.stderr or "aggregates differ" in r.stderr, r.stderr
-    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
+
 
 # The lies alone that make a block fail one of Core's rules, with the rule (Core's reason). The
 # coins are unproven until the aggregate balances, so the block is not called invalid on their word.
@@ -541,20 +547,10 @@ def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, 
 def test_every_peer_whose_coins_fail_a_rule_is_named_and_the_block_is_not_called_invalid(cli, chain, tmp_path):
     """Two peers lower the same coin's amount: each is dropped in turn, and the error names both,
     since either both lied or the block is invalid."""
-    datadir, _, _, _, _, hints = chain
-    upstream = Server(cli, "--datadir", datadir)
-    liars = [proxy(upstream.port, "coin amount lowered") for _ in range(2)]
-    try:
-        r = swiftsync(cli, hints, [liar.port for liar in liars], "--chainstate", tmp_path / "cs", check=False)
-    finally:
-        for liar in liars:
-            liar.close()
-        upstream.stop()
-    assert r.returncode == 1, (r.returncode, r.stderr)
+    r, liars = two_liars_alone(cli, chain, tmp_path, "coin amount lowered")
     named = [f"127.0.0.1:{liar.port}" for liar in liars]
     assert "fail bad-txns-in-belowout" in r.stderr and all(a in r.stderr.split(" fail ")[0] for a in named), r.stderr
     assert "either every peer that served the block lied or the block is invalid" in r.stderr, r.stderr
-    assert not (tmp_path / "cs").exists() or not any((tmp_path / "cs").iterdir()), "no chainstate claims a height"
 
 
 # ---- kills: of a serving peer, and of the client ------------------------------------------------
