@@ -12,6 +12,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/swiftsync/aggregate.h>
 
 #include "memory/policy.h"
 
@@ -40,7 +41,7 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
     s.source = o.source;
     s.hints = a.swiftsync;
     s.chainstate = o.chainstate;
-    s.mode = a.swiftsync_mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
+    s.mode = *swiftsync::ParseAggregateMode(a.swiftsync_mode); // SwiftSyncModeIn checked the name
     if (s.mode == swiftsync::AggregateMode::Coins && s.source.datadir.empty()) {
         throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
                          "or --swiftsync-mode outpoints for bare block files (it checks much less)");
@@ -89,7 +90,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Core's assumevalid rule skips (--assumevalid: below the network's assumevalid block, buried\n"
         "under two weeks of work; --assumevalid 0 verifies every script).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, swiftsync, swiftsync_mode{"coins"};
+        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, swiftsync, swiftsync_mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)};
         std::size_t dbcache{450}, dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
@@ -135,7 +136,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--swiftsync-mode", a->swiftsync_mode,
                     "coins: every rule Core checks, spent coins from the datadir's rev files (needs --datadir);\n"
                     "outpoints: any blocks, checks much less than Core's assumevalid (no amounts, maturity, BIP68, sigops)")
-        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->check(SwiftSyncModeIn())
         ->capture_default_str();
     cmd->add_flag("--fallback", a->fallback,
                   "With --swiftsync: if the history is refused, replay blocks 1..n the classic way to name the first\n"

@@ -7,6 +7,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/check_range.h>
 
 #include <nlohmann/json.hpp>
@@ -35,7 +36,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         "much less than Core's assumevalid; --mode coins checks Core's rules from a datadir's rev files\n"
         "(docs/swiftsync.md, *Trust*). Writes nothing: `replay --swiftsync` writes the chainstate");
     struct Args {
-        std::string hints, datadir, blocks_dir, network, mode{"outpoints"}, assumevalid;
+        std::string hints, datadir, blocks_dir, network, mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::OutPoints)}, assumevalid;
         unsigned ranges{4};
         unsigned threads{std::max(1u, std::min(4u, std::thread::hardware_concurrency()))};
         bool json{false}, quiet{false}, skip_scripts{false};
@@ -52,7 +53,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     cmd->add_option("--mode", a->mode,
                     "outpoints: any blocks, Core's CheckBlock only; coins: BIP 457's Coin elements and every rule of Core's\n"
                     "ConnectBlock, the spent coins from the datadir's rev files (needs --datadir)")
-        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->check(SwiftSyncModeIn())
         ->capture_default_str();
     auto* av = cmd->add_option("--assumevalid", a->assumevalid,
                                "Coins mode: as replay's (default: the network's; 0: verify every script)");
@@ -61,7 +62,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
         if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
-        const bool coins_mode = a->mode == "coins";
+        const bool coins_mode = swiftsync::ParseAggregateMode(a->mode) == swiftsync::AggregateMode::Coins;
         if (coins_mode && a->datadir.empty()) {
             throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or "
                              "--mode outpoints for bare block files (it checks much less)");

@@ -7,6 +7,7 @@
 
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/run/sync_peers.h>
+#include <ibdkit/swiftsync/aggregate.h>
 
 #include "common/write_guard.h"
 #include "memory/policy.h"
@@ -201,7 +202,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
         SetPeer(o, a->connect);
-        if (a->swiftsync.hints.empty() && (a->swiftsync.mode != "coins" || a->swiftsync.keep_recent)) {
+        if (a->swiftsync.hints.empty() && (swiftsync::ParseAggregateMode(a->swiftsync.mode) != swiftsync::AggregateMode::Coins || a->swiftsync.keep_recent)) {
             throw CLI::ValidationError(a->swiftsync.keep_recent ? "--keep-recent" : "--swiftsync-mode", "goes with --swiftsync HINTS");
         }
         CheckAllPolicies(*a, *height_export);

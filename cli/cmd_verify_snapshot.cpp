@@ -5,6 +5,7 @@
 #include "progress.h"
 
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/verify_snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
@@ -33,7 +34,7 @@ void AddVerifySnapshot(CLI::App* utxo)
         "created is an input spent or a coin of the snapshot (SwiftSync's salted sums, no UTXO set in memory); in\n"
         "coins mode every block passes Core's rules too (docs/swiftsync.md)");
     struct Args {
-        std::string snapshot, datadir, blocks_dir, network, mode{"coins"}, assumevalid;
+        std::string snapshot, datadir, blocks_dir, network, mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)}, assumevalid;
         unsigned threads{0};
         bool json{false}, quiet{false}, skip_scripts{false};
     };
@@ -44,7 +45,7 @@ void AddVerifySnapshot(CLI::App* utxo)
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--mode", a->mode, "coins (every Core rule, needs --datadir) or outpoints (proves only the outpoints: never\n"
                                      "certifies the snapshot, exit 1 when they match)")
-        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->check(SwiftSyncModeIn())
         ->capture_default_str();
     cmd->add_option("--threads", a->threads, "Threads checking blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
     auto* av = cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
@@ -56,7 +57,7 @@ void AddVerifySnapshot(CLI::App* utxo)
         swiftsync::VerifySnapshotOptions o;
         o.snapshot = a->snapshot;
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
-        o.mode = a->mode == "outpoints" ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
+        o.mode = *swiftsync::ParseAggregateMode(a->mode); // SwiftSyncModeIn checked the name
         if (o.mode == swiftsync::AggregateMode::Coins && o.source.datadir.empty()) {
             throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or --mode "
                              "outpoints for bare block files (it checks much less)");
@@ -80,7 +81,7 @@ void AddVerifySnapshot(CLI::App* utxo)
             return;
         }
         const auto& v = r->verdict;
-        const char* mode = r->mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints";
+        const std::string mode(swiftsync::AggregateModeName(r->mode));
         // Equal sums in outpoints mode prove the outpoints and nothing of the coins they name: the
         // snapshot is not certified, and the verdict and the exit code say so.
         const bool outpoints_only = v.ok && !r->Certified();
@@ -101,7 +102,7 @@ void AddVerifySnapshot(CLI::App* utxo)
                         : outpoints_only ? "NOT CERTIFIED: only its outpoints are the UTXO set's at its base block; its coins' "
                                            "heights, coinbase flags, amounts and scripts are unchecked"
                                          : ("REFUSED: " + v.reason).c_str(),
-                        mode,
+                        mode.c_str(),
                         r->base.ToHex().c_str(), r->height, (unsigned long long)v.counts.unspent, FormatMoney(Amount(v.supply)).c_str(),
                         (unsigned long long)v.counts.blocks, (unsigned long long)v.counts.inputs, (unsigned long long)v.counts.outputs,
                         (unsigned long long)r->script_checked_inputs);

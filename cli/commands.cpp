@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include <ibdkit/swiftsync/aggregate.h>
+
 #include "common/write_guard.h"
 
 #include <cerrno>
@@ -139,6 +141,11 @@ CLI::Validator NumberIn(double lo, double hi)
             return {};
         },
         "NUMBER in " + range, "NumberIn");
+}
+
+CLI::Validator SwiftSyncModeIn()
+{
+    return CLI::IsMember(std::vector<std::string>(swiftsync::AGGREGATE_MODE_NAMES.begin(), swiftsync::AGGREGATE_MODE_NAMES.end()));
 }
 
 CLI::Option* AddNetworkOption(CLI::App* cmd, std::string& network, const std::string& default_from)

@@ -65,6 +65,9 @@ CLI::Validator IntegerIn(long long lo, unsigned long long hi);
 /// The same for a number that may have a fraction (seconds, megabytes): "expected a number in
 /// [lo, hi], got 'v'".
 CLI::Validator NumberIn(double lo, double hi);
+/// An option naming a SwiftSync mode: one of swiftsync::AGGREGATE_MODE_NAMES (CLI11's IsMember over
+/// that list, so its help and its error name them as the list spells them).
+CLI::Validator SwiftSyncModeIn();
 
 /// Adds `--network NAME` (main, test, testnet4, signet, regtest) to `cmd`; `default_from` says
 /// where the network comes from when it is not given ("" when it must be). Returns the option.

@@ -7,6 +7,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
+#include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/replay.h>
 
 #include "run/result_fields.h"
@@ -86,7 +87,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
 /// `sync`'s `--swiftsync HINTS`, `--swiftsync-mode` and `--keep-recent N`.
 struct SwiftSyncSyncArgs {
     std::string hints; ///< empty: the classic sync
-    std::string mode{"coins"};
+    std::string mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)};
     uint32_t keep_recent{0};
 };
 void AddSwiftSyncOptions(CLI::App* cmd, SwiftSyncSyncArgs& args);

@@ -6,6 +6,7 @@
 
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/run/swiftsync_run.h>
+#include <ibdkit/swiftsync/aggregate.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -20,8 +21,9 @@ void PrintHuman(const run::SwiftSyncRunResult& run)
     const swiftsync::SwiftSyncResult& r = run.swiftsync;
     const auto& v = r.verdict;
     const bool coins = r.mode == swiftsync::AggregateMode::Coins;
+    const std::string mode(swiftsync::AggregateModeName(r.mode));
     std::printf("network            %s\n", std::string(ChainTypeName(r.chain)).c_str());
-    std::printf("swiftsync          %s mode: blocks 1..%u checked in %.2f s, %.1f blocks/s\n", coins ? "coins" : "outpoints", r.height,
+    std::printf("swiftsync          %s mode: blocks 1..%u checked in %.2f s, %.1f blocks/s\n", mode.c_str(), r.height,
                 r.seconds, r.seconds > 0 ? double(v.counts.blocks) / r.seconds : 0.0);
     std::printf("verdict            %s\n", v.ok ? (coins ? "accepted" : "accepted (outpoints mode: much less than Core's assumevalid, docs/swiftsync.md)")
                                                 : ("REFUSED: " + v.reason).c_str());

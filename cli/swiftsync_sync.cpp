@@ -7,6 +7,7 @@
 
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/run/swiftsync_sync.h>
+#include <ibdkit/swiftsync/aggregate.h>
 
 #include <nlohmann/json.hpp>
 
@@ -82,7 +83,7 @@ void AddSwiftSyncOptions(CLI::App* cmd, SwiftSyncSyncArgs& args)
                     "With --swiftsync: coins (every rule Core checks, the spent coins from peers that serve BIP 455) or\n"
                     "outpoints (blocks alone from any peer, stock Core too; checks much less than Core's assumevalid: no\n"
                     "amounts, maturity, BIP68, sigops, scripts)")
-        ->check(CLI::IsMember({"coins", "outpoints"}))
+        ->check(SwiftSyncModeIn())
         ->capture_default_str();
     cmd->add_option("--keep-recent", args.keep_recent,
                     "With --swiftsync: keep the outputs of the last N blocks and ask the peers only for older spent coins\n"
@@ -97,7 +98,7 @@ namespace {
 run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::vector<std::string>& connect, const SwiftSyncSyncArgs& args)
 {
     if (!classic.undo_dir.empty()) throw CLI::ValidationError("--undo", "is not written by --swiftsync (the spent coins are the peers')");
-    const bool outpoints = args.mode == "outpoints";
+    const bool outpoints = swiftsync::ParseAggregateMode(args.mode) == swiftsync::AggregateMode::OutPoints;
     if (outpoints && !classic.datadir_out.empty()) {
         throw CLI::ValidationError("--datadir", "its undo data comes from the peers' spent coins: --swiftsync-mode coins");
     }

@@ -10,6 +10,7 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
+#include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/check_range.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/swiftsync/partial.h>
@@ -96,12 +97,9 @@ struct PyPartial {
 /// The check's mode: the one place a mode name is read.
 swiftsync::AggregateMode ParseMode(const std::string& mode)
 {
-    if (mode == "outpoints") return swiftsync::AggregateMode::OutPoints;
-    if (mode == "coins") return swiftsync::AggregateMode::Coins;
+    if (auto m = swiftsync::ParseAggregateMode(mode)) return *m;
     throw PyError{"InvalidArgument", "mode must be 'coins' or 'outpoints', got '" + mode + "'"};
 }
-
-const char* ModeName(swiftsync::AggregateMode mode) { return mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints"; }
 
 /// A Core data directory (its block index, or a network's subdirectory) or blk files.
 PyBlocks Locate(const std::string& path, std::optional<std::string> network)
@@ -476,7 +474,7 @@ void BindSwiftSync(nb::module_& m)
         .def_prop_ro("counts", [](const PyPartial& p) { return CountsDict(p.p.counts); })
         .def_prop_ro("supply", [](const PyPartial& p) { return p.p.supply; })
         .def_prop_ro("failure", [](const PyPartial& p) { return FailureDict(p.p.failure); })
-        .def_prop_ro("mode", [](const PyPartial& p) { return std::string(ModeName(p.p.mode)); })
+        .def_prop_ro("mode", [](const PyPartial& p) { return std::string(swiftsync::AggregateModeName(p.p.mode)); })
         .def_prop_ro("script_checked_inputs", [](const PyPartial& p) { return p.p.script_checked_inputs; })
         .def("_to_bytes", [](const PyPartial& p) { return Bytes(swiftsync::SerializePartial(p.p)); })
         .def("_run", [](const PyPartial& p) { return p.run; })

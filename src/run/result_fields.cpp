@@ -144,7 +144,7 @@ ResultValue SwiftSyncVerdictValue(const swiftsync::Verdict& v, swiftsync::Aggreg
     const auto& c = v.counts;
     return ResultValue{ResultValue::Object{{"ok", Bool(v.ok)},
                                            {"reason", v.ok ? Null() : Str(v.reason)},
-                                           {"mode", Str(mode == swiftsync::AggregateMode::Coins ? "coins" : "outpoints")},
+                                           {"mode", Str(std::string(swiftsync::AggregateModeName(mode)))},
                                            {"blocks", UInt(c.blocks)},
                                            {"transactions", UInt(c.transactions)},
                                            {"inputs", UInt(c.inputs)},

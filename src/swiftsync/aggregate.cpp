@@ -116,6 +116,24 @@ Aggregate Aggregate::FromBytes(std::span<const uint8_t, 32> bytes) noexcept
     return a;
 }
 
+// ---- modes -----------------------------------------------------------------------------------
+
+static_assert(std::size_t(AggregateMode::Coins) == 0 && std::size_t(AggregateMode::OutPoints) == 1,
+              "AGGREGATE_MODE_NAMES is indexed by AggregateMode");
+
+std::string_view AggregateModeName(AggregateMode mode) noexcept
+{
+    return AGGREGATE_MODE_NAMES[mode == AggregateMode::Coins ? 0 : 1];
+}
+
+std::optional<AggregateMode> ParseAggregateMode(std::string_view name) noexcept
+{
+    for (std::size_t i = 0; i < AGGREGATE_MODE_NAMES.size(); ++i) {
+        if (AGGREGATE_MODE_NAMES[i] == name) return AggregateMode(i);
+    }
+    return std::nullopt;
+}
+
 // ---- elements --------------------------------------------------------------------------------
 
 namespace {

@@ -200,3 +200,24 @@ TEST(SwiftSyncAggregate, Bip455CompressedAmountVectors)
         EXPECT_EQ(DecompressAmount(want), amount) << amount;
     }
 }
+
+TEST(SwiftSyncAggregate, ModeNamesRoundTrip)
+{
+    EXPECT_EQ(AggregateModeName(AggregateMode::Coins), "coins");
+    EXPECT_EQ(AggregateModeName(AggregateMode::OutPoints), "outpoints");
+    for (AggregateMode m : {AggregateMode::Coins, AggregateMode::OutPoints}) {
+        EXPECT_EQ(ParseAggregateMode(AggregateModeName(m)), m);
+    }
+    for (std::string_view name : AGGREGATE_MODE_NAMES) {
+        ASSERT_TRUE(ParseAggregateMode(name));
+        EXPECT_EQ(AggregateModeName(*ParseAggregateMode(name)), name);
+    }
+}
+
+TEST(SwiftSyncAggregate, UnknownModeNameIsNullopt)
+{
+    for (std::string_view name : {"", "Coins", "OUTPOINTS", "coin", "outpoint", "coins ", " outpoints", "both"}) {
+        EXPECT_EQ(ParseAggregateMode(name), std::nullopt) << "'" << name << "'";
+    }
+    EXPECT_EQ(ParseAggregateMode(std::string_view("coins\0", 6)), std::nullopt);
+}

@@ -23,7 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace ibdkit::swiftsync {
@@ -89,6 +91,15 @@ enum class AggregateMode : uint8_t {
     Coins,     ///< BIP 457's Coin: height, coinbase flag, script, amount, outpoint
     OutPoints, ///< the outpoint alone (BIP 457's extension to assume-valid)
 };
+
+/// Every mode's name, in AggregateMode's order: the one spelling the CLI's options, Python's `mode`
+/// and a verdict's "mode" field use.
+inline constexpr std::array<std::string_view, 2> AGGREGATE_MODE_NAMES{"coins", "outpoints"};
+/// `mode`'s name in AGGREGATE_MODE_NAMES ("coins" or "outpoints").
+std::string_view AggregateModeName(AggregateMode mode) noexcept;
+/// The mode whose name is exactly `name` (case-sensitive); nullopt for any other text.
+/// ParseAggregateMode(AggregateModeName(m)) == m for every mode.
+std::optional<AggregateMode> ParseAggregateMode(std::string_view name) noexcept;
 
 /// BIP 457's Coin element for `coin` created at `outpoint` (layout in the header comment).
 std::vector<uint8_t> CoinElement(const OutPoint& outpoint, const Coin& coin);
