@@ -19,6 +19,7 @@
 #include "encoding/hex.h"
 #include "kv/store.h"
 #include "memory/policy.h"
+#include "coins/budget.h"
 #include "coins/coins_db_internal.h"
 
 #include <nlohmann/json.hpp>
@@ -77,7 +78,7 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     CoinsDBOptions opt;
     opt.read_only = true;
     opt.policy = *policy;
-    opt.cache_bytes = o.dbcache_mib << 20;
+    opt.cache_bytes = CacheBudget::FromMiB(o.dbcache_mib).DbCacheBytes(); // LevelDB reads with the whole budget
     StoreStatus st;
     auto db = OpenCoinsDB(loc->dir, opt, &st);
     if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);

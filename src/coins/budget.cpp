@@ -6,6 +6,7 @@
 #include "common/chainstate_format.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ibdkit {
 
@@ -15,6 +16,12 @@ CacheBudget::CacheBudget(std::size_t dbcache_bytes) noexcept : m_dbcache(dbcache
     m_leveldb = std::clamp(dbcache_bytes / 8, 2 * MiB, 8 * MiB);
     m_coins = dbcache_bytes > m_leveldb ? dbcache_bytes - m_leveldb : 0;
     m_batch = std::clamp(dbcache_bytes / 64, 4 * MiB, 8 * MiB);
+}
+
+CacheBudget CacheBudget::FromMiB(std::size_t dbcache_mib) noexcept
+{
+    constexpr std::size_t MAX_MIB = std::numeric_limits<std::size_t>::max() >> 20;
+    return CacheBudget(dbcache_mib > MAX_MIB ? std::numeric_limits<std::size_t>::max() : dbcache_mib << 20);
 }
 
 std::size_t CacheBudget::CacheBytesBeside(uint64_t table_disk_bytes) const noexcept

@@ -33,6 +33,10 @@ class CacheBudget {
 public:
     /// The split of `dbcache_bytes` (0 is allowed: a cache that flushes after every block).
     explicit CacheBudget(std::size_t dbcache_bytes) noexcept;
+    /// The split of `dbcache_mib` MiB, as --dbcache and every run's `dbcache_mib` give it: the one
+    /// place MiB become bytes. A count whose bytes exceed size_t (above 2^44 MiB) gives the largest
+    /// size_t rather than wrapping around to a small budget.
+    static CacheBudget FromMiB(std::size_t dbcache_mib) noexcept;
 
     std::size_t DbCacheBytes() const noexcept { return m_dbcache; }
     /// LevelDB's block cache and write buffer (CoinsDBOptions::cache_bytes).

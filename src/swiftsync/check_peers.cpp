@@ -533,7 +533,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
         return Error{Errc::NotFound, (coins ? "no peer serves spent coins (BIP 455) for SwiftSync: " : "no peer could be reached: ") + why};
     }
     // The blocks ahead, a batch under check and the sort share --dbcache (CacheBudget).
-    const SwiftSyncShares shares = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromPeers();
+    const SwiftSyncShares shares = CacheBudget::FromMiB(o.dbcache_mib).SwiftSyncFromPeers();
     FetchOptions fetch = peers.fetch;
     fetch.max_ahead_bytes = shares.ahead;
     fetch.spent_coins = coins;

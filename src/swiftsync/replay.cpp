@@ -295,7 +295,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     run.chain = loc->chain;
     run.headers = &loc->headers;
     run.hints = &*hints;
-    run.sort_bytes = CacheBudget(o.dbcache_mib << 20).SwiftSyncFromFiles().sort;
+    run.sort_bytes = CacheBudget::FromMiB(o.dbcache_mib).SwiftSyncFromFiles().sort;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) {
         return CheckFromGenesis(*loc, o.source.datadir, *hints, salt, n, o.mode, ro, co);
     };

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace ibdkit;
 
 namespace {
@@ -94,4 +96,14 @@ TEST(CacheBudget, SwiftSyncFromFilesGivesTheSortWhatTheWalksBatchLeaves)
     EXPECT_EQ(CacheBudget(450 * MiB).SwiftSyncFromFiles().ahead, 0u);
     EXPECT_EQ(CacheBudget(450 * MiB).SwiftSyncFromFiles().sort, (450 - 64) * MiB);
     EXPECT_EQ(CacheBudget(16 * MiB).SwiftSyncFromFiles().sort, CacheBudget::MIN_SORT_BYTES);
+}
+
+TEST(CacheBudget, FromMiBCountsMebibytesAndSaturates)
+{
+    EXPECT_EQ(CacheBudget::FromMiB(0).DbCacheBytes(), 0u);
+    EXPECT_EQ(CacheBudget::FromMiB(450).DbCacheBytes(), std::size_t(450) * 1024 * 1024);
+    constexpr std::size_t MAX = std::numeric_limits<std::size_t>::max();
+    EXPECT_EQ(CacheBudget::FromMiB(MAX >> 20).DbCacheBytes(), (MAX >> 20) << 20);
+    EXPECT_EQ(CacheBudget::FromMiB((MAX >> 20) + 1).DbCacheBytes(), MAX);
+    EXPECT_EQ(CacheBudget::FromMiB(MAX).DbCacheBytes(), MAX);
 }
