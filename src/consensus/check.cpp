@@ -30,6 +30,13 @@ std::string_view BlockValidationResultName(BlockValidationResult r) noexcept
     return "unknown";
 }
 
+bool IsMutatedReason(std::string_view reject_reason) noexcept
+{
+    static constexpr std::string_view MUTATED[]{"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size",
+                                                "bad-witness-merkle-match", "unexpected-witness"};
+    return std::find(std::begin(MUTATED), std::end(MUTATED), reject_reason) != std::end(MUTATED);
+}
+
 bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params, CheckBlockOptions opts,
                      std::vector<uint32_t>* legacy_sigops)
 {

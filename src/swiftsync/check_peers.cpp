@@ -2,6 +2,7 @@
 #include "swiftsync/check_peers.h"
 
 #include <ibdkit/coins/undo.h>
+#include <ibdkit/consensus/check.h>
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/threads.h>
 
@@ -18,7 +19,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <array>
 #include <deque>
 #include <unordered_map>
 #include <string_view>
@@ -26,11 +26,6 @@
 namespace ibdkit::swiftsync {
 
 namespace {
-
-/// CheckBlock's and ContextualCheckBlock's reasons for a block whose transactions are not those
-/// its header commits to (Core's IsBlockMutated): the sender's fault, never the block's.
-constexpr std::array<std::string_view, 5> MUTATED_REASONS{"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size",
-                                                          "bad-witness-merkle-match", "unexpected-witness"};
 
 /// One block of a batch on its way through the check.
 struct Slot {
@@ -253,7 +248,7 @@ private:
         if (!o.partial.failure) return std::nullopt;
         const std::string& reason = o.partial.failure->reason;
         if (o.refused_on_coins) return "its spent coins fail " + reason;
-        if (std::find(MUTATED_REASONS.begin(), MUTATED_REASONS.end(), reason) != MUTATED_REASONS.end()) return "a mutated block (" + reason + ")";
+        if (IsMutatedReason(reason)) return "a mutated block (" + reason + ")";
         return std::nullopt;
     }
 

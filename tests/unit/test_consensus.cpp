@@ -119,6 +119,17 @@ TEST(CheckBlock, MerkleRules)
     EXPECT_EQ(d.GetResult(), BlockValidationResult::BLOCK_MUTATED);
 }
 
+TEST(CheckBlock, MutatedReasonsAreCoresBlockMutatedOnes)
+{
+    // Every reason a BLOCK_MUTATED state carries above, and none of the block's own faults.
+    for (const char* r : {"bad-txnmrklroot", "bad-txns-duplicate", "bad-witness-nonce-size", "bad-witness-merkle-match", "unexpected-witness"}) {
+        EXPECT_TRUE(IsMutatedReason(r)) << r;
+    }
+    for (const char* r : {"", "high-hash", "bad-blk-length", "bad-cb-missing", "bad-txns-inputs-missingorspent", "bad-txnmrklroot "}) {
+        EXPECT_FALSE(IsMutatedReason(r)) << r;
+    }
+}
+
 TEST(CheckBlock, SizeAndCoinbaseRules)
 {
     Block empty = SpendingBlock();

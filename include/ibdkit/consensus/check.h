@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,13 @@ struct WitnessFacts {
     Commitment commitment{Commitment::Absent};
     bool any_witness{false};
 };
+
+/// Whether `reject_reason` is one with which CheckBlock or the witness checks refuse a block whose
+/// transactions are not those its header commits to - Core's BLOCK_MUTATED: bad-txnmrklroot,
+/// bad-txns-duplicate, bad-witness-nonce-size, bad-witness-merkle-match, unexpected-witness. Such a
+/// block says nothing about the block its header names: whoever sent it is at fault, and Core
+/// neither marks the block invalid nor stops asking others for it.
+bool IsMutatedReason(std::string_view reject_reason) noexcept;
 
 /// The facts of `block`; the commitment (a witness merkle tree) only if `read_commitment`. With a
 /// commitment present, reads the coinbase's first input: the block must have one (CheckBlock's rules).
