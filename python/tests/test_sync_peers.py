@@ -5,7 +5,10 @@ Every run ends on the UTXO set of the blocks Core's engine connected (a datadir 
 `ibdkit serve`), with every script verified (`--assumevalid 0`) and the blocks spread over the
 peers; a peer that vanishes mid-window loses its heights to the others and is named; with no peer
 left the run stops cleanly, keeps what it connected, and the same command resumes it; the result
-can be a Bitcoin Core data directory (--datadir) that replays to the same set.
+can be a Bitcoin Core data directory (--datadir) that replays to the same set. A block that is
+mutated or does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the
+sender is dropped and the others serve that block; with no other peer the run stops as for a
+misbehaving peer (exit 1), the block is not called invalid, and a rerun from an honest peer completes.
 """
 import json
 
@@ -14,7 +17,7 @@ import pytest
 from conftest import import_ibdkit, run_cli
 from test_replay_datadir import FIELDS
 from test_serve import Server
-from test_sync_swiftsync import LyingProxy, chain, gone_after  # noqa: F401 (chain: the fixture)
+from test_sync_swiftsync import LyingProxy, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
 
 
 def sync(cli, ports, *extra, check=True):
@@ -124,3 +127,54 @@ def test_options_the_sync_from_several_peers_does_not_take_are_refused(cli, tmp_
     for extra, words in ((["--getblocks"], "takes one peer"), (["--policy", "all"], "give one --connect")):
         r = run_cli(cli, "sync", "--connect", "127.0.0.1:1", "--connect", "127.0.0.1:2", *extra, check=False)
         assert r.returncode == 64 and words in r.stderr, (extra, r.returncode, r.stderr)
+
+
+def truncated_block(command, payload):
+    """The block's last byte cut off: its header (and so the hash asked for) is kept, the rest
+    does not decode."""
+    return payload[:-1] if command == "block" and len(payload) > 200 else payload
+
+
+@pytest.mark.parametrize("lie, says", [(mutated_block, "mutated block"), (truncated_block, "does not decode")])
+def test_a_peer_that_sends_a_broken_block_is_dropped_and_the_others_serve_it(cli, chain, tmp_path, lie, says):
+    datadir, height, tip, stats, _, _ = chain
+    upstream = Server(cli, "--datadir", datadir)
+    honest = Server(cli, "--datadir", datadir)
+    liar = LyingProxy(upstream.port, lie)
+    try:
+        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        liar.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["reject_reason"] is None and got["failure"] is None, got
+    assert got["blocks_connected"] == height and got["start_height"] == 1, "the runs' counts add up"
+    lying, fair = got["peers"]
+    assert says in lying["dropped"] and fair["dropped"] is None, got["peers"]
+    assert any(says in n and n.startswith(lying["address"]) for n in got["notes"]), got["notes"]
+
+
+@pytest.mark.parametrize("peers", [1, 2])
+def test_with_only_peers_that_mutate_blocks_the_run_stops_without_calling_one_invalid(cli, chain, tmp_path, peers):
+    """One peer (the one-peer sync) or two that mutate every block they send: exit 1 as for a
+    misbehaving peer, no block refused as invalid, the blocks before kept; an honest peer then
+    completes the same chainstate."""
+    datadir, height, tip, stats, _, _ = chain
+    upstream = Server(cli, "--datadir", datadir)
+    liars = [LyingProxy(upstream.port, mutated_block) for _ in range(peers)]
+    try:
+        r = sync(cli, [p.port for p in liars], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for p in liars:
+            p.close()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "mutated block" in r.stderr and "invalid" not in r.stderr, r.stderr
+    kept = json.loads(r.stdout)
+    assert kept["reject_reason"] is None and kept["reject_height"] is None and kept["failure"], kept
+    assert 0 <= kept["height"] < height, kept["height"]
+    try:
+        got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)

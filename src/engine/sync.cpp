@@ -11,6 +11,7 @@
 #include "common/test_hooks.h"
 
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/consensus/check.h>
 
 #include <algorithm>
 #include <deque>
@@ -481,6 +482,14 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     source.CollectPeerStats();
     if (!run) return run.error();
     static_cast<EngineResult&>(res) = std::move(*run);
+    // A mutated block is its sender's fault, never the block's (Core's BLOCK_MUTATED): the run ends
+    // as for any misbehaving peer, and the block is not called invalid.
+    if (res.reject_reason && IsMutatedReason(*res.reject_reason) && !res.failure) {
+        res.failure = NetError{NetErrc::Misbehaving, "peer sent a mutated block at height " + std::to_string(res.reject_height) + " (" +
+                                                         *res.reject_reason + "): it is not the block its header names; sync it from another peer"};
+        res.reject_reason.reset();
+        res.reject_height = -1;
+    }
     res.header_height = chain.Height();
     res.total_seconds = Seconds(t_start);
     return res;

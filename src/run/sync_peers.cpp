@@ -2,6 +2,9 @@
 // chain and block fetcher (blocks alone, no spent coins) as the engine's block source.
 #include <ibdkit/run/sync_peers.h>
 
+#include <ibdkit/consensus/check.h>
+#include <ibdkit/utxo/stats.h>
+
 #include "coins/budget.h"
 #include "engine/connector.h"
 #include "engine/header_file.h"
@@ -14,6 +17,8 @@
 #include <cassert>
 #include <map>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 namespace ibdkit::run {
 
@@ -23,12 +28,13 @@ double SecondsSince(NetClock::time_point t) { return std::chrono::duration<doubl
 
 /// The peers as a block source: connected and their headers downloaded in Prepare, then each
 /// Produce fetches its heights from every peer still serving (connected again when an earlier
-/// Produce let them go).
+/// Produce let them go). A peer whose block does not decode or is mutated is left out from then on,
+/// and the engine starts again from its chainstate to fetch that block from the others.
 class PeersSource final : public engine::BlockSource {
 public:
-    PeersSource(const SyncOptions& o, const ChainParams& params, const std::vector<std::string>& connect, HeaderChain loaded,
+    PeersSource(const SyncOptions& o, const ChainParams& params, std::vector<std::string> connect, HeaderChain loaded,
                 std::filesystem::path headers_file, SyncPeersResult& out)
-        : m_o(o), m_params(params), m_connect(connect), m_chain(std::move(loaded)), m_headers_file(std::move(headers_file)), m_out(out)
+        : m_o(o), m_params(params), m_connect(std::move(connect)), m_chain(std::move(loaded)), m_headers_file(std::move(headers_file)), m_out(out)
     {}
 
     const HeaderChain& Headers() const override { return *m_chain; }
@@ -113,12 +119,19 @@ public:
 
     std::optional<Error> Undecodable(int height, const Error& e) override
     {
-        auto it = m_sender.find(height);
-        const std::string who = it != m_sender.end() && it->second < m_addresses.size() ? m_addresses[it->second] : "a peer";
-        m_out.sync.failure = NetError{NetErrc::Misbehaving, who + " sent a block that does not decode (height " + std::to_string(height) +
-                                                               "): " + e.message};
+        DropSender(height, "sent a block that does not decode (height " + std::to_string(height) + "): " + e.message);
         return std::nullopt;
     }
+
+    /// The engine refused the block at `height` as mutated (`reason`): its sender's fault.
+    void Mutated(int height, const std::string& reason)
+    {
+        DropSender(height, "sent a mutated block at height " + std::to_string(height) + " (" + reason +
+                               "): not the block its header names");
+    }
+
+    /// Whether a peer was dropped for a block it sent and others are left to fetch it (once).
+    bool TakeAgain() { return std::exchange(m_again, false); }
 
 private:
     /// The heights whose sender is remembered (Undecodable names it): more than the blocks the
@@ -126,6 +139,27 @@ private:
     static constexpr std::size_t SENDERS_KEPT = 4096;
 
     bool Interrupted() const { return m_o.interrupt && m_o.interrupt->load(std::memory_order_relaxed); }
+
+    /// Leaves out the peer that sent `height` from every later connection, saying `why`; the run
+    /// goes on with the others (TakeAgain), or fails when none is left or the sender is forgotten.
+    void DropSender(int height, const std::string& why)
+    {
+        auto it = m_sender.find(height);
+        if (it == m_sender.end() || it->second >= m_addresses.size()) {
+            m_out.sync.failure = NetError{NetErrc::Misbehaving, "a peer " + why};
+            return;
+        }
+        const std::string who = m_addresses[it->second];
+        m_connect.erase(std::remove(m_connect.begin(), m_connect.end(), who), m_connect.end());
+        auto s = std::find_if(m_out.peers.begin(), m_out.peers.end(), [&](const PeerSummary& p) { return p.address == who; });
+        if (s != m_out.peers.end()) s->dropped = why;
+        m_out.notes.push_back(who + " " + why + ": dropped");
+        if (m_connect.empty()) {
+            m_out.sync.failure = NetError{NetErrc::Misbehaving, "no peer is left: " + who + " " + why};
+            return;
+        }
+        m_again = true;
+    }
 
     /// Connects to every peer; none reachable is the run's failure.
     std::optional<Error> Connect()
@@ -159,7 +193,7 @@ private:
 
     const SyncOptions& m_o;
     const ChainParams& m_params;
-    const std::vector<std::string>& m_connect;
+    std::vector<std::string> m_connect;  ///< the peers not dropped for a block they sent
     std::optional<HeaderChain> m_chain;
     const std::filesystem::path m_headers_file;
     SyncPeersResult& m_out;
@@ -167,7 +201,32 @@ private:
     std::vector<std::string> m_addresses; ///< of the fetcher's peers, by index
     std::map<int, std::size_t> m_sender;  ///< the peer that sent each recent height
     std::atomic<int> m_tip_height{0};
+    bool m_again{false};
 };
+
+/// `run`, a later engine run after a peer was dropped, with the counts of the runs before it.
+void AddEarlierRuns(EngineResult& run, const EngineResult& earlier)
+{
+    ConnectorCounters& c = run;
+    const ConnectorCounters& e = earlier;
+    c.blocks += e.blocks;
+    c.txs += e.txs;
+    c.inputs += e.inputs;
+    c.outputs += e.outputs;
+    c.bytes += e.bytes;
+    c.flushes += e.flushes;
+    c.recovered_blocks += e.recovered_blocks;
+    c.flush_seconds += e.flush_seconds;
+    c.script_checked_inputs += e.script_checked_inputs;
+    if (e.cache_full_entries) std::tie(c.cache_full_entries, c.cache_full_bytes) = std::tie(e.cache_full_entries, e.cache_full_bytes);
+    if (e.script_checks_from_height) std::tie(c.script_checks_from_height, c.script_check_reason) = std::tie(e.script_checks_from_height, e.script_check_reason);
+    run.start_height = earlier.start_height;
+    run.seconds += earlier.seconds;
+    run.final_flush_seconds += earlier.final_flush_seconds;
+    run.bytes_cleansed += earlier.bytes_cleansed;
+    run.coins_read_from_disk += earlier.coins_read_from_disk;
+    run.coins_prefetched += earlier.coins_prefetched;
+}
 
 } // namespace
 
@@ -193,9 +252,31 @@ Result<SyncPeersResult> SyncFromPeers(const SyncOptions& options, const std::vec
         p.header_height = source.TipHeight();
         options.on_sync_progress(p);
     };
-    auto run = engine::RunEngine(eo, params, source, *cs, out.sync);
-    if (!run) return run.error();
-    static_cast<EngineResult&>(out.sync) = std::move(*run);
+    // The statistics are walked once, after the last run: a run may be followed by another.
+    eo.statistics = false;
+    std::optional<EngineResult> earlier; // when a dropped peer made the engine start again
+    for (;;) {
+        EngineResult fresh;
+        fresh.chain = options.chain;
+        auto run = engine::RunEngine(eo, params, source, *cs, std::move(fresh));
+        if (!run) return run.error();
+        // A mutated block is its sender's fault, never the block's (Core's BLOCK_MUTATED).
+        if (run->reject_reason && IsMutatedReason(*run->reject_reason)) {
+            source.Mutated(run->reject_height, *run->reject_reason);
+            run->reject_reason.reset();
+            run->reject_height = -1;
+        }
+        if (earlier) AddEarlierRuns(*run, *earlier);
+        static_cast<EngineResult&>(out.sync) = std::move(*run);
+        if (!source.TakeAgain() || out.sync.interrupted) break;
+        earlier = static_cast<const EngineResult&>(out.sync);
+    }
+    if (options.statistics && out.sync.height >= 0) {
+        auto stats = ComputeUtxoStats(cs->db(), uint32_t(out.sync.height));
+        if (!stats) return Error{stats.error().code, "chainstate " + cs->dir().string() + ": " + stats.error().message};
+        out.sync.utxo = *stats;
+        out.sync.peak_rss_bytes = PeakRssBytes();
+    }
     out.sync.total_seconds = SecondsSince(t_start);
     return out;
 }

@@ -6,7 +6,9 @@
 // runs them, flushes within --dbcache, the chainstate resumable after any stop.
 //
 // Peers are untrusted: a block must be the one its header names; a peer that stalls, closes,
-// answers `notfound` or breaks the protocol is dropped and its heights go to the others; the run
+// answers `notfound` or breaks the protocol is dropped and its heights go to the others; one whose
+// block does not decode or is mutated (consensus/check.h IsMutatedReason) is dropped and the engine
+// starts again from the chainstate's tip to take that block from the others; the run
 // ends cleanly (flushed, `sync.failure` says why) when no peer is left for a height. Stock Bitcoin
 // Core peers serve this run (no BIP 455 needed). Not here, unlike the one-peer sync: the getblocks
 // fallback and reorganisations below the chainstate's tip (a chainstate off the peers' chain is
