@@ -178,3 +178,36 @@ def test_with_only_peers_that_mutate_blocks_the_run_stops_without_calling_one_in
     finally:
         upstream.stop()
     assert_core_utxo_set(got, height, tip, stats)
+
+
+def evil_user_agent(command, payload):
+    """The upstream's version message with a user agent that would write escapes and a forged line."""
+    if command != "version":
+        return payload
+    n = payload[80]  # the user agent's length (one byte below 253) after version, services, time, two addresses, nonce
+    evil = b"/evil:1.0/\x1b[31m\npeer 10.0.0.1:8333 forged\x07"
+    return payload[:80] + bytes([len(evil)]) + evil + payload[81 + n:]
+
+
+@pytest.mark.parametrize("swift", [False, True])
+def test_a_peers_user_agent_cannot_write_into_the_peers_lines(cli, chain, tmp_path, swift):
+    """Regression: sync --swiftsync from several peers showed each peer's user agent as it came,
+    in `peers` and on its lines. Both syncs from several peers show it as Core's getpeerinfo does."""
+    datadir, height, _, _, _, hints = chain
+    upstream, honest = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    evil = LyingProxy(upstream.port, evil_user_agent)
+    args = ["sync", "--network", "regtest", "--timeout", "5", "--window", "4", "--chainstate", tmp_path / "cs",
+            "--connect", f"127.0.0.1:{evil.port}", "--connect", f"127.0.0.1:{honest.port}"]
+    args += ["--swiftsync", hints] if swift else []
+    try:
+        shown = run_cli(cli, *args)
+        got = json.loads(run_cli(cli, *args[:-2], "--json", "-q").stdout)  # one peer: nothing left to do
+    finally:
+        evil.close()
+        honest.stop()
+        upstream.stop()
+    line = next(l for l in shown.stdout.splitlines() if f"127.0.0.1:{evil.port}" in l)
+    assert "/evil:1.0/31mpeer 10.0.0.1:8333 forged" in line, shown.stdout
+    assert not any(l.startswith("peer 10.0.0.1") for l in shown.stdout.splitlines()), shown.stdout
+    assert not any(ch in shown.stdout + shown.stderr for ch in "\x1b\x07"), repr(shown.stdout)
+    assert got["height"] == height

@@ -183,7 +183,7 @@ private:
     {
         for (const swiftsync::PeerReport& r : fetcher.Reports()) {
             auto it = std::find_if(m_out.peers.begin(), m_out.peers.end(), [&](const PeerSummary& s) { return s.address == r.address; });
-            if (it == m_out.peers.end()) it = m_out.peers.insert(m_out.peers.end(), PeerSummary{r.address, SanitizePeerText(r.user_agent), 0, 0, 0, {}});
+            if (it == m_out.peers.end()) it = m_out.peers.insert(m_out.peers.end(), PeerSummary{r.address, r.user_agent, 0, 0, 0, {}});
             it->blocks += r.blocks;
             it->block_bytes += r.block_bytes;
             it->dropped = r.dropped;

@@ -515,7 +515,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
         if (!coins || p.peer->info().HasFeature(FEATURE_BLOCK_SPENT_COINS_V1)) {
             PeerReport r;
             r.address = p.address;
-            r.user_agent = p.peer->info().version.user_agent;
+            r.user_agent = SanitizePeerText(p.peer->info().version.user_agent);
             out.peers.push_back(std::move(r));
             serving.push_back(std::move(p));
         } else {

@@ -1,5 +1,6 @@
 // SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h).
 #include "swiftsync/peer_fetch.h"
+#include "wire/protocol.h"
 
 #include <ibdkit/primitives/consensus_constants.h>
 
@@ -142,7 +143,7 @@ struct BlockFetcher::State {
         alive.assign(peers.size(), true);
         for (std::size_t i = 0; i < peers.size(); ++i) {
             reports[i].address = peers[i].address;
-            reports[i].user_agent = peers[i].peer->info().version.user_agent;
+            reports[i].user_agent = SanitizePeerText(peers[i].peer->info().version.user_agent);
         }
     }
 

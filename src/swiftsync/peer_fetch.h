@@ -64,7 +64,8 @@ struct FetchedBlock {
 
 /// What one peer did in the run.
 struct PeerReport {
-    std::string address, user_agent;
+    std::string address;
+    std::string user_agent; ///< sanitized as Core's getpeerinfo shows it (SanitizePeerText)
     uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
     std::string dropped; ///< why the peer was dropped; empty when it served to the end
 };
