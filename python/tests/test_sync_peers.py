@@ -3,25 +3,29 @@ peers at once (stock Bitcoin Core peers serve it: no BIP 455 needed).
 
 Every run ends on the UTXO set of the blocks Core's engine connected (a datadir it wrote, served by
 `ibdkit serve`), with every script verified (`--assumevalid 0`) and the blocks spread over the
-peers; a peer that vanishes mid-window loses its heights to the others and is named; with no peer
-left the run stops cleanly, keeps what it connected, and the same command resumes it; the result
-can be a Bitcoin Core data directory (--datadir) that replays to the same set. A block that is
-mutated or does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the
-sender is dropped and the others serve that block; with no other peer the run stops as for a
-misbehaving peer (exit 1), the block is not called invalid, and a rerun from an honest peer completes.
+peers; a peer that vanishes mid-window, withholds a block, answers `notfound` or frames a message
+wrongly loses its heights to the others and is named with what it did; with no peer left the run
+stops cleanly, keeps what it connected, and the same command resumes it; the result can be a
+Bitcoin Core data directory (--datadir) that replays to the same set. A block that is mutated or
+does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the sender is
+dropped and the others serve that block; with no other peer the run stops as for a misbehaving
+peer (exit 1), the block is not called invalid, and a rerun from an honest peer completes.
 """
 import json
+import struct
 
 import pytest
 
+from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
 from test_replay_datadir import FIELDS
-from test_serve import Server
+from test_serve import REGTEST_MAGIC, Server, message
 from test_sync_swiftsync import LyingProxy, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
 
 
-def sync(cli, ports, *extra, check=True):
-    args = ["sync", "-q", "--json", "--network", "regtest", "--timeout", "5", "--window", "4", "--assumevalid", "0", *extra]
+def sync(cli, ports, *extra, check=True, timeout=5):
+    args = ["sync", "-q", "--json", "--network", "regtest", "--timeout", str(timeout), "--window", "4", "--assumevalid", "0",
+            *extra]
     for p in ports:
         args += ["--connect", f"127.0.0.1:{p}"]
     return run_cli(cli, *args, check=check)
@@ -73,6 +77,58 @@ def test_a_peer_that_vanishes_loses_its_blocks_to_the_others(cli, chain, tmp_pat
     assert_core_utxo_set(got, height, tip, stats)
     first, last = got["peers"]
     assert first["dropped"] and first["blocks"] <= 3 and last["dropped"] is None, got["peers"]
+
+
+def instead_of_block(nth, sent):
+    """A peer that sends `sent(block)` (as LyingProxy's lies: None for nothing) in place of the nth
+    block it is asked for, and never that block: it forwards everything else, pings and their
+    answers too, and keeps its connection until the client closes it."""
+    seen = {"blocks": 0, "hash": None}
+
+    def lie(command, payload):
+        if command != "block":
+            return payload
+        seen["blocks"] += 1
+        if seen["blocks"] == nth:
+            seen["hash"] = sha256d(payload[:80])
+            return sent(payload)
+        return None if sha256d(payload[:80]) == seen["hash"] else payload
+    return lie
+
+
+MSG_WITNESS_BLOCK = 0x40000002
+# What a peer sends in place of a block mid-sync, and the words its `dropped` reason must hold.
+MISBEHAVIOURS = {
+    "withheld block": (lambda block: None, "stalled"),
+    "oversize length": (lambda block: [REGTEST_MAGIC + b"block".ljust(12, b"\0") + struct.pack("<I", 4_000_001) + bytes(4)],
+                        "exceeds the limit"),
+    "wrong magic": (lambda block: [message("block", block, magic=bytes.fromhex("f9beb4d9"))], "wrong network magic"),
+    "notfound": (lambda block: [("notfound", compact_size(1) + struct.pack("<I", MSG_WITNESS_BLOCK) + sha256d(block[:80]))],
+                 "notfound"),
+}
+NTH = 6  # mid-way through the peer's second window of 4
+
+
+@pytest.mark.parametrize("name", sorted(MISBEHAVIOURS))
+def test_a_peer_that_misbehaves_mid_sync_is_dropped_and_the_other_serves_the_rest(cli, chain, tmp_path, name):
+    """The peer is dropped, with a reason that says what it did; the height it did not give and the
+    rest of its heights come from the other peer, and the run ends on Core's UTXO set."""
+    datadir, height, tip, stats, _, _ = chain
+    sent, words = MISBEHAVIOURS[name]
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    liar = LyingProxy(upstream.port, instead_of_block(NTH, sent))
+    try:
+        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", timeout=2).stdout)
+    finally:
+        liar.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert liar.lies == 1 and got["failure"] is None, (liar.lies, got["failure"])
+    lying, fair = got["peers"]
+    assert lying["address"] == f"127.0.0.1:{liar.port}" and lying["dropped"] and words in lying["dropped"], got["peers"]
+    assert lying["blocks"] >= NTH - 1 and fair["dropped"] is None, got["peers"]
+    assert sum(p["blocks"] for p in got["peers"]) == height
 
 
 def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chain, tmp_path):

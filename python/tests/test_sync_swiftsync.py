@@ -28,7 +28,7 @@ from conftest import import_ibdkit, import_pbk, run_cli
 pbk = import_pbk()
 
 from test_replay_datadir import FIELDS, core_datadir  # noqa: E402
-from test_serve import REGTEST_MAGIC, Server, compact_size  # noqa: E402
+from test_serve import Server, compact_size, message  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
 
 BELOW_TIP = 15  # the hints are for the tip less this: the classic engine connects the rest
@@ -329,7 +329,8 @@ LIES = {
 class LyingProxy:
     """Listens on a loopback port; each connection goes to the honest server at `upstream`, and
     what comes back passes through `lie(command, payload)` (a payload, None to withhold it, or a
-    list of (command, payload) to send in its place)."""
+    list of (command, payload) to send in its place, where bytes are sent as they are: a message
+    framed wrongly)."""
 
     def __init__(self, upstream, lie, ask=None):
         self.upstream, self.lie, self.ask, self.lies = upstream, lie, ask, 0
@@ -374,8 +375,8 @@ class LyingProxy:
                     sent = changed if isinstance(changed, list) else [(command, changed)]
                     if sent != [(command, payload)]:
                         self.lies += 1
-                    for c, p in sent:
-                        dst.sendall(REGTEST_MAGIC + c.encode().ljust(12, b"\0") + struct.pack("<I", len(p)) + sha256d(p)[:4] + p)
+                    for item in sent:
+                        dst.sendall(item if isinstance(item, bytes) else message(*item))
         except OSError:
             pass
         finally:
