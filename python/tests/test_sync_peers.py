@@ -96,10 +96,17 @@ def instead_of_block(nth, sent):
     return lie
 
 
+def bad_checksum(block):
+    m = message("block", block)
+    return [m[:20] + bytes(b ^ 0xFF for b in m[20:24]) + m[24:]]
+
+
 MSG_WITNESS_BLOCK = 0x40000002
-# What a peer sends in place of a block mid-sync, and the words its `dropped` reason must hold.
+# What a peer sends in place of a block mid-sync, and the words its `dropped` reason must hold. A
+# message with a bad checksum is skipped unread, as Core skips it: the peer has then stalled.
 MISBEHAVIOURS = {
-    "withheld block": (lambda block: None, "stalled"),
+    "withheld block": (lambda block: None, "stalled: nothing asked for within 1.5 s"),
+    "bad checksum": (bad_checksum, "stalled: nothing asked for within 1.5 s; 1 of its messages skipped for a bad checksum"),
     "oversize length": (lambda block: [REGTEST_MAGIC + b"block".ljust(12, b"\0") + struct.pack("<I", 4_000_001) + bytes(4)],
                         "exceeds the limit"),
     "wrong magic": (lambda block: [message("block", block, magic=bytes.fromhex("f9beb4d9"))], "wrong network magic"),
@@ -118,7 +125,7 @@ def test_a_peer_that_misbehaves_mid_sync_is_dropped_and_the_other_serves_the_res
     honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
     liar = LyingProxy(upstream.port, instead_of_block(NTH, sent))
     try:
-        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", timeout=2).stdout)
+        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", timeout=1.5).stdout)
     finally:
         liar.close()
         honest.stop()

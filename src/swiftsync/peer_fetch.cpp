@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -244,6 +245,20 @@ struct BlockFetcher::State {
         cv.notify_all();
     }
 
+    /// Why peer `peer` stalled, with the messages of its that were skipped unread: a block with a
+    /// bad checksum is skipped as Core skips it, and then never arrives, so the stall is all the
+    /// user would otherwise hear of it.
+    std::string Stalled(const Peer& peer) const
+    {
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%g s", double(o.timeout.count()) / 1000.0);
+        std::string why = std::string("stalled: nothing asked for within ") + secs;
+        const ReceiverStats& s = peer.stats();
+        if (s.dropped_checksum) why += "; " + std::to_string(s.dropped_checksum) + " of its messages skipped for a bad checksum";
+        if (s.dropped_command) why += "; " + std::to_string(s.dropped_command) + " of its messages skipped for a malformed command";
+        return why;
+    }
+
     /// Asks peer p for `heights` and waits for every block and `bspent`; why not, or nullopt.
     std::optional<std::string> FetchWindow(std::size_t p, const std::vector<Asked>& claimed, std::vector<Asked>& unfinished)
     {
@@ -270,7 +285,7 @@ struct BlockFetcher::State {
         while (!unfinished.empty()) {
             auto m = peer.Receive(deadline);
             if (!m) {
-                if (m.error().code == NetErrc::Timeout) return "stalled: nothing asked for within " + std::to_string(o.timeout.count() / 1000) + " s";
+                if (m.error().code == NetErrc::Timeout) return Stalled(peer);
                 return m.error().message;
             }
             const auto payload = Peer::Bytes(*m);
