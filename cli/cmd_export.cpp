@@ -113,9 +113,7 @@ const CommandRegistrar export_cmd([](CLI::App& app) {
     AddQuietOption(cmd, a->quiet);
     cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
     cmd->callback([a] {
-        if (a->datadir.empty() && a->blocks_dir.empty()) {
-            throw UsageError("give --datadir DIR (a Core data directory) or --blocks-dir DIR (blk files)");
-        }
+        RequireOneBlockSource(a->datadir, a->blocks_dir);
         RunExport(*a);
     });
 });

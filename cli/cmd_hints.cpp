@@ -86,15 +86,15 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     auto* cs = cmd->add_option("--chainstate", a->chainstate,
         "Chainstate directory (Core's DATADIR/chainstate or ibdkit's; a datadir is accepted). Default: --datadir's");
     cmd->add_option("--snapshot", a->snapshot, "Or an assumeutxo snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->excludes(cs);
-    auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
-    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
+    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file");
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
     cmd->add_option("--threads", a->threads, "Threads decoding blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
-        if (a->datadir.empty() == a->blocks_dir.empty()) throw CLI::RequiredError("--datadir or --blocks-dir (exactly one)");
+        RequireOneBlockSource(a->datadir, a->blocks_dir);
         if (a->chainstate.empty() && a->snapshot.empty() && a->datadir.empty()) {
             throw CLI::RequiredError("--chainstate or --snapshot (with --blocks-dir)");
         }

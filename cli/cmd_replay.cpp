@@ -68,7 +68,7 @@ template <typename Args>
 ReplayOptions OptionsOf(const Args& a)
 {
     ReplayOptions o;
-    if (a.blocks_dir.empty() == a.datadir.empty()) throw CLI::RequiredError("--blocks-dir or --datadir (exactly one)");
+    RequireOneBlockSource(a.datadir, a.blocks_dir);
     o.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
     o.chainstate = a.chainstate;
     o.undo_dir = a.undo;
@@ -101,12 +101,11 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     auto a = std::make_shared<Args>();
     auto height_export = std::make_shared<HeightExport>();
     auto hints = std::make_shared<HintsAfterRun>();
-    auto* blocks_opt = cmd->add_option("--blocks-dir", a->blocks_dir,
+    cmd->add_option("--blocks-dir", a->blocks_dir,
         "Bitcoin Core blocks directory (blkNNNNN.dat, xor.dat) or one blk file: every record's header is scanned");
     cmd->add_option("--datadir", a->datadir,
         "Bitcoin Core data directory (e.g. ~/.bitcoin): blocks located through its block index\n"
-        "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; while bitcoind runs, from a snapshot of its block index")
-        ->excludes(blocks_opt);
+        "(blocks/index, testnet3/blocks/index, ...), read strictly read-only; while bitcoind runs, from a snapshot of its block index");
     AddNetworkOption(cmd, a->network, "from the files' magic or the datadir layout");
     cmd->add_option("--chainstate", a->chainstate, "Chainstate directory to build/resume (default: a temporary one, removed after)");
     cmd->add_option("--undo", a->undo,

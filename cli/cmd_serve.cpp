@@ -97,8 +97,8 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
         bool json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
-    auto* datadir_opt = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory whose blocks to serve (read-only)");
-    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(datadir_opt);
+    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory whose blocks to serve (read-only)");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file");
     AddNetworkOption(cmd, a->network, "from the datadir layout or the files' magic");
     cmd->add_option("--listen", a->listen,
                     "ADDR[:PORT] to listen on: an IPv4 or [IPv6] address; the port defaults to the network's (8333,\n"
@@ -116,7 +116,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
     cmd->add_flag("--json", a->json, "On exit, print the counters as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
-        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("give --datadir or --blocks-dir (exactly one)");
+        RequireOneBlockSource(a->datadir, a->blocks_dir);
         ServeOptions o;
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         auto listen = ParseListen(a->listen);

@@ -43,8 +43,8 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("--hints", a->hints, "The hintsfile (`ibdkit hints`)")->required();
-    auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
-    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file")->excludes(dd);
+    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks through its block index, read-only");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file");
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--ranges", a->ranges, "Split 1..n into this many ranges, checked apart and combined")
         ->check(IntegerIn(1, MAX_HEIGHT))
@@ -61,7 +61,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
-        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
+        RequireOneBlockSource(a->datadir, a->blocks_dir);
         const bool coins_mode = swiftsync::ParseAggregateMode(a->mode) == swiftsync::AggregateMode::Coins;
         if (coins_mode && a->datadir.empty()) {
             throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or "

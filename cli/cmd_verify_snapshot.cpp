@@ -40,8 +40,8 @@ void AddVerifySnapshot(CLI::App* utxo)
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("snapshot", a->snapshot, "The snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->required();
-    auto* dd = cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks and rev files, read-only");
-    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (outpoints mode only)")->excludes(dd);
+    cmd->add_option("--datadir", a->datadir, "Bitcoin Core data directory: blocks and rev files, read-only");
+    cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (outpoints mode only)");
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--mode", a->mode, "coins (every Core rule, needs --datadir) or outpoints (proves only the outpoints: never\n"
                                      "certifies the snapshot, exit 1 when they match)")
@@ -53,7 +53,7 @@ void AddVerifySnapshot(CLI::App* utxo)
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
-        if (a->datadir.empty() == a->blocks_dir.empty()) throw UsageError("--datadir or --blocks-dir (exactly one)");
+        RequireOneBlockSource(a->datadir, a->blocks_dir);
         swiftsync::VerifySnapshotOptions o;
         o.snapshot = a->snapshot;
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};

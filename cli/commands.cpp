@@ -183,6 +183,13 @@ void CheckOutput(const std::string& file)
     if (auto refused = CheckOutputFile(file)) throw UsageError(refused->message);
 }
 
+void RequireOneBlockSource(const std::string& datadir, const std::string& blocks_dir)
+{
+    if (datadir.empty() == blocks_dir.empty()) {
+        throw UsageError("give --datadir DIR (a Bitcoin Core data directory) or --blocks-dir DIR (its blk files), exactly one");
+    }
+}
+
 TemporaryDir::TemporaryDir(const std::string& what)
 {
     std::string tmpl = (std::filesystem::temp_directory_path() / ("ibdkit-" + what + "-XXXXXX")).string();

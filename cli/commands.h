@@ -82,6 +82,9 @@ bool& ProgressForced();
 /// Refuses (UsageError) an output file ibdkit may not write (common/write_guard.h): inside a Core data
 /// directory, in a folder that does not exist, or a folder itself. Called before any work.
 void CheckOutput(const std::string& file);
+/// Refuses (UsageError) a command line that names both --datadir and --blocks-dir, or neither: every
+/// command that reads blocks says so in these words.
+void RequireOneBlockSource(const std::string& datadir, const std::string& blocks_dir);
 
 /// A new folder in the system's temporary directory, named "ibdkit-WHAT-XXXXXX", removed with all it
 /// holds when this object goes (a temporary chainstate). Throws std::runtime_error if it cannot be made.

@@ -308,7 +308,7 @@ def test_serve_refuses_what_it_cannot_serve(cli, tmp_path):
     r = run_cli(cli, "serve", "--datadir", tmp_path / "nothing", check=False)
     assert r.returncode != 0 and "nothing" in r.stderr
     r = run_cli(cli, "serve", check=False)
-    assert r.returncode == 64 and "--datadir or --blocks-dir" in r.stderr
+    assert r.returncode == 64 and "--datadir DIR (a Bitcoin Core data directory) or --blocks-dir DIR" in r.stderr
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
