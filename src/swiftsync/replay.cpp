@@ -310,6 +310,12 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     return res;
 }
 
+RunSettings SettingsFromClassic(RunSettings classic) noexcept
+{
+    classic.dbcache_mib = std::max<std::size_t>(classic.dbcache_mib, 1);
+    return classic;
+}
+
 Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs, const std::filesystem::path& dir, ChainType chain,
                                   const BlockHash& tip)
 {

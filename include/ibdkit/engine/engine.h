@@ -20,8 +20,8 @@
 
 #include <ibdkit/chain/chain_type.h>
 #include <ibdkit/run_stats.h>
-#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/settings/run_settings.h>
 #include <ibdkit/utxo/utxo_stats.h>
 
 #include <atomic>
@@ -73,12 +73,10 @@ struct EngineProgress {
     bool flushing{false};
 };
 
-/// What every run takes, whatever its block source.
-struct EngineOptions {
+/// What every run takes, whatever its block source: the shared settings (dbcache_mib, policy,
+/// threads, assumevalid, skip_scripts: settings/run_settings.h) and the engine's own.
+struct EngineOptions : RunSettings {
     std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
-    std::size_t dbcache_mib{450};                ///< UTXO cache budget (Core's -dbcache default)
-    PolicyId policy{PolicyId::Hardened};
-    unsigned threads{0};                         ///< 0: every core (ibdkit/threads.h)
     std::optional<int> stop_height;
     /// Bytes of one chainstate write batch in a flush (Core's -dbbatchsize); 0: SplitDbCache's share
     /// of dbcache. Small values split every flush into many batches — H written well before B —
@@ -108,14 +106,6 @@ struct EngineOptions {
     /// blocks with their spent outputs takes from a replay (spent/spent_block.h). A block that was
     /// only rolled forward while recovering an interrupted flush is not reported.
     std::function<void(const Block& block, int height, const BlockUndo& spent)> on_connected;
-    /// Core's -assumevalid: nullopt, the network's default (ConsensusParams::default_assume_valid;
-    /// none on regtest); a null hash, verify every block's scripts; otherwise the hash of a block
-    /// below which scripts are skipped where Core's conditions hold (consensus/assumevalid.h).
-    std::optional<BlockHash> assumevalid;
-    /// Trust every block's scripts, whatever assumevalid says: for measuring the rest of the
-    /// pipeline (as a node below its assumevalid block runs it) on chains too short for Core's rule
-    /// to skip anything. Not a Core mode; replay's `--skip-scripts`, `ibdkit run` by default.
-    bool skip_scripts{false};
     /// Core's -minimumchainwork (nullopt: the network's nMinimumChainWork): a peer's header chain
     /// with less is not downloaded, and the assumevalid rule skips no script while the best
     /// header chain has less.

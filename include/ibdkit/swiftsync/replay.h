@@ -16,6 +16,7 @@
 #include <ibdkit/run_stats.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/settings/run_settings.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/check_range.h>
 
@@ -30,18 +31,15 @@
 
 namespace ibdkit::swiftsync {
 
-struct SwiftSyncOptions {
+/// The shared settings (settings/run_settings.h: dbcache_mib at least 1 here, bounding the coins
+/// held while they are sorted; assumevalid and skip_scripts in coins mode) and SwiftSync's own.
+struct SwiftSyncOptions : RunSettings {
     BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     std::filesystem::path hints;      ///< the hintsfile (BIP 456) for height n
     /// The new chainstate (a folder that does not exist or is empty; common/write_guard.h's
     /// refusals apply). Empty: nothing is written, the verdict alone is the result.
     std::filesystem::path chainstate;
     AggregateMode mode{AggregateMode::Coins};
-    unsigned threads{0};              ///< 0: every core (ibdkit/threads.h)
-    std::size_t dbcache_mib{450};     ///< bounds the coins held in memory while they are sorted (at least 1)
-    std::optional<BlockHash> assumevalid; ///< coins mode: as ReplayOptions::assumevalid
-    bool skip_scripts{false};         ///< coins mode: trust every script (a benchmark)
-    PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of the blocks' bytes (the only DataStream SwiftSync uses)
     std::function<void(uint32_t height, uint32_t n)> progress; ///< on the calling thread
 };
 
@@ -72,6 +70,10 @@ struct SwiftSyncResult {
 /// write. Not thread-safe with another run on the same chainstate. Blocks until the run ends;
 /// `progress` runs on the calling thread.
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
+
+/// A classic run's settings (replay's, sync's) as SwiftSync takes them: the same, with a dbcache of
+/// 0 MiB (the classic engine's flush after every block) raised to SwiftSync's least, 1. Pure.
+RunSettings SettingsFromClassic(RunSettings classic) noexcept;
 
 /// The unspent runs of ranges that a verdict accepted (partial.h; from other machines, e.g. a Dask
 /// run) written as a new chainstate at `dir` with `tip`, the block at n, as its best block: the
