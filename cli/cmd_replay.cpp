@@ -46,11 +46,7 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
         throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
                          "or --swiftsync-mode outpoints for bare block files (it checks much less)");
     }
-    s.threads = o.threads;
-    s.dbcache_mib = std::max<std::size_t>(o.dbcache_mib, 1);
-    s.assumevalid = o.assumevalid;
-    s.skip_scripts = o.skip_scripts;
-    s.policy = o.policy;
+    s.Settings() = swiftsync::SettingsFromClassic(o);
     if (all) {
         ExitCode() = SwiftSyncAllPolicies(s, a.out.quiet, a.rounds);
         return;

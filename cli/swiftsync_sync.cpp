@@ -108,11 +108,7 @@ run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::v
     o.swiftsync.mode = outpoints ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
     o.swiftsync.chainstate = classic.chainstate;
     o.swiftsync.source.chain = classic.chain;
-    o.swiftsync.threads = classic.threads;
-    o.swiftsync.dbcache_mib = classic.dbcache_mib;
-    o.swiftsync.assumevalid = classic.assumevalid;
-    o.swiftsync.skip_scripts = classic.skip_scripts;
-    o.swiftsync.policy = classic.policy;
+    o.swiftsync.Settings() = classic; // as given: SwiftSync refuses --dbcache 0 here rather than raising it
     o.connect = connect;
     o.chain = classic.chain;
     o.timeout = classic.timeout;

@@ -39,11 +39,7 @@ Result<SyncResult> Continue(const SwiftSyncPeersOptions& o, const SwiftSyncPeers
     so.port = hp->second;
     so.chain = o.chain;
     so.chainstate = o.swiftsync.chainstate;
-    so.policy = o.swiftsync.policy;
-    so.threads = o.swiftsync.threads;
-    so.dbcache_mib = o.swiftsync.dbcache_mib;
-    so.assumevalid = o.swiftsync.assumevalid;
-    so.skip_scripts = o.swiftsync.skip_scripts;
+    so.Settings() = o.swiftsync;
     so.statistics = o.statistics;
     so.datadir_out = o.datadir;
     if (!so.interrupt) so.interrupt = o.interrupt;

@@ -43,8 +43,8 @@ struct SwiftSyncPeersOptions {
     /// and only older coins are asked of the peers (0: every coin asked for).
     uint32_t keep_recent{0};
     /// After n, the classic sync from every peer given that was not dropped (run::SyncFromPeers;
-    /// from one: Sync), with these options (chainstate, host, port, chain, policy, threads, dbcache,
-    /// assumevalid and skip_scripts are the run's); nullopt: stop at n.
+    /// from one: Sync), with these options (its RunSettings, chainstate, host, port and chain are
+    /// the run's); nullopt: stop at n.
     std::optional<SyncOptions> continuation;
     /// A Bitcoin Core data directory to write (`sync --datadir`, engine.h's datadir_out): blocks
     /// 1..n with undo data made from the spent coins they were checked with, named by its block

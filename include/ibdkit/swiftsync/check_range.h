@@ -98,7 +98,7 @@ struct CoinsModeOptions {
     /// The blocks' undo data: a Core data directory's rev files (LocateUndoInDatadir), each record
     /// checked against its block's parent hash, none trusted until the aggregates balance.
     const DatadirUndo* undo{nullptr};
-    std::optional<BlockHash> assumevalid; ///< as ReplayOptions::assumevalid (nullopt: the network's)
+    std::optional<BlockHash> assumevalid; ///< as RunSettings::assumevalid (settings/run_settings.h; nullopt: the network's)
     bool skip_scripts{false};             ///< trust every script (a benchmark, as replay --skip-scripts)
 };
 

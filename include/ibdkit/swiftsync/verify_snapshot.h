@@ -32,7 +32,7 @@ struct VerifySnapshotOptions {
     BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     AggregateMode mode{AggregateMode::Coins};
     unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
-    std::optional<BlockHash> assumevalid; ///< coins mode, as ReplayOptions::assumevalid
+    std::optional<BlockHash> assumevalid; ///< coins mode, as RunSettings::assumevalid (settings/run_settings.h)
     bool skip_scripts{false};
     std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
 };
