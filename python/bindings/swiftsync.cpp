@@ -329,11 +329,14 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
         throw PyError{"InvalidArgument", "swiftsync_mode='coins' reads the spent coins from a Bitcoin Core datadir's rev files: give a "
                                          "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
     }
-    s.threads = threads;
-    s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
-    s.assumevalid = ParseAssumeValidArg(assumevalid);
-    s.skip_scripts = skip_scripts;
-    s.policy = ParsePolicyName(policy);
+    // The settings as the classic replay takes them (the fallback's), and as SwiftSync does.
+    RunSettings settings;
+    settings.threads = threads;
+    settings.dbcache_mib = dbcache;
+    settings.assumevalid = ParseAssumeValidArg(assumevalid);
+    settings.skip_scripts = skip_scripts;
+    settings.policy = ParsePolicyName(policy);
+    s.Settings() = swiftsync::SettingsFromClassic(settings);
     o.statistics = statistics;
     ProgressBridge bridge(progress);
     s.progress = [&](uint32_t h, uint32_t n) {
@@ -345,11 +348,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     if (fallback) {
         ReplayOptions& c = o.fallback.emplace();
         c.source = s.source;
-        c.threads = threads;
-        c.dbcache_mib = dbcache;
-        c.policy = s.policy;
-        c.assumevalid = s.assumevalid;
-        c.skip_scripts = skip_scripts;
+        c.Settings() = settings;
     }
     Result<run::SwiftSyncRunResult> r = Error{};
     {
@@ -389,10 +388,12 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     s.source.chain = o.chain;
     if (chainstate) s.chainstate = *chainstate;
     if (datadir) UseDatadirOut(*datadir, o.chain, o.datadir, s.chainstate);
-    s.threads = threads;
-    s.dbcache_mib = std::max<std::size_t>(dbcache, 1);
-    s.assumevalid = ParseAssumeValidArg(assumevalid);
-    s.policy = ParsePolicyName(policy);
+    RunSettings settings; // the continuation takes them from `s` (run::SyncSwiftSync)
+    settings.threads = threads;
+    settings.dbcache_mib = dbcache;
+    settings.assumevalid = ParseAssumeValidArg(assumevalid);
+    settings.policy = ParsePolicyName(policy);
+    s.Settings() = swiftsync::SettingsFromClassic(settings);
     SyncOptions& c = o.continuation.emplace();
     c.datadir_out = o.datadir;
     c.timeout = o.timeout;
