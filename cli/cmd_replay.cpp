@@ -6,7 +6,6 @@
 #include "replay_cli.h"
 #include "utxo_export_cli.h"
 
-#include <algorithm>
 #include <memory>
 #include <thread>
 
