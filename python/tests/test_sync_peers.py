@@ -5,14 +5,19 @@ Every run ends on the UTXO set of the blocks Core's engine connected (a datadir 
 `ibdkit serve`), with every script verified (`--assumevalid 0`) and the blocks spread over the
 peers; a peer that vanishes mid-window, withholds a block, answers `notfound` or frames a message
 wrongly loses its heights to the others and is named with what it did; with no peer left the run
-stops cleanly, keeps what it connected, and the same command resumes it; the result can be a
+stops cleanly, keeps what it connected, and the same command resumes it; a peer that holds back
+the block the run waits for, even while it sends a block within each --timeout, is dropped for
+stalling the download (Core's block-stalling rule), while a slow peer that still gives its heights
+in time, or is the only one left, keeps serving; the result can be a
 Bitcoin Core data directory (--datadir) that replays to the same set. A block that is mutated or
 does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the sender is
 dropped and the others serve that block; with no other peer the run stops as for a misbehaving
 peer (exit 1), the block is not called invalid, and a rerun from an honest peer completes.
 """
 import json
+import re
 import struct
+import time
 
 import pytest
 
@@ -102,11 +107,13 @@ def bad_checksum(block):
 
 
 MSG_WITNESS_BLOCK = 0x40000002
-# What a peer sends in place of a block mid-sync, and the words its `dropped` reason must hold. A
-# message with a bad checksum is skipped unread, as Core skips it: the peer has then stalled.
+# What a peer sends in place of a block mid-sync, and a pattern its `dropped` reason must match. A
+# message with a bad checksum is skipped unread, as Core skips it: the peer has then stalled, and
+# either rule may see it first: its silence, or the run waiting for the block it holds.
+STALLED = r"(stalled: nothing asked for within|stalling block download: height \d+, which the run waits for, not given within) 1\.5 s"
 MISBEHAVIOURS = {
-    "withheld block": (lambda block: None, "stalled: nothing asked for within 1.5 s"),
-    "bad checksum": (bad_checksum, "stalled: nothing asked for within 1.5 s; 1 of its messages skipped for a bad checksum"),
+    "withheld block": (lambda block: None, STALLED + "$"),
+    "bad checksum": (bad_checksum, STALLED + "; 1 of its messages skipped for a bad checksum$"),
     "oversize length": (lambda block: [REGTEST_MAGIC + b"block".ljust(12, b"\0") + struct.pack("<I", 4_000_001) + bytes(4)],
                         "exceeds the limit"),
     "wrong magic": (lambda block: [message("block", block, magic=bytes.fromhex("f9beb4d9"))], "wrong network magic"),
@@ -133,9 +140,84 @@ def test_a_peer_that_misbehaves_mid_sync_is_dropped_and_the_other_serves_the_res
     assert_core_utxo_set(got, height, tip, stats)
     assert liar.lies == 1 and got["failure"] is None, (liar.lies, got["failure"])
     lying, fair = got["peers"]
-    assert lying["address"] == f"127.0.0.1:{liar.port}" and lying["dropped"] and words in lying["dropped"], got["peers"]
+    assert lying["address"] == f"127.0.0.1:{liar.port}" and lying["dropped"], got["peers"]
+    assert re.search(words, lying["dropped"]), got["peers"]
     assert lying["blocks"] >= NTH - 1 and fair["dropped"] is None, got["peers"]
     assert sum(p["blocks"] for p in got["peers"]) == height
+
+
+def slow(seconds):
+    """A peer that forwards each block `seconds` after it came: a drip when that is just under the
+    timeout (it is never silent that long), a slow honest peer when it is small."""
+    def lie(command, payload):
+        if command == "block":
+            time.sleep(seconds)
+        return payload
+    return lie
+
+
+def test_a_peer_that_drips_the_block_the_run_waits_for_is_dropped_for_stalling(cli, chain, tmp_path):
+    """Regression: a peer that sent each block just inside --timeout was never dropped, as each block
+    restarted its timeout; the run waited on it a timeout per block of its window (Core's stalling
+    rule drops it). Now the block the run waits for, asked for longer than --timeout ago, is taken
+    from it while another peer can serve it: dropped for stalling the download, and the other peer
+    serves the rest to Core's UTXO set."""
+    datadir, height, tip, stats, _, _ = chain
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    drip = LyingProxy(upstream.port, slow(1.2))
+    started = time.monotonic()
+    try:
+        got = json.loads(sync(cli, [drip.port, honest.port], "--chainstate", tmp_path / "cs", timeout=1.5).stdout)
+    finally:
+        drip.close()
+        honest.stop()
+        upstream.stop()
+    took = time.monotonic() - started
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["failure"] is None, got["failure"]
+    dripping, fair = got["peers"]
+    assert dripping["address"] == f"127.0.0.1:{drip.port}" and fair["dropped"] is None, got["peers"]
+    assert dripping["dropped"] and re.fullmatch(r"stalling block download: height \d+, which the run waits for, not given "
+                                                r"within 1\.5 s", dripping["dropped"]), got["peers"]
+    assert dripping["blocks"] < 4 and fair["blocks"] == height - dripping["blocks"], got["peers"]
+    print(f"synced in {took:.1f} s")  # about a timeout; it was a timeout per block of the drip's window
+
+
+def test_a_slow_honest_peer_beside_another_is_not_dropped(cli, chain, tmp_path):
+    """A peer a little slow with each block, whose window of 4 still comes well within --timeout,
+    keeps serving beside a fast one."""
+    datadir, height, tip, stats, _, _ = chain
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    slowly = LyingProxy(upstream.port, slow(0.05))
+    try:
+        got = json.loads(sync(cli, [slowly.port, honest.port], "--chainstate", tmp_path / "cs", timeout=2).stdout)
+    finally:
+        slowly.close()
+        honest.stop()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert all(p["dropped"] is None for p in got["peers"]) and got["peers"][0]["blocks"] > 0, got["peers"]
+
+
+def test_the_last_peer_left_is_not_dropped_for_slowness(cli, chain, tmp_path):
+    """The stalling rule takes a height from a peer only for another to serve: once the fast peer
+    has vanished, a slow one whose window of 4 takes longer than --timeout (each block within it)
+    serves the run alone, to the stop height; an honest peer then completes Core's UTXO set."""
+    datadir, height, tip, stats, _, _ = chain
+    upstream = Server(cli, "--datadir", datadir)
+    dying, slowly = LyingProxy(upstream.port, gone_after(2)), LyingProxy(upstream.port, slow(0.3))
+    try:
+        got = json.loads(sync(cli, [dying.port, slowly.port], "--chainstate", tmp_path / "cs", "--stop-height", "20",
+                              timeout=1).stdout)
+        assert got["height"] == 20 and got["failure"] is None, got
+        gone, last = got["peers"]
+        assert gone["dropped"] and last["dropped"] is None and last["blocks"] == 20 - gone["blocks"], got["peers"]
+        got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        dying.close()
+        slowly.close()
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)
 
 
 def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chain, tmp_path):

@@ -132,6 +132,14 @@ struct BlockFetcher::State {
     std::size_t estimate{MAX_BLOCK_SERIALIZED_SIZE};
     bool arrived_any{false};
     uint32_t waiting{0};                        ///< the height Take waits for (0: none)
+    /// Who holds each height asked for and not yet arrived, since when, and whether it was asked
+    /// of that peer alone (AskPeer: no other may serve it, so it is never taken away for a stall).
+    struct Holder {
+        std::size_t peer;
+        bool only;
+        NetClock::time_point since;
+    };
+    std::unordered_map<uint32_t, Holder> held;
     std::vector<PeerReport> reports;
     std::vector<bool> alive;
     bool stop{false};
@@ -185,12 +193,14 @@ struct BlockFetcher::State {
                 }
                 got.push_back(Asked{it->height, 0, estimate});
                 ahead_bytes += estimate;
+                held[it->height] = Holder{p, it->only, NetClock::now()};
                 it = retry.erase(it);
             }
             while (next <= to && got.size() < o.window && RoomAhead()) {
                 const uint32_t h = next++;
                 got.push_back(Asked{h, o.recent_blocks == 0 ? 0 : h > o.recent_blocks ? h - o.recent_blocks : 1, estimate});
                 ahead_bytes += estimate;
+                held[h] = Holder{p, false, NetClock::now()};
             }
             if (got.empty()) cv.wait_for(lk, std::chrono::milliseconds(100));
         }
@@ -209,6 +219,7 @@ struct BlockFetcher::State {
         ahead_bytes = ahead_bytes + bytes - std::min(charge, ahead_bytes + bytes);
         estimate = arrived_any ? (estimate / 8 * 7 + bytes / 8) : bytes;
         arrived_any = true;
+        Release(b.height, p);
         ready.emplace(b.height, std::move(b));
         cv.notify_all();
     }
@@ -230,8 +241,35 @@ struct BlockFetcher::State {
         for (auto it = unfinished.rbegin(); it != unfinished.rend(); ++it) {
             retry.push_front(Retry{it->height, NO_PEER, false});
             ahead_bytes -= std::min(ahead_bytes, it->charge);
+            Release(it->height, p);
         }
         DropLocked(p, why);
+    }
+
+    /// Height h is no longer in flight at peer p (another may hold it by now). Under mu.
+    void Release(uint32_t h, std::size_t p)
+    {
+        if (auto it = held.find(h); it != held.end() && it->second.peer == p) held.erase(it);
+    }
+
+    /// Core's block-stalling rule: the height the run waits for (h) cannot stay with one peer
+    /// longer than the timeout after it was asked for while another peer could serve it, or a peer
+    /// that sends one block just inside each timeout (and so is never silent that long) would set
+    /// the whole run's pace. Counted from the ask, whatever the holder sends meanwhile, as Core's
+    /// block download timeout counts a block in flight; so a peer's window must come within the
+    /// timeout while the run waits on it. The last peer left is never dropped for this: a slow
+    /// honest one still finishes the run. Under mu.
+    void DropStaller(uint32_t h)
+    {
+        auto it = held.find(h);
+        if (it == held.end() || it->second.only || NetClock::now() - it->second.since < o.timeout) return;
+        const std::size_t p = it->second.peer;
+        bool others = false;
+        for (std::size_t q = 0; q < alive.size(); ++q) others = others || (q != p && alive[q]);
+        if (!alive[p] || !others) return;
+        // Core's words: "Peer is stalling block download".
+        const std::string what = "stalling block download: height " + std::to_string(h) + ", which the run waits for, not given within ";
+        DropLocked(p, Stalled(*peers[p].peer, what));
     }
 
     /// Peer p serves no more (its thread hands back what it holds as it ends). Under mu.
@@ -245,14 +283,14 @@ struct BlockFetcher::State {
         cv.notify_all();
     }
 
-    /// Why peer `peer` stalled, with the messages of its that were skipped unread: a block with a
-    /// bad checksum is skipped as Core skips it, and then never arrives, so the stall is all the
-    /// user would otherwise hear of it.
-    std::string Stalled(const Peer& peer) const
+    /// Why peer `peer` stalled (`what`, then the timeout), with the messages of its that were
+    /// skipped unread: a block with a bad checksum is skipped as Core skips it, and then never
+    /// arrives, so the stall is all the user would otherwise hear of it.
+    std::string Stalled(const Peer& peer, const std::string& what) const
     {
         char secs[32];
         std::snprintf(secs, sizeof secs, "%g s", double(o.timeout.count()) / 1000.0);
-        std::string why = std::string("stalled: nothing asked for within ") + secs;
+        std::string why = what + secs;
         const ReceiverStats& s = peer.stats();
         if (s.dropped_checksum) why += "; " + std::to_string(s.dropped_checksum) + " of its messages skipped for a bad checksum";
         if (s.dropped_command) why += "; " + std::to_string(s.dropped_command) + " of its messages skipped for a malformed command";
@@ -285,7 +323,7 @@ struct BlockFetcher::State {
         while (!unfinished.empty()) {
             auto m = peer.Receive(deadline);
             if (!m) {
-                if (m.error().code == NetErrc::Timeout) return Stalled(peer);
+                if (m.error().code == NetErrc::Timeout) return Stalled(peer, "stalled: nothing asked for within ");
                 return m.error().message;
             }
             const auto payload = Peer::Bytes(*m);
@@ -388,6 +426,7 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
             return Error{Errc::NotFound, "no peer is left to give block " + s.headers.Hash(int(h)).ToHex() + " at height " +
                                              std::to_string(h) + " and its spent coins (" + why + ")"};
         }
+        s.DropStaller(h);
         s.cv.wait_for(lk, std::chrono::milliseconds(100));
     }
 }

@@ -6,7 +6,8 @@
 // one that was asked for (its header's hash), a `bspent` must decode and name a block asked for.
 // Whether the block and its coins are right is the checker's to find (check_peers.cpp); it hands a
 // peer it caught back through Drop, and the height goes to another peer. A peer that stalls past
-// the timeout, closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
+// the timeout (silent, or holding the height Take waits for while another peer is connected),
+// closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
 // for a height, Take says so. Memory: blocks that arrived ahead of the checker, with their spent
 // coins, and the heights asked for and not yet arrived (each charged what the last blocks took)
 // stay within max_ahead_bytes, beyond which peers are given only heights that were handed back and
@@ -71,7 +72,9 @@ struct PeerReport {
 };
 
 struct FetchOptions {
-    std::chrono::milliseconds timeout{std::chrono::seconds(30)}; ///< a peer silent this long has stalled
+    /// A peer silent this long has stalled; so has one holding the height Take waits for this long
+    /// after it was asked for, while another peer could serve it (Core's block-stalling rule).
+    std::chrono::milliseconds timeout{std::chrono::seconds(30)};
     std::size_t window{16};                ///< heights in flight per peer
     /// Blocks and `bspent`s arrived and not taken, with the heights asked for, at most (roughly:
     /// a height is charged before it arrives what the blocks before it took). The run's share of
