@@ -183,7 +183,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
                     "Buffer policy: " + PolicyNameList() + ", or all (the same sync once per policy, side by side: docs/sync.md)")
         ->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->check(IntegerIn(1, 100))->capture_default_str();
-    cmd->add_option("--timeout", a->timeout, "Seconds without progress before the peer counts as stalled (also connect/handshake)")
+    cmd->add_option("--timeout", a->timeout,
+                    "Seconds without progress before the peer counts as stalled, or (several peers) holding the block the run "
+                    "needs next (also connect/handshake)")
         ->check(NumberIn(0.001, 86400))
         ->capture_default_str();
     cmd->add_option("--headers-wait", a->headers_wait, "Seconds to wait for a getheaders answer before falling back to getblocks")
