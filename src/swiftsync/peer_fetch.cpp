@@ -255,10 +255,10 @@ struct BlockFetcher::State {
     /// Core's block-stalling rule: the height the run waits for (h) cannot stay with one peer
     /// longer than the timeout after it was asked for while another peer could serve it, or a peer
     /// that sends one block just inside each timeout (and so is never silent that long) would set
-    /// the whole run's pace. Counted from the ask, whatever the holder sends meanwhile, as Core's
-    /// block download timeout counts a block in flight; so a peer's window must come within the
-    /// timeout while the run waits on it. The last peer left is never dropped for this: a slow
-    /// honest one still finishes the run. Under mu.
+    /// the whole run's pace. Counted from the ask and not restarted by the holder's other blocks
+    /// (Core restarts its stalling clock on each block, against a window of 1024 blocks; ours is a
+    /// peer's few), so a peer's window must come within the timeout while the run waits on it. The
+    /// last peer left is never dropped for this: a slow honest one still finishes the run. Under mu.
     void DropStaller(uint32_t h)
     {
         auto it = held.find(h);
