@@ -36,6 +36,31 @@ def sync(cli, ports, *extra, check=True, timeout=5):
     return run_cli(cli, *args, check=check)
 
 
+def beside_an_honest_peer(cli, datadir, lie, tmp_path, **kw):
+    """The sync's JSON from a LyingProxy telling `lie` (the first peer) and an honest `serve` (the
+    second), and the proxy's port and lies."""
+    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    liar = LyingProxy(upstream.port, lie)
+    try:
+        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", **kw).stdout)
+    finally:
+        liar.close()
+        honest.stop()
+        upstream.stop()
+    return got, liar.port, liar.lies
+
+
+def from_liars_alone(cli, upstream, lies, tmp_path):
+    """The sync's outcome (not checked) from one LyingProxy per lie in front of `upstream`, and no
+    honest peer."""
+    liars = [LyingProxy(upstream.port, lie) for lie in lies]
+    try:
+        return sync(cli, [p.port for p in liars], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for p in liars:
+            p.close()
+
+
 def sync_from_servers(cli, datadir, peers, *extra):
     """The sync's JSON from `peers` fresh `serve` peers of the datadir, and each server's counters."""
     servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
@@ -71,14 +96,7 @@ def test_classic_sync_from_several_peers_ends_on_cores_utxo_set(cli, chain, tmp_
 
 def test_a_peer_that_vanishes_loses_its_blocks_to_the_others(cli, chain, tmp_path):
     datadir, height, tip, stats, _, _ = chain
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
-    dying = LyingProxy(upstream.port, gone_after(3))  # inside its first window of 4
-    try:
-        got = json.loads(sync(cli, [dying.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
-    finally:
-        dying.close()
-        honest.stop()
-        upstream.stop()
+    got, _, _ = beside_an_honest_peer(cli, datadir, gone_after(3), tmp_path)  # inside its first window of 4
     assert_core_utxo_set(got, height, tip, stats)
     first, last = got["peers"]
     assert first["dropped"] and first["blocks"] <= 3 and last["dropped"] is None, got["peers"]
@@ -129,18 +147,11 @@ def test_a_peer_that_misbehaves_mid_sync_is_dropped_and_the_other_serves_the_res
     rest of its heights come from the other peer, and the run ends on Core's UTXO set."""
     datadir, height, tip, stats, _, _ = chain
     sent, words = MISBEHAVIOURS[name]
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
-    liar = LyingProxy(upstream.port, instead_of_block(NTH, sent))
-    try:
-        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", timeout=1.5).stdout)
-    finally:
-        liar.close()
-        honest.stop()
-        upstream.stop()
+    got, port, lies = beside_an_honest_peer(cli, datadir, instead_of_block(NTH, sent), tmp_path, timeout=1.5)
     assert_core_utxo_set(got, height, tip, stats)
-    assert liar.lies == 1 and got["failure"] is None, (liar.lies, got["failure"])
+    assert lies == 1 and got["failure"] is None, (lies, got["failure"])
     lying, fair = got["peers"]
-    assert lying["address"] == f"127.0.0.1:{liar.port}" and lying["dropped"], got["peers"]
+    assert lying["address"] == f"127.0.0.1:{port}" and lying["dropped"], got["peers"]
     assert re.search(words, lying["dropped"]), got["peers"]
     assert lying["blocks"] >= NTH - 1 and fair["dropped"] is None, got["peers"]
     assert sum(p["blocks"] for p in got["peers"]) == height
@@ -163,20 +174,13 @@ def test_a_peer_that_drips_the_block_the_run_waits_for_is_dropped_for_stalling(c
     from it while another peer can serve it: dropped for stalling the download, and the other peer
     serves the rest to Core's UTXO set."""
     datadir, height, tip, stats, _, _ = chain
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
-    drip = LyingProxy(upstream.port, slow(1.2))
     started = time.monotonic()
-    try:
-        got = json.loads(sync(cli, [drip.port, honest.port], "--chainstate", tmp_path / "cs", timeout=1.5).stdout)
-    finally:
-        drip.close()
-        honest.stop()
-        upstream.stop()
+    got, port, _ = beside_an_honest_peer(cli, datadir, slow(1.2), tmp_path, timeout=1.5)
     took = time.monotonic() - started
     assert_core_utxo_set(got, height, tip, stats)
     assert got["failure"] is None, got["failure"]
     dripping, fair = got["peers"]
-    assert dripping["address"] == f"127.0.0.1:{drip.port}" and fair["dropped"] is None, got["peers"]
+    assert dripping["address"] == f"127.0.0.1:{port}" and fair["dropped"] is None, got["peers"]
     assert dripping["dropped"] and re.fullmatch(r"stalling block download: height \d+, which the run waits for, not given "
                                                 r"within 1\.5 s", dripping["dropped"]), got["peers"]
     assert dripping["blocks"] < 4 and fair["blocks"] == height - dripping["blocks"], got["peers"]
@@ -187,14 +191,7 @@ def test_a_slow_honest_peer_beside_another_is_not_dropped(cli, chain, tmp_path):
     """A peer a little slow with each block, whose window of 4 still comes well within --timeout,
     keeps serving beside a fast one."""
     datadir, height, tip, stats, _, _ = chain
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
-    slowly = LyingProxy(upstream.port, slow(0.05))
-    try:
-        got = json.loads(sync(cli, [slowly.port, honest.port], "--chainstate", tmp_path / "cs", timeout=2).stdout)
-    finally:
-        slowly.close()
-        honest.stop()
-        upstream.stop()
+    got, _, _ = beside_an_honest_peer(cli, datadir, slow(0.05), tmp_path, timeout=2)
     assert_core_utxo_set(got, height, tip, stats)
     assert all(p["dropped"] is None for p in got["peers"]) and got["peers"][0]["blocks"] > 0, got["peers"]
 
@@ -225,12 +222,7 @@ def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chai
     last block connected (a whole UTXO set), and the same command with a live peer completes."""
     datadir, height, tip, stats, _, _ = chain
     upstream = Server(cli, "--datadir", datadir)
-    dying = [LyingProxy(upstream.port, gone_after(40)) for _ in range(2)]
-    try:
-        r = sync(cli, [d.port for d in dying], "--chainstate", tmp_path / "cs", check=False)
-    finally:
-        for d in dying:
-            d.close()
+    r = from_liars_alone(cli, upstream, [gone_after(40), gone_after(40)], tmp_path)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "no peer is left" in r.stderr, r.stderr
     kept = json.loads(r.stdout)
@@ -283,15 +275,7 @@ def truncated_block(command, payload):
 @pytest.mark.parametrize("lie, says", [(mutated_block, "mutated block"), (truncated_block, "does not decode")])
 def test_a_peer_that_sends_a_broken_block_is_dropped_and_the_others_serve_it(cli, chain, tmp_path, lie, says):
     datadir, height, tip, stats, _, _ = chain
-    upstream = Server(cli, "--datadir", datadir)
-    honest = Server(cli, "--datadir", datadir)
-    liar = LyingProxy(upstream.port, lie)
-    try:
-        got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
-    finally:
-        liar.close()
-        honest.stop()
-        upstream.stop()
+    got, _, _ = beside_an_honest_peer(cli, datadir, lie, tmp_path)
     assert_core_utxo_set(got, height, tip, stats)
     assert got["reject_reason"] is None and got["failure"] is None, got
     assert got["blocks_connected"] == height and got["start_height"] == 1, "the runs' counts add up"
@@ -307,12 +291,7 @@ def test_with_only_peers_that_mutate_blocks_the_run_stops_without_calling_one_in
     completes the same chainstate."""
     datadir, height, tip, stats, _, _ = chain
     upstream = Server(cli, "--datadir", datadir)
-    liars = [LyingProxy(upstream.port, mutated_block) for _ in range(peers)]
-    try:
-        r = sync(cli, [p.port for p in liars], "--chainstate", tmp_path / "cs", check=False)
-    finally:
-        for p in liars:
-            p.close()
+    r = from_liars_alone(cli, upstream, [mutated_block] * peers, tmp_path)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "mutated block" in r.stderr and "invalid" not in r.stderr, r.stderr
     kept = json.loads(r.stdout)
