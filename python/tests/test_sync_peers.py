@@ -5,7 +5,8 @@ Every run ends on the UTXO set of the blocks Core's engine connected (a datadir 
 `ibdkit serve`), with every script verified (`--assumevalid 0`) and the blocks spread over the
 peers; a peer that vanishes mid-window, withholds a block, answers `notfound` or frames a message
 wrongly loses its heights to the others and is named with what it did; with no peer left the run
-stops cleanly, keeps what it connected, and the same command resumes it; a peer that holds back
+stops cleanly, keeps what it connected, and the same command resumes it (only the headers above
+its chainstate's tip travel again); a peer that holds back
 the block the run waits for, even while it sends a block within each --timeout, is dropped for
 stalling the download (Core's block-stalling rule), while a slow peer that still gives its heights
 in time, or is the only one left, keeps serving; the result can be a
@@ -16,6 +17,7 @@ peer (exit 1), the block is not called invalid, and a rerun from an honest peer 
 """
 import json
 import re
+import shutil
 import struct
 import time
 
@@ -89,9 +91,11 @@ def test_classic_sync_from_several_peers_ends_on_cores_utxo_set(cli, chain, tmp_
     assert sum(p["blocks"] for p in got["peers"]) == height
     assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
     assert sum(c["bspent_sent"] for c in counters) == 0, "no spent coins were asked for"
-    # The same command again has nothing left to do.
+    assert got["headers_received"] == height, "the first peer sent the chain, the others only what it lacked"
+    # The same command again has nothing left to do, and no header travels again.
     again, _, _ = sync_from_servers(cli, datadir, 2, "--chainstate", tmp_path / "cs")
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
+    assert again["headers_received"] == 0 and again["header_height"] == height, again
 
 
 def test_a_peer_that_vanishes_loses_its_blocks_to_the_others(cli, chain, tmp_path):
@@ -219,21 +223,27 @@ def test_the_last_peer_left_is_not_dropped_for_slowness(cli, chain, tmp_path):
 
 def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chain, tmp_path):
     """Both peers vanish after some blocks: exit 1 with the reason, the chainstate flushed at the
-    last block connected (a whole UTXO set), and the same command with a live peer completes."""
+    last block connected (a whole UTXO set), and the same command with live peers completes. No
+    header travels twice: from one peer the sync asks from the stored headers' tip (the failed run
+    stored them all), from several it asks from the chainstate's tip."""
     datadir, height, tip, stats, _, _ = chain
-    upstream = Server(cli, "--datadir", datadir)
-    r = from_liars_alone(cli, upstream, [gone_after(40), gone_after(40)], tmp_path)
-    assert r.returncode == 1, (r.returncode, r.stderr)
-    assert "no peer is left" in r.stderr, r.stderr
-    kept = json.loads(r.stdout)
-    assert 0 < kept["height"] < height, kept["height"]
-    assert kept["failure"], kept
+    upstream, other = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
     try:
-        got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
+        for peers in ([upstream.port], [upstream.port, other.port]):
+            r = from_liars_alone(cli, upstream, [gone_after(40), gone_after(40)], tmp_path)
+            assert r.returncode == 1, (r.returncode, r.stderr)
+            assert "no peer is left" in r.stderr, r.stderr
+            kept = json.loads(r.stdout)
+            assert 0 < kept["height"] < height, kept["height"]
+            assert kept["failure"], kept
+            got = json.loads(sync(cli, peers, "--chainstate", tmp_path / "cs").stdout)
+            assert_core_utxo_set(got, height, tip, stats)
+            assert got["start_height"] == kept["height"] + 1
+            assert got["headers_received"] == (0 if len(peers) == 1 else height - kept["height"]), (peers, got)
+            shutil.rmtree(tmp_path / "cs")
     finally:
         upstream.stop()
-    assert_core_utxo_set(got, height, tip, stats)
-    assert got["start_height"] == kept["height"] + 1
+        other.stop()
 
 
 def test_several_peers_write_a_datadir_that_replays_to_the_same_set(cli, chain, tmp_path):

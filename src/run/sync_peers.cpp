@@ -40,7 +40,7 @@ public:
     const HeaderChain& Headers() const override { return *m_chain; }
     int TipHeight() const override { return m_tip_height.load(std::memory_order_relaxed); }
 
-    Result<Prepared> Prepare(const BlockHash&) override
+    Result<Prepared> Prepare(const BlockHash& best) override
     {
         Prepared p;
         p.chain = "the peers' chain";
@@ -61,7 +61,11 @@ public:
         m_out.sync.peer_services = v.services;
         m_out.sync.handshake_seconds = SecondsSince(t_start);
         const auto t_headers = NetClock::now();
-        auto headers = swiftsync::DownloadHeaders(m_peers, m_params, m_o.timeout, m_out.notes);
+        // Only the headers above the chainstate's tip travel (those below it are held: the headers
+        // file, or the last run's download when a dropped peer made the engine start again).
+        HeaderChain start = *m_chain;
+        start.Truncate(best.IsNull() ? 0 : m_chain->HeightOf(best).value_or(0));
+        auto headers = swiftsync::DownloadHeaders(m_peers, std::move(start), m_params, m_o.timeout, m_out.notes, m_out.sync.headers_received);
         if (!headers) {
             if (headers.error().code != Errc::Refused) return headers.error();
             m_out.sync.failure = NetError{NetErrc::Misbehaving, headers.error().message};
@@ -71,7 +75,6 @@ public:
         // The stored headers are rewritten from the first one the peers' chain does not share.
         int same = 0;
         while (same < std::min(m_chain->Height(), headers->Height()) && m_chain->Hash(same + 1) == headers->Hash(same + 1)) ++same;
-        m_out.sync.headers_received = uint64_t(headers->Height() - same);
         m_chain.emplace(std::move(*headers));
         if (m_chain->Height() > same) {
             if (auto e = engine::PersistHeaders(*m_chain, m_headers_file, same + 1)) return Error{Errc::Io, "writing the peers' headers: " + *e};

@@ -46,8 +46,12 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 namespace {
 
 /// getheaders from `peer` onto `chain` until a short answer; why the peer added nothing more, or
-/// nullopt when it reached its tip.
-std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout)
+/// nullopt when it reached its tip. While `seed_only` (the chain is what the run started from, and
+/// no peer has answered onto it yet), a peer whose headers fork below its tip replaces the part
+/// above the fork, as a download from the genesis would have given the first peer's chain; after
+/// any answer that attaches (headers on the tip, or none), the chain is kept (cleared).
+std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
+                                       uint64_t& received)
 {
     for (;;) {
         LocatorMessage loc;
@@ -63,7 +67,11 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
             if (!h) return "a malformed headers message: " + h.error().message;
             got = std::move(*h);
         }
-        if (got->empty()) return std::nullopt;
+        received += got->size();
+        if (got->empty()) {
+            seed_only = false; // the peer's chain ends on ours
+            return std::nullopt;
+        }
         if (got->size() > MAX_HEADERS_RESULTS) return "a headers message of " + std::to_string(got->size()) + " headers";
         // An answer may start below our tip where the peer's chain is ours (the locator's step).
         std::size_t i = 0;
@@ -74,8 +82,13 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
             ++i;
         }
         if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
-            return "its headers fork from the chain held at " + (*got)[i].hash_prev_block.ToHex() + " (kept the first chain)";
+            const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
+            if (!seed_only || !fork) {
+                return "its headers fork from the chain held at " + (*got)[i].hash_prev_block.ToHex() + " (kept the first chain)";
+            }
+            chain.Truncate(*fork);
         }
+        seed_only = false;
         for (; i < got->size(); ++i) {
             if (auto why = chain.Append((*got)[i])) return *why;
         }
@@ -88,9 +101,17 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
 Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
                                     std::vector<std::string>& notes)
 {
-    HeaderChain chain(params);
+    uint64_t received = 0;
+    return DownloadHeaders(peers, HeaderChain(params), params, timeout, notes, received);
+}
+
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
+                                    std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received)
+{
+    HeaderChain chain = std::move(start);
+    bool seed_only = chain.Height() > 0;
     for (ConnectedPeer& p : peers) {
-        if (auto why = HeadersFrom(*p.peer, chain, timeout)) notes.push_back(p.address + ": headers: " + *why);
+        if (auto why = HeadersFrom(*p.peer, chain, timeout, seed_only, received)) notes.push_back(p.address + ": headers: " + *why);
     }
     const arith_uint256 minimum = UintToArith256(params.consensus.minimum_chain_work);
     if (chain.ChainWork().back() < minimum) {

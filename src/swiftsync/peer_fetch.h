@@ -52,6 +52,13 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 /// goes to `notes`); a chain below the network's minimum chain work is an error (Errc::Refused).
 Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
                                     std::vector<std::string>& notes);
+/// The same onto `start` (full headers, e.g. those below a chainstate's tip, already checked):
+/// each peer is asked from its tip (the locator), so only the headers above it travel. The first
+/// peer to answer may fork below `start`'s tip (its chain then replaces the part above the fork,
+/// as from the genesis); later peers that fork add nothing, as above. `received` counts the
+/// headers that arrived.
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
+                                    std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received);
 
 /// A block as it arrived with its spent coins.
 struct FetchedBlock {

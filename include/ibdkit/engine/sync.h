@@ -85,7 +85,7 @@ struct SyncResult : EngineResult {
     int peer_height{0};          ///< start height in the peer's version message
     uint64_t peer_services{0};
     int header_height{0};
-    uint64_t headers_received{0};
+    uint64_t headers_received{0};             ///< headers that arrived (every peer; above the tip held, from the locator)
     uint64_t competing_branches{0};           ///< branches the peer offered that fork from our headers
     uint64_t messages{0}, dropped_messages{0}, bytes_received{0}, bytes_sent{0};
     double handshake_seconds{0};
