@@ -7,6 +7,7 @@
 #include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block_view.h>
+#include <ibdkit/settings/run_settings.h>
 
 #include "run/result_fields.h"
 #include "memory/policy.h"
@@ -31,6 +32,12 @@ PolicyId ParsePolicyName(const std::string& name);
 /// An assumevalid argument: None, the network's default (nullopt); "0", verify every script (a
 /// null hash); a block hash in hex. InvalidArgument else.
 std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& value);
+/// The run settings (settings/run_settings.h) from the keyword arguments every connecting or
+/// checking function takes: `dbcache` (MiB), `policy` (a name), `threads` (0..MAX_THREADS, 0: every
+/// core), `assumevalid` (as ParseAssumeValidArg) and `skip_scripts`. InvalidArgument if one is not
+/// valid; `skip_scripts` with an assumevalid is refused, as the CLI refuses the two together.
+RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
+                       const std::optional<std::string>& assumevalid, bool skip_scripts);
 /// A path as every function taking "a datadir or a blocks directory" reads it: a Core data
 /// directory (its block index, or a network's subdirectory) as the source's datadir, else blk files
 /// (the path's `blocks` folder when it has one, else the path itself) as its blocks_dir; `network`

@@ -5,6 +5,8 @@
 #include "common/write_guard.h"
 #include "memory/policy.h"
 
+#include <ibdkit/threads.h>
+
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -68,6 +70,20 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
     auto h = BlockHash::FromHex(*value);
     if (!h) throw PyError{"InvalidArgument", "assumevalid must be a block hash (64 hex digits) or \"0\", got '" + *value + "'"};
     return *h;
+}
+
+RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
+                       const std::optional<std::string>& assumevalid, bool skip_scripts)
+{
+    if (threads > MAX_THREADS) throw PyError{"InvalidArgument", "threads must be in 0.." + std::to_string(MAX_THREADS) + " (0: every core)"};
+    if (skip_scripts && assumevalid) throw PyError{"InvalidArgument", "skip_scripts trusts every script: drop assumevalid"};
+    RunSettings s;
+    s.dbcache_mib = dbcache;
+    s.policy = ParsePolicyName(policy);
+    s.threads = threads;
+    s.assumevalid = ParseAssumeValidArg(assumevalid);
+    s.skip_scripts = skip_scripts;
+    return s;
 }
 
 /// A result value (run/result_fields.h) as the Python object of its type.

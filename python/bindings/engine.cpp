@@ -83,15 +83,11 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
                  unsigned threads, bool statistics, std::optional<std::string> assumevalid, bool skip_scripts, nb::object progress)
 {
     ReplayOptions o;
+    o.Settings() = SettingsOf(dbcache, policy, threads, assumevalid, skip_scripts);
     o.statistics = statistics;
-    o.assumevalid = ParseAssumeValidArg(assumevalid);
-    o.skip_scripts = skip_scripts;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     o.source = SourceOf(blocks, network);
-    o.threads = threads;
     if (chainstate) o.chainstate = *chainstate;
-    o.dbcache_mib = dbcache;
-    o.policy = ParsePolicyName(policy);
     o.stop_height = stop_height;
     o.via_p2p = via_p2p;
     CheckWritable(o);
@@ -107,9 +103,8 @@ nb::dict Sync_(const std::vector<std::string>& connect, const std::string& netwo
                std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
 {
     SyncOptions o;
+    o.Settings() = SettingsOf(dbcache, policy, threads, assumevalid, false);
     o.statistics = statistics;
-    o.assumevalid = ParseAssumeValidArg(assumevalid);
-    o.threads = threads;
     o.chain = ParseNetwork(network);
     if (connect.empty()) throw PyError{"InvalidArgument", "connect names no peer"};
     for (const std::string& c : connect) {
@@ -120,8 +115,6 @@ nb::dict Sync_(const std::vector<std::string>& connect, const std::string& netwo
     o.host = hp->first;
     o.port = hp->second;
     if (chainstate) o.chainstate = *chainstate;
-    o.dbcache_mib = dbcache;
-    o.policy = ParsePolicyName(policy);
     o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
     o.headers_wait = std::chrono::milliseconds(int64_t(headers_wait * 1000));
     if (window < 1 || window > 1024) throw PyError{"InvalidArgument", "window must be in 1..1024"};

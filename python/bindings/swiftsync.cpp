@@ -330,12 +330,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
                                          "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
     }
     // The settings as the classic replay takes them (the fallback's), and as SwiftSync does.
-    RunSettings settings;
-    settings.threads = threads;
-    settings.dbcache_mib = dbcache;
-    settings.assumevalid = ParseAssumeValidArg(assumevalid);
-    settings.skip_scripts = skip_scripts;
-    settings.policy = ParsePolicyName(policy);
+    const RunSettings settings = SettingsOf(dbcache, policy, threads, assumevalid, skip_scripts);
     s.Settings() = swiftsync::SettingsFromClassic(settings);
     o.statistics = statistics;
     ProgressBridge bridge(progress);
@@ -357,7 +352,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    return FieldsDict(SwiftSyncRunFields(*r, ParsePolicyName(policy)));
+    return FieldsDict(SwiftSyncRunFields(*r, settings.policy));
 }
 
 /// `ibdkit.sync(..., swiftsync=HINTS)`: SwiftSync from the peers, then the classic sync.
@@ -388,12 +383,8 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     s.source.chain = o.chain;
     if (chainstate) s.chainstate = *chainstate;
     if (datadir) UseDatadirOut(*datadir, o.chain, o.datadir, s.chainstate);
-    RunSettings settings; // the continuation takes them from `s` (run::SyncSwiftSync)
-    settings.threads = threads;
-    settings.dbcache_mib = dbcache;
-    settings.assumevalid = ParseAssumeValidArg(assumevalid);
-    settings.policy = ParsePolicyName(policy);
-    s.Settings() = swiftsync::SettingsFromClassic(settings);
+    // The continuation takes them from `s` (run::SyncSwiftSync).
+    s.Settings() = swiftsync::SettingsFromClassic(SettingsOf(dbcache, policy, threads, assumevalid, false));
     SyncOptions& c = o.continuation.emplace();
     c.datadir_out = o.datadir;
     c.timeout = o.timeout;
@@ -413,7 +404,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    return FieldsDict(SwiftSyncPeersFields(*r, ParsePolicyName(policy)));
+    return FieldsDict(SwiftSyncPeersFields(*r, s.policy));
 }
 
 } // namespace
