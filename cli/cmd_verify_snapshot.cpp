@@ -63,13 +63,7 @@ void AddVerifySnapshot(CLI::App* utxo)
                              "outpoints for bare block files (it checks much less)");
         }
         o.threads = a->threads;
-        if (a->assumevalid == "0") {
-            o.assumevalid = BlockHash{};
-        } else if (!a->assumevalid.empty()) {
-            auto h = BlockHash::FromHex(a->assumevalid);
-            if (!h) throw UsageError("--assumevalid: expected a block hash (64 hex digits) or 0");
-            o.assumevalid = *h;
-        }
+        o.assumevalid = ParseAssumeValid(a->assumevalid);
         o.skip_scripts = a->skip_scripts;
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
         o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };

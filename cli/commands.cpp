@@ -190,6 +190,15 @@ void RequireOneBlockSource(const std::string& datadir, const std::string& blocks
     }
 }
 
+std::optional<BlockHash> ParseAssumeValid(const std::string& value)
+{
+    if (value.empty()) return std::nullopt;
+    if (value == "0") return BlockHash{};
+    auto h = BlockHash::FromHex(value);
+    if (!h) throw CLI::ValidationError("--assumevalid", "expected a block hash (64 hex digits) or 0, got '" + value + "'");
+    return *h;
+}
+
 TemporaryDir::TemporaryDir(const std::string& what)
 {
     std::string tmpl = (std::filesystem::temp_directory_path() / ("ibdkit-" + what + "-XXXXXX")).string();

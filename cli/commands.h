@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/primitives/hash.h>
 #include <ibdkit/threads.h>
 
 #include <cstdint>
@@ -85,6 +86,9 @@ void CheckOutput(const std::string& file);
 /// Refuses (UsageError) a command line that names both --datadir and --blocks-dir, or neither: every
 /// command that reads blocks says so in these words.
 void RequireOneBlockSource(const std::string& datadir, const std::string& blocks_dir);
+/// RunSettings::assumevalid from `--assumevalid`'s text: nullopt when not given (the network's
+/// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
+std::optional<BlockHash> ParseAssumeValid(const std::string& value);
 
 /// A new folder in the system's temporary directory, named "ibdkit-WHAT-XXXXXX", removed with all it
 /// holds when this object goes (a temporary chainstate). Throws std::runtime_error if it cannot be made.

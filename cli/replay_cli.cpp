@@ -146,15 +146,6 @@ void RecordNetwork(const EngineOptions& o, ChainType chain)
     (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(chain)); // a hint for later readers only
 }
 
-std::optional<BlockHash> ParseAssumeValid(const std::string& value)
-{
-    if (value.empty()) return std::nullopt;
-    if (value == "0") return BlockHash{};
-    auto h = BlockHash::FromHex(value);
-    if (!h) throw CLI::ValidationError("--assumevalid", "expected a block hash (64 hex digits) or 0, got '" + value + "'");
-    return *h;
-}
-
 void ReportReject(const EngineResult& r)
 {
     if (!r.reject_reason) return;

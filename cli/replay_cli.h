@@ -39,9 +39,6 @@ struct ConnectOutputArgs {
 };
 /// Adds `--assumevalid`, `--no-stats`, `--json` and `-q,--quiet` (AddQuietOption) to `cmd`, into `args`.
 void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args);
-/// RunSettings::assumevalid from the option's text: nullopt when not given (the network's
-/// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
-std::optional<BlockHash> ParseAssumeValid(const std::string& value);
 /// Adds the sizes and counts every block-connecting command takes, each checked (IntegerIn):
 /// `--dbcache`, `--stop-height`, `--threads`.
 void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height, unsigned& threads);
