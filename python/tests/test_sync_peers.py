@@ -27,6 +27,7 @@ from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
 from test_replay_datadir import FIELDS
 from test_serve import REGTEST_MAGIC, Server, message
+from test_swiftsync_coins import gen_blocks
 from test_sync_swiftsync import LyingProxy, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
 
 
@@ -345,3 +346,21 @@ def test_a_peers_user_agent_cannot_write_into_the_peers_lines(cli, chain, tmp_pa
     assert not any(l.startswith("peer 10.0.0.1") for l in shown.stdout.splitlines()), shown.stdout
     assert not any(ch in shown.stdout + shown.stderr for ch in "\x1b\x07"), repr(shown.stdout)
     assert got["height"] == height
+
+
+def test_a_chainstate_of_another_chain_is_refused_not_taken_for_synced(cli, chain, tmp_path):
+    """The headers are asked for from the chainstate's tip; peers on another chain answer from the
+    fork (here the genesis): their chain replaces the stored one above it, and the run refuses the
+    chainstate, whose tip is not on it, instead of finding nothing to do."""
+    datadir = chain[0]
+    got, _, _ = sync_from_servers(cli, datadir, 2, "--chainstate", tmp_path / "cs", "--stop-height", "50")
+    assert got["height"] == 50
+    gen_blocks(cli, tmp_path, 60, seed=99)
+    others = [Server(cli, "--blocks-dir", tmp_path / "chain" / "blocks") for _ in range(2)]
+    try:
+        r = sync(cli, [s.port for s in others], "--chainstate", tmp_path / "cs", check=False)
+    finally:
+        for s in others:
+            s.stop()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "is not on the peers' chain" in r.stderr and "peers on the same chain" in r.stderr, r.stderr
