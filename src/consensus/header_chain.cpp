@@ -85,6 +85,41 @@ void HeaderChain::Reserve(std::size_t headers)
     m_height_of.reserve(headers);
 }
 
+void HeaderChain::Adopt(const HeaderBranch& branch)
+{
+    Truncate(branch.Fork());
+    for (const BlockHeader& header : branch.Headers()) {
+        if (HasFullHeaders()) m_full.push_back(header);
+        Push(header.GetHash(), HeaderInfo{header.time, header.bits});
+    }
+}
+
+HeaderBranch::HeaderBranch(const HeaderChain& chain, int fork) : m_chain(chain), m_fork(fork), m_tip(chain.Hash(fork))
+{
+    const HeaderAncestry below = chain.AncestryAt(fork);
+    m_ancestry.assign(below.headers.begin(), below.headers.end());
+}
+
+std::optional<std::string> HeaderBranch::Append(const BlockHeader& header)
+{
+    if (header.hash_prev_block != m_tip) return "header " + header.GetHash().ToHex() + " does not extend the branch it came in";
+    const int height = m_fork + int(m_headers.size()) + 1;
+    const std::size_t take = std::min<std::size_t>(m_ancestry.size(), HEADER_ANCESTRY_NEEDED);
+    const HeaderAncestry prev{height - int(take), std::span<const HeaderInfo>(m_ancestry).last(take)};
+    if (auto why = CheckHeaderOn(header, prev, m_chain.Params().consensus)) return why;
+    m_ancestry.push_back(HeaderInfo{header.time, header.bits});
+    m_headers.push_back(header);
+    m_tip = header.GetHash();
+    m_work += GetBlockProof(header.bits);
+    return std::nullopt;
+}
+
+bool HeaderBranch::MoreWork() const
+{
+    const auto work = m_chain.ChainWork();
+    return m_work > work.back() - work[std::size_t(m_fork)];
+}
+
 int64_t HeaderChain::MedianTimePast(int height) const
 {
     return GetMedianTimePast(HeaderAncestry{0, std::span<const HeaderInfo>(m_info).first(std::size_t(height) + 1)});

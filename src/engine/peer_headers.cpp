@@ -110,8 +110,7 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
         if (i < headers->size() && h < m_link.chain.Height()) {
             // The peer's chain forks from ours after height h: take its whole branch, then follow
             // it only if it has more work than ours above the fork.
-            std::vector<BlockHeader> branch(headers->begin() + std::ptrdiff_t(i), headers->end());
-            return FollowBranch(h, connected, std::move(branch), headers->size() == MAX_HEADERS_RESULTS);
+            return FollowBranch(h, connected, std::span(*headers).subspan(i), headers->size() == MAX_HEADERS_RESULTS);
         }
         for (; i < headers->size(); ++i) {
             if (auto why = m_link.chain.Append((*headers)[i])) {
@@ -138,33 +137,24 @@ void PeerHeaders::CheckMinimumChainWork()
     }
 }
 
-// A competing branch forking after height `fork`: its first headers in `branch`, more to ask for
+// A competing branch forking after height `fork`: its first headers in `first`, more to ask for
 // while `more`. Every header must link and pass Core's header checks on its own branch's
-// ancestors (CheckHeaderOn). The branch replaces ours above the
+// ancestors (HeaderBranch). The branch replaces ours above the
 // fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
 // that is a reorganisation, which the engine carries out with the undo data (the source's Prepared::stale).
-std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more)
+std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::span<const BlockHeader> first, bool more)
 {
-    // The branch's ancestry: ours up to the fork, then the branch's own headers as they pass.
-    const HeaderAncestry below = m_link.chain.AncestryAt(fork);
-    std::vector<HeaderInfo> ancestry(below.headers.begin(), below.headers.end());
-    const int first_height = below.first_height;
-    auto check = [&](std::size_t from) -> std::optional<std::string> {
-        for (std::size_t k = from; k < branch.size(); ++k) {
-            const BlockHash prev = k == 0 ? m_link.chain.Hash(fork) : branch[k - 1].GetHash();
-            if (branch[k].hash_prev_block != prev) return "header " + branch[k].GetHash().ToHex() + " does not extend the branch it came in";
-            const std::size_t take = std::min<std::size_t>(ancestry.size(), HEADER_ANCESTRY_NEEDED);
-            const HeaderAncestry on{first_height + int(ancestry.size() - take),
-                                    std::span<const HeaderInfo>(ancestry).last(take)};
-            if (auto why = CheckHeaderOn(branch[k], on, m_link.params.consensus)) return why;
-            ancestry.push_back(HeaderInfo{branch[k].time, branch[k].bits});
+    HeaderBranch branch(m_link.chain, fork);
+    auto take = [&](std::span<const BlockHeader> headers) -> std::optional<std::string> {
+        for (const BlockHeader& h : headers) {
+            if (auto why = branch.Append(h)) return why;
         }
         return std::nullopt;
     };
-    if (auto why = check(0)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+    if (auto why = take(first)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
     while (more && !m_link.Interrupted()) {
         LocatorMessage gh;
-        gh.locator.push_back(branch.back().GetHash());
+        gh.locator.push_back(branch.Tip());
         for (const auto& hh : MakeLocator(m_link.chain.Hashes())) gh.locator.push_back(hh);
         if (gh.locator.size() > MAX_LOCATOR_SZ) gh.locator.resize(MAX_LOCATOR_SZ);
         if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
@@ -183,16 +173,10 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vec
         }
         m_link.res.headers_received += next->size();
         more = next->size() == MAX_HEADERS_RESULTS;
-        const std::size_t from = branch.size();
-        branch.insert(branch.end(), next->begin(), next->end());
-        if (auto why = check(from)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
+        if (auto why = take(*next)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
     }
-    const auto work = m_link.chain.ChainWork();
-    const arith_uint256 ours = work.back() - work[std::size_t(fork)];
-    arith_uint256 theirs;
-    for (const auto& hdr : branch) theirs += GetBlockProof(hdr.bits);
     m_link.res.competing_branches++;
-    if (theirs <= ours) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
+    if (!branch.MoreWork()) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
     if (fork < connected) {
         if (m_link.o.undo_dir.empty()) {
             return m_link.Fail({NetErrc::Misbehaving, "peer's chain forks from ours at height " + std::to_string(fork + 1) +
@@ -208,10 +192,7 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::vec
         }
         m_reorg = std::move(stale);
     }
-    m_link.chain.Truncate(fork);
-    for (const auto& hdr : branch) {
-        if (auto why = m_link.chain.Append(hdr)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
-    }
+    m_link.chain.Adopt(branch);
     // Below the tip, the new headers are stored only once the engine has disconnected the stale
     // branch (Produce): until then the stored headers must still name the chainstate's tip.
     if (m_reorg) {

@@ -17,6 +17,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,7 +78,7 @@ public:
     bool IsStale(const BlockHash& hash) const { return m_stale.contains(hash); }
 
 private:
-    std::optional<Error> FollowBranch(int fork, int connected, std::vector<BlockHeader> branch, bool more);
+    std::optional<Error> FollowBranch(int fork, int connected, std::span<const BlockHeader> first, bool more);
     void ReportHeaders();
 
     PeerLink& m_link;

@@ -1,9 +1,10 @@
 // Contextual header checks (consensus/header_check.h): Core's retarget vectors (pow_tests.cpp),
 // testnet's minimum-difficulty rule, testnet4's BIP94, regtest's no-retargeting, and one test per
-// reject reason asserting Core's exact string.
+// reject reason asserting Core's exact string; a competing branch chosen by its work (HeaderBranch).
 #include "test_primitives_data.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/consensus/header_check.h>
 #include <ibdkit/consensus/pow.h>
 
@@ -260,6 +261,58 @@ TEST(HeaderCheck, RealChainsPass)
         }
     }
     EXPECT_GE(checked, 500);
+}
+
+/// A regtest header on `prev`, `n` seconds after the genesis, its nonce ground to meet its bits.
+BlockHeader Mined(const BlockHash& prev, uint32_t n)
+{
+    const ChainParams& reg = GetChainParams(ChainType::REGTEST);
+    BlockHeader h = Header(0x20000000, reg.genesis.time + n, reg.genesis.bits);
+    h.hash_prev_block = prev;
+    while (!CheckProofOfWork(h.GetHash().ToUint256(), h.bits, reg.consensus)) ++h.nonce;
+    return h;
+}
+
+// A branch is checked on its own ancestors and replaces the chain above its fork only with more
+// work than the chain has there: on a tie the chain held stays, as Core keeps the first seen.
+TEST(HeaderBranch, ReplacesTheChainOnlyWithMoreWork)
+{
+    HeaderChain chain(GetChainParams(ChainType::REGTEST));
+    for (uint32_t i = 1; i <= 10; ++i) ASSERT_EQ(chain.Append(Mined(chain.Tip(), i * 600)), std::nullopt);
+    const BlockHash old_tip = chain.Tip();
+    HeaderBranch branch(chain, 5);
+    EXPECT_EQ(branch.Tip(), chain.Hash(5));
+    for (uint32_t i = 6; i <= 10; ++i) ASSERT_EQ(branch.Append(Mined(branch.Tip(), i * 600 + 1)), std::nullopt);
+    EXPECT_FALSE(branch.MoreWork()) << "five headers against five: the first seen stays";
+    ASSERT_EQ(branch.Append(Mined(branch.Tip(), 11 * 600)), std::nullopt);
+    EXPECT_TRUE(branch.MoreWork());
+    chain.Adopt(branch);
+    EXPECT_EQ(chain.Height(), 11);
+    EXPECT_EQ(chain.Tip(), branch.Tip());
+    EXPECT_EQ(chain.HeightOf(old_tip), std::nullopt);
+    EXPECT_TRUE(chain.HasFullHeaders());
+    EXPECT_EQ(chain.Header(6).GetHash(), branch.Headers().front().GetHash());
+    arith_uint256 twelve = GetBlockProof(chain.Info(0).bits);
+    twelve *= 12;
+    EXPECT_EQ(chain.ChainWork().back(), twelve);
+}
+
+TEST(HeaderBranch, RefusesAHeaderThatDoesNotLinkOrFailsCoresChecks)
+{
+    HeaderChain chain(GetChainParams(ChainType::REGTEST));
+    for (uint32_t i = 1; i <= 3; ++i) ASSERT_EQ(chain.Append(Mined(chain.Tip(), i * 600)), std::nullopt);
+    HeaderBranch branch(chain, 1);
+    auto why = branch.Append(Mined(chain.Hash(2), 5000));
+    ASSERT_TRUE(why.has_value());
+    EXPECT_NE(why->find("does not extend the branch it came in"), std::string::npos) << *why;
+    BlockHeader bad = Mined(branch.Tip(), 5000);
+    bad.bits = 0x207ffffe;
+    while (!CheckProofOfWork(bad.GetHash().ToUint256(), bad.bits, GetChainParams(ChainType::REGTEST).consensus)) ++bad.nonce;
+    why = branch.Append(bad);
+    ASSERT_TRUE(why.has_value());
+    EXPECT_NE(why->find("bad-diffbits"), std::string::npos) << *why;
+    EXPECT_TRUE(branch.Headers().empty());
+    EXPECT_EQ(branch.Tip(), chain.Hash(1));
 }
 
 } // namespace

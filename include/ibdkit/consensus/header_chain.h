@@ -5,7 +5,9 @@
 // Three builders fill it: the scan of a blocks directory and Core's block index (blockfile/locate.h,
 // from headers they already ordered by work: AppendKnown), and the P2P header download (engine's
 // sync: Append, which checks each header as Core does before asking for its block). The engine
-// derives every block's context from it, and the assumevalid rule reads it (assumevalid.h).
+// derives every block's context from it, and the assumevalid rule reads it (assumevalid.h). A
+// peer's competing branch is built beside it (HeaderBranch) and replaces it above the fork only
+// with more work.
 #pragma once
 
 #include <ibdkit/chain/params.h>
@@ -23,6 +25,8 @@
 
 namespace ibdkit {
 
+class HeaderBranch;
+
 /// Core's checks of a header before its block is asked for: its proof of work against its own
 /// nBits (high-hash), then ContextualCheckBlockHeader on `prev` with the local clock (bad-diffbits,
 /// time-too-old, time-timewarp-attack, time-too-new, bad-version). Why not, naming the header,
@@ -38,6 +42,8 @@ public:
     explicit HeaderChain(const ChainParams& params);
 
     int Height() const noexcept { return int(m_hashes.size()) - 1; }
+    /// The network's parameters the chain was made with.
+    const ChainParams& Params() const noexcept { return *m_params; }
     /// Precondition for the accessors by height: 0 ≤ height ≤ Height() (std::out_of_range otherwise).
     const BlockHash& Hash(int height) const { return m_hashes.at(std::size_t(height)); }
     const HeaderInfo& Info(int height) const { return m_info.at(std::size_t(height)); }
@@ -65,6 +71,9 @@ public:
     void Truncate(int height);
     /// Reserves room for `headers` headers.
     void Reserve(std::size_t headers);
+    /// Replaces the headers above the branch's fork with the branch's, already checked. Precondition:
+    /// the branch was made on this chain, which has not changed since.
+    void Adopt(const HeaderBranch& branch);
 
     /// Whether Header() is available: every header came through Append.
     bool HasFullHeaders() const noexcept { return m_full.size() == m_hashes.size(); }
@@ -80,6 +89,37 @@ private:
     std::vector<arith_uint256> m_work;  ///< chain work by height
     std::vector<BlockHeader> m_full;    ///< the headers themselves, while all came through Append
     std::unordered_map<BlockHash, int, Uint256Hasher> m_height_of;
+};
+
+/// A competing branch of a HeaderChain: headers forking after height Fork(), each linked to the
+/// last and checked as HeaderChain::Append checks one (CheckHeaderOn), on the branch's own
+/// ancestors: the chain's up to the fork, then the branch's. Core follows the branch only when it
+/// has more chain work than the chain above the fork (MoreWork; on a tie the first seen stays), and
+/// then HeaderChain::Adopt takes it. Holds `chain` by reference: it must outlive the branch and not
+/// change while the branch is built. Memory: about 90 bytes a header, plus 2016 ancestors' time and bits.
+class HeaderBranch {
+public:
+    /// An empty branch forking after `fork` (0 ≤ fork ≤ chain.Height()).
+    HeaderBranch(const HeaderChain& chain, int fork);
+
+    /// Appends a header that must extend the branch (at first: the chain's block at the fork) and
+    /// pass Core's header checks; why not otherwise (the branch is left as it was).
+    std::optional<std::string> Append(const BlockHeader& header);
+    int Fork() const noexcept { return m_fork; }
+    /// The branch's headers, the one after the fork first.
+    std::span<const BlockHeader> Headers() const noexcept { return m_headers; }
+    /// The hash the next header must extend.
+    const BlockHash& Tip() const noexcept { return m_tip; }
+    /// Whether the branch has more chain work (GetBlockProof summed) than the chain above the fork.
+    bool MoreWork() const;
+
+private:
+    const HeaderChain& m_chain;
+    int m_fork;
+    BlockHash m_tip;
+    std::vector<BlockHeader> m_headers;
+    std::vector<HeaderInfo> m_ancestry; ///< the chain's last ancestors at the fork, then the branch's
+    arith_uint256 m_work;
 };
 
 } // namespace ibdkit
