@@ -364,3 +364,26 @@ def test_a_chainstate_of_another_chain_is_refused_not_taken_for_synced(cli, chai
             s.stop()
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "is not on the peers' chain" in r.stderr and "peers on the same chain" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("liar_first", [True, False])
+def test_the_peers_chain_is_the_one_with_most_work_whichever_peer_answers_first(cli, chain, tmp_path, liar_first):
+    """A peer on another chain with less work (60 blocks from the genesis against 160) does not
+    define the peers' chain by answering first: its rival's branch is followed and taken for its
+    work, as Core chooses; the sync ends on Core's UTXO set, and the other peer, asked for blocks
+    its chain lacks, is dropped."""
+    datadir, height, tip, stats, _, _ = chain
+    gen_blocks(cli, tmp_path, 60, seed=99)
+    honest, other = Server(cli, "--datadir", datadir), Server(cli, "--blocks-dir", tmp_path / "chain" / "blocks")
+    ports = [other.port, honest.port] if liar_first else [honest.port, other.port]
+    try:
+        got = json.loads(sync(cli, ports, "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        honest.stop()
+        other.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    said = "more work: the peers' chain follows it" if liar_first else "no more work (kept the chain held)"
+    who = f"127.0.0.1:{(honest if liar_first else other).port}"
+    assert any(n.startswith(who) and "forks from the one held after height 0 with " + said in n for n in got["notes"]), got["notes"]
+    dropped = {p["address"]: p["dropped"] for p in got["peers"]}
+    assert dropped[f"127.0.0.1:{honest.port}"] is None and dropped[f"127.0.0.1:{other.port}"], got["peers"]

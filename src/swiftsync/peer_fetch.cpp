@@ -45,17 +45,26 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 
 namespace {
 
-/// getheaders from `peer` onto `chain` until a short answer; why the peer added nothing more, or
-/// nullopt when it reached its tip. While `seed_only` (the chain is what the run started from, and
-/// no peer has answered onto it yet), a peer whose headers fork below its tip replaces the part
-/// above the fork, as a download from the genesis would have given the first peer's chain; after
-/// any answer that attaches (headers on the tip, or none), the chain is kept (cleared).
+/// getheaders from `peer` onto `chain` until a short answer; nullopt when the peer's chain ends on
+/// it, otherwise why the peer added nothing (more) or what its chain changed. While `seed_only` (the
+/// chain is what the run started from, and no peer has answered onto it yet), a peer whose headers
+/// fork below its tip replaces the part above the fork, as a download from the genesis would have
+/// given the first peer's chain. After that, a peer whose headers fork is followed to the end of its
+/// branch (HeaderBranch: every header checked on the branch's own ancestors), and the branch
+/// replaces the chain above the fork only with more chain work, as Core chooses among its peers'
+/// chains (on a tie the first seen stays): the peers' chain is the one with the most work, whichever
+/// peer answers first.
 std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
                                        uint64_t& received)
 {
+    std::optional<HeaderBranch> branch;
     for (;;) {
         LocatorMessage loc;
         loc.locator = MakeLocator(chain.Hashes());
+        if (branch) {
+            loc.locator.insert(loc.locator.begin(), branch->Tip());
+            if (loc.locator.size() > MAX_LOCATOR_SZ) loc.locator.resize(MAX_LOCATOR_SZ);
+        }
         if (auto e = peer.Send("getheaders", EncodeLocator(loc), timeout)) return e->message;
         const auto deadline = NetClock::now() + timeout;
         std::optional<std::vector<BlockHeader>> got;
@@ -68,31 +77,31 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
             got = std::move(*h);
         }
         received += got->size();
-        if (got->empty()) {
-            seed_only = false; // the peer's chain ends on ours
-            return std::nullopt;
-        }
         if (got->size() > MAX_HEADERS_RESULTS) return "a headers message of " + std::to_string(got->size()) + " headers";
-        // An answer may start below our tip where the peer's chain is ours (the locator's step).
         std::size_t i = 0;
-        while (i < got->size()) {
-            const BlockHash hash = (*got)[i].GetHash();
-            auto known = chain.HeightOf(hash);
-            if (!known) break;
-            ++i;
-        }
-        if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
-            const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
-            if (!seed_only || !fork) {
-                return "its headers fork from the chain held at " + (*got)[i].hash_prev_block.ToHex() + " (kept the first chain)";
+        if (!branch) {
+            // An answer may start below our tip where the peer's chain is ours (the locator's step).
+            while (i < got->size() && chain.HeightOf((*got)[i].GetHash())) ++i;
+            if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
+                const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
+                if (!fork) return "its headers do not connect to the chain held (parent " + (*got)[i].hash_prev_block.ToHex() + " is unknown)";
+                if (seed_only) {
+                    chain.Truncate(*fork);
+                } else {
+                    branch.emplace(chain, *fork);
+                }
             }
-            chain.Truncate(*fork);
         }
         seed_only = false;
         for (; i < got->size(); ++i) {
-            if (auto why = chain.Append((*got)[i])) return *why;
+            if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return *why;
         }
-        if (got->size() < MAX_HEADERS_RESULTS) return std::nullopt;
+        if (got->size() == MAX_HEADERS_RESULTS) continue;
+        if (!branch) return std::nullopt;
+        const std::string fork = "its chain forks from the one held after height " + std::to_string(branch->Fork()) + " with ";
+        if (!branch->MoreWork()) return fork + "no more work (kept the chain held)";
+        chain.Adopt(*branch);
+        return fork + "more work: the peers' chain follows it";
     }
 }
 

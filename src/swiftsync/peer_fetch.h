@@ -48,15 +48,18 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 
 /// The header chain from the peers, each asked in turn with getheaders until its answer is short;
 /// every header checked as Core checks one before asking for its block (HeaderChain::Append). A
-/// peer whose headers fork from the chain already held, or fail a check, adds nothing (its reason
-/// goes to `notes`); a chain below the network's minimum chain work is an error (Errc::Refused).
+/// peer whose headers fork from the chain held gives its whole branch, which replaces the chain
+/// above the fork only with more chain work (Core's choice; on a tie the first seen stays), so the
+/// result is the peers' chain with the most work. A peer whose headers fail a check or do not
+/// connect adds nothing (its reason goes to `notes`, as does a branch followed or left); a chain
+/// below the network's minimum chain work is an error (Errc::Refused).
 Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
                                     std::vector<std::string>& notes);
 /// The same onto `start` (full headers, e.g. those below a chainstate's tip, already checked):
 /// each peer is asked from its tip (the locator), so only the headers above it travel. The first
-/// peer to answer may fork below `start`'s tip (its chain then replaces the part above the fork,
-/// as from the genesis); later peers that fork add nothing, as above. `received` counts the
-/// headers that arrived.
+/// peer to answer may fork below `start`'s tip whatever its work (its chain then replaces the part
+/// above the fork, as from the genesis: `start` is no peer's claim); later peers' branches as above.
+/// `received` counts the headers that arrived.
 Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
                                     std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received);
 
