@@ -18,6 +18,22 @@
 
 namespace ibdkit::swiftsync {
 
+namespace {
+
+/// Core's BLOCK_STALLING_TIMEOUT_DEFAULT and _MAX: how long a peer may hold the block the run waits
+/// for while the blocks ahead of it fill the room, at first and at most.
+constexpr std::chrono::seconds STALL_WINDOW_MIN{2}, STALL_WINDOW_MAX{64};
+
+/// "2 s", "0.5 s".
+std::string SecondsText(std::chrono::milliseconds d)
+{
+    char b[32];
+    std::snprintf(b, sizeof b, "%g s", double(d.count()) / 1000.0);
+    return b;
+}
+
+} // namespace
+
 Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& addresses, const ChainParams& params, PolicyId policy,
                                                 std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
                                                 std::vector<std::string>& failed)
@@ -170,6 +186,13 @@ struct BlockFetcher::State {
         NetClock::time_point since;
     };
     std::unordered_map<uint32_t, Holder> held;
+    /// Core's window stall, by peer: since when it has held the height Take waits for while another
+    /// peer could be given nothing more because the room ahead was full (unset: not so). Any block
+    /// of its resets it, as in Core.
+    std::vector<std::optional<NetClock::time_point>> stuck_since;
+    /// How long that may last before the holder is dropped: STALL_WINDOW_MIN, doubled at each such
+    /// drop up to STALL_WINDOW_MAX and brought back by 0.85 a block taken (Core's dynamic timeout).
+    std::chrono::seconds stall_window{STALL_WINDOW_MIN};
     std::vector<PeerReport> reports;
     std::vector<bool> alive;
     bool stop{false};
@@ -179,6 +202,7 @@ struct BlockFetcher::State {
         : headers(h), from(f), to(t), o(opts), peers(std::move(p)), next(f)
     {
         reports.resize(peers.size());
+        stuck_since.resize(peers.size());
         alive.assign(peers.size(), true);
         for (std::size_t i = 0; i < peers.size(); ++i) {
             reports[i].address = peers[i].address;
@@ -232,9 +256,24 @@ struct BlockFetcher::State {
                 ahead_bytes += estimate;
                 held[h] = Holder{p, false, NetClock::now()};
             }
-            if (got.empty()) cv.wait_for(lk, std::chrono::milliseconds(100));
+            if (got.empty()) {
+                NoteStuckWindow(p);
+                cv.wait_for(lk, std::chrono::milliseconds(100));
+            }
         }
         return got;
+    }
+
+    /// Peer p could be given nothing: when that is because the room ahead is full while another
+    /// peer holds the height Take waits for (and not for it alone to give), that holder stalls the
+    /// download from now on (Core's block-stalling rule; DropStaller). Under mu.
+    void NoteStuckWindow(std::size_t p)
+    {
+        if (waiting == 0 || next > to || !arrived_any || RoomAhead()) return;
+        auto it = held.find(waiting);
+        if (it == held.end() || it->second.peer == p || it->second.only) return;
+        auto& since = stuck_since[it->second.peer];
+        if (!since) since = NetClock::now();
     }
 
     /// Block b arrived, asked for with `charge`: its bytes take the charge's place.
@@ -249,6 +288,7 @@ struct BlockFetcher::State {
         ahead_bytes = ahead_bytes + bytes - std::min(charge, ahead_bytes + bytes);
         estimate = arrived_any ? (estimate / 8 * 7 + bytes / 8) : bytes;
         arrived_any = true;
+        stuck_since[p].reset();
         Release(b.height, p);
         ready.emplace(b.height, std::move(b));
         cv.notify_all();
@@ -260,6 +300,9 @@ struct BlockFetcher::State {
         FetchedBlock b = std::move(it->second);
         ready.erase(it);
         ahead_bytes -= std::min(ahead_bytes, b.block.size() + b.spent_bytes);
+        if (stall_window > STALL_WINDOW_MIN) {
+            stall_window = std::max(std::chrono::duration_cast<std::chrono::seconds>(stall_window * 0.85), STALL_WINDOW_MIN);
+        }
         cv.notify_all();
         return b;
     }
@@ -282,29 +325,40 @@ struct BlockFetcher::State {
         if (auto it = held.find(h); it != held.end() && it->second.peer == p) held.erase(it);
     }
 
-    /// Core's block-stalling rule: the height the run waits for (h) cannot stay with one peer
-    /// longer than the timeout after it was asked for while another peer could serve it, or a peer
-    /// that sends one block just inside each timeout (and so is never silent that long) would set
-    /// the whole run's pace. Counted from the ask and not restarted by the holder's other blocks
-    /// (Core restarts its stalling clock on each block, against a window of 1024 blocks; ours is a
-    /// peer's few), so a peer's window must come within the timeout while the run waits on it. The
-    /// last peer left is never dropped for this: a slow honest one still finishes the run. Under mu.
+    /// Core's block-stalling rule, for the height the run waits for (h), held by a peer while another
+    /// could serve it: the holder is dropped when the blocks ahead of h filled their room and left
+    /// the others idle for the stall window (Core's rule: 2 s at first, NoteStuckWindow), or, with room
+    /// to spare, when h was asked of it longer than the timeout ago, or a peer that sends one block
+    /// just inside each timeout (and so is never silent that long) would set the whole run's pace.
+    /// The latter is counted from the ask and not restarted by the holder's other blocks (Core
+    /// restarts its clock on each block, against a window of 1024 blocks; ours is a peer's few), so
+    /// a peer's window must come within the timeout while the run waits on it. The last peer left is
+    /// never dropped for this: a slow honest one still finishes the run. Under mu.
     void DropStaller(uint32_t h)
     {
         auto it = held.find(h);
-        if (it == held.end() || it->second.only || NetClock::now() - it->second.since < o.timeout) return;
+        if (it == held.end() || it->second.only) return;
         const std::size_t p = it->second.peer;
+        const auto now = NetClock::now();
+        const bool window = stuck_since[p] && now - *stuck_since[p] >= stall_window;
+        if (!window && now - it->second.since < o.timeout) return;
         bool others = false;
         for (std::size_t q = 0; q < alive.size(); ++q) others = others || (q != p && alive[q]);
         if (!alive[p] || !others) return;
         // Core's words: "Peer is stalling block download".
-        const std::string what = "stalling block download: height " + std::to_string(h) + ", which the run waits for, not given within ";
-        DropLocked(p, Stalled(*peers[p].peer, what));
+        const std::string what = "stalling block download: height " + std::to_string(h) + ", which the run waits for, ";
+        if (!window) {
+            DropLocked(p, Stalled(*peers[p].peer, what + "not given within " + SecondsText(o.timeout)));
+            return;
+        }
+        DropLocked(p, Stalled(*peers[p].peer, what + "held while the blocks ahead of it filled their room for " + SecondsText(stall_window)));
+        stall_window = std::min(stall_window * 2, STALL_WINDOW_MAX);
     }
 
     /// Peer p serves no more (its thread hands back what it holds as it ends). Under mu.
     void DropLocked(std::size_t p, const std::string& why)
     {
+        stuck_since[p].reset();
         if (alive[p]) {
             alive[p] = false;
             reports[p].dropped = why;
@@ -313,14 +367,11 @@ struct BlockFetcher::State {
         cv.notify_all();
     }
 
-    /// Why peer `peer` stalled (`what`, then the timeout), with the messages of its that were
-    /// skipped unread: a block with a bad checksum is skipped as Core skips it, and then never
-    /// arrives, so the stall is all the user would otherwise hear of it.
-    std::string Stalled(const Peer& peer, const std::string& what) const
+    /// Why peer `peer` stalled (`why`), with the messages of its that were skipped unread: a block
+    /// with a bad checksum is skipped as Core skips it, and then never arrives, so the stall is all
+    /// the user would otherwise hear of it.
+    std::string Stalled(const Peer& peer, std::string why) const
     {
-        char secs[32];
-        std::snprintf(secs, sizeof secs, "%g s", double(o.timeout.count()) / 1000.0);
-        std::string why = what + secs;
         const ReceiverStats& s = peer.stats();
         if (s.dropped_checksum) why += "; " + std::to_string(s.dropped_checksum) + " of its messages skipped for a bad checksum";
         if (s.dropped_command) why += "; " + std::to_string(s.dropped_command) + " of its messages skipped for a malformed command";
@@ -353,7 +404,7 @@ struct BlockFetcher::State {
         while (!unfinished.empty()) {
             auto m = peer.Receive(deadline);
             if (!m) {
-                if (m.error().code == NetErrc::Timeout) return Stalled(peer, "stalled: nothing asked for within ");
+                if (m.error().code == NetErrc::Timeout) return Stalled(peer, "stalled: nothing asked for within " + SecondsText(o.timeout));
                 return m.error().message;
             }
             const auto payload = Peer::Bytes(*m);

@@ -5,9 +5,10 @@
 // Nothing a peer sends is believed here beyond what the message itself can show: a block must be
 // one that was asked for (its header's hash), a `bspent` must decode and name a block asked for.
 // Whether the block and its coins are right is the checker's to find (check_peers.cpp); it hands a
-// peer it caught back through Drop, and the height goes to another peer. A peer that stalls past
-// the timeout (silent, or holding the height Take waits for while another peer is connected),
-// closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
+// peer it caught back through Drop, and the height goes to another peer. A peer that stalls (silent
+// past the timeout; or holding the height Take waits for while another peer is connected, either
+// past the timeout or, by Core's rule, for 2 s while the blocks ahead of it fill the room and leave
+// the others idle), closes, misbehaves or says `notfound` is dropped the same way; when no peer is left
 // for a height, Take says so. Memory: blocks that arrived ahead of the checker, with their spent
 // coins, and the heights asked for and not yet arrived (each charged what the last blocks took)
 // stay within max_ahead_bytes, beyond which peers are given only heights that were handed back and
@@ -83,7 +84,9 @@ struct PeerReport {
 
 struct FetchOptions {
     /// A peer silent this long has stalled; so has one holding the height Take waits for this long
-    /// after it was asked for, while another peer could serve it (Core's block-stalling rule).
+    /// after it was asked for, while another peer could serve it (beside Core's block-stalling
+    /// rule, which drops it after 2 s, doubled at each such drop up to 64 s, once the blocks ahead
+    /// of that height have filled max_ahead_bytes).
     std::chrono::milliseconds timeout{std::chrono::seconds(30)};
     std::size_t window{16};                ///< heights in flight per peer
     /// Blocks and `bspent`s arrived and not taken, with the heights asked for, at most (roughly:
