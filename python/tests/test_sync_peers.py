@@ -9,7 +9,8 @@ stops cleanly, keeps what it connected, and the same command resumes it (only th
 its chainstate's tip travel again); a peer that holds back
 the block the run waits for, even while it sends a block within each --timeout, is dropped for
 stalling the download (Core's block-stalling rule), while a slow peer that still gives its heights
-in time, or is the only one left, keeps serving; the result can be a
+in time, or is the only one left, keeps serving; the peers' header chain is the one with the most
+work, whichever peer answers first; the result can be a
 Bitcoin Core data directory (--datadir) that replays to the same set. A block that is mutated or
 does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the sender is
 dropped and the others serve that block; with no other peer the run stops as for a misbehaving
