@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -78,6 +79,10 @@ std::optional<std::pair<int, std::string>> Listener::Accept(std::chrono::millise
     socklen_t len = sizeof(ss);
     const int fd = ::accept4(m_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
     if (fd < 0) return std::nullopt;
+    // As Core sets on every connection: a small message (a block of a few hundred bytes, a pong)
+    // goes out at once instead of waiting on the peer's delayed ACK of the one before.
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return std::make_pair(fd, AddressText(ss));
 }
 
