@@ -26,7 +26,7 @@ import pytest
 
 from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
-from test_replay_datadir import FIELDS
+from test_replay_datadir import FIELDS, records
 from test_serve import REGTEST_MAGIC, Server, message
 from test_swiftsync_coins import gen_blocks
 from test_sync_swiftsync import LyingProxy, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
@@ -388,3 +388,35 @@ def test_the_peers_chain_is_the_one_with_most_work_whichever_peer_answers_first(
     assert any(n.startswith(who) and "forks from the one held after height 0 with " + said in n for n in got["notes"]), got["notes"]
     dropped = {p["address"]: p["dropped"] for p in got["peers"]}
     assert dropped[f"127.0.0.1:{honest.port}"] is None and dropped[f"127.0.0.1:{other.port}"], got["peers"]
+
+
+@pytest.fixture(scope="module")
+def long_chain(cli, tmp_path_factory):
+    """A generated chain of 8,300 small blocks, and the blocks dir of its first 4,000 (the genesis
+    first): a peer that far behind answers the tip's locator from an entry more than 2,000 headers
+    below its own tip."""
+    tmp = tmp_path_factory.mktemp("long-chain")
+    run_cli(cli, "gen-chain", "--out", tmp / "chain", "--blocks", "8300", "--target-mb", "3", "--seed", "7", "--no-progress", "--json")
+    blocks = records(tmp / "chain" / "blocks")
+    prefix = tmp / "prefix"
+    prefix.mkdir()
+    (prefix / "blk00000.dat").write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks[:4001]))
+    return tmp / "chain" / "blocks", prefix
+
+
+def test_one_peer_far_behind_the_headers_held_is_asked_on_and_the_sync_stops_at_its_tip(cli, long_chain, tmp_path):
+    """Headers stored by a sync from a peer at the tip (8,300), then the same chainstate synced from
+    a peer at 4,000: its full answers of headers held are asked on from their last (before, the
+    sync asked the same forever); the sync keeps every block up to the peer's tip and says why it
+    stops there (exit 1, resumable from a peer at the tip)."""
+    full, prefix = (Server(cli, "--blocks-dir", d) for d in long_chain)
+    try:
+        sync(cli, [full.port], "--chainstate", tmp_path / "cs", "--stop-height", "100")
+        r = sync(cli, [prefix.port], "--chainstate", tmp_path / "cs", check=False, timeout=10)
+    finally:
+        full.stop()
+        prefix.stop()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    got = json.loads(r.stdout)
+    assert got["height"] == 4000 and got["header_height"] == 8300, got
+    assert "at height 4001 (notfound): its chain ends below the headers held" in r.stderr, r.stderr

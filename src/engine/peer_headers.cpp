@@ -64,13 +64,17 @@ std::optional<Error> PeerHeaders::Persist(int from)
 }
 
 // getheaders until a short answer. Falls back to getblocks when the first request gets no
-// answer within headers_wait.
+// answer within headers_wait. A full answer of headers held already (a peer far behind the stored
+// headers answers from a locator entry well below its tip) is asked on from its last header, as
+// Core asks on from the last header of a full answer; it must go on past it.
 std::optional<Error> PeerHeaders::SyncHeaders(int connected)
 {
     bool first = true;
+    int ask_from = -1; // the height the next locator starts at (-1: the tip)
     for (;;) {
         LocatorMessage gh;
-        gh.locator = MakeLocator(m_link.chain.Hashes());
+        const auto hashes = m_link.chain.Hashes();
+        gh.locator = MakeLocator(ask_from >= 0 ? hashes.first(std::size_t(ask_from) + 1) : hashes);
         if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
         const auto wait = first ? m_link.o.headers_wait : m_link.o.timeout;
         const auto deadline = NetClock::now() + wait;
@@ -107,6 +111,13 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
             ++h;
         }
         const int persist_from = h + 1;
+        if (i == MAX_HEADERS_RESULTS) {
+            if (h <= ask_from) {
+                return m_link.Fail({NetErrc::Misbehaving, "peer sent a full headers message of headers held, not past the last one"});
+            }
+            ask_from = h;
+            continue;
+        }
         if (i < headers->size() && h < m_link.chain.Height()) {
             // The peer's chain forks from ours after height h: take its whole branch, then follow
             // it only if it has more work than ours above the fork.

@@ -315,7 +315,10 @@ private:
             if (!invs) return std::nullopt;
             for (const auto& i : *invs) {
                 if (i.IsBlock() && m_requested.contains(BlockHash(i.hash))) {
-                    m_link.Fail({NetErrc::Misbehaving, "peer does not have block " + i.hash.ToHex() + " it announced (notfound)"});
+                    const auto h = m_link.chain.HeightOf(BlockHash(i.hash));
+                    m_link.Fail({NetErrc::Misbehaving, "peer does not have block " + i.hash.ToHex() + " at height " +
+                                                           std::to_string(h.value_or(-1)) +
+                                                           " (notfound): its chain ends below the headers held, or it withholds the block"});
                     return std::nullopt;
                 }
             }
