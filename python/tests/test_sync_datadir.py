@@ -22,10 +22,9 @@ from conftest import import_ibdkit, import_pbk, run_cli
 pbk = import_pbk()
 
 from test_replay_datadir import FIELDS, block_hash, core_datadir, framed_records  # noqa: E402
-from test_serve import Server  # noqa: E402
 from test_spent_core import cores_spent_outputs  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
-from test_sync_swiftsync import proxy  # noqa: E402
+from test_sync_swiftsync import Peer, proxy  # noqa: E402
 from test_undo_core import by_block, rev_records  # noqa: E402
 
 STOP = 140  # the second sync's last block; coins are spent from height 101 on
@@ -50,7 +49,7 @@ def sync(cli, port, datadir, *extra):
 def test_core_opens_the_datadir_a_sync_wrote_and_continues_it(cli, source, tmp_path):
     src, blocks, height, tip, expected = source
     new = tmp_path / "node"
-    server = Server(cli, "--datadir", src)
+    server = Peer(cli, "--datadir", src)
     try:
         first = json.loads(sync(cli, server.port, new, "--stop-height", "60", "-q").stdout)
         assert first["height"] == 60
@@ -141,7 +140,7 @@ def test_a_swiftsync_sync_writes_the_datadir_core_takes_over(cli, source, hints,
     same datadir as a classic sync's. Peers whose coins only the aggregate catches are found and
     their blocks' undo data replaced by an honest peer's (two liars: by the one whose coins balance)."""
     new = tmp_path / "node"
-    honest, upstream = Server(cli, "--datadir", source[0]), Server(cli, "--datadir", source[0])
+    honest, upstream = Peer(cli, "--datadir", source[0]), Peer(cli, "--datadir", source[0])
     liars = [proxy(upstream.port, lie) for lie in lies]
     ports = [liar.port for liar in liars] + [honest.port]
     try:
@@ -184,7 +183,7 @@ def test_python_sync_writes_a_datadir_too(cli, source, hints, tmp_path):
     and refuses the same."""
     ibdkit = import_ibdkit()
     src, _, height, tip, expected = source
-    server = Server(cli, "--datadir", src)
+    server = Peer(cli, "--datadir", src)
     try:
         got = ibdkit.sync(f"127.0.0.1:{server.port}", network="regtest", datadir=tmp_path / "py", timeout=20, progress=False)
         fast = ibdkit.sync([f"127.0.0.1:{server.port}"], network="regtest", datadir=tmp_path / "ss", swiftsync=hints,
@@ -211,7 +210,7 @@ def test_core_opens_what_a_killed_sync_leaves(cli, source, tmp_path):
     rng = random.Random(seed)
     src, blocks, height, tip, expected = source
     on_chain = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
-    server = Server(cli, "--datadir", src)
+    server = Peer(cli, "--datadir", src)
     outcomes = []
     try:
         args = [str(cli), "sync", "-q", "--connect", f"127.0.0.1:{server.port}", "--network", "regtest", "--timeout", "20",

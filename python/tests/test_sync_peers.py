@@ -27,9 +27,9 @@ import pytest
 from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
 from test_replay_datadir import FIELDS, records
-from test_serve import REGTEST_MAGIC, Server, message
+from test_serve import REGTEST_MAGIC, message
 from test_swiftsync_coins import gen_blocks
-from test_sync_swiftsync import LyingProxy, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
+from test_sync_swiftsync import LyingProxy, Peer, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
 
 
 def sync(cli, ports, *extra, check=True, timeout=5):
@@ -43,7 +43,7 @@ def sync(cli, ports, *extra, check=True, timeout=5):
 def beside_an_honest_peer(cli, datadir, lie, tmp_path, **kw):
     """The sync's JSON from a LyingProxy telling `lie` (the first peer) and an honest `serve` (the
     second), and the proxy's port and lies."""
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    honest, upstream = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     liar = LyingProxy(upstream.port, lie)
     try:
         got = json.loads(sync(cli, [liar.port, honest.port], "--chainstate", tmp_path / "cs", **kw).stdout)
@@ -67,7 +67,7 @@ def from_liars_alone(cli, upstream, lies, tmp_path):
 
 def sync_from_servers(cli, datadir, peers, *extra):
     """The sync's JSON from `peers` fresh `serve` peers of the datadir, and each server's counters."""
-    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(peers)]
     try:
         got = json.loads(sync(cli, [s.port for s in servers], *extra).stdout)
     finally:
@@ -207,7 +207,7 @@ def test_the_last_peer_left_is_not_dropped_for_slowness(cli, chain, tmp_path):
     has vanished, a slow one whose window of 4 takes longer than --timeout (each block within it)
     serves the run alone, to the stop height; an honest peer then completes Core's UTXO set."""
     datadir, height, tip, stats, _, _ = chain
-    upstream = Server(cli, "--datadir", datadir)
+    upstream = Peer(cli, "--datadir", datadir)
     dying, slowly = LyingProxy(upstream.port, gone_after(2)), LyingProxy(upstream.port, slow(0.3))
     try:
         got = json.loads(sync(cli, [dying.port, slowly.port], "--chainstate", tmp_path / "cs", "--stop-height", "20",
@@ -229,7 +229,7 @@ def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chai
     header travels twice: from one peer the sync asks from the stored headers' tip (the failed run
     stored them all), from several it asks from the chainstate's tip."""
     datadir, height, tip, stats, _, _ = chain
-    upstream, other = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    upstream, other = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     try:
         for peers in ([upstream.port], [upstream.port, other.port]):
             r = from_liars_alone(cli, upstream, [gone_after(40), gone_after(40)], tmp_path)
@@ -259,7 +259,7 @@ def test_several_peers_write_a_datadir_that_replays_to_the_same_set(cli, chain, 
 def test_python_sync_from_several_peers_gives_the_clis_fields(cli, chain, tmp_path):
     ibdkit = import_ibdkit()
     datadir, height, tip, stats, _, _ = chain
-    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(2)]
     try:
         got = ibdkit.sync([f"127.0.0.1:{s.port}" for s in servers], chainstate=tmp_path / "py", timeout=5, window=4,
                           assumevalid=0)
@@ -302,7 +302,7 @@ def test_with_only_peers_that_mutate_blocks_the_run_stops_without_calling_one_in
     misbehaving peer, no block refused as invalid, the blocks before kept; an honest peer then
     completes the same chainstate."""
     datadir, height, tip, stats, _, _ = chain
-    upstream = Server(cli, "--datadir", datadir)
+    upstream = Peer(cli, "--datadir", datadir)
     r = from_liars_alone(cli, upstream, [mutated_block] * peers, tmp_path)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "mutated block" in r.stderr and "invalid" not in r.stderr, r.stderr
@@ -330,7 +330,7 @@ def test_a_peers_user_agent_cannot_write_into_the_peers_lines(cli, chain, tmp_pa
     """Regression: sync --swiftsync from several peers showed each peer's user agent as it came,
     in `peers` and on its lines. Both syncs from several peers show it as Core's getpeerinfo does."""
     datadir, height, _, _, _, hints = chain
-    upstream, honest = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    upstream, honest = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     evil = LyingProxy(upstream.port, evil_user_agent)
     args = ["sync", "--network", "regtest", "--timeout", "5", "--window", "4", "--chainstate", tmp_path / "cs",
             "--connect", f"127.0.0.1:{evil.port}", "--connect", f"127.0.0.1:{honest.port}"]
@@ -357,7 +357,7 @@ def test_a_chainstate_of_another_chain_is_refused_not_taken_for_synced(cli, chai
     got, _, _ = sync_from_servers(cli, datadir, 2, "--chainstate", tmp_path / "cs", "--stop-height", "50")
     assert got["height"] == 50
     gen_blocks(cli, tmp_path, 60, seed=99)
-    others = [Server(cli, "--blocks-dir", tmp_path / "chain" / "blocks") for _ in range(2)]
+    others = [Peer(cli, "--blocks-dir", tmp_path / "chain" / "blocks") for _ in range(2)]
     try:
         r = sync(cli, [s.port for s in others], "--chainstate", tmp_path / "cs", check=False)
     finally:
@@ -375,7 +375,7 @@ def test_the_peers_chain_is_the_one_with_most_work_whichever_peer_answers_first(
     its chain lacks, is dropped."""
     datadir, height, tip, stats, _, _ = chain
     gen_blocks(cli, tmp_path, 60, seed=99)
-    honest, other = Server(cli, "--datadir", datadir), Server(cli, "--blocks-dir", tmp_path / "chain" / "blocks")
+    honest, other = Peer(cli, "--datadir", datadir), Peer(cli, "--blocks-dir", tmp_path / "chain" / "blocks")
     ports = [other.port, honest.port] if liar_first else [honest.port, other.port]
     try:
         got = json.loads(sync(cli, ports, "--chainstate", tmp_path / "cs").stdout)
@@ -409,7 +409,7 @@ def test_one_peer_far_behind_the_headers_held_is_asked_on_and_the_sync_stops_at_
     a peer at 4,000: its full answers of headers held are asked on from their last (before, the
     sync asked the same forever); the sync keeps every block up to the peer's tip and says why it
     stops there (exit 1, resumable from a peer at the tip)."""
-    full, prefix = (Server(cli, "--blocks-dir", d) for d in long_chain)
+    full, prefix = (Peer(cli, "--blocks-dir", d) for d in long_chain)
     try:
         sync(cli, [full.port], "--chainstate", tmp_path / "cs", "--stop-height", "100")
         r = sync(cli, [prefix.port], "--chainstate", tmp_path / "cs", check=False, timeout=10)

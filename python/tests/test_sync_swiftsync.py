@@ -68,7 +68,7 @@ def assert_core_utxo_set(got, height, tip, stats):
 @pytest.mark.parametrize("peers", [1, 2, 4])
 def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers):
     datadir, height, tip, stats, n, hints = chain
-    servers = [Server(cli, "--datadir", datadir) for _ in range(peers)]
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(peers)]
     try:
         got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
     finally:
@@ -83,7 +83,7 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
         assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
     # The chainstate stays: the same command again resumes the classic sync (nothing left to do),
     # as the classic sync itself does.
-    server = Server(cli, "--datadir", datadir)
+    server = Peer(cli, "--datadir", datadir)
     try:
         again = json.loads(swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / "cs").stdout)
         classic = json.loads(run_cli(cli, "sync", "-q", "--json", "--connect", f"127.0.0.1:{server.port}",
@@ -99,7 +99,7 @@ def test_the_cutoff_saves_bytes_and_changes_nothing_else(cli, chain, tmp_path):
     """BIP 455's cutoff with the client's recent coins: the same UTXO set from fewer `bspent` bytes,
     and the bytes saved are exactly the difference (what the coins left out would have taken)."""
     datadir, height, tip, stats, _, hints = chain
-    server = Server(cli, "--datadir", datadir)
+    server = Peer(cli, "--datadir", datadir)
     try:
         runs = {k: json.loads(swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / f"cs{k}", keep=k).stdout)
                 for k in (0, 6, 1000)}
@@ -120,7 +120,7 @@ def test_python_sync_with_swiftsync_gives_the_clis_fields(cli, chain, tmp_path):
     """ibdkit.sync(peers, swiftsync=HINTS): the same run, the same keys and types as --json."""
     ibdkit = import_ibdkit()
     datadir, height, tip, stats, n, hints = chain
-    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(2)]
     try:
         peers = [f"127.0.0.1:{s.port}" for s in servers]
         got = ibdkit.sync(peers, swiftsync=hints, chainstate=tmp_path / "py", assumevalid=0, timeout=5, window=4, keep_recent=16)
@@ -143,7 +143,7 @@ def test_an_interrupt_stops_the_download_and_keeps_nothing(cli, chain, tmp_path)
     CLI's first SIGINT stops a download that waits on a peer, exits 130 and says what is kept."""
     ibdkit = import_ibdkit()
     datadir, height, tip, stats, _, hints = chain
-    server = Server(cli, "--datadir", datadir)
+    server = Peer(cli, "--datadir", datadir)
     stalled = LyingProxy(server.port, withheld_block)
     cs = tmp_path / "cs"
 
@@ -176,7 +176,7 @@ def test_policy_all_syncs_once_per_policy_to_cores_hash(cli, chain, tmp_path, sw
     """`sync --policy all`: the seed's question where DataStream carries P2P messages. Each buffer
     policy syncs the same chain from the same peer, one row each, all on Core's hash."""
     datadir, height, tip, stats, _, hints = chain
-    server = Server(cli, "--datadir", datadir)
+    server = Peer(cli, "--datadir", datadir)
     try:
         r = run_cli(cli, "sync", "-q", "--network", "regtest", "--connect", f"127.0.0.1:{server.port}", "--assumevalid", "0",
                     "--policy", "all", *(["--swiftsync", hints] if swift else []))
@@ -194,7 +194,7 @@ def test_policy_all_syncs_once_per_policy_to_cores_hash(cli, chain, tmp_path, sw
 def test_swiftsync_needs_a_peer_that_serves_spent_coins(cli, chain, tmp_path):
     """A blocks directory has no rev data: serve announces no BIP 455, and the sync says so."""
     datadir, _, _, _, _, hints = chain
-    server = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    server = Peer(cli, "--blocks-dir", datadir / "regtest" / "blocks")
     try:
         r = swiftsync(cli, hints, [server.port], "--chainstate", tmp_path / "cs", check=False)
     finally:
@@ -209,7 +209,7 @@ def test_outpoints_mode_syncs_from_peers_that_serve_no_spent_coins(cli, chain, t
     directory, as a stock Core peer), BIP 457's assume-valid extension, then the classic rest: Core's
     UTXO set; the verdict says which mode checked it."""
     datadir, height, tip, stats, n, hints = chain
-    servers = [Server(cli, "--blocks-dir", datadir / "regtest" / "blocks") for _ in range(2)]
+    servers = [Peer(cli, "--blocks-dir", datadir / "regtest" / "blocks") for _ in range(2)]
     try:
         got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cs",
                                    "--swiftsync-mode", "outpoints", keep=0).stdout)
@@ -227,7 +227,7 @@ def test_the_classic_rest_also_takes_peers_without_spent_coins(cli, chain, tmp_p
     """Coins mode uses only the peer that serves BIP 455; the classic sync after n downloads from
     every peer given, the one without BIP 455 too."""
     datadir, height, tip, stats, n, hints = chain
-    serving, stock = Server(cli, "--datadir", datadir), Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    serving, stock = Peer(cli, "--datadir", datadir), Peer(cli, "--blocks-dir", datadir / "regtest" / "blocks")
     try:
         got = json.loads(swiftsync(cli, hints, [serving.port, stock.port], "--chainstate", tmp_path / "cs").stdout)
     finally:
@@ -242,7 +242,7 @@ def test_the_classic_rest_also_takes_peers_without_spent_coins(cli, chain, tmp_p
 
 def test_outpoints_mode_drops_a_peer_that_mutates_a_block(cli, chain, tmp_path):
     datadir, height, tip, stats, _, hints = chain
-    honest, upstream = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks"), Server(cli, "--datadir", datadir)
+    honest, upstream = Peer(cli, "--blocks-dir", datadir / "regtest" / "blocks"), Peer(cli, "--datadir", datadir)
     liar = proxy(upstream.port, "mutated block")
     try:
         got = json.loads(swiftsync(cli, hints, [liar.port, honest.port], "--chainstate", tmp_path / "cs",
@@ -259,7 +259,7 @@ def test_outpoints_mode_drops_a_peer_that_mutates_a_block(cli, chain, tmp_path):
 def test_python_sync_in_outpoints_mode(cli, chain, tmp_path):
     ibdkit = import_ibdkit()
     datadir, height, tip, stats, n, hints = chain
-    server = Server(cli, "--blocks-dir", datadir / "regtest" / "blocks")
+    server = Peer(cli, "--blocks-dir", datadir / "regtest" / "blocks")
     try:
         got = ibdkit.sync([f"127.0.0.1:{server.port}"], swiftsync=hints, swiftsync_mode="outpoints", chainstate=tmp_path / "py",
                           timeout=5, window=4)
@@ -330,10 +330,10 @@ class LyingProxy:
     """Listens on a loopback port; each connection goes to the honest server at `upstream`, and
     what comes back passes through `lie(command, payload)` (a payload, None to withhold it, or a
     list of (command, payload) to send in its place, where bytes are sent as they are: a message
-    framed wrongly)."""
+    framed wrongly; `lie` None: all of it as it is), each chunk read held `latency` seconds."""
 
-    def __init__(self, upstream, lie, ask=None):
-        self.upstream, self.lie, self.ask, self.lies = upstream, lie, ask, 0
+    def __init__(self, upstream, lie, ask=None, latency=0.0):
+        self.upstream, self.lie, self.ask, self.lies, self.latency = upstream, lie, ask, 0, latency
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
@@ -347,6 +347,8 @@ class LyingProxy:
             except OSError:
                 return
             up = socket.create_connection(("127.0.0.1", self.upstream))
+            for s in (down, up):  # as `serve` and Core: each message out at once, no Nagle delay
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._pipe, args=(down, up, False), daemon=True).start()
             threading.Thread(target=self._pipe, args=(up, down, True), daemon=True).start()
 
@@ -357,7 +359,9 @@ class LyingProxy:
                 chunk = src.recv(1 << 20)
                 if not chunk:
                     break
-                if not lying and self.ask is None:
+                if lying and self.latency:
+                    time.sleep(self.latency)
+                if not lying and self.ask is None or lying and self.lie is None:
                     dst.sendall(chunk)
                     continue
                 buf += chunk
@@ -388,6 +392,25 @@ class LyingProxy:
 
     def close(self):
         self.sock.close()
+
+
+LINK_LATENCY = 0.01
+
+
+class Peer:
+    """`ibdkit serve` (Server's arguments) behind a link that holds what it sends for LINK_LATENCY
+    seconds, as a network would: on loopback with no delay at all, one peer can hand over a run's
+    small blocks before another has asked for any, and the tests of how the heights are spread, of
+    a liar's nth block or of an interrupt mid-download would depend on the scheduler."""
+
+    def __init__(self, cli, *args):
+        self.server = Server(cli, *args)
+        self.link = LyingProxy(self.server.port, None, latency=LINK_LATENCY)
+        self.port, self.proc = self.link.port, self.server.proc
+
+    def stop(self):
+        self.link.close()
+        return self.server.stop()
 
 
 def coin_lie(name):
@@ -453,7 +476,7 @@ def proxy(upstream, name):
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_lying_peer_beside_an_honest_one_is_dropped_and_the_sync_completes(cli, chain, tmp_path, name):
     datadir, height, tip, stats, _, hints = chain
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    honest, upstream = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     liar = proxy(upstream.port, name)
     try:
         got = json.loads(swiftsync(cli, hints, [liar.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
@@ -476,7 +499,7 @@ def test_two_lying_peers_beside_an_honest_one_are_both_dropped(cli, chain, tmp_p
     the others, so a second liar hid the first and the run was refused with an honest peer present.
     Now the honest peer's coins alone balance the aggregate: both liars are dropped, Core's set kept."""
     datadir, height, tip, stats, _, hints = chain
-    honest, upstream = Server(cli, "--datadir", datadir), Server(cli, "--datadir", datadir)
+    honest, upstream = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     liars = [proxy(upstream.port, name) for name in lies]
     try:
         got = json.loads(swiftsync(cli, hints, [liars[0].port, liars[1].port, honest.port], "--chainstate", tmp_path / "cs").stdout)
@@ -494,7 +517,7 @@ def test_two_lying_peers_beside_an_honest_one_are_both_dropped(cli, chain, tmp_p
 def two_liars_alone(cli, chain, tmp_path, lie):
     """sync --swiftsync from two peers telling the same lie and nobody else: (the run, the liars)."""
     datadir, _, _, _, _, hints = chain
-    upstream = Server(cli, "--datadir", datadir)
+    upstream = Peer(cli, "--datadir", datadir)
     liars = [proxy(upstream.port, lie) for _ in range(2)]
     try:
         r = swiftsync(cli, hints, [liar.port for liar in liars], "--chainstate", tmp_path / "cs", check=False)
@@ -527,7 +550,7 @@ def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, 
     """Regression: a lie that made a block fail a rule ended in exit 2, an invalid chain, on the
     word of the only peer's coins."""
     datadir, _, _, _, _, hints = chain
-    upstream = Server(cli, "--datadir", datadir)
+    upstream = Peer(cli, "--datadir", datadir)
     liar = proxy(upstream.port, name)
     try:
         r = swiftsync(cli, hints, [liar.port], "--chainstate", tmp_path / "cs", check=False)
@@ -576,7 +599,7 @@ def test_a_serving_peer_that_dies_loses_its_blocks_to_the_others(cli, chain, tmp
     where the blocks ahead hold one largest block's worth and a batch a MiB (CacheBudget's floors):
     the heights handed back are still asked for, and the run does not stall."""
     datadir, height, tip, stats, _, hints = chain
-    honest, victim, upstream = (Server(cli, "--datadir", datadir) for _ in range(3))
+    honest, victim, upstream = (Peer(cli, "--datadir", datadir) for _ in range(3))
     dying = LyingProxy(upstream.port, gone_after(3))  # inside its first window of 4
     killer = threading.Timer(0.3, victim.proc.kill)
     try:
@@ -603,7 +626,7 @@ def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
     hold, and the rerun's folder replays to the same set."""
     datadir, height, tip, stats, _, hints = chain
     rng = random.Random(f"{__name__}-kill")
-    servers = [Server(cli, "--datadir", datadir) for _ in range(2)]
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(2)]
     args = ["sync", "-q", "--json", "--network", "regtest", "--swiftsync", str(hints), "--timeout", "5", "--window", "4",
             "--assumevalid", "0"]
     for s in servers:
