@@ -10,7 +10,8 @@ its chainstate's tip travel again); a peer that holds back
 the block the run waits for, even while it sends a block within each --timeout, is dropped for
 stalling the download (Core's block-stalling rule), while a slow peer that still gives its heights
 in time, or is the only one left, keeps serving; the peers' header chain is the one with the most
-work, whichever peer answers first; the result can be a
+work, whichever peer answers first; a peer behind (its chain ends at 60, or 4,000 of 8,300, its
+first answer then all headers held) shows its tip and is asked only for blocks up to it; the result can be a
 Bitcoin Core data directory (--datadir) that replays to the same set. A block that is mutated or
 does not decode is its sender's fault, never the block's (Core's BLOCK_MUTATED): the sender is
 dropped and the others serve that block; with no other peer the run stops as for a misbehaving
@@ -26,7 +27,7 @@ import pytest
 
 from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
-from test_replay_datadir import FIELDS, records
+from test_replay_datadir import FIELDS, block_hash, records
 from test_serve import REGTEST_MAGIC, message
 from test_swiftsync_coins import gen_blocks
 from test_sync_swiftsync import LyingProxy, Peer, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
@@ -93,11 +94,13 @@ def test_classic_sync_from_several_peers_ends_on_cores_utxo_set(cli, chain, tmp_
     assert sum(p["blocks"] for p in got["peers"]) == height
     assert sum(1 for p in got["peers"] if p["blocks"]) > 1, "the blocks were spread over the peers"
     assert sum(c["bspent_sent"] for c in counters) == 0, "no spent coins were asked for"
-    assert got["headers_received"] == height, "the first peer sent the chain, the others only what it lacked"
-    # The same command again has nothing left to do, and no header travels again.
+    # The first peer sent the chain; each other one only the tip again (the locator starts at the
+    # tip's parent, as Core's first getheaders does, so a peer at the tip shows it).
+    assert got["headers_received"] == height + peers - 1, got["headers_received"]
+    # The same command again has nothing left to do, and only the tip's header travels again.
     again, _, _ = sync_from_servers(cli, datadir, 2, "--chainstate", tmp_path / "cs")
     assert again["blocks_connected"] == 0 and again["hash_serialized_3"] == stats["hash_serialized_3"]
-    assert again["headers_received"] == 0 and again["header_height"] == height, again
+    assert again["headers_received"] == 2 and again["header_height"] == height, again
 
 
 def test_a_peer_that_vanishes_loses_its_blocks_to_the_others(cli, chain, tmp_path):
@@ -225,9 +228,10 @@ def test_the_last_peer_left_is_not_dropped_for_slowness(cli, chain, tmp_path):
 
 def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chain, tmp_path):
     """Both peers vanish after some blocks: exit 1 with the reason, the chainstate flushed at the
-    last block connected (a whole UTXO set), and the same command with live peers completes. No
-    header travels twice: from one peer the sync asks from the stored headers' tip (the failed run
-    stored them all), from several it asks from the chainstate's tip."""
+    last block connected (a whole UTXO set), and the same command with live peers completes. The
+    headers do not travel again: from one peer the sync asks from the stored headers' tip (the
+    failed run stored them all), from several from the chainstate's tip (each peer sends that one
+    header again: the locator starts at its parent)."""
     datadir, height, tip, stats, _, _ = chain
     upstream, other = Peer(cli, "--datadir", datadir), Peer(cli, "--datadir", datadir)
     try:
@@ -241,7 +245,7 @@ def test_with_no_peer_left_the_run_keeps_what_it_connected_and_resumes(cli, chai
             got = json.loads(sync(cli, peers, "--chainstate", tmp_path / "cs").stdout)
             assert_core_utxo_set(got, height, tip, stats)
             assert got["start_height"] == kept["height"] + 1
-            assert got["headers_received"] == (0 if len(peers) == 1 else height - kept["height"]), (peers, got)
+            assert got["headers_received"] == (0 if len(peers) == 1 else height - kept["height"] + 2), (peers, got)
             shutil.rmtree(tmp_path / "cs")
     finally:
         upstream.stop()
@@ -371,8 +375,8 @@ def test_a_chainstate_of_another_chain_is_refused_not_taken_for_synced(cli, chai
 def test_the_peers_chain_is_the_one_with_most_work_whichever_peer_answers_first(cli, chain, tmp_path, liar_first):
     """A peer on another chain with less work (60 blocks from the genesis against 160) does not
     define the peers' chain by answering first: its rival's branch is followed and taken for its
-    work, as Core chooses; the sync ends on Core's UTXO set, and the other peer, asked for blocks
-    its chain lacks, is dropped."""
+    work, as Core chooses; the sync ends on Core's UTXO set, and the other peer, whose chain shares
+    only the genesis with it (`synced_headers` 0), is asked for no block."""
     datadir, height, tip, stats, _, _ = chain
     gen_blocks(cli, tmp_path, 60, seed=99)
     honest, other = Peer(cli, "--datadir", datadir), Peer(cli, "--blocks-dir", tmp_path / "chain" / "blocks")
@@ -386,8 +390,36 @@ def test_the_peers_chain_is_the_one_with_most_work_whichever_peer_answers_first(
     said = "more work: the peers' chain follows it" if liar_first else "no more work (kept the chain held)"
     who = f"127.0.0.1:{(honest if liar_first else other).port}"
     assert any(n.startswith(who) and "forks from the one held after height 0 with " + said in n for n in got["notes"]), got["notes"]
-    dropped = {p["address"]: p["dropped"] for p in got["peers"]}
-    assert dropped[f"127.0.0.1:{honest.port}"] is None and dropped[f"127.0.0.1:{other.port}"], got["peers"]
+    peers = {p["address"]: p for p in got["peers"]}
+    assert peers[f"127.0.0.1:{honest.port}"]["synced_headers"] == height, got["peers"]
+    assert peers[f"127.0.0.1:{other.port}"]["synced_headers"] == 0 and peers[f"127.0.0.1:{other.port}"]["blocks"] == 0, got["peers"]
+    assert all(p["dropped"] is None for p in got["peers"]), got["peers"]
+
+
+def test_a_peer_behind_serves_the_blocks_it_holds_and_is_never_asked_for_more(cli, chain, tmp_path):
+    """A peer whose chain ends at 60 (a node still syncing: `serve` on the chain's first 60 blocks)
+    beside one at the tip: its headers show where its chain ends (`synced_headers`), as Core
+    learns a peer's best block, and it is asked only for heights up to it: it serves some of them,
+    is not dropped for a `notfound`, and the sync ends on Core's UTXO set."""
+    datadir, height, tip, stats, _, _ = chain
+    gen_blocks(cli, tmp_path, height, seed=23)  # the fixture's blocks again
+    blocks = records(tmp_path / "chain" / "blocks")
+    assert len(blocks) == height + 1 and block_hash(blocks[-1]) == tip  # the genesis first
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (prefix / "blk00000.dat").write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks[:61]))
+    behind, honest = Peer(cli, "--blocks-dir", prefix), Peer(cli, "--datadir", datadir)
+    try:
+        got = json.loads(sync(cli, [behind.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        served = behind.stop()[0]
+        honest.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    first, second = got["peers"]
+    assert (first["synced_headers"], second["synced_headers"]) == (60, height), got["peers"]
+    assert first["dropped"] is None and second["dropped"] is None, got["peers"]
+    assert 0 < first["blocks"] <= 60 and first["blocks"] + second["blocks"] == height, got["peers"]
+    assert served["blocks_sent"] == first["blocks"], served
 
 
 @pytest.fixture(scope="module")
@@ -402,6 +434,22 @@ def long_chain(cli, tmp_path_factory):
     prefix.mkdir()
     (prefix / "blk00000.dat").write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks[:4001]))
     return tmp / "chain" / "blocks", prefix
+
+
+def test_a_peer_far_behind_shows_its_tip_and_serves_below_it(cli, long_chain, tmp_path):
+    """Its first answer is 2,000 headers the chain holds already; asked on from the last of them,
+    as Core asks on, it shows its tip (before, the same request went round forever), serves blocks
+    below it and is not dropped."""
+    full, prefix = (Peer(cli, "--blocks-dir", d) for d in long_chain)
+    try:
+        got = json.loads(sync(cli, [full.port, prefix.port], "--chainstate", tmp_path / "cs", "--stop-height", "4100").stdout)
+    finally:
+        full.stop()
+        prefix.stop()
+    assert got["height"] == 4100 and got["header_height"] == 8300, got
+    ahead, behind = got["peers"]
+    assert (ahead["synced_headers"], behind["synced_headers"]) == (8300, 4000), got["peers"]
+    assert ahead["dropped"] is None and behind["dropped"] is None and behind["blocks"] > 0, got["peers"]
 
 
 def test_one_peer_far_behind_the_headers_held_is_asked_on_and_the_sync_stops_at_its_tip(cli, long_chain, tmp_path):

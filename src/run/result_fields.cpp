@@ -228,8 +228,8 @@ ResultFields SyncResultFields(const SyncResult& r, PolicyId policy)
 
 namespace {
 
-/// The peers of a run from several: `peers` ({address, user_agent, blocks, block_bytes, spent_bytes,
-/// dropped}), `unreachable`, `notes`.
+/// The peers of a run from several: `peers` ({address, user_agent, synced_headers, blocks,
+/// block_bytes, spent_bytes, dropped}), `unreachable`, `notes`.
 void PutPeers(ResultFields& f, const std::vector<run::PeerSummary>& summaries, const std::vector<std::string>& unreachable_peers,
               const std::vector<std::string>& peer_notes)
 {
@@ -237,6 +237,7 @@ void PutPeers(ResultFields& f, const std::vector<run::PeerSummary>& summaries, c
     for (const run::PeerSummary& p : summaries) {
         peers.push_back(ResultValue{ResultValue::Object{{"address", Str(p.address)},
                                                         {"user_agent", Str(p.user_agent)},
+                                                        {"synced_headers", Int(p.synced_headers)},
                                                         {"blocks", UInt(p.blocks)},
                                                         {"block_bytes", UInt(p.block_bytes)},
                                                         {"spent_bytes", UInt(p.spent_bytes)},

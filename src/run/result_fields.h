@@ -80,7 +80,7 @@ ResultFields SwiftSyncRunFields(const run::SwiftSyncRunResult& r, PolicyId polic
 /// chainstate's statistics, the verdict (`swiftsync`) at swiftsync_height (swiftsync_resumed: an
 /// earlier run's, this one resumed the classic rest), header_height, timing,
 /// bytes (blocks 1..n), spent_bytes (their `bspent`s) and spent_bytes_saved (by the cutoff), the scripts, coins_written, `peers`
-/// ({address, user_agent, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
+/// ({address, user_agent, synced_headers, blocks, block_bytes, spent_bytes, dropped}), `unreachable`, `notes`,
 /// `continuation` (null, or {blocks, height, seconds, failure, reject_reason}), peak_rss_bytes.
 ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& r, PolicyId policy);
 

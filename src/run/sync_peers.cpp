@@ -76,6 +76,8 @@ public:
         int same = 0;
         while (same < std::min(m_chain->Height(), headers->Height()) && m_chain->Hash(same + 1) == headers->Hash(same + 1)) ++same;
         m_chain.emplace(std::move(*headers));
+        m_best.clear();
+        for (const auto& peer : m_peers) m_best[peer.address] = peer.best_height;
         if (m_chain->Height() > same) {
             if (auto e = engine::PersistHeaders(*m_chain, m_headers_file, same + 1)) return Error{Errc::Io, "writing the peers' headers: " + *e};
         }
@@ -171,6 +173,9 @@ private:
         auto connected = swiftsync::ConnectPeers(m_connect, m_params, m_o.policy, m_o.timeout, m_o.interrupt, m_out.unreachable);
         if (!connected) return connected.error();
         m_peers = std::move(*connected);
+        for (auto& peer : m_peers) { // connected again: what its headers showed still holds
+            if (auto b = m_best.find(peer.address); b != m_best.end()) peer.best_height = b->second;
+        }
         m_addresses.clear();
         for (const auto& p : m_peers) m_addresses.push_back(p.address);
         if (m_peers.empty() && !Interrupted()) {
@@ -190,6 +195,7 @@ private:
             it->blocks += r.blocks;
             it->block_bytes += r.block_bytes;
             it->dropped = r.dropped;
+            if (r.synced_headers >= 0) it->synced_headers = r.synced_headers;
             m_out.sync.bytes_received += r.block_bytes;
         }
     }
@@ -203,6 +209,7 @@ private:
     std::vector<swiftsync::ConnectedPeer> m_peers;
     std::vector<std::string> m_addresses; ///< of the fetcher's peers, by index
     std::map<int, std::size_t> m_sender;  ///< the peer that sent each recent height
+    std::map<std::string, uint32_t> m_best; ///< each peer's best height on the chain (Prepare's headers)
     std::atomic<int> m_tip_height{0};
     bool m_again{false};
 };

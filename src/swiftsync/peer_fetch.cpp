@@ -69,14 +69,22 @@ namespace {
 /// branch (HeaderBranch: every header checked on the branch's own ancestors), and the branch
 /// replaces the chain above the fork only with more chain work, as Core chooses among its peers'
 /// chains (on a tie the first seen stays): the peers' chain is the one with the most work, whichever
-/// peer answers first.
+/// peer answers first. `shown` becomes the highest height of `chain` the peer showed it holds (the
+/// last of its headers on it, or its branch's fork; -1: none), `adopted` the fork below which its
+/// branch replaced the chain (-1: none). The locator starts at the tip's parent, as Core's first
+/// getheaders does, so a peer at the tip answers with it rather than with nothing.
 std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
-                                       uint64_t& received)
+                                       uint64_t& received, int& shown, int& adopted)
 {
     std::optional<HeaderBranch> branch;
+    int ask_from = -1; // the height the next locator starts at (-1: the tip's parent)
     for (;;) {
         LocatorMessage loc;
-        loc.locator = MakeLocator(chain.Hashes());
+        const auto hashes = chain.Hashes();
+        const std::size_t upto = branch          ? hashes.size()
+                                 : ask_from >= 0 ? std::size_t(ask_from) + 1
+                                                 : std::max<std::size_t>(hashes.size() - 1, 1);
+        loc.locator = MakeLocator(hashes.first(upto));
         if (branch) {
             loc.locator.insert(loc.locator.begin(), branch->Tip());
             if (loc.locator.size() > MAX_LOCATOR_SZ) loc.locator.resize(MAX_LOCATOR_SZ);
@@ -98,9 +106,19 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
         if (!branch) {
             // An answer may start below our tip where the peer's chain is ours (the locator's step).
             while (i < got->size() && chain.HeightOf((*got)[i].GetHash())) ++i;
+            ask_from = -1;
+            if (i == MAX_HEADERS_RESULTS) {
+                // All held: a peer far behind, answering from a locator entry well below its tip.
+                // Asked on from the last of them, it must go on in order past what it showed.
+                const int first = *chain.HeightOf(got->front().GetHash()), last = *chain.HeightOf(got->back().GetHash());
+                if (first <= shown || last != first + int(i) - 1) return "sent a full headers message of headers held, out of order";
+                ask_from = last;
+            }
+            if (i > 0) shown = std::max(shown, *chain.HeightOf((*got)[i - 1].GetHash()));
             if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
                 const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
                 if (!fork) return "its headers do not connect to the chain held (parent " + (*got)[i].hash_prev_block.ToHex() + " is unknown)";
+                shown = *fork;
                 if (seed_only) {
                     chain.Truncate(*fork);
                 } else {
@@ -111,12 +129,15 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
         seed_only = false;
         for (; i < got->size(); ++i) {
             if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return *why;
+            if (!branch) shown = chain.Height();
         }
         if (got->size() == MAX_HEADERS_RESULTS) continue;
         if (!branch) return std::nullopt;
         const std::string fork = "its chain forks from the one held after height " + std::to_string(branch->Fork()) + " with ";
         if (!branch->MoreWork()) return fork + "no more work (kept the chain held)";
+        adopted = branch->Fork();
         chain.Adopt(*branch);
+        shown = chain.Height();
         return fork + "more work: the peers' chain follows it";
     }
 }
@@ -135,8 +156,18 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderCha
 {
     HeaderChain chain = std::move(start);
     bool seed_only = chain.Height() > 0;
-    for (ConnectedPeer& p : peers) {
-        if (auto why = HeadersFrom(*p.peer, chain, timeout, seed_only, received)) notes.push_back(p.address + ": headers: " + *why);
+    std::vector<int> shown(peers.size(), -1);
+    for (std::size_t k = 0; k < peers.size(); ++k) {
+        int adopted = -1;
+        auto why = HeadersFrom(*peers[k].peer, chain, timeout, seed_only, received, shown[k], adopted);
+        if (why) notes.push_back(peers[k].address + ": headers: " + *why);
+        // A branch taken leaves the peers before on the chain only up to its fork.
+        for (std::size_t j = 0; adopted >= 0 && j < k; ++j) shown[j] = std::min(shown[j], adopted);
+    }
+    for (std::size_t k = 0; k < peers.size(); ++k) {
+        // A peer that showed no header says only what its version message claimed.
+        const int claimed = std::clamp(peers[k].peer->info().version.start_height, 0, chain.Height());
+        peers[k].best_height = uint32_t(shown[k] >= 0 ? shown[k] : claimed);
     }
     const arith_uint256 minimum = UintToArith256(params.consensus.minimum_chain_work);
     if (chain.ChainWork().back() < minimum) {
@@ -207,6 +238,7 @@ struct BlockFetcher::State {
         for (std::size_t i = 0; i < peers.size(); ++i) {
             reports[i].address = peers[i].address;
             reports[i].user_agent = SanitizePeerText(peers[i].peer->info().version.user_agent);
+            if (peers[i].best_height != UINT32_MAX) reports[i].synced_headers = peers[i].best_height;
         }
     }
 
@@ -221,12 +253,18 @@ struct BlockFetcher::State {
             if (r.height != h) continue;
             listed = true;
             for (std::size_t p = 0; p < alive.size(); ++p) {
-                if (alive[p] && r.For(p)) return true;
+                if (alive[p] && r.For(p) && Holds(p, h)) return true;
             }
         }
         if (listed) return false;
-        return std::find(alive.begin(), alive.end(), true) != alive.end();
+        for (std::size_t p = 0; p < alive.size(); ++p) {
+            if (alive[p] && Holds(p, h)) return true;
+        }
+        return false;
     }
+
+    /// Whether peer p showed it holds height h (its headers reach it): it is asked for none above.
+    bool Holds(std::size_t p, uint32_t h) const { return h <= peers[p].best_height; }
 
     /// Whether a new height may be asked for: within max_ahead_bytes, or the one the checker
     /// waits for (then the run goes on whatever the limit). Under mu.
@@ -241,7 +279,7 @@ struct BlockFetcher::State {
         while (got.empty()) {
             if (stop || !alive[p] || Interrupted()) return got;
             for (auto it = retry.begin(); it != retry.end() && got.size() < o.window;) {
-                if (!it->For(p)) {
+                if (!it->For(p) || !Holds(p, it->height)) {
                     ++it;
                     continue;
                 }
@@ -250,7 +288,7 @@ struct BlockFetcher::State {
                 held[it->height] = Holder{p, it->only, NetClock::now()};
                 it = retry.erase(it);
             }
-            while (next <= to && got.size() < o.window && RoomAhead()) {
+            while (next <= to && Holds(p, next) && got.size() < o.window && RoomAhead()) {
                 const uint32_t h = next++;
                 got.push_back(Asked{h, o.recent_blocks == 0 ? 0 : h > o.recent_blocks ? h - o.recent_blocks : 1, estimate});
                 ahead_bytes += estimate;
@@ -264,12 +302,13 @@ struct BlockFetcher::State {
         return got;
     }
 
-    /// Peer p could be given nothing: when that is because the room ahead is full while another
-    /// peer holds the height Take waits for (and not for it alone to give), that holder stalls the
-    /// download from now on (Core's block-stalling rule; DropStaller). Under mu.
+    /// Peer p could be given nothing: when that is because the room ahead is full (and not p's
+    /// chain ending) while another peer holds the height Take waits for (and not for it alone to
+    /// give), that holder stalls the download from now on (Core's block-stalling rule;
+    /// DropStaller). Under mu.
     void NoteStuckWindow(std::size_t p)
     {
-        if (waiting == 0 || next > to || !arrived_any || RoomAhead()) return;
+        if (waiting == 0 || next > to || !Holds(p, next) || !arrived_any || RoomAhead()) return;
         auto it = held.find(waiting);
         if (it == held.end() || it->second.peer == p || it->second.only) return;
         auto& since = stuck_since[it->second.peer];
@@ -343,7 +382,7 @@ struct BlockFetcher::State {
         const bool window = stuck_since[p] && now - *stuck_since[p] >= stall_window;
         if (!window && now - it->second.since < o.timeout) return;
         bool others = false;
-        for (std::size_t q = 0; q < alive.size(); ++q) others = others || (q != p && alive[q]);
+        for (std::size_t q = 0; q < alive.size(); ++q) others = others || (q != p && alive[q] && Holds(q, h));
         if (!alive[p] || !others) return;
         // Core's words: "Peer is stalling block download".
         const std::string what = "stalling block download: height " + std::to_string(h) + ", which the run waits for, ";
@@ -503,7 +542,11 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
         if (!s.AnyAliveFor(h)) {
             std::erase_if(s.retry, [h](const State::Retry& r) { return r.height == h; }); // none may serve them
             std::string why;
-            for (const PeerReport& r : s.reports) why += (why.empty() ? "" : "; ") + r.address + ": " + r.dropped;
+            for (std::size_t p = 0; p < s.reports.size(); ++p) {
+                const PeerReport& r = s.reports[p];
+                why += (why.empty() ? "" : "; ") + r.address + ": " +
+                       (s.alive[p] ? "its headers end at height " + std::to_string(s.peers[p].best_height) : r.dropped);
+            }
             return Error{Errc::NotFound, "no peer is left to give block " + s.headers.Hash(int(h)).ToHex() + " at height " +
                                              std::to_string(h) + " and its spent coins (" + why + ")"};
         }

@@ -37,6 +37,12 @@ namespace ibdkit::swiftsync {
 struct ConnectedPeer {
     std::string address; ///< as the user gave it
     std::unique_ptr<Peer> peer;
+    /// The highest height of the run's header chain the peer showed it holds (set by
+    /// DownloadHeaders: the last of its headers on that chain, or where its own chain forks from
+    /// it, or, when it showed none, the height its version message claimed). The fetcher asks it
+    /// for no block above (Core asks a peer only for blocks its best known block has). Unknown,
+    /// any height, until then.
+    uint32_t best_height{UINT32_MAX};
 };
 
 /// Connects to each of `addresses` (HOST[:PORT], the network's port by default) and shakes hands
@@ -80,6 +86,9 @@ struct PeerReport {
     std::string user_agent; ///< sanitized as Core's getpeerinfo shows it (SanitizePeerText)
     uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
     std::string dropped; ///< why the peer was dropped; empty when it served to the end
+    /// The last height of the run's chain the peer showed it holds (its best_height; Core's
+    /// getpeerinfo `synced_headers`), -1 when unknown.
+    int64_t synced_headers{-1};
 };
 
 struct FetchOptions {

@@ -7,10 +7,14 @@
 #include "gen/chain_gen.h"
 #include "wire/protocol.h"
 
+#include <ibdkit/consensus/pow.h>
+
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
 
+#include <atomic>
+#include <map>
 #include <thread>
 
 using namespace ibdkit;
@@ -45,11 +49,36 @@ const Chain& TheChain()
     return c;
 }
 
-/// A peer on one end of a socketpair answering getdata with the chain's blocks, except those at
-/// `withhold_from` or above, of which it says nothing while it stays connected.
+/// A regtest header chain of `height` headers alone (no blocks), mined on the genesis.
+const HeaderChain& LongHeaders(int height)
+{
+    static std::map<int, HeaderChain> made;
+    auto it = made.find(height);
+    if (it != made.end()) return it->second;
+    HeaderChain c(Regtest());
+    for (int k = 1; k <= height; ++k) {
+        BlockHeader h;
+        h.version = 0x20000000;
+        h.hash_prev_block = c.Tip();
+        h.time = Regtest().genesis.time + uint32_t(k) * 600;
+        h.bits = Regtest().genesis.bits;
+        while (!CheckProofOfWork(h.GetHash().ToUint256(), h.bits, Regtest().consensus)) ++h.nonce;
+        if (auto why = c.Append(h)) throw std::runtime_error(*why);
+    }
+    return made.emplace(height, std::move(c)).first->second;
+}
+
+/// A peer on one end of a socketpair whose chain is `headers` up to `tip`: it answers getheaders
+/// as Core does (from the first locator entry on its chain, at most 2,000) and getdata with the
+/// chain's `blocks`, except those at `withhold_from` or above, of which it says nothing while it
+/// stays connected.
 class BlockServer {
 public:
-    explicit BlockServer(int withhold_from) : m_withhold_from(withhold_from) {}
+    explicit BlockServer(int withhold_from, int tip = 200, const HeaderChain& headers = TheChain().headers,
+                         const std::vector<Block>& blocks = TheChain().blocks)
+        : m_withhold_from(withhold_from), m_tip(tip), m_headers(headers), m_blocks(blocks)
+    {
+    }
     ~BlockServer()
     {
         if (m_thread.joinable()) m_thread.join();
@@ -63,26 +92,47 @@ public:
         return ConnectedPeer{std::move(address), std::make_unique<Peer>(Socket(fds[0]), Regtest(), PolicyId::Plain)};
     }
 
+    /// getheaders answered so far.
+    int HeadersAnswered() const { return m_answered.load(); }
+
 private:
     void Serve(Socket s)
     {
-        const Chain& chain = TheChain();
         Peer p(std::move(s), Regtest(), PolicyId::Plain);
         for (;;) {
             auto m = p.Receive(NetClock::now() + std::chrono::seconds(60));
             if (!m) return; // the fetcher closed the connection
+            if (m->command == "getheaders") {
+                auto loc = DecodeLocator(Peer::Bytes(*m));
+                if (!loc) return;
+                int fork = 0;
+                for (const BlockHash& l : loc->locator) {
+                    if (auto k = m_headers.HeightOf(l); k && *k <= m_tip) {
+                        fork = *k;
+                        break;
+                    }
+                }
+                std::vector<BlockHeader> hs;
+                for (int k = fork + 1; k <= m_tip && hs.size() < MAX_HEADERS_RESULTS; ++k) hs.push_back(m_headers.Header(k));
+                ++m_answered;
+                if (p.Send("headers", EncodeHeaders(hs))) return;
+                continue;
+            }
             if (m->command != "getdata") continue;
             auto invs = DecodeInv(Peer::Bytes(*m));
             if (!invs) return;
             for (const Inv& inv : *invs) {
-                auto h = chain.headers.HeightOf(BlockHash(inv.hash));
-                if (!h || *h >= m_withhold_from) continue;
-                if (p.Send("block", EncodeBlock(chain.blocks[std::size_t(*h)]))) return;
+                auto h = m_headers.HeightOf(BlockHash(inv.hash));
+                if (!h || *h >= m_withhold_from || *h > m_tip) continue;
+                if (p.Send("block", EncodeBlock(m_blocks[std::size_t(*h)]))) return;
             }
         }
     }
 
-    int m_withhold_from;
+    int m_withhold_from, m_tip;
+    const HeaderChain& m_headers;
+    const std::vector<Block>& m_blocks;
+    std::atomic<int> m_answered{0};
     std::thread m_thread;
 };
 
@@ -115,6 +165,89 @@ TEST(BlockFetcher, APeerHoldingTheWaitedBlockWhileTheRoomFillsIsDroppedByCoresRu
     EXPECT_EQ(reports[1].dropped, "");
     EXPECT_EQ(reports[0].blocks + reports[1].blocks, 200u);
     EXPECT_LE(reports[0].blocks, 60u);
+}
+
+} // namespace
+
+namespace {
+
+// A peer whose chain ends at 60 beside one at the tip: the headers show where each ends, as Core
+// learns its peers' best blocks, and the fetcher asks the shorter one only for heights it holds:
+// it serves some of them and is not dropped for a notfound or a stall on the heights it lacks.
+TEST(BlockFetcher, APeerBehindIsAskedOnlyForTheBlocksItsHeadersShowed)
+{
+    const Chain& chain = TheChain();
+    BlockServer behind(1 << 30, 60), honest(1 << 30);
+    std::vector<ConnectedPeer> peers;
+    peers.push_back(behind.Connect("behind"));
+    peers.push_back(honest.Connect("honest"));
+    std::vector<std::string> notes;
+    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    ASSERT_TRUE(headers) << headers.error().message;
+    ASSERT_EQ(headers->Tip(), chain.headers.Tip());
+    EXPECT_EQ(peers[0].best_height, 60u);
+    EXPECT_EQ(peers[1].best_height, 200u);
+    EXPECT_TRUE(notes.empty()) << notes.front();
+    FetchOptions o;
+    o.timeout = std::chrono::seconds(120);
+    o.window = 4;
+    o.spent_coins = false;
+    BlockFetcher fetcher(std::move(peers), *headers, 1, 200, o);
+    for (uint32_t h = 1; h <= 200; ++h) {
+        auto b = fetcher.Take(h);
+        ASSERT_TRUE(b) << "height " << h << ": " << b.error().message;
+        ASSERT_EQ(HeaderFromBytes(b->block.uchars().first<80>()).GetHash(), chain.headers.Hash(int(h))) << h;
+        ASSERT_TRUE(b->peer == 1 || h <= 60) << "height " << h << " came from the peer whose chain ends at 60";
+    }
+    const auto reports = fetcher.Reports();
+    EXPECT_EQ(reports[0].dropped, "");
+    EXPECT_EQ(reports[1].dropped, "");
+    EXPECT_GT(reports[0].blocks, 0u);
+    EXPECT_EQ(reports[0].synced_headers, 60);
+    EXPECT_EQ(reports[1].synced_headers, 200);
+}
+
+// With only the shorter peer left for a height above its chain, Take says so at once, naming where
+// its headers end, rather than asking it for a block it never showed.
+TEST(BlockFetcher, NoPeerHoldingAHeightIsSaidAtOnce)
+{
+    BlockServer behind(1 << 30, 60), honest(1 << 30);
+    std::vector<ConnectedPeer> peers;
+    peers.push_back(behind.Connect("behind"));
+    peers.push_back(honest.Connect("honest"));
+    std::vector<std::string> notes;
+    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    ASSERT_TRUE(headers) << headers.error().message;
+    FetchOptions o;
+    o.spent_coins = false;
+    BlockFetcher fetcher(std::move(peers), *headers, 1, 200, o);
+    fetcher.Drop(1, "gone");
+    auto b = fetcher.Take(100);
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.error().code, Errc::NotFound);
+    EXPECT_NE(b.error().message.find("behind: its headers end at height 60; honest: gone"), std::string::npos) << b.error().message;
+}
+
+// A peer far behind answers a locator from the entry below its tip, which may lie more than 2,000
+// headers down: its full answer is all headers held. Asked on from the last of them (as Core asks
+// on from the last header of a full answer), it shows its tip; asked again with the same locator,
+// the download would go round forever.
+TEST(DownloadHeaders, APeerFarBehindIsAskedOnUntilItsTip)
+{
+    const HeaderChain& long_chain = LongHeaders(8300);
+    const std::vector<Block> none;
+    BlockServer ahead(0, 8300, long_chain, none), behind(0, 4000, long_chain, none);
+    std::vector<ConnectedPeer> peers;
+    peers.push_back(ahead.Connect("ahead"));
+    peers.push_back(behind.Connect("behind"));
+    std::vector<std::string> notes;
+    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    ASSERT_TRUE(headers) << headers.error().message;
+    EXPECT_EQ(headers->Height(), 8300);
+    EXPECT_TRUE(notes.empty()) << notes.front();
+    EXPECT_EQ(peers[0].best_height, 8300u);
+    EXPECT_EQ(peers[1].best_height, 4000u);
+    EXPECT_LE(behind.HeadersAnswered(), 3);
 }
 
 } // namespace

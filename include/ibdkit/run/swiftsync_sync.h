@@ -63,6 +63,9 @@ struct PeerSummary {
     std::string address, user_agent;
     uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
     std::string dropped; ///< why the run dropped it; empty when it served to the end
+    /// The last height of the run's header chain it showed it holds (Core's getpeerinfo
+    /// `synced_headers`; no block above it is asked of it), -1 when unknown.
+    int64_t synced_headers{-1};
 };
 
 struct SwiftSyncPeersResult {
