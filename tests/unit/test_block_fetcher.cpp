@@ -171,6 +171,20 @@ TEST(BlockFetcher, APeerHoldingTheWaitedBlockWhileTheRoomFillsIsDroppedByCoresRu
 
 namespace {
 
+/// `behind` and `honest`, connected (in that order), and the header chain downloaded from them,
+/// which must come with no note.
+std::pair<std::vector<ConnectedPeer>, HeaderChain> BehindAndHonest(BlockServer& behind, BlockServer& honest)
+{
+    std::vector<ConnectedPeer> peers;
+    peers.push_back(behind.Connect("behind"));
+    peers.push_back(honest.Connect("honest"));
+    std::vector<std::string> notes;
+    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    if (!headers) throw std::runtime_error(headers.error().message);
+    if (!notes.empty()) throw std::runtime_error(notes.front());
+    return {std::move(peers), std::move(*headers)};
+}
+
 // A peer whose chain ends at 60 beside one at the tip: the headers show where each ends, as Core
 // learns its peers' best blocks, and the fetcher asks the shorter one only for heights it holds:
 // it serves some of them and is not dropped for a notfound or a stall on the heights it lacks.
@@ -178,21 +192,15 @@ TEST(BlockFetcher, APeerBehindIsAskedOnlyForTheBlocksItsHeadersShowed)
 {
     const Chain& chain = TheChain();
     BlockServer behind(1 << 30, 60), honest(1 << 30);
-    std::vector<ConnectedPeer> peers;
-    peers.push_back(behind.Connect("behind"));
-    peers.push_back(honest.Connect("honest"));
-    std::vector<std::string> notes;
-    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
-    ASSERT_TRUE(headers) << headers.error().message;
-    ASSERT_EQ(headers->Tip(), chain.headers.Tip());
+    auto [peers, headers] = BehindAndHonest(behind, honest);
+    ASSERT_EQ(headers.Tip(), chain.headers.Tip());
     EXPECT_EQ(peers[0].best_height, 60u);
     EXPECT_EQ(peers[1].best_height, 200u);
-    EXPECT_TRUE(notes.empty()) << notes.front();
     FetchOptions o;
     o.timeout = std::chrono::seconds(120);
     o.window = 4;
     o.spent_coins = false;
-    BlockFetcher fetcher(std::move(peers), *headers, 1, 200, o);
+    BlockFetcher fetcher(std::move(peers), headers, 1, 200, o);
     for (uint32_t h = 1; h <= 200; ++h) {
         auto b = fetcher.Take(h);
         ASSERT_TRUE(b) << "height " << h << ": " << b.error().message;
@@ -212,15 +220,10 @@ TEST(BlockFetcher, APeerBehindIsAskedOnlyForTheBlocksItsHeadersShowed)
 TEST(BlockFetcher, NoPeerHoldingAHeightIsSaidAtOnce)
 {
     BlockServer behind(1 << 30, 60), honest(1 << 30);
-    std::vector<ConnectedPeer> peers;
-    peers.push_back(behind.Connect("behind"));
-    peers.push_back(honest.Connect("honest"));
-    std::vector<std::string> notes;
-    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
-    ASSERT_TRUE(headers) << headers.error().message;
+    auto [peers, headers] = BehindAndHonest(behind, honest);
     FetchOptions o;
     o.spent_coins = false;
-    BlockFetcher fetcher(std::move(peers), *headers, 1, 200, o);
+    BlockFetcher fetcher(std::move(peers), headers, 1, 200, o);
     fetcher.Drop(1, "gone");
     auto b = fetcher.Take(100);
     ASSERT_FALSE(b);
