@@ -10,13 +10,6 @@
 
 namespace ibdkit::sync_detail {
 
-std::string Secs(std::chrono::milliseconds d)
-{
-    char b[32];
-    std::snprintf(b, sizeof b, "%.1f s", double(d.count()) / 1000.0);
-    return b;
-}
-
 PeerLink::PeerLink(const SyncOptions& options, const ChainParams& chain_params, HeaderChain& header_chain, SyncResult& result,
                    Socket socket)
     : o(options), params(chain_params), chain(header_chain), res(result),
@@ -87,7 +80,7 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
                     return std::nullopt;
                 }
                 if (m.error().code == NetErrc::Timeout) {
-                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + Secs(wait)});
+                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + SecondsText(wait)});
                 }
                 return m_link.Fail(m.error());
             }
@@ -174,7 +167,7 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::spa
         while (!next) {
             auto m = m_link.peer.Receive(deadline);
             if (!m) {
-                if (m.error().code == NetErrc::Timeout) return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + Secs(m_link.o.timeout)});
+                if (m.error().code == NetErrc::Timeout) return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + SecondsText(m_link.o.timeout)});
                 return m_link.Fail(m.error());
             }
             if (m->command != "headers") continue;

@@ -10,6 +10,7 @@
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/engine/sync.h>
 
+#include "common/seconds_text.h"
 #include "wire/peer.h"
 
 #include <atomic>
@@ -26,9 +27,6 @@
 namespace ibdkit::sync_detail {
 
 inline double Seconds(NetClock::time_point since) { return std::chrono::duration<double>(NetClock::now() - since).count(); }
-
-/// "12.3 s".
-std::string Secs(std::chrono::milliseconds d);
 
 /// What the header chain and the block download share: the run's options and result, the header
 /// chain, the one connection (its messages in the run's buffer policy), the mode, and the heights

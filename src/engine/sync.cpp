@@ -24,7 +24,6 @@ namespace ibdkit {
 namespace {
 
 using sync_detail::Seconds;
-using sync_detail::Secs;
 
 // One peer as a block source: the handshake and header sync in Prepare, then blocks requested in
 // a window and emitted in chain order as they arrive (the engine decodes, checks and connects them).
@@ -120,7 +119,7 @@ public:
             auto m = m_link.peer.Receive(last + m_link.o.timeout);
             if (!m) {
                 if (m.error().code == NetErrc::Timeout) {
-                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no block for " + Secs(m_link.o.timeout) + " while fetching block " +
+                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no block for " + SecondsText(m_link.o.timeout) + " while fetching block " +
                                                        hashes[next].ToHex() + " of the branch it left (needed to disconnect it)"});
                 }
                 return m_link.Fail(m.error());
@@ -267,11 +266,11 @@ private:
     std::string StallMessage() const
     {
         if (!m_link.inflight.empty()) {
-            return "peer stalled: no block for " + Secs(m_link.o.timeout) + " with " + std::to_string(m_link.inflight.size()) +
+            return "peer stalled: no block for " + SecondsText(m_link.o.timeout) + " with " + std::to_string(m_link.inflight.size()) +
                    " requested (waiting for block " + m_link.inflight.front().ToHex() + " at height " +
                    std::to_string(m_emitted + 1) + ")";
         }
-        return "peer stalled: no answer to getblocks for " + Secs(m_link.o.timeout) + " (at height " + std::to_string(m_emitted) +
+        return "peer stalled: no answer to getblocks for " + SecondsText(m_link.o.timeout) + " (at height " + std::to_string(m_emitted) +
                ", the peer announced " + std::to_string(m_link.res.peer_height) + ")";
     }
 

@@ -1,5 +1,6 @@
 // SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h).
 #include "swiftsync/peer_fetch.h"
+#include "common/seconds_text.h"
 #include "wire/protocol.h"
 
 #include <ibdkit/primitives/consensus_constants.h>
@@ -23,14 +24,6 @@ namespace {
 /// Core's BLOCK_STALLING_TIMEOUT_DEFAULT and _MAX: how long a peer may hold the block the run waits
 /// for while the blocks ahead of it fill the room, at first and at most.
 constexpr std::chrono::seconds STALL_WINDOW_MIN{2}, STALL_WINDOW_MAX{64};
-
-/// "2 s", "0.5 s".
-std::string SecondsText(std::chrono::milliseconds d)
-{
-    char b[32];
-    std::snprintf(b, sizeof b, "%g s", double(d.count()) / 1000.0);
-    return b;
-}
 
 } // namespace
 

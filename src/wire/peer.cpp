@@ -2,6 +2,8 @@
 
 #include "wire/rate_limit.h"
 
+#include "common/seconds_text.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -281,7 +283,7 @@ std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milli
         if (!m) {
             if (m.error().code == NetErrc::Timeout) {
                 return NetError{NetErrc::Timeout, std::string("handshake timed out: no ") + (got_version ? "verack" : "version") +
-                                                      " from the peer within " + std::to_string(timeout.count() / 1000) + " s" +
+                                                      " from the peer within " + SecondsText(timeout) +
                                                       RejectSuffix()};
             }
             if (m.error().code == NetErrc::Closed) {
