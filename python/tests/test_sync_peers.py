@@ -468,3 +468,47 @@ def test_one_peer_far_behind_the_headers_held_is_asked_on_and_the_sync_stops_at_
     got = json.loads(r.stdout)
     assert got["height"] == 4000 and got["header_height"] == 8300, got
     assert "at height 4001 (notfound): its chain ends below the headers held" in r.stderr, r.stderr
+
+
+def same_headers_again():
+    """A lie: every `headers` answer after the first full one is that first one again (2,000
+    headers the client holds by then), as if the peer never moved past them."""
+    first = []
+
+    def lie(command, payload):
+        if command != "headers":
+            return payload
+        if not first and len(payload) > 2000 * 81 // 2:
+            first.append(payload)
+            return payload
+        return first[0] if first else payload
+    return lie
+
+
+@pytest.mark.parametrize("peers", [1, 2])
+def test_a_peer_that_repeats_headers_held_cannot_hold_the_header_download_forever(cli, long_chain, tmp_path, peers):
+    """Asked on from the last header of a full answer of headers held, a peer must go on past it:
+    one that sends the same 2,000 again is refused (alone: the sync stops, exit 1; beside an honest
+    peer: its headers are left, it is asked for no block above what it showed, and the sync ends at
+    the tip). Before, the download asked it the same forever."""
+    upstream = Peer(cli, "--blocks-dir", long_chain[0])
+    liar = LyingProxy(upstream.port, same_headers_again())
+    honest = Peer(cli, "--blocks-dir", long_chain[0]) if peers == 2 else None
+    try:
+        ports = [liar.port] + ([honest.port] if honest else [])
+        r = sync(cli, ports, "--chainstate", tmp_path / "cs", "--stop-height", "2100", check=False)
+    finally:
+        liar.close()
+        upstream.stop()
+        if honest:
+            honest.stop()
+    if peers == 1:
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "peer sent a full headers message of headers held, not past the last one" in r.stderr, r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["height"] == 2100 and got["header_height"] == 8300, got
+    assert any(n.startswith(f"127.0.0.1:{liar.port}: headers: sent a full headers message of headers held, out of order")
+               for n in got["notes"]), got["notes"]
+    assert got["peers"][0]["synced_headers"] == 2000 and got["peers"][0]["dropped"] is None, got["peers"]
