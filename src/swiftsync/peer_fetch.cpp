@@ -1,4 +1,5 @@
-// SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h).
+// SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h): the blocks, from whichever peer
+// is free. Connecting and the header chain: peer_connect.cpp.
 #include "swiftsync/peer_fetch.h"
 #include "common/seconds_text.h"
 #include "wire/protocol.h"
@@ -13,7 +14,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <unordered_map>
 
@@ -26,149 +26,6 @@ namespace {
 constexpr std::chrono::seconds STALL_WINDOW_MIN{2}, STALL_WINDOW_MAX{64};
 
 } // namespace
-
-Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& addresses, const ChainParams& params, PolicyId policy,
-                                                std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-                                                std::vector<std::string>& failed)
-{
-    std::vector<ConnectedPeer> peers;
-    std::random_device rd;
-    for (const std::string& a : addresses) {
-        auto hp = SplitHostPort(a, params.default_port);
-        if (!hp) return Error{Errc::InvalidValue, "peer address '" + a + "' is not HOST, HOST:PORT or [IPv6]:PORT"};
-        auto socket = Socket::Connect(hp->first, hp->second, timeout, interrupt);
-        if (!socket) {
-            failed.push_back(a + ": " + socket.error().message);
-            continue;
-        }
-        auto peer = std::make_unique<Peer>(std::move(*socket), params, policy, interrupt);
-        const uint64_t nonce = (uint64_t(rd()) << 32 | rd()) | 1;
-        if (auto e = peer->Handshake(0, timeout, nonce, FEATURE_NEGOTIATION_VERSION)) {
-            failed.push_back(a + ": " + e->message);
-            continue;
-        }
-        peers.push_back(ConnectedPeer{a, std::move(peer)});
-    }
-    return peers;
-}
-
-namespace {
-
-/// getheaders from `peer` onto `chain` until a short answer; nullopt when the peer's chain ends on
-/// it, otherwise why the peer added nothing (more) or what its chain changed. While `seed_only` (the
-/// chain is what the run started from, and no peer has answered onto it yet), a peer whose headers
-/// fork below its tip replaces the part above the fork, as a download from the genesis would have
-/// given the first peer's chain. After that, a peer whose headers fork is followed to the end of its
-/// branch (HeaderBranch: every header checked on the branch's own ancestors), and the branch
-/// replaces the chain above the fork only with more chain work, as Core chooses among its peers'
-/// chains (on a tie the first seen stays): the peers' chain is the one with the most work, whichever
-/// peer answers first. `shown` becomes the highest height of `chain` the peer showed it holds (the
-/// last of its headers on it, or its branch's fork; -1: none), `adopted` the fork below which its
-/// branch replaced the chain (-1: none). The locator starts at the tip's parent, as Core's first
-/// getheaders does, so a peer at the tip answers with it rather than with nothing.
-std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
-                                       uint64_t& received, int& shown, int& adopted)
-{
-    std::optional<HeaderBranch> branch;
-    int ask_from = -1; // the height the next locator starts at (-1: the tip's parent)
-    for (;;) {
-        LocatorMessage loc;
-        const auto hashes = chain.Hashes();
-        const std::size_t upto = branch          ? hashes.size()
-                                 : ask_from >= 0 ? std::size_t(ask_from) + 1
-                                                 : std::max<std::size_t>(hashes.size() - 1, 1);
-        loc.locator = MakeLocator(hashes.first(upto));
-        if (branch) {
-            loc.locator.insert(loc.locator.begin(), branch->Tip());
-            if (loc.locator.size() > MAX_LOCATOR_SZ) loc.locator.resize(MAX_LOCATOR_SZ);
-        }
-        if (auto e = peer.Send("getheaders", EncodeLocator(loc), timeout)) return e->message;
-        const auto deadline = NetClock::now() + timeout;
-        std::optional<std::vector<BlockHeader>> got;
-        while (!got) {
-            auto m = peer.Receive(deadline);
-            if (!m) return m.error().message;
-            if (m->command != "headers") continue;
-            auto h = DecodeHeaders(Peer::Bytes(*m));
-            if (!h) return "a malformed headers message: " + h.error().message;
-            got = std::move(*h);
-        }
-        received += got->size();
-        if (got->size() > MAX_HEADERS_RESULTS) return "a headers message of " + std::to_string(got->size()) + " headers";
-        std::size_t i = 0;
-        if (!branch) {
-            // An answer may start below our tip where the peer's chain is ours (the locator's step).
-            while (i < got->size() && chain.HeightOf((*got)[i].GetHash())) ++i;
-            ask_from = -1;
-            if (i == MAX_HEADERS_RESULTS) {
-                // All held: a peer far behind, answering from a locator entry well below its tip.
-                // Asked on from the last of them, it must go on in order past what it showed.
-                const int first = *chain.HeightOf(got->front().GetHash()), last = *chain.HeightOf(got->back().GetHash());
-                if (first <= shown || last != first + int(i) - 1) return "sent a full headers message of headers held, out of order";
-                ask_from = last;
-            }
-            if (i > 0) shown = std::max(shown, *chain.HeightOf((*got)[i - 1].GetHash()));
-            if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
-                const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
-                if (!fork) return "its headers do not connect to the chain held (parent " + (*got)[i].hash_prev_block.ToHex() + " is unknown)";
-                shown = *fork;
-                if (seed_only) {
-                    chain.Truncate(*fork);
-                } else {
-                    branch.emplace(chain, *fork);
-                }
-            }
-        }
-        seed_only = false;
-        for (; i < got->size(); ++i) {
-            if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return *why;
-            if (!branch) shown = chain.Height();
-        }
-        if (got->size() == MAX_HEADERS_RESULTS) continue;
-        if (!branch) return std::nullopt;
-        const std::string fork = "its chain forks from the one held after height " + std::to_string(branch->Fork()) + " with ";
-        if (!branch->MoreWork()) return fork + "no more work (kept the chain held)";
-        adopted = branch->Fork();
-        chain.Adopt(*branch);
-        shown = chain.Height();
-        return fork + "more work: the peers' chain follows it";
-    }
-}
-
-} // namespace
-
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
-                                    std::vector<std::string>& notes)
-{
-    uint64_t received = 0;
-    return DownloadHeaders(peers, HeaderChain(params), params, timeout, notes, received);
-}
-
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
-                                    std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received)
-{
-    HeaderChain chain = std::move(start);
-    bool seed_only = chain.Height() > 0;
-    std::vector<int> shown(peers.size(), -1);
-    for (std::size_t k = 0; k < peers.size(); ++k) {
-        int adopted = -1;
-        auto why = HeadersFrom(*peers[k].peer, chain, timeout, seed_only, received, shown[k], adopted);
-        if (why) notes.push_back(peers[k].address + ": headers: " + *why);
-        // A branch taken leaves the peers before on the chain only up to its fork.
-        for (std::size_t j = 0; adopted >= 0 && j < k; ++j) shown[j] = std::min(shown[j], adopted);
-    }
-    for (std::size_t k = 0; k < peers.size(); ++k) {
-        // A peer that showed no header says only what its version message claimed.
-        const int claimed = std::clamp(peers[k].peer->info().version.start_height, 0, chain.Height());
-        peers[k].best_height = uint32_t(shown[k] >= 0 ? shown[k] : claimed);
-    }
-    const arith_uint256 minimum = UintToArith256(params.consensus.minimum_chain_work);
-    if (chain.ChainWork().back() < minimum) {
-        return Error{Errc::Refused, "the peers' header chain (height " + std::to_string(chain.Height()) +
-                                        ") has less work than the network's minimum chain work: Core would not sync it"};
-    }
-    return chain;
-}
 
 struct BlockFetcher::State {
     /// A height handed to a peer: the cutoff its coins are asked with, and what it is charged
