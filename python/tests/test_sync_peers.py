@@ -28,6 +28,7 @@ import pytest
 from chain_model import compact_size, sha256d
 from conftest import import_ibdkit, run_cli
 from test_replay_datadir import FIELDS, block_hash, records
+from test_replay_scripts import write_blk
 from test_serve import REGTEST_MAGIC, message
 from test_swiftsync_coins import gen_blocks
 from test_sync_swiftsync import LyingProxy, Peer, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
@@ -405,9 +406,7 @@ def test_a_peer_behind_serves_the_blocks_it_holds_and_is_never_asked_for_more(cl
     gen_blocks(cli, tmp_path, height, seed=23)  # the fixture's blocks again
     blocks = records(tmp_path / "chain" / "blocks")
     assert len(blocks) == height + 1 and block_hash(blocks[-1]) == tip  # the genesis first
-    prefix = tmp_path / "prefix"
-    prefix.mkdir()
-    (prefix / "blk00000.dat").write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks[:61]))
+    prefix = write_blk(tmp_path / "prefix" / "blk00000.dat", blocks[:61]).parent
     behind, honest = Peer(cli, "--blocks-dir", prefix), Peer(cli, "--datadir", datadir)
     try:
         got = json.loads(sync(cli, [behind.port, honest.port], "--chainstate", tmp_path / "cs").stdout)
@@ -430,9 +429,7 @@ def long_chain(cli, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("long-chain")
     run_cli(cli, "gen-chain", "--out", tmp / "chain", "--blocks", "8300", "--target-mb", "3", "--seed", "7", "--no-progress", "--json")
     blocks = records(tmp / "chain" / "blocks")
-    prefix = tmp / "prefix"
-    prefix.mkdir()
-    (prefix / "blk00000.dat").write_bytes(b"".join(REGTEST_MAGIC + struct.pack("<I", len(b)) + b for b in blocks[:4001]))
+    prefix = write_blk(tmp / "prefix" / "blk00000.dat", blocks[:4001]).parent
     return tmp / "chain" / "blocks", prefix
 
 

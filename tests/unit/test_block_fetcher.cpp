@@ -94,6 +94,9 @@ public:
 
     /// getheaders answered so far.
     int HeadersAnswered() const { return m_answered.load(); }
+    /// Holds each block this long before sending it, as a link would (call before Connect): on a
+    /// socketpair with none, one peer can hand over a tiny chain before another has asked at all.
+    void Delay(std::chrono::milliseconds d) { m_delay = d; }
 
 private:
     void Serve(Socket s)
@@ -124,6 +127,7 @@ private:
             for (const Inv& inv : *invs) {
                 auto h = m_headers.HeightOf(BlockHash(inv.hash));
                 if (!h || *h >= m_withhold_from || *h > m_tip) continue;
+                if (m_delay.count()) std::this_thread::sleep_for(m_delay);
                 if (p.Send("block", EncodeBlock(m_blocks[std::size_t(*h)]))) return;
             }
         }
@@ -133,6 +137,7 @@ private:
     const HeaderChain& m_headers;
     const std::vector<Block>& m_blocks;
     std::atomic<int> m_answered{0};
+    std::chrono::milliseconds m_delay{0};
     std::thread m_thread;
 };
 
@@ -192,6 +197,7 @@ TEST(BlockFetcher, APeerBehindIsAskedOnlyForTheBlocksItsHeadersShowed)
 {
     const Chain& chain = TheChain();
     BlockServer behind(1 << 30, 60), honest(1 << 30);
+    honest.Delay(std::chrono::milliseconds(2)); // so that the behind peer has asked before the honest one is done
     auto [peers, headers] = BehindAndHonest(behind, honest);
     ASSERT_EQ(headers.Tip(), chain.headers.Tip());
     EXPECT_EQ(peers[0].best_height, 60u);
