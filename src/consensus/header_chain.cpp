@@ -18,6 +18,16 @@ std::optional<int> HeaderChain::HeightOf(const BlockHash& hash) const
     return it->second;
 }
 
+std::optional<HeaderChain::HeldRun> HeaderChain::Held(std::span<const BlockHeader> headers) const
+{
+    if (headers.empty()) return std::nullopt;
+    const auto parent = HeightOf(headers.front().hash_prev_block);
+    if (!parent) return std::nullopt;
+    HeldRun run{*parent, 0};
+    while (run.held < headers.size() && run.Last() < Height() && Hash(run.Last() + 1) == headers[run.held].GetHash()) ++run.held;
+    return run;
+}
+
 std::optional<std::string> CheckHeaderOn(const BlockHeader& header, const HeaderAncestry& prev, const ConsensusParams& params)
 {
     const BlockHash hash = header.GetHash();

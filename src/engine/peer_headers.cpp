@@ -37,6 +37,14 @@ void PeerLink::PublishHeights()
 
 bool PeerLink::Interrupted() const { return o.interrupt && o.interrupt->load(std::memory_order_relaxed); }
 
+// A getheaders exchange's failure as the run reports it: the peer "stalled" or "sent" it.
+static NetError Said(NetError e)
+{
+    if (e.code == NetErrc::Timeout) e.message = "peer stalled: " + e.message;
+    if (e.code == NetErrc::Misbehaving) e.message = "peer sent " + e.message;
+    return e;
+}
+
 PeerHeaders::PeerHeaders(PeerLink& link, std::filesystem::path headers_file)
     : m_link(link), m_headers_file(std::move(headers_file))
 {
@@ -65,44 +73,26 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
     bool first = true;
     int ask_from = -1; // the height the next locator starts at (-1: the tip)
     for (;;) {
-        LocatorMessage gh;
         const auto hashes = m_link.chain.Hashes();
-        gh.locator = MakeLocator(ask_from >= 0 ? hashes.first(std::size_t(ask_from) + 1) : hashes);
-        if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
         const auto wait = first ? m_link.o.headers_wait : m_link.o.timeout;
-        const auto deadline = NetClock::now() + wait;
-        std::optional<std::vector<BlockHeader>> headers;
-        while (!headers) {
-            auto m = m_link.peer.Receive(deadline);
-            if (!m) {
-                if (m.error().code == NetErrc::Timeout && first) {
-                    m_link.getblocks = true; // the peer ignores getheaders (e.g. its tip is old): use getblocks
-                    return std::nullopt;
-                }
-                if (m.error().code == NetErrc::Timeout) {
-                    return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + SecondsText(wait)});
-                }
-                return m_link.Fail(m.error());
+        auto headers = m_link.peer.AskHeaders(MakeLocator(ask_from >= 0 ? hashes.first(std::size_t(ask_from) + 1) : hashes), wait);
+        if (!headers) {
+            if (headers.error().code == NetErrc::Timeout && first) {
+                m_link.getblocks = true; // the peer ignores getheaders (e.g. its tip is old): use getblocks
+                return std::nullopt;
             }
-            if (m->command != "headers") continue;
-            auto hs = DecodeHeaders(Peer::Bytes(*m));
-            if (!hs) return m_link.Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
-            headers = std::move(*hs);
+            return m_link.Fail(Said(headers.error()));
         }
         first = false;
         m_link.res.headers_received += headers->size();
         if (headers->empty()) return std::nullopt;
-        auto prev = m_link.chain.HeightOf(headers->front().hash_prev_block);
-        if (!prev) {
+        const auto run = m_link.chain.Held(*headers);
+        if (!run) {
             return m_link.Fail({NetErrc::Misbehaving, "peer sent headers that do not connect to our chain (first header's parent " +
                                                    headers->front().hash_prev_block.ToHex() + " is unknown)"});
         }
-        std::size_t i = 0;
-        int h = *prev;
-        while (i < headers->size() && h + 1 <= m_link.chain.Height() && m_link.chain.Hash(h + 1) == (*headers)[i].GetHash()) {
-            ++i;
-            ++h;
-        }
+        std::size_t i = run->held;
+        const int h = run->Last();
         const int persist_from = h + 1;
         if (i == MAX_HEADERS_RESULTS) {
             if (h <= ask_from) {
@@ -157,24 +147,11 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::spa
     };
     if (auto why = take(first)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
     while (more && !m_link.Interrupted()) {
-        LocatorMessage gh;
-        gh.locator.push_back(branch.Tip());
-        for (const auto& hh : MakeLocator(m_link.chain.Hashes())) gh.locator.push_back(hh);
-        if (gh.locator.size() > MAX_LOCATOR_SZ) gh.locator.resize(MAX_LOCATOR_SZ);
-        if (auto e = m_link.peer.Send("getheaders", EncodeLocator(gh))) return m_link.Fail(*e);
-        const auto deadline = NetClock::now() + m_link.o.timeout;
-        std::optional<std::vector<BlockHeader>> next;
-        while (!next) {
-            auto m = m_link.peer.Receive(deadline);
-            if (!m) {
-                if (m.error().code == NetErrc::Timeout) return m_link.Fail({NetErrc::Timeout, "peer stalled: no answer to getheaders within " + SecondsText(m_link.o.timeout)});
-                return m_link.Fail(m.error());
-            }
-            if (m->command != "headers") continue;
-            auto hs = DecodeHeaders(Peer::Bytes(*m));
-            if (!hs) return m_link.Fail({NetErrc::Misbehaving, "peer sent a malformed headers message: " + hs.error().message});
-            next = std::move(*hs);
-        }
+        std::vector<BlockHash> locator{branch.Tip()};
+        for (const auto& hh : MakeLocator(m_link.chain.Hashes())) locator.push_back(hh);
+        if (locator.size() > MAX_LOCATOR_SZ) locator.resize(MAX_LOCATOR_SZ);
+        auto next = m_link.peer.AskHeaders(std::move(locator), m_link.o.timeout);
+        if (!next) return m_link.Fail(Said(next.error()));
         m_link.res.headers_received += next->size();
         more = next->size() == MAX_HEADERS_RESULTS;
         if (auto why = take(*next)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});

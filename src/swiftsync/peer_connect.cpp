@@ -53,50 +53,41 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
     std::optional<HeaderBranch> branch;
     int ask_from = -1; // the height the next locator starts at (-1: the tip's parent)
     for (;;) {
-        LocatorMessage loc;
         const auto hashes = chain.Hashes();
         const std::size_t upto = branch          ? hashes.size()
                                  : ask_from >= 0 ? std::size_t(ask_from) + 1
                                                  : std::max<std::size_t>(hashes.size() - 1, 1);
-        loc.locator = MakeLocator(hashes.first(upto));
+        std::vector<BlockHash> locator = MakeLocator(hashes.first(upto));
         if (branch) {
-            loc.locator.insert(loc.locator.begin(), branch->Tip());
-            if (loc.locator.size() > MAX_LOCATOR_SZ) loc.locator.resize(MAX_LOCATOR_SZ);
+            locator.insert(locator.begin(), branch->Tip());
+            if (locator.size() > MAX_LOCATOR_SZ) locator.resize(MAX_LOCATOR_SZ);
         }
-        if (auto e = peer.Send("getheaders", EncodeLocator(loc), timeout)) return e->message;
-        const auto deadline = NetClock::now() + timeout;
-        std::optional<std::vector<BlockHeader>> got;
-        while (!got) {
-            auto m = peer.Receive(deadline);
-            if (!m) return m.error().message;
-            if (m->command != "headers") continue;
-            auto h = DecodeHeaders(Peer::Bytes(*m));
-            if (!h) return "a malformed headers message: " + h.error().message;
-            got = std::move(*h);
-        }
+        auto got = peer.AskHeaders(std::move(locator), timeout);
+        if (!got) return got.error().message;
         received += got->size();
-        if (got->size() > MAX_HEADERS_RESULTS) return "a headers message of " + std::to_string(got->size()) + " headers";
         std::size_t i = 0;
-        if (!branch) {
+        if (!branch && !got->empty()) {
             // An answer may start below our tip where the peer's chain is ours (the locator's step).
-            while (i < got->size() && chain.HeightOf((*got)[i].GetHash())) ++i;
-            ask_from = -1;
+            const auto run = chain.Held(*got);
+            if (!run) return "its headers do not connect to the chain held (parent " + got->front().hash_prev_block.ToHex() + " is unknown)";
+            i = run->held;
             if (i == MAX_HEADERS_RESULTS) {
                 // All held: a peer far behind, answering from a locator entry well below its tip.
-                // Asked on from the last of them, it must go on in order past what it showed.
-                const int first = *chain.HeightOf(got->front().GetHash()), last = *chain.HeightOf(got->back().GetHash());
-                if (first <= shown || last != first + int(i) - 1) return "sent a full headers message of headers held, out of order";
-                ask_from = last;
+                // Asked on from the last of them, it must go on past it.
+                if (run->Last() <= ask_from) return "sent a full headers message of headers held, not past the last one";
+                ask_from = run->Last();
+                shown = std::max(shown, ask_from);
+                seed_only = false;
+                continue;
             }
-            if (i > 0) shown = std::max(shown, *chain.HeightOf((*got)[i - 1].GetHash()));
-            if (i < got->size() && (*got)[i].hash_prev_block != chain.Tip()) {
-                const auto fork = chain.HeightOf((*got)[i].hash_prev_block);
-                if (!fork) return "its headers do not connect to the chain held (parent " + (*got)[i].hash_prev_block.ToHex() + " is unknown)";
-                shown = *fork;
+            ask_from = -1;
+            shown = std::max(shown, run->Last());
+            if (i < got->size() && run->Last() < chain.Height()) {
+                shown = run->Last();
                 if (seed_only) {
-                    chain.Truncate(*fork);
+                    chain.Truncate(run->Last());
                 } else {
-                    branch.emplace(chain, *fork);
+                    branch.emplace(chain, run->Last());
                 }
             }
         }

@@ -264,6 +264,25 @@ NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)
     }
 }
 
+NetResult<std::vector<BlockHeader>> Peer::AskHeaders(std::vector<BlockHash> locator, std::chrono::milliseconds wait)
+{
+    LocatorMessage ask;
+    ask.locator = std::move(locator);
+    if (auto e = Send("getheaders", EncodeLocator(ask), wait)) return *e;
+    const auto deadline = NetClock::now() + wait;
+    for (;;) {
+        auto m = Receive(deadline);
+        if (!m) {
+            if (m.error().code == NetErrc::Timeout) return NetError{NetErrc::Timeout, "no answer to getheaders within " + SecondsText(wait)};
+            return m.error();
+        }
+        if (m->command != "headers") continue;
+        auto headers = DecodeHeaders(Bytes(*m));
+        if (!headers) return NetError{NetErrc::Misbehaving, "a malformed headers message: " + headers.error().message};
+        return std::move(*headers);
+    }
+}
+
 std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce, int32_t version)
 {
     VersionMessage v;

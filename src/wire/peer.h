@@ -107,6 +107,13 @@ public:
     std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce,
                                       int32_t version = PROTOCOL_VERSION);
 
+    /// One getheaders exchange: sends `getheaders` with `locator` and waits at most `wait` for the
+    /// `headers` answer (other messages are skipped, as Core answers getheaders with one headers
+    /// message). The peer's silence is NetErrc::Timeout ("no answer to getheaders within N s"), a
+    /// malformed answer NetErrc::Misbehaving ("a malformed headers message: ..."); at most
+    /// MAX_HEADERS_RESULTS headers, none of them checked.
+    NetResult<std::vector<BlockHeader>> AskHeaders(std::vector<BlockHash> locator, std::chrono::milliseconds wait);
+
     /// From here on every message sent is charged to `limit` (shared with other connections; it
     /// must outlive this Peer) and sent in SendRateLimit::SEND_CHUNK pieces as the limit allows.
     void LimitSendRate(SendRateLimit* limit) noexcept { m_send_limit = limit; }

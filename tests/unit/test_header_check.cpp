@@ -315,5 +315,48 @@ TEST(HeaderBranch, RefusesAHeaderThatDoesNotLinkOrFailsCoresChecks)
     EXPECT_EQ(branch.Tip(), chain.Hash(1));
 }
 
+// A peer's answer is measured against the chain: its first header's parent, then how many of its
+// headers in order are the chain's own. A gap or another branch ends the run; a first header
+// whose parent is unknown does not connect.
+TEST(HeaderChain, HeldRunOfAPeersHeaders)
+{
+    HeaderChain chain(GetChainParams(ChainType::REGTEST));
+    std::vector<BlockHeader> mine;
+    for (uint32_t i = 1; i <= 6; ++i) {
+        mine.push_back(Mined(chain.Tip(), i * 600));
+        ASSERT_EQ(chain.Append(mine.back()), std::nullopt);
+    }
+    auto run = chain.Held(std::span(mine).subspan(2, 3)); // heights 3..5
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->parent, 2);
+    EXPECT_EQ(run->held, 3u);
+    EXPECT_EQ(run->Last(), 5);
+
+    // Held up to the tip, then the peer's own header on top.
+    std::vector<BlockHeader> longer(mine.begin() + 3, mine.end());
+    longer.push_back(Mined(chain.Tip(), 7 * 600));
+    run = chain.Held(longer);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->held, 3u);
+    EXPECT_EQ(run->Last(), chain.Height());
+
+    // A fork after height 2: nothing held above the parent.
+    const std::vector<BlockHeader> fork{Mined(chain.Hash(2), 3 * 600 + 1)};
+    run = chain.Held(fork);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->held, 0u);
+    EXPECT_EQ(run->Last(), 2);
+
+    // Out of order (height 4 after 2): the run ends at the gap.
+    const std::vector<BlockHeader> gap{mine[1], mine[3]};
+    run = chain.Held(gap);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->held, 1u);
+
+    const std::vector<BlockHeader> stranger{Mined(fork.front().GetHash(), 4 * 600)};
+    EXPECT_EQ(chain.Held(stranger), std::nullopt);
+    EXPECT_EQ(chain.Held({}), std::nullopt);
+}
+
 } // namespace
 } // namespace ibdkit

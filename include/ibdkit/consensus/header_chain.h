@@ -16,6 +16,7 @@
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/hash.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -50,6 +51,19 @@ public:
     const BlockHash& Tip() const noexcept { return m_hashes.back(); }
     /// The height of `hash` on this chain, nullopt when it is not on it.
     std::optional<int> HeightOf(const BlockHash& hash) const;
+    /// Where a run of headers (each the parent of the next, as a `headers` message carries them)
+    /// meets this chain: the height of the first one's parent, and how many from the first are
+    /// the chain's own headers above it, in order. A peer's answer that is all `held` came from a
+    /// locator entry below its tip; the first header not held starts its own headers.
+    struct HeldRun {
+        int parent{0};
+        std::size_t held{0};
+        /// The height of the last header held (`parent` when none is).
+        int Last() const noexcept { return parent + int(held); }
+    };
+    /// The run `headers` make on this chain; nullopt when `headers` is empty or its first
+    /// header's parent is not on the chain (the headers do not connect).
+    std::optional<HeldRun> Held(std::span<const BlockHeader> headers) const;
     /// Hashes by height, genesis first (valid until the next Append or Truncate).
     std::span<const BlockHash> Hashes() const noexcept { return m_hashes; }
     /// Chain work by height: GetBlockProof summed from the genesis (Core's nChainWork).
