@@ -31,7 +31,7 @@ from test_replay_datadir import FIELDS, block_hash, records
 from test_replay_scripts import write_blk
 from test_serve import REGTEST_MAGIC, message
 from test_swiftsync_coins import gen_blocks
-from test_sync_swiftsync import LyingProxy, Peer, chain, gone_after, mutated_block  # noqa: F401 (chain: the fixture)
+from test_sync_swiftsync import LyingProxy, Peer, chain, gone_after, invalid_header, mutated_block  # noqa: F401 (chain: the fixture)
 
 
 def sync(cli, ports, *extra, check=True, timeout=5):
@@ -301,6 +301,19 @@ def test_a_peer_that_sends_a_broken_block_is_dropped_and_the_others_serve_it(cli
     assert any(says in n and n.startswith(lying["address"]) for n in got["notes"]), got["notes"]
 
 
+def test_a_peer_whose_headers_break_cores_rules_is_dropped_before_any_block(cli, chain, tmp_path):
+    """Core disconnects a peer that sends a header failing its checks. Before, such a peer stayed:
+    it was asked for the blocks below its bad header (here 1..49) as if nothing had happened."""
+    datadir, height, tip, stats, _, _ = chain
+    got, _, lies = beside_an_honest_peer(cli, datadir, invalid_header, tmp_path)
+    assert lies > 0
+    assert_core_utxo_set(got, height, tip, stats)
+    lying, fair = got["peers"]
+    assert lying["dropped"] and lying["dropped"].startswith("headers: sent an invalid header: "), got["peers"]
+    assert lying["blocks"] == 0 and fair["blocks"] == height and fair["dropped"] is None, got["peers"]
+    assert any(n.startswith(lying["address"] + ": headers: sent an invalid header") for n in got["notes"]), got["notes"]
+
+
 @pytest.mark.parametrize("peers", [1, 2])
 def test_with_only_peers_that_mutate_blocks_the_run_stops_without_calling_one_invalid(cli, chain, tmp_path, peers):
     """One peer (the one-peer sync) or two that mutate every block they send: exit 1 as for a
@@ -486,8 +499,8 @@ def same_headers_again():
 def test_a_peer_that_repeats_headers_held_cannot_hold_the_header_download_forever(cli, long_chain, tmp_path, peers):
     """Asked on from the last header of a full answer of headers held, a peer must go on past it:
     one that sends the same 2,000 again is refused (alone: the sync stops, exit 1; beside an honest
-    peer: its headers are left, it is asked for no block above what it showed, and the sync ends at
-    the tip). Before, the download asked it the same forever."""
+    peer: it is dropped before any block, as a peer whose headers break Core's rules, and the sync
+    ends at the tip). Before, the download asked it the same forever."""
     upstream = Peer(cli, "--blocks-dir", long_chain[0])
     liar = LyingProxy(upstream.port, same_headers_again())
     honest = Peer(cli, "--blocks-dir", long_chain[0]) if peers == 2 else None
@@ -508,4 +521,6 @@ def test_a_peer_that_repeats_headers_held_cannot_hold_the_header_download_foreve
     assert got["height"] == 2100 and got["header_height"] == 8300, got
     assert any(n.startswith(f"127.0.0.1:{liar.port}: headers: sent a full headers message of headers held, not past the last one")
                for n in got["notes"]), got["notes"]
-    assert got["peers"][0]["synced_headers"] == 2000 and got["peers"][0]["dropped"] is None, got["peers"]
+    liar_seen = got["peers"][0]
+    assert liar_seen["synced_headers"] == 2000 and liar_seen["blocks"] == 0, got["peers"]
+    assert liar_seen["dropped"] == "headers: sent a full headers message of headers held, not past the last one", got["peers"]

@@ -434,6 +434,15 @@ def mutated_block(command, payload):
     return payload[:-1] + bytes([payload[-1] ^ 1]) if command == "block" and len(payload) > 200 else payload
 
 
+def invalid_header(command, payload):
+    """The 50th header of a `headers` answer made version 1, which Core refuses after BIP 34 (its
+    hash changed too: bad-version or high-hash): a header no honest node sends."""
+    if command != "headers" or not 50 <= payload[0] < 0xfd:
+        return payload
+    at = 1 + 49 * 81
+    return payload[:at] + (1).to_bytes(4, "little") + payload[at + 4:]
+
+
 def withheld_block(command, payload):
     return None if command == "block" and len(payload) > 200 else payload
 
@@ -464,7 +473,7 @@ def sent_again():
 
 
 HOSTILE = {**{f"coin {k}": coin_lie(k) for k in LIES}, "malformed bspent": malformed_bspent, "mutated block": mutated_block,
-           "withheld block": withheld_block, "cutoff ignored": (forwarded, cutoff_ignored), "sent again": sent_again}
+           "withheld block": withheld_block, "invalid header": invalid_header, "cutoff ignored": (forwarded, cutoff_ignored), "sent again": sent_again}
 MADE_PER_PROXY = {"sent again"}  # lies that keep state: a new one for each proxy
 
 
@@ -559,7 +568,7 @@ def test_a_lying_peer_alone_fails_the_sync_and_leaves_no_chainstate(cli, chain, 
         upstream.stop()
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "ibdkit: error:" in r.stderr and ("no peer is left" in r.stderr or "did not balance" in r.stderr
-                                             or "aggregates differ" in r.stderr), r.stderr
+                                             or "aggregates differ" in r.stderr or "headers: sent an invalid header" in r.stderr), r.stderr
     if name in FAILS_A_RULE:
         assert f"its spent coins from 127.0.0.1:{liar.port} fail {FAILS_A_RULE[name]}" in r.stderr, r.stderr
         for words in ("either every peer that served the block lied or the block is invalid", "no chainstate was written",

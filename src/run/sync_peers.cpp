@@ -77,7 +77,11 @@ public:
         while (same < std::min(m_chain->Height(), headers->Height()) && m_chain->Hash(same + 1) == headers->Hash(same + 1)) ++same;
         m_chain.emplace(std::move(*headers));
         m_best.clear();
-        for (const auto& peer : m_peers) m_best[peer.address] = peer.best_height;
+        for (const auto& peer : m_peers) {
+            m_best[peer.address] = peer.best_height;
+            // Its headers broke Core's rules: the fetcher reports it dropped; no later connection.
+            if (!peer.dropped.empty()) m_connect.erase(std::remove(m_connect.begin(), m_connect.end(), peer.address), m_connect.end());
+        }
         if (m_chain->Height() > same) {
             if (auto e = engine::PersistHeaders(*m_chain, m_headers_file, same + 1)) return Error{Errc::Io, "writing the peers' headers: " + *e};
         }
@@ -202,7 +206,7 @@ private:
 
     const SyncOptions& m_o;
     const ChainParams& m_params;
-    std::vector<std::string> m_connect;  ///< the peers not dropped for a block they sent
+    std::vector<std::string> m_connect;  ///< the peers not dropped for a block they sent or their headers
     std::optional<HeaderChain> m_chain;
     const std::filesystem::path m_headers_file;
     SyncPeersResult& m_out;

@@ -506,8 +506,10 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     out.headers.emplace(std::move(*headers));
     const uint32_t n = hints->height();
     if (n < 1 || int64_t(n) > int64_t(out.headers->Height())) {
+        std::string why; // what the peers' headers said (a peer dropped for them, a branch left)
+        for (const std::string& note : out.notes) why += (why.empty() ? " (" : "; ") + note;
         return Error{Errc::InvalidValue, "the hintsfile is for height " + std::to_string(n) + ", the peers' headers reach height " +
-                                             std::to_string(out.headers->Height())};
+                                             std::to_string(out.headers->Height()) + (why.empty() ? "" : why + ")")};
     }
     // Only peers that serve spent coins take part; the others may still serve the classic rest.
     std::vector<ConnectedPeer> serving;

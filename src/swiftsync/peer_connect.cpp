@@ -35,6 +35,16 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 
 namespace {
 
+/// What a peer's headers left to say: a note, and whether the peer broke Core's rules with them
+/// (a header that fails Core's checks, an answer that does not connect or goes nowhere, a
+/// malformed message), which Core disconnects a peer for.
+struct HeadersNote {
+    std::string text;
+    bool misbehaved{false};
+};
+
+HeadersNote Misbehaved(std::string text) { return {std::move(text), true}; }
+
 /// getheaders from `peer` onto `chain` until a short answer; nullopt when the peer's chain ends on
 /// it, otherwise why the peer added nothing (more) or what its chain changed. While `seed_only` (the
 /// chain is what the run started from, and no peer has answered onto it yet), a peer whose headers
@@ -47,7 +57,7 @@ namespace {
 /// last of its headers on it, or its branch's fork; -1: none), `adopted` the fork below which its
 /// branch replaced the chain (-1: none). The locator starts at the tip's parent, as Core's first
 /// getheaders does, so a peer at the tip answers with it rather than with nothing.
-std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
+std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
                                        uint64_t& received, int& shown, int& adopted)
 {
     std::optional<HeaderBranch> branch;
@@ -63,18 +73,18 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
             if (locator.size() > MAX_LOCATOR_SZ) locator.resize(MAX_LOCATOR_SZ);
         }
         auto got = peer.AskHeaders(std::move(locator), timeout);
-        if (!got) return got.error().message;
+        if (!got) return HeadersNote{got.error().message, got.error().code == NetErrc::Misbehaving};
         received += got->size();
         std::size_t i = 0;
         if (!branch && !got->empty()) {
             // An answer may start below our tip where the peer's chain is ours (the locator's step).
             const auto run = chain.Held(*got);
-            if (!run) return "its headers do not connect to the chain held (parent " + got->front().hash_prev_block.ToHex() + " is unknown)";
+            if (!run) return Misbehaved("its headers do not connect to the chain held (parent " + got->front().hash_prev_block.ToHex() + " is unknown)");
             i = run->held;
             if (i == MAX_HEADERS_RESULTS) {
                 // All held: a peer far behind, answering from a locator entry well below its tip.
                 // Asked on from the last of them, it must go on past it.
-                if (run->Last() <= ask_from) return "sent a full headers message of headers held, not past the last one";
+                if (run->Last() <= ask_from) return Misbehaved("sent a full headers message of headers held, not past the last one");
                 ask_from = run->Last();
                 shown = std::max(shown, ask_from);
                 seed_only = false;
@@ -93,17 +103,17 @@ std::optional<std::string> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
         }
         seed_only = false;
         for (; i < got->size(); ++i) {
-            if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return *why;
+            if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return Misbehaved("sent an invalid header: " + *why);
             if (!branch) shown = chain.Height();
         }
         if (got->size() == MAX_HEADERS_RESULTS) continue;
         if (!branch) return std::nullopt;
         const std::string fork = "its chain forks from the one held after height " + std::to_string(branch->Fork()) + " with ";
-        if (!branch->MoreWork()) return fork + "no more work (kept the chain held)";
+        if (!branch->MoreWork()) return HeadersNote{fork + "no more work (kept the chain held)"};
         adopted = branch->Fork();
         chain.Adopt(*branch);
         shown = chain.Height();
-        return fork + "more work: the peers' chain follows it";
+        return HeadersNote{fork + "more work: the peers' chain follows it"};
     }
 }
 
@@ -124,8 +134,9 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderCha
     std::vector<int> shown(peers.size(), -1);
     for (std::size_t k = 0; k < peers.size(); ++k) {
         int adopted = -1;
-        auto why = HeadersFrom(*peers[k].peer, chain, timeout, seed_only, received, shown[k], adopted);
-        if (why) notes.push_back(peers[k].address + ": headers: " + *why);
+        auto note = HeadersFrom(*peers[k].peer, chain, timeout, seed_only, received, shown[k], adopted);
+        if (note) notes.push_back(peers[k].address + ": headers: " + note->text);
+        if (note && note->misbehaved) peers[k].dropped = "headers: " + note->text;
         // A branch taken leaves the peers before on the chain only up to its fork.
         for (std::size_t j = 0; adopted >= 0 && j < k; ++j) shown[j] = std::min(shown[j], adopted);
     }

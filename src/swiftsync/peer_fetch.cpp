@@ -89,6 +89,11 @@ struct BlockFetcher::State {
             reports[i].address = peers[i].address;
             reports[i].user_agent = SanitizePeerText(peers[i].peer->info().version.user_agent);
             if (peers[i].best_height != UINT32_MAX) reports[i].synced_headers = peers[i].best_height;
+            if (!peers[i].dropped.empty()) {
+                alive[i] = false;
+                reports[i].dropped = peers[i].dropped;
+                ::shutdown(peers[i].peer->socket().fd(), SHUT_RDWR);
+            }
         }
     }
 

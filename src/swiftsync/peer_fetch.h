@@ -43,6 +43,10 @@ struct ConnectedPeer {
     /// for no block above (Core asks a peer only for blocks its best known block has). Unknown,
     /// any height, until then.
     uint32_t best_height{UINT32_MAX};
+    /// Why the peer is out before any block is asked of it (set by DownloadHeaders when its
+    /// headers broke Core's rules, as Core disconnects such a peer); empty while it may serve.
+    /// The fetcher reports it dropped for this and asks it nothing.
+    std::string dropped{};
 };
 
 /// Connects to each of `addresses` (HOST[:PORT], the network's port by default) and shakes hands
@@ -58,8 +62,9 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 /// peer whose headers fork from the chain held gives its whole branch, which replaces the chain
 /// above the fork only with more chain work (Core's choice; on a tie the first seen stays), so the
 /// result is the peers' chain with the most work. A peer whose headers fail a check or do not
-/// connect adds nothing (its reason goes to `notes`, as does a branch followed or left); a chain
-/// below the network's minimum chain work is an error (Errc::Refused).
+/// connect adds nothing and is dropped (ConnectedPeer::dropped; its reason goes to `notes`, as
+/// does a branch followed or left, or a peer that went silent); a chain below the network's
+/// minimum chain work is an error (Errc::Refused).
 Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
                                     std::vector<std::string>& notes);
 /// The same onto `start` (full headers, e.g. those below a chainstate's tip, already checked):
