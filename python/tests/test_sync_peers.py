@@ -524,3 +524,25 @@ def test_a_peer_that_repeats_headers_held_cannot_hold_the_header_download_foreve
     liar_seen = got["peers"][0]
     assert liar_seen["synced_headers"] == 2000 and liar_seen["blocks"] == 0, got["peers"]
     assert liar_seen["dropped"] == "headers: sent a full headers message of headers held, not past the last one", got["peers"]
+
+
+@pytest.mark.parametrize("peers", [1, 2])
+def test_with_only_peers_whose_headers_break_cores_rules_the_run_says_so(cli, chain, tmp_path, peers):
+    """One peer (the one-peer sync) or two whose 50th header fails Core's checks, and no honest
+    peer: exit 1 naming the invalid header, no block refused as invalid, no chainstate past the
+    headers that held; an honest peer then completes the same chainstate."""
+    datadir, height, tip, stats, _, _ = chain
+    upstream = Peer(cli, "--datadir", datadir)
+    r = from_liars_alone(cli, upstream, [invalid_header] * peers, tmp_path)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "sent an invalid header: header " in r.stderr and "(high-hash)" in r.stderr, r.stderr
+    if peers == 2:  # both dropped before any block, each named with its reason
+        assert "no peer is left to give block " in r.stderr and "spent coins" not in r.stderr, r.stderr
+        assert r.stderr.count(": headers: sent an invalid header: header ") == 2, r.stderr
+    kept = json.loads(r.stdout)
+    assert kept["reject_reason"] is None and kept["failure"] and kept["height"] <= 0, kept
+    try:
+        got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        upstream.stop()
+    assert_core_utxo_set(got, height, tip, stats)

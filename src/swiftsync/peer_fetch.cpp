@@ -403,7 +403,7 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
                        (s.alive[p] ? "its headers end at height " + std::to_string(s.peers[p].best_height) : r.dropped);
             }
             return Error{Errc::NotFound, "no peer is left to give block " + s.headers.Hash(int(h)).ToHex() + " at height " +
-                                             std::to_string(h) + " and its spent coins (" + why + ")"};
+                                             std::to_string(h) + (s.o.spent_coins ? " and its spent coins (" : " (") + why + ")"};
         }
         s.DropStaller(h);
         s.cv.wait_for(lk, std::chrono::milliseconds(100));
