@@ -147,10 +147,7 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::spa
     };
     if (auto why = take(first)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
     while (more && !m_link.Interrupted()) {
-        std::vector<BlockHash> locator{branch.Tip()};
-        for (const auto& hh : MakeLocator(m_link.chain.Hashes())) locator.push_back(hh);
-        if (locator.size() > MAX_LOCATOR_SZ) locator.resize(MAX_LOCATOR_SZ);
-        auto next = m_link.peer.AskHeaders(std::move(locator), m_link.o.timeout);
+        auto next = m_link.peer.AskHeaders(MakeLocator(m_link.chain.Hashes(), branch.Tip()), m_link.o.timeout);
         if (!next) return m_link.Fail(Said(next.error()));
         m_link.res.headers_received += next->size();
         more = next->size() == MAX_HEADERS_RESULTS;

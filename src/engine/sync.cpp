@@ -225,11 +225,7 @@ private:
                 }
                 if (!m_awaiting_continue) {
                     LocatorMessage gb;
-                    gb.locator.push_back(m_link.inflight.empty() ? m_link.chain.Tip() : m_link.inflight.back());
-                    for (const auto& h : MakeLocator(m_link.chain.Hashes())) {
-                        if (h != gb.locator.front()) gb.locator.push_back(h);
-                    }
-                    if (gb.locator.size() > MAX_LOCATOR_SZ) gb.locator.resize(MAX_LOCATOR_SZ);
+                    gb.locator = MakeLocator(m_link.chain.Hashes(), m_link.inflight.empty() ? m_link.chain.Tip() : m_link.inflight.back());
                     if (auto e = m_link.peer.Send("getblocks", EncodeLocator(gb))) return m_link.Fail(*e);
                     m_getblocks_pending = true;
                     m_getblocks_sent = NetClock::now();

@@ -67,12 +67,7 @@ std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
         const std::size_t upto = branch          ? hashes.size()
                                  : ask_from >= 0 ? std::size_t(ask_from) + 1
                                                  : std::max<std::size_t>(hashes.size() - 1, 1);
-        std::vector<BlockHash> locator = MakeLocator(hashes.first(upto));
-        if (branch) {
-            locator.insert(locator.begin(), branch->Tip());
-            if (locator.size() > MAX_LOCATOR_SZ) locator.resize(MAX_LOCATOR_SZ);
-        }
-        auto got = peer.AskHeaders(std::move(locator), timeout);
+        auto got = peer.AskHeaders(MakeLocator(hashes.first(upto), branch ? std::optional(branch->Tip()) : std::nullopt), timeout);
         if (!got) return HeadersNote{got.error().message, got.error().code == NetErrc::Misbehaving};
         received += got->size();
         std::size_t i = 0;

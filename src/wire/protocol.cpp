@@ -312,18 +312,22 @@ Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload)
     return CatchDecode([&] { return UnserializeBlockFrom(payload, nullptr); }); // one block; the rest ignored
 }
 
-std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain)
+std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain, const std::optional<BlockHash>& first)
 {
     std::vector<BlockHash> out;
+    if (first) out.push_back(*first);
+    auto add = [&](const BlockHash& h) {
+        if (out.size() < MAX_LOCATOR_SZ && !(first && h == *first)) out.push_back(h);
+    };
     if (chain.empty()) return out;
     int64_t h = int64_t(chain.size()) - 1;
     int64_t step = 1;
-    while (h > 0) {
-        out.push_back(chain[std::size_t(h)]);
-        if (out.size() > 10) step *= 2;
+    for (std::size_t entries = 1; h > 0; ++entries) {
+        add(chain[std::size_t(h)]);
+        if (entries > 10) step *= 2;
         h -= step;
     }
-    out.push_back(chain[0]);
+    add(chain[0]);
     return out;
 }
 

@@ -260,7 +260,9 @@ Result<BspentMessage> DecodeBspent(std::span<const uint8_t> payload);
 Result<Script> DecodeReconstructableScript(std::span<const uint8_t> in, std::size_t* used = nullptr);
 
 /// A block locator for a chain given as hashes by height (index = height): the tip, the 10 below,
-/// then doubling steps back, and always the genesis block (Core's LocatorEntries).
-std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain);
+/// then doubling steps back, and always the genesis block (Core's LocatorEntries). With `first`
+/// (the tip of a branch off the chain, the last block asked for), it leads and is not repeated
+/// after; at most MAX_LOCATOR_SZ hashes, as a peer accepts.
+std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain, const std::optional<BlockHash>& first = std::nullopt);
 
 } // namespace ibdkit

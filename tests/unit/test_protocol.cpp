@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace ibdkit;
 using ibdkit::test::ParseHex;
 using ibdkit::test::ToHex;
@@ -226,6 +228,18 @@ TEST(Protocol, LocatorShape)
     EXPECT_EQ(loc.back(), chain[0]);
     EXPECT_LE(loc.size(), MAX_LOCATOR_SZ);
     EXPECT_EQ(MakeLocator(std::span<const BlockHash>(chain.data(), 1)).size(), 1u);
+    // A branch's tip leads the chain's entries, which keep their shape.
+    BlockHash branch;
+    branch.AsUint256().data()[5] = 1;
+    const auto led = MakeLocator(chain, branch);
+    ASSERT_EQ(led.size(), loc.size() + 1);
+    EXPECT_EQ(led[0], branch);
+    EXPECT_TRUE(std::equal(loc.begin(), loc.end(), led.begin() + 1));
+    // The last block asked for, on the chain: first, and not again where the chain has it.
+    const auto asked = MakeLocator(chain, chain[999]);
+    EXPECT_EQ(asked[0], chain[999]);
+    EXPECT_EQ(std::count(asked.begin(), asked.end(), chain[999]), 1);
+    EXPECT_EQ(asked[1], chain[998]);
 }
 
 TEST(Protocol, SplitHostPort)
