@@ -254,3 +254,22 @@ def test_core_opens_what_a_killed_sync_leaves(cli, source, tmp_path):
     finally:
         server.stop()
     print(f"sync --datadir killed: seed {seed}: {outcomes}")
+
+
+def test_the_blocks_a_sync_wrote_leave_the_page_cache_once_on_disk(cli, source, tmp_path):
+    """Nothing in a sync reads its blocks again: their pages go back to the kernel once durable, so
+    that hundreds of gigabytes of blocks do not push the chainstate's files out of the cache."""
+    if subprocess.run(["stat", "-f", "-c", "%T", tmp_path], capture_output=True, text=True).stdout.strip() == "tmpfs":
+        pytest.skip("on tmpfs a file's pages are the file: nothing to hand back")
+    new = tmp_path / "node"
+    server = Peer(cli, "--datadir", source[0])
+    try:
+        sync(cli, server.port, new, "--stop-height", str(STOP), "-q")
+    finally:
+        server.stop()
+    files = sorted((new / "regtest" / "blocks").glob("*[0-9].dat"))
+    assert [f.name for f in files] == ["blk00000.dat", "rev00000.dat"]
+    for f in files:
+        res, size = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "-o", "RES,SIZE", f], check=True,
+                                   capture_output=True, text=True).stdout.split()
+        assert int(size) > 0 and int(res) == 0, (f.name, res, size)

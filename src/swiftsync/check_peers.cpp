@@ -35,9 +35,10 @@ struct Slot {
     /// With a cutoff: the block's outputs a later block may spend (spendable, not hinted unspent).
     std::vector<std::pair<OutPoint, Coin>> spendable;
     BlockOutcome out;
-    /// With a data directory to write: the block as checked (serialized with its witness), its
-    /// header and transaction count, and its undo data as the spent coins give it.
-    std::vector<uint8_t> record, undo_record;
+    /// The length of the block at the front of f.block: its bytes, which the data directory
+    /// being written gets with its header, transaction count and undo data as the spent coins give it.
+    std::size_t block_size{0};
+    std::vector<uint8_t> undo_record;
     BlockHeader header;
     uint32_t tx_count{0};
 };
@@ -143,7 +144,7 @@ private:
             slot.out.error = Error{code, std::move(why)};
             slot.out.coins_unfit = true;
         };
-        auto block = DecodeBlockMessage(slot.f.block.uchars());
+        auto block = DecodeBlockMessage(slot.f.block.uchars(), &slot.block_size);
         if (!block) return fault(block.error().code, "its block does not decode: " + block.error().message);
         slot.block = std::move(*block);
         if (m_recent_blocks == 0) return; // nothing is kept: CheckBlock checks the merkle root
@@ -205,7 +206,6 @@ private:
             if (!undo) return Error{undo.error().code, "its bspent does not fit the block: " + undo.error().message};
             if (m_datadir) {
                 // Kept now: the check consumes the block. Written once the block is settled.
-                slot.record = EncodeBlock(b);
                 slot.header = b.header();
                 slot.tx_count = uint32_t(b.vtx.size());
                 slot.undo_record = SerializeBlockUndo(*undo);
@@ -227,11 +227,10 @@ private:
     {
         if (!m_datadir) return std::nullopt;
         try {
-            m_datadir->Append(slot.record, slot.header, slot.tx_count, int(slot.f.height), slot.undo_record);
+            m_datadir->Append(slot.f.block.uchars().first(slot.block_size), slot.header, slot.tx_count, int(slot.f.height), slot.undo_record);
         } catch (const DatadirWriteError& e) {
             return Error{Errc::Io, std::string("writing the data directory: ") + e.what()};
         }
-        slot.record = {};
         slot.undo_record = {};
         return std::nullopt;
     }

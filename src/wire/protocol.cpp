@@ -307,9 +307,9 @@ std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs)
     return out;
 }
 
-Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload)
+Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload, std::size_t* used)
 {
-    return CatchDecode([&] { return UnserializeBlockFrom(payload, nullptr); }); // one block; the rest ignored
+    return CatchDecode([&] { return UnserializeBlockFrom(payload, used); }); // one block; the rest ignored
 }
 
 std::vector<BlockHash> MakeLocator(std::span<const BlockHash> chain, const std::optional<BlockHash>& first)

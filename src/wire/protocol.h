@@ -241,7 +241,9 @@ Result<std::vector<AddrEntry>> DecodeAddr(std::span<const uint8_t> payload);
 std::vector<uint8_t> EncodeAddr(std::span<const AddrEntry> addrs);
 /// A `block` message: one block with witness from the front of the payload; bytes after it are
 /// ignored, as Core's `block` handler does (DecodeBlock, for a block alone, refuses them).
-Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload);
+/// `used`, when given, gets the block's length: its bytes are then the block's serialization with
+/// witness (the decoder refuses every other encoding of it).
+Result<Block> DecodeBlockMessage(std::span<const uint8_t> payload, std::size_t* used = nullptr);
 
 /// `feature`: an id of 4..80 bytes (else Errc::InvalidValue, or SizeTooLarge above 80), data of at
 /// most 512 (SizeTooLarge); nothing after them (TrailingData).
