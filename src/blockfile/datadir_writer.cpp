@@ -37,20 +37,6 @@ constexpr std::size_t MAX_UNSYNCED = 8;
 
 std::string Errno() { return std::strerror(errno); }
 
-/// Hands the page cache's pages of bytes [from, to) of `fd` (to 0: the end), written and durable,
-/// back to the kernel. The kernel keeps a page the range covers in part, so the range starts at
-/// the page holding `from` (64 KiB: any page size): the part written again is read back once.
-void DropCached(int fd, uint64_t from, uint64_t to)
-{
-#ifdef POSIX_FADV_DONTNEED
-    constexpr uint64_t PAGE = 64 << 10;
-    from -= from % PAGE;
-    ::posix_fadvise(fd, off_t(from), to ? off_t(to - from) : 0, POSIX_FADV_DONTNEED);
-#else
-    (void)fd, (void)from, (void)to;
-#endif
-}
-
 bool PwriteFull(int fd, const uint8_t* p, std::size_t n, uint64_t offset) noexcept
 {
     for (std::size_t done = 0; done < n;) {
@@ -235,7 +221,7 @@ void DatadirWriter::OpenFlat(FlatFile& f, int number, uint64_t size)
     f.fd = fd;
     f.number = number;
     f.size = size;
-    f.dropped = f.started = size;
+    f.behind = DropBehind(size);
     m_new_file = true;
 }
 
@@ -247,7 +233,7 @@ void DatadirWriter::Flush(FlatFile& f, bool close)
         const uint64_t from = f.size - f.pending.size();
         if (!PwriteFull(f.fd, f.pending.data(), f.pending.size(), from)) Fail(path.string() + ": write failed: " + Errno());
         f.pending.clear();
-        Stream(f, from);
+        f.behind.Written(f.fd, from, f.size);
     }
     if (close) {
         // Made durable by the next Sync, with the rest: a file switch does not wait on the disk
@@ -258,34 +244,13 @@ void DatadirWriter::Flush(FlatFile& f, bool close)
     }
 }
 
-// Nothing in a sync reads the blocks it wrote again, so their pages leave the page cache once
-// they are on the disk: a sync of hundreds of gigabytes then does not push the chainstate's files
-// (and the user's) out of the cache, and the next writes reuse pages the kernel has at hand
-// rather than taking new ones (on a virtual machine, each a fault to the host). Durability stays
-// fdatasync's: these calls only schedule, and their errors are the next fdatasync's.
-void DatadirWriter::Stream(FlatFile& f, uint64_t from)
-{
-#ifdef __linux__
-    if (f.started > f.dropped) { // written back since its writeback began, one chunk ago
-        ::sync_file_range(f.fd, off_t(f.dropped), off_t(f.started - f.dropped),
-                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-        DropCached(f.fd, f.dropped, f.started);
-        f.dropped = f.started;
-    }
-    ::sync_file_range(f.fd, off_t(from), off_t(f.size - from), SYNC_FILE_RANGE_WRITE);
-    f.started = f.size;
-#else
-    (void)f, (void)from;
-#endif
-}
-
 void DatadirWriter::SyncUnsynced(std::size_t keep)
 {
     while (m_unsynced.size() > keep) {
         const auto [fd, path] = m_unsynced.front();
         const bool ok = ::fdatasync(fd) == 0;
         const std::string why = Errno();
-        if (ok) DropCached(fd, 0, 0); // see Stream
+        if (ok) DropCachedRange(fd, 0, UINT64_MAX >> 1); // durable: out of the cache (FlatFile::behind)
         ::close(fd);
         m_unsynced.pop_front();
         if (!ok) Fail(path.string() + ": sync failed: " + why);
@@ -433,8 +398,7 @@ void DatadirWriter::Sync()
         Flush(*f, /*close=*/false);
         if (f->fd < 0) continue;
         if (::fdatasync(f->fd) != 0) Fail(m_blocks.string() + ": sync of a " + f->prefix + " file failed: " + Errno());
-        DropCached(f->fd, f->dropped, 0); // see Stream
-        f->dropped = f->started = f->size;
+        f->behind.Synced(f->fd, f->size);
     }
     SyncUnsynced(0);
     if (m_new_file) {

@@ -22,6 +22,7 @@
 #include "blockfile/block_file_writer.h" // MAX_BLOCKFILE_SIZE
 #include "blockfile/block_index.h"
 #include "blockfile/undo_file.h"
+#include "common/buffered_writer.h" // DropBehind
 #include "common/write_guard.h" // DATADIR_MARKER
 
 #include <ibdkit/chain/params.h>
@@ -99,10 +100,11 @@ private:
         int number{-1};
         int fd{-1};
         uint64_t size{0};
-        /// Bytes below `dropped` are on the disk and out of the page cache; the kernel was asked
-        /// to write those below `started`.
-        uint64_t dropped{0}, started{0};
         std::vector<uint8_t> pending; ///< obfuscated bytes not yet written
+        /// Nothing in a sync reads the blocks it wrote again: they leave the page cache once
+        /// written back, so that hundreds of gigabytes of blocks do not push the chainstate's files
+        /// out of it, and later writes reuse pages the kernel has at hand.
+        DropBehind behind{};
     };
     Result<bool> Start();
     Result<bool> Continue();
@@ -113,9 +115,6 @@ private:
     void StoreBlock(const BlockHeader& header, uint32_t tx_count, int height, std::span<const uint8_t> undo_bytes, bool have_undo);
     void Put(FlatFile& f, int number, uint64_t at, std::vector<uint8_t>& record);
     void Flush(FlatFile& f, bool close);
-    /// After bytes from `from` to the end of `f` were written: starts their writeback, and hands
-    /// the pages of those written before back to the kernel once on the disk.
-    static void Stream(FlatFile& f, uint64_t from);
     void OpenFlat(FlatFile& f, int number, uint64_t size);
     std::filesystem::path FlatPath(const FlatFile& f, int number) const;
 
@@ -138,7 +137,7 @@ private:
     std::vector<BlockFileInfo> m_files;          ///< by file number
     std::set<int> m_dirty_files;
     std::vector<BlockIndexEntry> m_pending;      ///< 'b' records not yet in the index
-    FlatFile m_blk{"blk", -1, -1, 0, 0, 0, {}}, m_rev{"rev", -1, -1, 0, 0, 0, {}};
+    FlatFile m_blk{"blk", -1, -1, 0, {}, {}}, m_rev{"rev", -1, -1, 0, {}, {}};
     bool m_new_file{false};                      ///< a file was created since the last Sync
     /// Files left for the next ones since the last Sync, written, open until Sync makes them durable.
     std::deque<std::pair<int, std::filesystem::path>> m_unsynced;

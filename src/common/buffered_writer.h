@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstddef>
@@ -41,17 +42,48 @@ inline constexpr std::array<std::array<char, 2>, 100> DEC_PAIRS = [] {
 /// dropped, so the kernel recycles warm pages instead of taking fresh ones for every page, which
 /// cuts the kernel's share of a dump. It also makes the re-read
 /// check read the device, not the copy in memory. `fd` may be a pipe or tmpfs: errors are ignored.
+/// The kernel keeps a page the range covers only in part, so the range starts at the 64 KiB (any
+/// page size) holding `from`: bytes below it are dropped too, once. Dirty pages stay, their
+/// writeback started.
 inline void DropCachedRange(int fd, uint64_t from, uint64_t to)
 {
+    from -= from % (64 << 10);
     if (to > from) (void)::posix_fadvise(fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
 }
+
+/// Drop-behind for a file written at its end: each chunk's writeback starts as it is written, and
+/// what lies CACHE_LAG behind the end (written back by then) leaves the cache, as does all of it
+/// once made durable.
+class DropBehind {
+public:
+    static constexpr uint64_t CACHE_LAG = 32 << 20;
+    DropBehind() noexcept = default;
+    /// For a file whose first `start` bytes are written already.
+    explicit DropBehind(uint64_t start) noexcept : m_dropped(start) {}
+    /// Bytes [from, end) of `fd` were just written.
+    void Written(int fd, uint64_t from, uint64_t end) noexcept
+    {
+        DropCachedRange(fd, from, end);
+        if (end > CACHE_LAG && end - CACHE_LAG > m_dropped) {
+            DropCachedRange(fd, m_dropped, end - CACHE_LAG);
+            m_dropped = end - CACHE_LAG;
+        }
+    }
+    /// The file's bytes below `end` are durable (fdatasync).
+    void Synced(int fd, uint64_t end) noexcept
+    {
+        DropCachedRange(fd, m_dropped, end);
+        m_dropped = std::max(m_dropped, end);
+    }
+
+private:
+    uint64_t m_dropped{0}; ///< everything below this offset has left the cache
+};
 
 /// The output buffer: one allocation for the whole file, filled through a raw cursor. Room() guarantees space for the next row (draining to the file first when needed).
 class BufferedFileWriter {
 public:
     static constexpr std::size_t DRAIN_AT = 1 << 20;
-    /// Written data this far behind the end has been written back and is dropped from the cache.
-    static constexpr uint64_t CACHE_LAG = 32 << 20;
 
     /// Writes to `f`'s descriptor (nothing goes through its stdio buffer). `drop_behind`: the
     /// written pages leave the page cache as the file grows (DropCachedRange).
@@ -80,13 +112,8 @@ public:
             }
             off += std::size_t(n);
         }
-        // Start writeback of this chunk now; drop the chunk written CACHE_LAG ago (clean by now).
         const uint64_t end = m_bytes + len;
-        if (m_drop_behind) DropCachedRange(m_fd, m_bytes, end);
-        if (m_drop_behind && end > CACHE_LAG && end - CACHE_LAG > m_dropped) {
-            DropCachedRange(m_fd, m_dropped, end - CACHE_LAG);
-            m_dropped = end - CACHE_LAG;
-        }
+        if (m_drop_behind) m_behind.Written(m_fd, m_bytes, end);
         m_bytes = end;
         m_p = m_buf.get();
         return true;
@@ -194,7 +221,7 @@ private:
     char* m_p{nullptr};
     char* m_end{nullptr};
     uint64_t m_bytes{0};
-    uint64_t m_dropped{0}; ///< everything below this offset has been dropped from the cache
+    DropBehind m_behind;
     int m_errno{0};
 };
 
