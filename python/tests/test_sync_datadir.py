@@ -203,11 +203,13 @@ def test_python_sync_writes_a_datadir_too(cli, source, hints, tmp_path):
 
 
 def test_core_opens_what_a_killed_sync_leaves(cli, source, tmp_path):
-    """sync --datadir killed (SIGKILL) at random moments: Core's engine, shown a copy of what is left,
-    loads it at a block of the chain (or refuses it; never another chain), and the rerun completes
-    on the classic replay's UTXO set."""
-    seed = int(os.environ.get("IBDKIT_TEST_SEED", random.randrange(1 << 32)))
-    rng = random.Random(seed)
+    """sync --datadir killed (SIGKILL) at random moments (test_kill_campaign's seed and count: a few
+    kills, 50 with IBDKIT_LONG_TESTS=1): Core's engine, shown a copy of what is left, loads it at a
+    block of the chain (or refuses it; never another chain), and the rerun completes on the classic
+    replay's UTXO set."""
+    from test_kill_campaign import KILLS, SEED
+    seed = SEED
+    rng = random.Random(f"{seed}-sync-datadir")
     src, blocks, height, tip, expected = source
     on_chain = {block_hash(b): h for h, b in enumerate(blocks, start=1)}
     server = Peer(cli, "--datadir", src)
@@ -218,7 +220,7 @@ def test_core_opens_what_a_killed_sync_leaves(cli, source, tmp_path):
         t0 = time.monotonic()
         run_cli(cli, *args[1:], "--datadir", tmp_path / "ref")
         budget = 1.2 * (time.monotonic() - t0)
-        for i in range(4):
+        for i in range(KILLS):
             new = tmp_path / f"killed{i}"
             p = subprocess.Popen([*args, "--datadir", str(new)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             delay = rng.uniform(0, budget)
