@@ -533,15 +533,15 @@ def test_with_only_peers_whose_headers_break_cores_rules_the_run_says_so(cli, ch
     headers that held; an honest peer then completes the same chainstate."""
     datadir, height, tip, stats, _, _ = chain
     upstream = Peer(cli, "--datadir", datadir)
-    r = from_liars_alone(cli, upstream, [invalid_header] * peers, tmp_path)
-    assert r.returncode == 1, (r.returncode, r.stderr)
-    assert "sent an invalid header: header " in r.stderr and "(high-hash)" in r.stderr, r.stderr
-    if peers == 2:  # both dropped before any block, each named with its reason
-        assert "no peer is left to give block " in r.stderr and "spent coins" not in r.stderr, r.stderr
-        assert r.stderr.count(": headers: sent an invalid header: header ") == 2, r.stderr
-    kept = json.loads(r.stdout)
-    assert kept["reject_reason"] is None and kept["failure"] and kept["height"] <= 0, kept
     try:
+        r = from_liars_alone(cli, upstream, [invalid_header] * peers, tmp_path)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "sent an invalid header: header " in r.stderr and "(high-hash)" in r.stderr, r.stderr
+        if peers == 2:  # both dropped before any block, each named with its reason
+            assert "no peer is left to give block " in r.stderr and "spent coins" not in r.stderr, r.stderr
+            assert r.stderr.count(": headers: sent an invalid header: header ") == 2, r.stderr
+        kept = json.loads(r.stdout)
+        assert kept["reject_reason"] is None and kept["failure"] and kept["height"] <= 0, kept
         got = json.loads(sync(cli, [upstream.port], "--chainstate", tmp_path / "cs").stdout)
     finally:
         upstream.stop()
