@@ -368,9 +368,9 @@ int CompareAllPolicies(int rounds, const std::function<PolicyRun(PolicyId, const
     return ExitCode();
 }
 
-void PrintPeers(const std::vector<run::PeerSummary>& peers, const std::vector<std::string>& unreachable, bool spent_coins)
+void PrintPeers(const std::vector<PeerSummary>& peers, const std::vector<std::string>& unreachable, bool spent_coins)
 {
-    for (const run::PeerSummary& p : peers) {
+    for (const PeerSummary& p : peers) {
         char spent[64] = "";
         if (spent_coins) std::snprintf(spent, sizeof spent, ", spent coins %.1f MB", double(p.spent_bytes) / 1e6);
         std::printf("peer               %s (%s): %llu blocks, %.1f MB%s%s\n", p.address.c_str(), p.user_agent.c_str(), (unsigned long long)p.blocks,

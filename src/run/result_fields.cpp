@@ -230,11 +230,11 @@ namespace {
 
 /// The peers of a run from several: `peers` ({address, user_agent, synced_headers, blocks,
 /// block_bytes, spent_bytes, dropped}), `unreachable`, `notes`.
-void PutPeers(ResultFields& f, const std::vector<run::PeerSummary>& summaries, const std::vector<std::string>& unreachable_peers,
+void PutPeers(ResultFields& f, const std::vector<PeerSummary>& summaries, const std::vector<std::string>& unreachable_peers,
               const std::vector<std::string>& peer_notes)
 {
     ResultValue::List peers;
-    for (const run::PeerSummary& p : summaries) {
+    for (const PeerSummary& p : summaries) {
         peers.push_back(ResultValue{ResultValue::Object{{"address", Str(p.address)},
                                                         {"user_agent", Str(p.user_agent)},
                                                         {"synced_headers", Int(p.synced_headers)},

@@ -109,9 +109,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     if (!r) return r.error();
     SwiftSyncPeersResult out;
     out.swiftsync = std::move(r->run);
-    for (const auto& p : r->peers) {
-        out.peers.push_back(PeerSummary{p.address, p.user_agent, p.blocks, p.block_bytes, p.spent_bytes, p.dropped, p.synced_headers});
-    }
+    out.peers = std::move(r->peers);
     out.unreachable = std::move(r->unreachable);
     out.notes = std::move(r->notes);
     out.spent_bytes = r->spent_bytes;

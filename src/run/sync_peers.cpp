@@ -193,7 +193,7 @@ private:
     /// What each peer did in a Produce, added to the run's summary.
     void Report(const swiftsync::BlockFetcher& fetcher)
     {
-        for (const swiftsync::PeerReport& r : fetcher.Reports()) {
+        for (const PeerSummary& r : fetcher.Reports()) {
             auto it = std::find_if(m_out.peers.begin(), m_out.peers.end(), [&](const PeerSummary& s) { return s.address == r.address; });
             if (it == m_out.peers.end()) it = m_out.peers.insert(m_out.peers.end(), PeerSummary{r.address, r.user_agent, 0, 0, 0, {}});
             it->blocks += r.blocks;

@@ -514,7 +514,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     std::vector<ConnectedPeer> serving;
     for (ConnectedPeer& p : *connected) {
         if (!coins || p.peer->info().HasFeature(FEATURE_BLOCK_SPENT_COINS_V1)) {
-            PeerReport r;
+            PeerSummary r;
             r.address = p.address;
             r.user_agent = SanitizePeerText(p.peer->info().version.user_agent);
             out.peers.push_back(std::move(r));
@@ -571,7 +571,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     }
     if (!out.run.verdict.ok && out.run.verdict.reason.find("aggregate") != std::string::npos) {
         std::string served;
-        for (const PeerReport& r : out.peers) {
+        for (const PeerSummary& r : out.peers) {
             if (r.blocks) served += (served.empty() ? "" : ", ") + r.address;
         }
         out.notes.push_back("the spent coins did not balance: at least one of the peers that served them lied (" + served +

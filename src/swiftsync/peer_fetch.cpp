@@ -74,7 +74,7 @@ struct BlockFetcher::State {
     /// How long that may last before the holder is dropped: STALL_WINDOW_MIN, doubled at each such
     /// drop up to STALL_WINDOW_MAX and brought back by 0.85 a block taken (Core's dynamic timeout).
     std::chrono::seconds stall_window{STALL_WINDOW_MIN};
-    std::vector<PeerReport> reports;
+    std::vector<PeerSummary> reports;
     std::vector<bool> alive;
     bool stop{false};
     std::vector<std::thread> threads;
@@ -174,7 +174,7 @@ struct BlockFetcher::State {
     void Deliver(std::size_t p, FetchedBlock&& b, std::size_t charge)
     {
         std::lock_guard lk(mu);
-        PeerReport& r = reports[p];
+        PeerSummary& r = reports[p];
         ++r.blocks;
         r.block_bytes += b.block.size();
         r.spent_bytes += b.spent_bytes;
@@ -398,7 +398,7 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
             std::erase_if(s.retry, [h](const State::Retry& r) { return r.height == h; }); // none may serve them
             std::string why;
             for (std::size_t p = 0; p < s.reports.size(); ++p) {
-                const PeerReport& r = s.reports[p];
+                const PeerSummary& r = s.reports[p];
                 why += (why.empty() ? "" : "; ") + r.address + ": " +
                        (s.alive[p] ? "its headers end at height " + std::to_string(s.peers[p].best_height) : r.dropped);
             }
@@ -456,7 +456,7 @@ bool BlockFetcher::OthersAlive(std::size_t p) const
     return false;
 }
 
-std::vector<PeerReport> BlockFetcher::Reports() const
+std::vector<PeerSummary> BlockFetcher::Reports() const
 {
     std::lock_guard lk(m_state->mu);
     return m_state->reports;

@@ -18,6 +18,7 @@
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/error.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/wire/peer_summary.h>
 
 #include "stream/owned_bytes.h"
 #include "wire/peer.h"
@@ -85,17 +86,6 @@ struct FetchedBlock {
     std::size_t peer{0};         ///< which peer sent both (an index into the fetcher's peers)
 };
 
-/// What one peer did in the run.
-struct PeerReport {
-    std::string address;
-    std::string user_agent; ///< sanitized as Core's getpeerinfo shows it (SanitizePeerText)
-    uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
-    std::string dropped; ///< why the peer was dropped; empty when it served to the end
-    /// The last height of the run's chain the peer showed it holds (its best_height; Core's
-    /// getpeerinfo `synced_headers`), -1 when unknown.
-    int64_t synced_headers{-1};
-};
-
 struct FetchOptions {
     /// A peer silent this long has stalled; so has one holding the height Take waits for this long
     /// after it was asked for, while another peer could serve it (beside Core's block-stalling
@@ -150,7 +140,7 @@ public:
     bool Alive(std::size_t p) const;
     /// Whether a peer other than `p` is still serving.
     bool OthersAlive(std::size_t p) const;
-    std::vector<PeerReport> Reports() const;
+    std::vector<PeerSummary> Reports() const;
     std::size_t PeerCount() const noexcept;
 
 private:

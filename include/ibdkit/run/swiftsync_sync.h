@@ -17,6 +17,7 @@
 #include <ibdkit/error.h>
 #include <ibdkit/swiftsync/replay.h>
 #include <ibdkit/utxo/utxo_stats.h>
+#include <ibdkit/wire/peer_summary.h>
 
 #include <atomic>
 #include <chrono>
@@ -56,16 +57,6 @@ struct SwiftSyncPeersOptions {
     /// classic rest it flushes and returns as Sync does (continuation->interrupted, resumed by the
     /// same run). Null: never. Also the continuation's interrupt unless that names its own.
     const std::atomic<bool>* interrupt{nullptr};
-};
-
-/// One peer of the run.
-struct PeerSummary {
-    std::string address, user_agent;
-    uint64_t blocks{0}, block_bytes{0}, spent_bytes{0};
-    std::string dropped; ///< why the run dropped it; empty when it served to the end
-    /// The last height of the run's header chain it showed it holds (Core's getpeerinfo
-    /// `synced_headers`; no block above it is asked of it), -1 when unknown.
-    int64_t synced_headers{-1};
 };
 
 struct SwiftSyncPeersResult {
