@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 
 namespace ibdkit::cli {
 
@@ -79,7 +78,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         "Written under a temporary name and renamed when complete (docs/swiftsync.md)");
     struct Args {
         std::string chainstate, snapshot, datadir, blocks_dir, network, out;
-        unsigned threads{std::max(1u, std::min(4u, std::thread::hardware_concurrency()))};
+        unsigned threads{std::min(4u, UsableCores())};
         bool json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();

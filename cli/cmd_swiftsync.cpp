@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace ibdkit::cli {
@@ -38,7 +37,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     struct Args {
         std::string hints, datadir, blocks_dir, network, mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::OutPoints)}, assumevalid;
         unsigned ranges{4};
-        unsigned threads{std::max(1u, std::min(4u, std::thread::hardware_concurrency()))};
+        unsigned threads{std::min(4u, UsableCores())};
         bool json{false}, quiet{false}, skip_scripts{false};
     };
     auto a = std::make_shared<Args>();

@@ -112,6 +112,18 @@ def test_threads_zero_is_every_core_in_every_command(cli, chain, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["outpoints_proven"], r.stderr
 
 
+def test_threads_zero_counts_the_cores_the_process_may_run_on(cli, chain):
+    """`--threads 0` is the cores the process may use, not the machine's: under `taskset -c 0` (as
+    under a container's cpuset) a run starts one thread, not one per core it cannot run on."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    args = [str(cli), "replay", "-q", "--json", "--blocks-dir", str(chain["blocks"]), "--threads", "0"]
+    alone = subprocess.run(["taskset", "-c", "0", *args], capture_output=True, text=True, env=env)
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads(alone.stdout)["threads"] == 1
+    free = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout)
+    assert free["threads"] == len(os.sched_getaffinity(0))
+
+
 def test_a_leading_tilde_is_the_home_folder(cli, chain, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"} | {"HOME": str(chain["root"])}
     r = subprocess.run([str(cli), "utxo", "stats", "--chainstate", "~/cs", "--json", "--hash-type", "hash_serialized_3"],

@@ -5,6 +5,7 @@
 #include <ibdkit/utxo/export.h>
 
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/threads.h>
 
 #include "encoding/hex.h"
 
@@ -22,7 +23,6 @@
 #include <functional>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 namespace ibdkit::export_detail {
@@ -63,7 +63,7 @@ public:
                   b.n = 0;
                   return ok;
               },
-              std::thread::hardware_concurrency() > 1)
+              UsableCores() > 1)
     {
     }
 
