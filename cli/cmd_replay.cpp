@@ -28,7 +28,7 @@ std::atomic<bool> g_interrupt{false};
 template <typename Args>
 void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height_export, const HintsAfterRun& hints)
 {
-    const bool all = a.policy == "all";
+    const bool all = a.run.AllPolicies();
     if (!a.undo.empty() || a.via_p2p || o.stop_height || height_export.Enabled() || (a.rounds != 1 && !all) || hints.Enabled()) {
         throw UsageError("--swiftsync checks blocks 1..n of its hintsfile into a new chainstate: drop --undo, --via-p2p, "
                          "--stop-height, --height and --write-hints (--rounds goes with --policy all)");
@@ -58,23 +58,20 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
     RunSwiftSyncReplay(std::move(run), a.out);
 }
 
-/// The engine's options from the command line's (all but the policy).
+/// The engine's options from the command line's.
 template <typename Args>
 ReplayOptions OptionsOf(const Args& a)
 {
     ReplayOptions o;
     RequireOneBlockSource(a.datadir, a.blocks_dir);
+    o.Settings() = SettingsOf(a.run);
     o.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
     o.chainstate = a.chainstate;
     o.undo_dir = a.undo;
-    o.dbcache_mib = a.dbcache;
     if (a.stop_height >= 0) o.stop_height = a.stop_height;
     o.via_p2p = a.via_p2p;
-    o.threads = a.threads;
     o.statistics = !a.out.no_stats;
     o.db_batch_bytes = a.dbbatchsize;
-    o.assumevalid = ParseAssumeValid(a.out.assumevalid);
-    o.skip_scripts = a.skip_scripts;
     return o;
 }
 
@@ -85,12 +82,12 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         "Core's assumevalid rule skips (--assumevalid: below the network's assumevalid block, buried\n"
         "under two weeks of work; --assumevalid 0 verifies every script).");
     struct Args {
-        std::string blocks_dir, datadir, network, chainstate, undo, policy{"hardened"}, swiftsync, swiftsync_mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)};
-        std::size_t dbcache{450}, dbbatchsize{0};
+        std::string blocks_dir, datadir, network, chainstate, undo, swiftsync, swiftsync_mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)};
+        std::size_t dbbatchsize{0};
         int stop_height{-1};
         int rounds{1};
-        unsigned threads{0};
-        bool via_p2p{false}, skip_scripts{false}, fallback{false};
+        bool via_p2p{false}, fallback{false};
+        RunSettingsArgs run;
         ConnectOutputArgs out;
     };
     auto a = std::make_shared<Args>();
@@ -106,17 +103,17 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
     cmd->add_option("--undo", a->undo,
         "Write each connected block's undo data to this directory: revNNNNN.dat records in Bitcoin Core's\n"
         "format plus ibdkit's revindex.dat (docs/undo.md); never inside --datadir or --blocks-dir");
-    AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
+    AddEngineSizeOptions(cmd, a->run, a->stop_height);
     cmd->add_option("--dbbatchsize", a->dbbatchsize,
                     "Bytes of one chainstate write batch in a flush (Core's -dbbatchsize debug option; default:\n"
                     "--dbcache/64 within 4-8 MiB)")
         ->check(IntegerIn(0, 1 << 30));
-    cmd->add_option("--policy", a->policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
-    AddConnectOutputOptions(cmd, a->out);
+    cmd->add_option("--policy", a->run.policy, "Buffer policy: " + PolicyNameList() + ", or all")->capture_default_str();
+    AddConnectOutputOptions(cmd, a->out, a->run);
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")
         ->check(IntegerIn(1, 1000))
         ->capture_default_str();
-    cmd->add_flag("--skip-scripts", a->skip_scripts,
+    cmd->add_flag("--skip-scripts", a->run.skip_scripts,
                   "Trust every block's scripts (a benchmark of the rest of the pipeline, as a node below its assumevalid\n"
                   "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)")
         ->excludes(cmd->get_option("--assumevalid"));
@@ -137,13 +134,8 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
                   "invalid block with Core's reason, or to tell that the hints (or the rev data) were wrong");
     cmd->callback([a, height_export, hints] {
         ReplayOptions o = OptionsOf(*a);
-        const bool all = a->policy == "all";
+        const bool all = a->run.AllPolicies();
         if (a->fallback && a->swiftsync.empty()) throw UsageError("--fallback goes with --swiftsync");
-        if (!all) {
-            auto id = ParsePolicy(a->policy);
-            if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
-            o.policy = *id;
-        }
         if (!a->swiftsync.empty()) return SwiftSync(*a, o, *height_export, *hints);
         if (all) {
             if (height_export->Enabled() || !a->undo.empty() || hints->Enabled()) {

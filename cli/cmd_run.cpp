@@ -76,24 +76,24 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
     struct Args {
         std::string dir;
         int blocks{120};
-        std::size_t dbcache{8};
+        RunSettingsArgs run;
         int rounds{3};
-        unsigned threads{0};
         bool quiet{false};
         bool verify_scripts{false};
     };
     auto a = std::make_shared<Args>();
+    a->run.dbcache = 8;
     a->dir = (fs::path(IBDKIT_SOURCE_DIR) / "build" / "default-chain").string();
     cmd->add_option("--dir", a->dir, "Where the default chain is cached")->capture_default_str();
     cmd->add_option("--blocks", a->blocks, "Blocks in the default chain")->check(IntegerIn(1, 1'000'000))->capture_default_str();
-    cmd->add_option("--dbcache", a->dbcache,
+    cmd->add_option("--dbcache", a->run.dbcache,
                     "dbcache budget in MiB (the default holds about an eighth of the chain's UTXO set, so chainstate reads count)")
         ->check(IntegerIn(0, MAX_DBCACHE_MIB))
         ->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "Interleaved rounds (every policy once per round; medians reported)")
         ->check(IntegerIn(1, 1000))
         ->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads per replay (0 = every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    cmd->add_option("--threads", a->run.threads, "Threads per replay (0 = every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
     AddQuietOption(cmd, a->quiet);
     cmd->add_flag("--verify-scripts", a->verify_scripts, "Verify every input's scripts in each replay (the default skips them)");
     cmd->callback([a] {
@@ -111,9 +111,8 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
         ReplayOptions o;
         o.source.blocks_dir = fs::path(a->dir) / "blocks";
         o.source.chain = ChainType::REGTEST;
-        o.dbcache_mib = a->dbcache;
-        o.threads = a->threads;
-        o.skip_scripts = !a->verify_scripts;
+        a->run.skip_scripts = !a->verify_scripts;
+        o.Settings() = SettingsOf(a->run);
         std::printf("Scripts: %s.\n\n", o.skip_scripts ? "skipped in every replay (--verify-scripts includes them)"
                                                          : "every input verified in every replay");
         ExitCode() = ReplayAllPolicies(o, a->quiet, a->rounds);

@@ -56,16 +56,15 @@ void SetPeer(SyncOptions& o, const std::vector<std::string>& connect)
 /// The command line of `sync`.
 struct SyncArgs {
     std::vector<std::string> connect;
-    std::string network, chainstate, undo, datadir, policy{"hardened"};
+    std::string network, chainstate, undo, datadir;
     SwiftSyncSyncArgs swiftsync;
-    std::size_t dbcache{450};
     double timeout{30};
     double headers_wait{3};
     std::size_t window{16};
-    unsigned threads{0};
     int stop_height{-1};
     int rounds{1};
     bool getblocks{false};
+    RunSettingsArgs run;
     ConnectOutputArgs out;
 };
 
@@ -146,7 +145,7 @@ int SyncAllPolicies(const SyncOptions& base, bool quiet, int rounds)
 /// What `--policy all` cannot go with: it compares runs, each into a temporary chainstate.
 void CheckAllPolicies(const SyncArgs& a, const HeightExport& height_export)
 {
-    if (a.policy != "all") {
+    if (!a.run.AllPolicies()) {
         if (a.rounds != 1) throw CLI::ValidationError("--rounds", "goes with --policy all");
         return;
     }
@@ -178,8 +177,8 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--datadir", a->datadir,
         "Write a Bitcoin Core data directory here: blocks, undo data, block index, and the chainstate (unless\n"
         "--chainstate names one) in its network's folder; `bitcoind -datadir=DIR` starts on it (docs/sync.md)");
-    AddEngineSizeOptions(cmd, a->dbcache, a->stop_height, a->threads);
-    cmd->add_option("--policy", a->policy,
+    AddEngineSizeOptions(cmd, a->run, a->stop_height);
+    cmd->add_option("--policy", a->run.policy,
                     "Buffer policy: " + PolicyNameList() + ", or all (the same sync once per policy, side by side: docs/sync.md)")
         ->capture_default_str();
     cmd->add_option("--rounds", a->rounds, "With --policy all: interleaved rounds (medians reported)")->check(IntegerIn(1, 100))->capture_default_str();
@@ -192,7 +191,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         ->check(NumberIn(0.001, 86400))
         ->capture_default_str();
     cmd->add_option("--window", a->window, "Blocks in flight")->check(IntegerIn(1, 1024))->capture_default_str();
-    AddConnectOutputOptions(cmd, a->out);
+    AddConnectOutputOptions(cmd, a->out, a->run);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
@@ -208,23 +207,16 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
             throw CLI::ValidationError(a->swiftsync.keep_recent ? "--keep-recent" : "--swiftsync-mode", "goes with --swiftsync HINTS");
         }
         CheckAllPolicies(*a, *height_export);
-        const bool all = a->policy == "all";
-        if (!all) {
-            auto id = ParsePolicy(a->policy);
-            if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ", all)");
-            o.policy = *id;
-        }
+        const bool all = a->run.AllPolicies();
+        o.Settings() = SettingsOf(a->run);
         o.chainstate = a->chainstate;
         o.undo_dir = a->undo;
-        o.dbcache_mib = a->dbcache;
         o.timeout = std::chrono::milliseconds(int64_t(a->timeout * 1000));
         o.headers_wait = std::chrono::milliseconds(int64_t(a->headers_wait * 1000));
         o.window = a->window;
-        o.threads = a->threads;
         o.statistics = !a->out.no_stats;
         o.force_getblocks = a->getblocks;
         if (a->getblocks && a->connect.size() > 1) throw CLI::ValidationError("--getblocks", "takes one peer: give one --connect");
-        o.assumevalid = ParseAssumeValid(a->out.assumevalid);
         if (a->stop_height >= 0) o.stop_height = a->stop_height;
         UseDatadirOut(o, a->datadir, o.chain);
         CheckEngineOutputs(o);

@@ -3,6 +3,7 @@
 #include <ibdkit/swiftsync/aggregate.h>
 
 #include "common/write_guard.h"
+#include "memory/policy.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -197,6 +198,21 @@ std::optional<BlockHash> ParseAssumeValid(const std::string& value)
     auto h = BlockHash::FromHex(value);
     if (!h) throw CLI::ValidationError("--assumevalid", "expected a block hash (64 hex digits) or 0, got '" + value + "'");
     return *h;
+}
+
+RunSettings SettingsOf(const RunSettingsArgs& a)
+{
+    RunSettings s;
+    if (!a.AllPolicies()) {
+        auto id = ParsePolicy(a.policy);
+        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a.policy + "' (" + PolicyNameList() + ", all)");
+        s.policy = *id;
+    }
+    s.dbcache_mib = a.dbcache;
+    s.threads = a.threads;
+    s.assumevalid = ParseAssumeValid(a.assumevalid);
+    s.skip_scripts = a.skip_scripts;
+    return s;
 }
 
 TemporaryDir::TemporaryDir(const std::string& what)

@@ -8,6 +8,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/settings/run_settings.h>
 #include <ibdkit/threads.h>
 
 #include <cstdint>
@@ -89,6 +90,21 @@ void RequireOneBlockSource(const std::string& datadir, const std::string& blocks
 /// RunSettings::assumevalid from `--assumevalid`'s text: nullopt when not given (the network's
 /// default), a null hash for "0", the block hash otherwise. Throws CLI::ValidationError if malformed.
 std::optional<BlockHash> ParseAssumeValid(const std::string& value);
+
+/// The settings every run shares (RunSettings) as a command line gives them. A command binds the
+/// options it takes to these fields, each with its own help and default, and SettingsOf reads them
+/// in one place: no command fills a RunSettings field by field.
+struct RunSettingsArgs {
+    std::size_t dbcache{450};       ///< --dbcache, MiB
+    unsigned threads{0};            ///< --threads (0: every core the process may run on)
+    std::string policy{"hardened"}; ///< --policy: a policy's name, or "all" where the command compares them
+    std::string assumevalid;        ///< --assumevalid HASH|0 as given; "" for the network's default
+    bool skip_scripts{false};       ///< --skip-scripts
+    bool AllPolicies() const noexcept { return policy == "all"; }
+};
+/// The RunSettings `a` names; with AllPolicies() the default policy (each run of the comparison sets
+/// its own). Throws CLI::ValidationError for an unknown policy or a malformed --assumevalid.
+RunSettings SettingsOf(const RunSettingsArgs& a);
 
 /// A new folder in the system's temporary directory, named "ibdkit-WHAT-XXXXXX", removed with all it
 /// holds when this object goes (a temporary chainstate). Throws std::runtime_error if it cannot be made.

@@ -76,9 +76,9 @@ void PrintRejected(const EngineResult& r)
     }
 }
 
-void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args)
+void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args, RunSettingsArgs& run)
 {
-    cmd->add_option("--assumevalid", args.assumevalid,
+    cmd->add_option("--assumevalid", run.assumevalid,
                     "Skip the scripts of blocks below this block hash where Bitcoin Core would (it is in the\n"
                     "chain, two weeks of work deep, the chain has the network's minimum work); 0 = verify every\n"
                     "script. Default: Core's for the network (none on regtest: every script verified)");
@@ -89,13 +89,13 @@ void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args)
     AddQuietOption(cmd, args.quiet);
 }
 
-void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height, unsigned& threads)
+void AddEngineSizeOptions(CLI::App* cmd, RunSettingsArgs& run, int& stop_height)
 {
-    cmd->add_option("--dbcache", dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")
+    cmd->add_option("--dbcache", run.dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")
         ->check(IntegerIn(0, MAX_DBCACHE_MIB))
         ->capture_default_str();
     cmd->add_option("--stop-height", stop_height, "Stop (and flush) after this height")->check(IntegerIn(0, MAX_HEIGHT));
-    cmd->add_option("--threads", threads, "Threads (read or peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
+    cmd->add_option("--threads", run.threads, "Threads (read or peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
         ->check(IntegerIn(0, MAX_THREADS))
         ->capture_default_str();
 }

@@ -34,14 +34,14 @@ void PrintTip(const EngineResult& r);
 void PrintRejected(const EngineResult& r);
 /// The options every block-connecting command (`replay`, `sync`) shares.
 struct ConnectOutputArgs {
-    std::string assumevalid; ///< `--assumevalid HASH|0` as given (ParseAssumeValid reads it)
     bool no_stats{false}, json{false}, quiet{false};
 };
-/// Adds `--assumevalid`, `--no-stats`, `--json` and `-q,--quiet` (AddQuietOption) to `cmd`, into `args`.
-void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args);
+/// Adds `--assumevalid` (into `run`), `--no-stats`, `--json` and `-q,--quiet` (AddQuietOption) to
+/// `cmd`, into `args`.
+void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args, RunSettingsArgs& run);
 /// Adds the sizes and counts every block-connecting command takes, each checked (IntegerIn):
-/// `--dbcache`, `--stop-height`, `--threads`.
-void AddEngineSizeOptions(CLI::App* cmd, std::size_t& dbcache, int& stop_height, unsigned& threads);
+/// `--dbcache` and `--threads` (into `run`), `--stop-height`.
+void AddEngineSizeOptions(CLI::App* cmd, RunSettingsArgs& run, int& stop_height);
 /// Before any block is read: refuses (UsageError, saying what to do) a chainstate or undo folder
 /// ibdkit may not write (common/write_guard.h), or the two in one folder.
 void CheckEngineOutputs(const EngineOptions& o);
