@@ -2,7 +2,7 @@
 """`sync --swiftsync` from `ibdkit serve` peers over loopback, against the classic `sync` from the
 same peer and `replay --swiftsync` of the datadir itself (docs/swiftsync.md, *Speed over P2P*).
 
-    python3 scripts/swiftsync_p2p_bench.py build/release/ibdkit DATADIR [ROUNDS] [--datadir-cost | --upload-rate R] [-- EXTRA...]
+    python3 scripts/swiftsync_p2p_bench.py build/release/ibdkit DATADIR [ROUNDS] [--datadir-cost | --upload-rate R | --one-core] [-- EXTRA...]
 
 DATADIR is a Core datadir with its rev files (e.g. one Core's engine wrote from a `gen-chain
 --profile mainnet` chain); hints are made for its tip. The cases run interleaved, ROUNDS times
@@ -30,6 +30,11 @@ def main():
     args = args[:args.index("--")] if "--" in args else args
     datadir_cost = "--datadir-cost" in args
     args = [a for a in args if a != "--datadir-cost"]
+    one_core = "--one-core" in args
+    args = [a for a in args if a != "--one-core"]
+    client = ["taskset", "-c", "0"] if one_core else []
+    if one_core:
+        extra = ["--threads", "1", *extra]
     rate = None
     if "--upload-rate" in args:
         i = args.index("--upload-rate")
@@ -43,7 +48,7 @@ def main():
     servers = []
     for _ in range(2):
         capped = ["--max-upload-rate", rate] if rate else []
-        p = subprocess.Popen([cli, "serve", "--datadir", dd, "--listen", "127.0.0.1:0", "-q", *capped], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([*(["taskset", "-c", "1"] if one_core else []), cli, "serve", "--datadir", dd, "--listen", "127.0.0.1:0", "-q", *capped], stdout=subprocess.PIPE, text=True)
         servers.append((p, int(p.stdout.readline().strip().rsplit(":", 1)[1])))
     peer = [a for _, port in servers for a in ("--connect", f"127.0.0.1:{port}")]
     swift = ["sync", "--network", "regtest", "--swiftsync", hints]
@@ -61,6 +66,8 @@ def main():
                  for suffix, more in (("", []), (", --datadir", ["--datadir", node]))}
     if rate:
         cases = {name: case for name, case in cases.items() if "peer" in name and "keep-recent" not in name}
+    if one_core:
+        cases = {name: case for name, case in cases.items() if name.endswith(", 1 peer")}
     runs = {k: [] for k in cases}
     try:
         for _ in range(rounds):
@@ -68,7 +75,7 @@ def main():
                 cs = work / "cs"
                 subprocess.run(["rm", "-rf", cs, node], check=True)
                 t = time.time()
-                r = subprocess.run(["/usr/bin/time", "-f", "%M", cli, *case, "--chainstate", cs, "--json", "-q", *extra],
+                r = subprocess.run(["/usr/bin/time", "-f", "%M", *client, cli, *case, "--chainstate", cs, "--json", "-q", *extra],
                                    capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"{name}: {r.stderr[-2000:]}")
