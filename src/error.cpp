@@ -1,5 +1,8 @@
 #include <ibdkit/error.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace ibdkit {
 
 std::string_view ErrcName(Errc e) noexcept
@@ -30,6 +33,12 @@ std::string_view ErrcName(Errc e) noexcept
 DecodeError::DecodeError(Errc code, const char* what)
     : std::runtime_error(what ? what : std::string(ErrcName(code))), m_code(code)
 {
+}
+
+void PreconditionFailed(const char* what, const char* file, int line) noexcept
+{
+    std::fprintf(stderr, "ibdkit: precondition failed at %s:%d: %s\n", file, line, what);
+    std::abort();
 }
 
 } // namespace ibdkit

@@ -5,7 +5,7 @@
 //     `DecodeError` and returned at the public API as `Result<T>`;
 //  2. consensus invalidity: not an error, a validation state with Core's reject reason;
 //  3. environment failures (filesystem, LevelDB): `Status` at the wrapper boundary;
-//  4. programmer errors: assertions.
+//  4. programmer errors: assertions, IBDKIT_EXPECTS below, on in every build.
 // Nothing here holds shared state: every function is thread-safe.
 #pragma once
 
@@ -85,6 +85,15 @@ public:
 private:
     std::variant<T, E> m_v;
 };
+
+/// Writes "ibdkit: precondition failed at FILE:LINE: WHAT" to stderr and aborts the process: a
+/// caller broke a function's contract (a programmer error, never bad input). Used through
+/// IBDKIT_EXPECTS.
+[[noreturn]] void PreconditionFailed(const char* what, const char* file, int line) noexcept;
+
+/// Checks a precondition of the function it opens, in every build (NDEBUG too: the checks are
+/// cheap, and a broken one would otherwise read out of bounds). `what` says which contract.
+#define IBDKIT_EXPECTS(cond, what) ((cond) ? void(0) : ::ibdkit::PreconditionFailed(what, __FILE__, __LINE__))
 
 /// Runs `fn` and turns a DecodeError into a Result error; any other exception passes through.
 template <typename Fn>

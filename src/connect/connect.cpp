@@ -5,6 +5,7 @@
 
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/tx_verify.h>
+#include <ibdkit/error.h>
 
 #include <algorithm>
 #include <array>
@@ -13,7 +14,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <vector>
 
 namespace ibdkit {
@@ -279,7 +279,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
     const ConnectPlan* plan = extras.plan;
     const Block& block = checked.block();
     const int height = ctx.height;
-    assert(ctx.prev.prev_height() == height - 1 && "ConnectContext: prev must end at the previous block");
+    IBDKIT_EXPECTS(ctx.prev.prev_height() == height - 1, "ConnectContext: prev ends at the previous block");
 
     // --- ContextualCheckBlock, in Core's order ---
     const bool csv_active = height >= params.csv_height;
@@ -304,7 +304,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
         scratch.plan.Assign(block);
         plan = &scratch.plan;
     }
-    if (!plan->IsPlanOf(block)) throw std::invalid_argument("ConnectBlock: the ConnectPlan given was made for another block");
+    IBDKIT_EXPECTS(plan->IsPlanOf(block), "ConnectBlock: the ConnectPlan given was made for this block");
     auto& all_inputs = scratch.inputs;
     const auto first_input = plan->FirstInput();
     const std::size_t n_inputs = plan->Inputs();

@@ -143,7 +143,7 @@ struct ConnectExtras {
     /// as one task per shard of the cache (coins/coins_cache.h), and the scripts over it; the
     /// checks and the result are the same as without.
     const TaskRunner* runner{nullptr};
-    /// Must be ConnectPlan(checked.block()) (std::invalid_argument otherwise: it is checked by the
+    /// Must be ConnectPlan(checked.block()) (IBDKIT_EXPECTS, ibdkit/error.h: it is checked by the
     /// planned transactions' address and count, a guard against a mix-up, not against a block
     /// freed and another built in its place); without it ConnectBlock plans the block itself.
     const ConnectPlan* plan{nullptr};
@@ -166,7 +166,7 @@ bool ConnectBlock(const CheckedBlock& checked, const ConnectContext& ctx, CoinsC
 /// aggregates, swiftsync/check_range.h). What stands for "the inputs exist": a coin is missing
 /// (bad-txns-inputs-missingorspent) unless it is older than the block or made by an earlier
 /// transaction of it. `spent` must hold one TxUndo per transaction after the coinbase and one coin
-/// per input (std::invalid_argument otherwise); its coins are moved out. Returns false with Core's
+/// per input (IBDKIT_EXPECTS); its coins are moved out. Returns false with Core's
 /// reason in `state` when a rule fails. Thread-safe for distinct blocks (its scratch is per thread).
 bool CheckBlockSpends(const CheckedBlock& checked, const ConnectContext& ctx, BlockUndo& spent, const ConsensusParams& params,
                       BlockValidationState& state, ConnectStats* stats = nullptr, const TaskRunner* runner = nullptr);

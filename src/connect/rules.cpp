@@ -2,6 +2,7 @@
 // (ibdkit/connect/connect.h): the rules over given spent coins.
 #include "connect/rules.h"
 
+#include <ibdkit/error.h>
 #include <ibdkit/primitives/consensus_constants.h>
 
 #include "consensus/script_flags.h"
@@ -284,10 +285,9 @@ bool CheckBlockSpends(const CheckedBlock& checked, const ConnectContext& ctx, Bl
 {
     const Block& block = checked.block();
     const int height = ctx.height;
-    assert(ctx.prev.prev_height() == height - 1 && "ConnectContext: prev must end at the previous block");
-    if (spent.vtxundo.size() + 1 != block.vtx.size()) {
-        throw std::invalid_argument("CheckBlockSpends: the spent coins are not one list per transaction after the coinbase");
-    }
+    IBDKIT_EXPECTS(ctx.prev.prev_height() == height - 1, "ConnectContext: prev ends at the previous block");
+    IBDKIT_EXPECTS(spent.vtxundo.size() + 1 == block.vtx.size(),
+                   "CheckBlockSpends: the spent coins are one list per transaction after the coinbase");
     const bool csv_active = height >= params.csv_height;
     if (!connect_rules::CheckContextual(checked, height, csv_active ? GetMedianTimePast(ctx.prev) : block.GetBlockTime(), params, state)) {
         return false;
@@ -297,9 +297,8 @@ bool CheckBlockSpends(const CheckedBlock& checked, const ConnectContext& ctx, Bl
     first_input.assign(block.vtx.size() + 1, 0);
     std::size_t n_inputs = 0;
     for (std::size_t t = 1; t < block.vtx.size(); ++t) {
-        if (spent.vtxundo[t - 1].prevout.size() != block.vtx[t].vin().size()) {
-            throw std::invalid_argument("CheckBlockSpends: a transaction's spent coins are not one per input");
-        }
+        IBDKIT_EXPECTS(spent.vtxundo[t - 1].prevout.size() == block.vtx[t].vin().size(),
+                       "CheckBlockSpends: a transaction's spent coins are one per input");
         first_input[t] = n_inputs;
         n_inputs += block.vtx[t].vin().size();
     }

@@ -1,7 +1,8 @@
 // src/script/verify.cpp — one input's script check (Core's CScriptCheck), and a block's inputs.
 #include "script/verify.h"
 
-#include <stdexcept>
+#include <ibdkit/error.h>
+
 #include <string>
 #include <vector>
 
@@ -17,17 +18,10 @@ InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const 
                          const PrecomputedTxData* txdata)
 {
     const auto vin = tx.vin();
-    if (input >= vin.size()) {
-        throw std::invalid_argument("VerifyInput: input " + std::to_string(input) + " of a transaction with " +
-                                    std::to_string(vin.size()) + " inputs");
-    }
-    if (spent_outputs.size() != vin.size()) {
-        throw std::invalid_argument("VerifyInput: " + std::to_string(spent_outputs.size()) + " spent outputs for " +
-                                    std::to_string(vin.size()) + " inputs");
-    }
-    if (txdata != nullptr && txdata->spent_outputs_ready && txdata->spent_outputs.size() != vin.size()) {
-        throw std::invalid_argument("VerifyInput: txdata was made for another transaction");
-    }
+    IBDKIT_EXPECTS(input < vin.size(), "VerifyInput: the input is one of the transaction's");
+    IBDKIT_EXPECTS(spent_outputs.size() == vin.size(), "VerifyInput: one spent output per input of the transaction");
+    IBDKIT_EXPECTS(txdata == nullptr || !txdata->spent_outputs_ready || txdata->spent_outputs.size() == vin.size(),
+                   "VerifyInput: txdata was made for this transaction");
     // Without the caller's hashes they are computed here, as Core's CheckInputScripts does for a
     // transaction whose txdata has no spent outputs yet.
     PrecomputedTxData local;
@@ -55,10 +49,7 @@ std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<c
 {
     std::size_t inputs = 0;
     for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
-    if (spent.size() != inputs) {
-        throw std::invalid_argument("VerifyBlockInputs: " + std::to_string(spent.size()) + " spent outputs for " +
-                                    std::to_string(inputs) + " inputs after the coinbase");
-    }
+    IBDKIT_EXPECTS(spent.size() == inputs, "VerifyBlockInputs: one spent output per input after the coinbase");
     std::vector<BlockInputFailure> failures;
     std::size_t next = 0;
     for (std::size_t t = 1; t < block.vtx.size(); ++t) {

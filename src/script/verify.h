@@ -34,8 +34,8 @@ struct InputVerdict {
 /// Verifies input `input` of `tx` against `spent_outputs` (one per input of `tx`, in input order;
 /// BIP341 signs all of them) under `flags`. `txdata` is the transaction's precomputed hashes
 /// (PrecomputedTxData::Init with the same spent outputs); without it they are computed here, once
-/// per call. Throws std::invalid_argument if `input` is out of range or spent_outputs.size() differs
-/// from the input count.
+/// per call. Expects (IBDKIT_EXPECTS, ibdkit/error.h: the process aborts otherwise) `input` below
+/// the input count and spent_outputs.size() equal to it.
 InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const TxOut> spent_outputs, ScriptFlags flags,
                          const PrecomputedTxData* txdata = nullptr);
 
@@ -50,8 +50,8 @@ struct BlockInputFailure {
 /// Verifies every input of `block` after its coinbase under `flags`, each transaction with its
 /// hashes precomputed once; `spent` holds the outputs they spend in block order (one per input
 /// after the coinbase: Core's rev-file order, or `block_866342.spent_utxos.json`'s). Returns the
-/// failing inputs in block order (empty when every input passes). Throws std::invalid_argument if
-/// spent.size() differs from the block's input count.
+/// failing inputs in block order (empty when every input passes). Expects spent.size() equal to
+/// the block's input count after the coinbase (IBDKIT_EXPECTS).
 std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags);
 
 } // namespace ibdkit

@@ -350,8 +350,9 @@ TEST(ConnectPlan, GroupsTheBlockByShardInBlockOrder)
     EXPECT_TRUE(again.IsPlanOf(moved));
 }
 
-// A plan made for another block is refused, not followed out of the block's bounds.
-TEST(ConnectPlan, ConnectBlockRefusesAPlanOfAnotherBlock)
+// A plan made for another block stops the process (a caller's bug), never followed out of the
+// block's bounds; the block's own plan connects it.
+TEST(ConnectPlanDeathTest, ConnectBlockStopsOnAPlanOfAnotherBlock)
 {
     Fixture f(ChainType::REGTEST, H);
     Block b;
@@ -368,8 +369,9 @@ TEST(ConnectPlan, ConnectBlockRefusesAPlanOfAnotherBlock)
     ctx.height = H;
     std::vector<HeaderInfo> headers(H, HeaderInfo{T0, 0x207fffff});
     ctx.prev = HeaderAncestry{0, headers};
-    EXPECT_THROW(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &other}),
-                 std::invalid_argument);
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &other}),
+                 "ConnectBlock: the ConnectPlan given was made for this block");
     const ConnectPlan own(checked->block());
     EXPECT_TRUE(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &own})) << state.GetRejectReason();
 }
