@@ -89,7 +89,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     cmd->add_option("--blocks-dir", a->blocks_dir, "Or a blocks directory (blkNNNNN.dat, xor.dat) or one blk file");
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
-    cmd->add_option("--threads", a->threads, "Threads decoding blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    AddThreadsOption(cmd, a->threads, "Threads decoding blocks");
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {

@@ -93,7 +93,7 @@ const CommandRegistrar run_cmd([](CLI::App& app) {
     cmd->add_option("--rounds", a->rounds, "Interleaved rounds (every policy once per round; medians reported)")
         ->check(IntegerIn(1, 1000))
         ->capture_default_str();
-    cmd->add_option("--threads", a->run.threads, "Threads per replay (0 = every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    AddThreadsOption(cmd, a->run.threads, "Threads per replay");
     AddQuietOption(cmd, a->quiet);
     cmd->add_flag("--verify-scripts", a->verify_scripts, "Verify every input's scripts in each replay (the default skips them)");
     cmd->callback([a] {

@@ -48,7 +48,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
     cmd->add_option("--ranges", a->ranges, "Split 1..n into this many ranges, checked apart and combined")
         ->check(IntegerIn(1, MAX_HEIGHT))
         ->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads per range (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    AddThreadsOption(cmd, a->threads, "Threads per range");
     cmd->add_option("--mode", a->mode,
                     "outpoints: any blocks, Core's CheckBlock only; coins: BIP 457's Coin elements and every rule of Core's\n"
                     "ConnectBlock, the spent coins from the datadir's rev files (needs --datadir)")

@@ -47,7 +47,7 @@ void AddVerifySnapshot(CLI::App* utxo)
                                      "certifies the snapshot, exit 1 when they match)")
         ->check(SwiftSyncModeIn())
         ->capture_default_str();
-    cmd->add_option("--threads", a->threads, "Threads checking blocks (0: every core)")->check(IntegerIn(0, MAX_THREADS))->capture_default_str();
+    AddThreadsOption(cmd, a->threads, "Threads checking blocks");
     auto* av = cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
     cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");

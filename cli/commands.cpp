@@ -172,6 +172,13 @@ bool& ProgressForced()
     return forced;
 }
 
+void AddThreadsOption(CLI::App* cmd, unsigned& threads, const std::string& what)
+{
+    cmd->add_option("--threads", threads, what + "; 0: every core the process may run on, 1: all on one thread")
+        ->check(IntegerIn(0, MAX_THREADS))
+        ->capture_default_str();
+}
+
 void AddQuietOption(CLI::App* cmd, bool& quiet)
 {
     cmd->add_flag("-q,--quiet", quiet, "No progress line (drawn only when stderr is a terminal, unless --progress) and no notes on stderr");

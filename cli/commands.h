@@ -79,6 +79,9 @@ std::optional<ChainType> ParseNetworkOption(const std::string& network);
 /// Adds `-q,--quiet` (no progress line, no notes: PrintNote's lines), `--progress` (ProgressForced) and, hidden, the older spelling
 /// of --quiet, `--no-progress`.
 void AddQuietOption(CLI::App* cmd, bool& quiet);
+/// Adds `--threads N` (0..MAX_THREADS, its default shown): `what` says what the threads do; the
+/// help adds what 0 and 1 mean (ibdkit/threads.h, ResolveThreads).
+void AddThreadsOption(CLI::App* cmd, unsigned& threads, const std::string& what);
 /// Progress lines are drawn on a terminal only; `--progress` (ProgressForced) draws them on any stderr.
 bool& ProgressForced();
 /// Refuses (UsageError) an output file ibdkit may not write (common/write_guard.h): inside a Core data

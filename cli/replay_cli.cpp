@@ -95,9 +95,7 @@ void AddEngineSizeOptions(CLI::App* cmd, RunSettingsArgs& run, int& stop_height)
         ->check(IntegerIn(0, MAX_DBCACHE_MIB))
         ->capture_default_str();
     cmd->add_option("--stop-height", stop_height, "Stop (and flush) after this height")->check(IntegerIn(0, MAX_HEIGHT));
-    cmd->add_option("--threads", run.threads, "Threads (read or peer, decode+check workers, connect); 1 = all on one thread, 0 = every core")
-        ->check(IntegerIn(0, MAX_THREADS))
-        ->capture_default_str();
+    AddThreadsOption(cmd, run.threads, "Threads (read or peer, decode+check workers, connect)");
 }
 
 void CheckEngineOutputs(const EngineOptions& o)

@@ -32,9 +32,12 @@ PolicyId ParsePolicyName(const std::string& name);
 /// An assumevalid argument: None, the network's default (nullopt); "0", verify every script (a
 /// null hash); a block hash in hex. InvalidArgument else.
 std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& value);
+/// A `threads` argument: 0..MAX_THREADS (0: every core the process may run on), InvalidArgument
+/// else.
+unsigned ThreadsArg(unsigned threads);
 /// The run settings (settings/run_settings.h) from the keyword arguments every connecting or
-/// checking function takes: `dbcache` (MiB), `policy` (a name), `threads` (0..MAX_THREADS, 0: every
-/// core), `assumevalid` (as ParseAssumeValidArg) and `skip_scripts`. InvalidArgument if one is not
+/// checking function takes: `dbcache` (MiB), `policy` (a name), `threads` (as ThreadsArg),
+/// `assumevalid` (as ParseAssumeValidArg) and `skip_scripts`. InvalidArgument if one is not
 /// valid; `skip_scripts` with an assumevalid is refused, as the CLI refuses the two together.
 RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
                        const std::optional<std::string>& assumevalid, bool skip_scripts);

@@ -72,15 +72,22 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
     return *h;
 }
 
+unsigned ThreadsArg(unsigned threads)
+{
+    if (threads > MAX_THREADS) {
+        throw PyError{"InvalidArgument", "threads must be in 0.." + std::to_string(MAX_THREADS) + " (0: every core the process may run on)"};
+    }
+    return threads;
+}
+
 RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
                        const std::optional<std::string>& assumevalid, bool skip_scripts)
 {
-    if (threads > MAX_THREADS) throw PyError{"InvalidArgument", "threads must be in 0.." + std::to_string(MAX_THREADS) + " (0: every core)"};
     if (skip_scripts && assumevalid) throw PyError{"InvalidArgument", "skip_scripts trusts every script: drop assumevalid"};
     RunSettings s;
     s.dbcache_mib = dbcache;
     s.policy = ParsePolicyName(policy);
-    s.threads = threads;
+    s.threads = ThreadsArg(threads);
     s.assumevalid = ParseAssumeValidArg(assumevalid);
     s.skip_scripts = skip_scripts;
     return s;

@@ -163,8 +163,7 @@ PyPartial CheckRange_(PyBlocks& blocks, const PyHints& hints, const PySalt& salt
         throw PyError{"InvalidArgument", "mode='outpoints' checks no scripts: assumevalid and skip_scripts go with mode='coins'"};
     }
     const auto coins = m == swiftsync::AggregateMode::Coins ? CoinsOptions(blocks, assumevalid, skip_scripts) : swiftsync::CoinsModeOptions{};
-    if (threads > MAX_THREADS) throw PyError{"InvalidArgument", "threads must be in 0..1024 (0: every core)"};
-    o.threads = threads;
+    o.threads = ThreadsArg(threads);
     o.collect_unspent = collect_unspent;
     const uint32_t n = hints.hints->height();
     if (first < 1 || first > last || last > n) {

@@ -228,7 +228,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     magic. chainstate: directory to build or resume (default: a temporary one, removed after).
     dbcache: UTXO cache budget in MiB (0: flush after every block). policy: a buffer policy name
     (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
-    block as a P2P message first. threads: as ``--threads`` (0: every core; 1: all on one thread).
+    block as a P2P message first. threads: as ``--threads`` (0: every core the process may run on; 1: all on one thread).
     statistics: False skips the final walk over the UTXO set (``--no-stats``): the dict then has
     height and bestblock but no txouts/hash_serialized_3. assumevalid: as ``--assumevalid`` (None:
     the network's default, none on regtest; 0 or "0": verify every script; a block hash: skip the

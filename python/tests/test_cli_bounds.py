@@ -112,6 +112,15 @@ def test_threads_zero_is_every_core_in_every_command(cli, chain, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["outpoints_proven"], r.stderr
 
 
+def test_threads_help_says_one_meaning_in_every_command(cli):
+    """Every command that takes `--threads` says in its help what 0 and 1 mean, in the same words
+    (one option, cli/commands.h AddThreadsOption), and the same range."""
+    for command in (["replay"], ["sync"], ["run"], ["hints"], ["swiftsync"], ["utxo", "verify-snapshot"]):
+        text = " ".join(run_cli(cli, *command, "--help").stdout.split())
+        assert "--threads UINT:INT in [0, 1024]" in text, command
+        assert "0: every core the process may run on, 1: all on one thread" in text, (command, text)
+
+
 def test_threads_zero_counts_the_cores_the_process_may_run_on(cli, chain):
     """`--threads 0` is the cores the process may use, not the machine's: under `taskset -c 0` (as
     under a container's cpuset) a run starts one thread, not one per core it cannot run on."""

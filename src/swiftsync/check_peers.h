@@ -48,7 +48,7 @@ struct PeersRun {
 
 struct PeersRunResult {
     SwiftSyncResult run;              ///< block_bytes: the blocks' bytes as they arrived
-    std::vector<PeerSummary> peers;    ///< every peer that completed the handshake
+    std::vector<PeerSummary> peers;   ///< every peer that completed the handshake
     std::vector<std::string> unreachable; ///< peers left out before the download, with why
     std::vector<std::string> notes;   ///< what the run found wrong with peers (headers, dropped peers)
     uint64_t spent_bytes{0};          ///< `bspent` payload bytes received for the blocks checked
