@@ -102,3 +102,42 @@ def test_the_count_follows_includes_through_headers(tmp_path):
     (tmp_path / "ibdkit/b.h").write_text("#include <ibdkit/c.h>\n#include <ibdkit/a.h>\n")
     (tmp_path / "ibdkit/c.h").write_text("")
     assert pulled_in("ibdkit/a.h", tmp_path) == {"ibdkit/b.h", "ibdkit/c.h"}
+
+
+# A function declared at namespace scope: a return type, a name, an opening parenthesis, from the
+# first column (bodies and class members are indented; templates' own lines are skipped).
+FREE_FUNCTION = re.compile(r"^(?:\[\[nodiscard\]\]\s*)?(?:(?:inline|static|constexpr)\s+)*"
+                           r"(?!namespace\b|struct\b|class\b|enum\b|using\b|template\b|return\b|typedef\b)"
+                           r"[A-Za-z_][\w:<>,\s*&]*?[\s*&]~?[A-Za-z_]\w*\s*\(")
+
+
+def undocumented_functions(text):
+    """The namespace-scope function declarations of a header with no comment in the lines just
+    above them (a comment may stand for the block of declarations it opens: overloads, a group),
+    as 'LINE: declaration'."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if not FREE_FUNCTION.match(line):
+            continue
+        k = i - 1
+        while k >= 0 and lines[k].strip() and not lines[k].lstrip().startswith("//"):
+            k -= 1
+        if k < 0 or not lines[k].lstrip().startswith("//"):
+            found.append(f"{i + 1}: {line.strip()}")
+    return found
+
+
+def test_every_function_of_the_facade_says_what_it_does():
+    """docs/api.md's contract: each entry point says what it does, what it returns and how it fails,
+    in a comment above it (or above the group of overloads it belongs to)."""
+    missing = []
+    for header in facade((ROOT / "docs/api.md").read_text()):
+        missing += [f"include/{header}:{d}" for d in undocumented_functions((INCLUDE / header).read_text())]
+    assert not missing, "functions of the façade without a comment:\n" + "\n".join(missing)
+
+
+def test_the_check_finds_an_undocumented_function():
+    text = ("/// Documented.\nint A(int x);\nint B(int x) noexcept;\n\n/// Documented.\n"
+            "template <typename T>\nvoid C(T t)\n{\n    D(t);\n}\n\nResult<int> E(std::span<const uint8_t> b);\n")
+    assert undocumented_functions(text) == ["12: Result<int> E(std::span<const uint8_t> b);"]

@@ -61,6 +61,8 @@ std::size_t GetBlockTotalSize(const Block& block) noexcept;
 /// BIP141 weight: stripped size × 3 + total size.
 std::size_t GetBlockWeight(const Block& block) noexcept;
 
+/// A block as Core writes it (header, CompactSize count, transactions), its transactions with or
+/// without witness as `params` says; the second form with witness, as blocks are stored and sent.
 template <WriteStream S>
 void Serialize(S& s, const Block& b, TxParams params)
 {

@@ -179,12 +179,14 @@ inline std::size_t GetTransactionWeight(const Transaction& tx) noexcept
 
 // ---- serialization ----------------------------------------------------------------------------
 
+/// A witness stack as Core writes it: a CompactSize count, then each item as a byte vector.
 template <WriteStream S>
 void Serialize(S& s, const ScriptWitness& w)
 {
     Serialize(s, w.stack);
 }
 
+/// An input without its witness (Core's CTxIn): prevout, scriptSig, sequence.
 template <WriteStream S>
 void Serialize(S& s, const TxIn& in)
 {
@@ -194,6 +196,7 @@ void Serialize(S& s, const TxIn& in)
 }
 
 namespace detail {
+/// The one transaction writer behind both Serialize overloads below (Core's SerializeTransaction).
 template <WriteStream S>
 void SerializeTransaction(S& s, TxParams params, uint32_t version, std::span<const TxIn> vin,
                           std::span<const TxOut> vout, uint32_t lock_time, bool has_witness)

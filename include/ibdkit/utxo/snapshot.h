@@ -47,6 +47,8 @@ struct SnapshotMetadata {
     uint64_t coins_count{0};
 };
 
+/// The metadata's 51 bytes as Core's dumptxoutset writes them (magic, version 2, network magic, base
+/// block hash, coin count).
 std::array<uint8_t, SNAPSHOT_METADATA_SIZE> SerializeSnapshotMetadata(const SnapshotMetadata& m) noexcept;
 /// Parses and checks metadata with Core's messages: bad magic (Errc::BadMagic), unsupported
 /// version (Errc::InvalidValue), another or an unknown network (Errc::BadMagic).
