@@ -372,6 +372,10 @@ TEST(ConnectPlanDeathTest, ConnectBlockStopsOnAPlanOfAnotherBlock)
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_DEATH(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &other}),
                  "ConnectBlock: the ConnectPlan given was made for this block");
+    BlockUndo one_too_many;
+    one_too_many.vtxundo.emplace_back(); // spent coins for a transaction the block does not have
+    EXPECT_DEATH(CheckBlockSpends(*checked, ctx, one_too_many, f.params(), state),
+                 "CheckBlockSpends: the spent coins are one list per transaction after the coinbase");
     const ConnectPlan own(checked->block());
     EXPECT_TRUE(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &own})) << state.GetRejectReason();
 }
