@@ -369,7 +369,6 @@ TEST(ConnectPlanDeathTest, ConnectBlockStopsOnAPlanOfAnotherBlock)
     ctx.height = H;
     std::vector<HeaderInfo> headers(H, HeaderInfo{T0, 0x207fffff});
     ctx.prev = HeaderAncestry{0, headers};
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_DEATH(ConnectBlock(*checked, ctx, f.cache(), f.params(), state, {.plan = &other}),
                  "ConnectBlock: the ConnectPlan given was made for this block");
     BlockUndo one_too_many;

@@ -315,7 +315,6 @@ TEST(ScriptVerify, MutantsOfBlock866342AgreeWithCoresEngine)
 // anything is read out of bounds.
 TEST(ScriptVerifyDeathTest, ArgumentsOutOfRangeAbort)
 {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
     const auto& d = LoadBlock866342();
     const Transaction& tx = d.block.vtx[1];
     const std::span<const TxOut> spent(d.spent.data(), tx.vin().size());
