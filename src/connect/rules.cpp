@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <stdexcept>
 #include <string>
 #include <utility>
