@@ -94,6 +94,16 @@ public:
 
     /// getheaders answered so far.
     int HeadersAnswered() const { return m_answered.load(); }
+    /// Whether a getdata asked this peer for a block it withholds.
+    bool AskedWithheld() const { return m_asked_withheld.load(); }
+    /// Sends no block above `height` until `other` was asked for one it withholds (or 30 s passed;
+    /// call before Connect): the run then waits on the withheld block while blocks remain to fill
+    /// the room, and not only at the chain's end, where no room fills and only the timeout drops.
+    void HoldAboveUntilWithheld(int height, const BlockServer& other)
+    {
+        m_hold_above = height;
+        m_hold_for = &other;
+    }
     /// Holds each block this long before sending it, as a link would (call before Connect): on a
     /// socketpair with none, one peer can hand over a tiny chain before another has asked at all.
     void Delay(std::chrono::milliseconds d) { m_delay = d; }
@@ -126,7 +136,14 @@ private:
             if (!invs) return;
             for (const Inv& inv : *invs) {
                 auto h = m_headers.HeightOf(BlockHash(inv.hash));
+                if (h && *h >= m_withhold_from) m_asked_withheld = true;
                 if (!h || *h >= m_withhold_from || *h > m_tip) continue;
+                if (m_hold_for && *h > m_hold_above) {
+                    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                    while (!m_hold_for->AskedWithheld() && std::chrono::steady_clock::now() < until) {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    }
+                }
                 if (m_delay.count()) std::this_thread::sleep_for(m_delay);
                 if (p.Send("block", EncodeBlock(m_blocks[std::size_t(*h)]))) return;
             }
@@ -137,17 +154,23 @@ private:
     const HeaderChain& m_headers;
     const std::vector<Block>& m_blocks;
     std::atomic<int> m_answered{0};
+    std::atomic<bool> m_asked_withheld{false};
     std::chrono::milliseconds m_delay{0};
+    int m_hold_above{0};
+    const BlockServer* m_hold_for{nullptr};
     std::thread m_thread;
 };
 
 // Peer 0 withholds every height from 61 on; the run waits on one of them while peer 1 fills the
-// room (2 kB: about ten of this chain's blocks there, of ~200 bytes). With a timeout of 120 s, only Core's window rule
-// can drop peer 0 before the run is done; its message says which rule did.
+// room (2 kB: about ten of this chain's blocks there, of ~200 bytes). With a timeout of 120 s, only
+// Core's window rule can drop peer 0 before the run is done; its message says which rule did. Peer
+// 1 sends nothing above 100 until peer 0 was asked for a withheld block: were peer 0's thread
+// starved until peer 1 had claimed the last height, no room would fill (as in Core at a chain's end).
 TEST(BlockFetcher, APeerHoldingTheWaitedBlockWhileTheRoomFillsIsDroppedByCoresRule)
 {
     const Chain& chain = TheChain();
     BlockServer withholding(61), honest(1 << 30);
+    honest.HoldAboveUntilWithheld(100, withholding);
     std::vector<ConnectedPeer> peers;
     peers.push_back(withholding.Connect("withholding"));
     peers.push_back(honest.Connect("honest"));
