@@ -66,12 +66,16 @@ struct Error {
 template <typename T, typename E = Error>
 class [[nodiscard]] Result {
 public:
+    /// A result holding `value`, or one holding the error `err` (both implicit, so a function
+    /// returns either as it is).
     Result(T value) : m_v(std::in_place_index<0>, std::move(value)) {}
     Result(E err) : m_v(std::in_place_index<1>, std::move(err)) {}
 
+    /// Whether it holds a value (and not an error).
     bool ok() const noexcept { return m_v.index() == 0; }
     explicit operator bool() const noexcept { return ok(); }
 
+    /// The value, by reference into the result (moved out of an rvalue). Only when ok().
     T& value() & { return std::get<0>(m_v); }
     const T& value() const& { return std::get<0>(m_v); }
     T&& value() && { return std::get<0>(std::move(m_v)); }
@@ -80,6 +84,7 @@ public:
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
 
+    /// The error. Only when !ok().
     const E& error() const { return std::get<1>(m_v); }
 
 private:

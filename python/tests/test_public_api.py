@@ -141,3 +141,62 @@ def test_the_check_finds_an_undocumented_function():
     text = ("/// Documented.\nint A(int x);\nint B(int x) noexcept;\n\n/// Documented.\n"
             "template <typename T>\nvoid C(T t)\n{\n    D(t);\n}\n\nResult<int> E(std::span<const uint8_t> b);\n")
     assert undocumented_functions(text) == ["12: Result<int> E(std::span<const uint8_t> b);"]
+
+
+# A class's opening line and its end, both from the first column (forward declarations end in ';').
+CLASS_OPEN = re.compile(r"^(?:template\s*<.*>\s*)?(class|struct|union)\s+(?:\[\[\w+\]\]\s*)?\w+[^;]*$")
+ACCESS = re.compile(r"^\s*(public|protected|private):\s*$")  # a class's own labels start in the first column
+# A member function declared in a class's body: four spaces in, a name and an opening parenthesis.
+MEMBER_FUNCTION = re.compile(r"^ {4}(?:\[\[nodiscard\]\]\s*)?(?:(?:static|constexpr|virtual|explicit|inline)\s+)*"
+                             r"(?!return\b|using\b|typedef\b|friend\b|template\b|enum\b|struct\b|class\b)"
+                             r"(?:[A-Za-z_][\w:<>,\s*&]*?[\s*&])?(?:operator\W+|[A-Za-z_]\w*)\s*\(")
+
+
+def undocumented_members(text):
+    """The public member functions of a header's classes with no comment just above them or above
+    the group of declarations they belong to (the group ends at a blank line, an access label or
+    the end of a body), as 'LINE: declaration'. Special members that are defaulted or deleted,
+    destructors and friends say nothing a reader needs."""
+    lines = text.splitlines()
+    found, access = [], None
+    for i, line in enumerate(lines):
+        opened = CLASS_OPEN.match(line)
+        if opened:
+            access = "public" if opened.group(1) != "class" else "private"
+            continue
+        if line.startswith("};"):
+            access = None
+            continue
+        if access is None:
+            continue
+        label = ACCESS.match(line)
+        if label and not line.startswith(" "):
+            access = label.group(1)
+            continue
+        if access != "public" or not MEMBER_FUNCTION.match(line):
+            continue
+        if re.search(r"=\s*(default|delete)\s*;", line) or line.lstrip().startswith("~"):
+            continue
+        k = i - 1
+        while (k >= 0 and lines[k].strip() and not lines[k].lstrip().startswith("//") and not ACCESS.match(lines[k])
+               and lines[k].strip() not in ("}", "};") and not lines[k].rstrip().endswith("{")):
+            k -= 1
+        if k < 0 or not lines[k].lstrip().startswith("//"):
+            found.append(f"{i + 1}: {line.strip()}")
+    return found
+
+
+def test_every_public_member_of_the_facade_says_what_it_does():
+    """The same contract for the member functions of the façade's classes: what a view's accessor
+    reads, what a range's bounds are, what a method may not be called with."""
+    missing = []
+    for header in facade((ROOT / "docs/api.md").read_text()):
+        missing += [f"include/{header}:{d}" for d in undocumented_members((INCLUDE / header).read_text())]
+    assert not missing, f"{len(missing)} public member functions of the façade without a comment:\n" + "\n".join(missing)
+
+
+def test_the_check_finds_an_undocumented_member():
+    text = ("class [[nodiscard]] A {\npublic:\n    /// Documented.\n    int B() const;\n    int C() const;\n\n    int D() const;\n"
+            "    A() = default;\n    ~A();\n    class It {\n    public:\n        int J();\n    };\n\nprivate:\n    int E();\n};\n\nstruct F {\n    int G();\n};\n"
+            "template <typename S>\nvoid H(S& s)\n{\n    I(s);\n}\n")
+    assert undocumented_members(text) == ["7: int D() const;", "20: int G();"]

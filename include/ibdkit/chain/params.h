@@ -62,6 +62,7 @@ struct ConsensusParams {
     /// regtest: every script is verified.
     BlockHash default_assume_valid;
 
+    /// Blocks between retargets (2,016 on mainnet; Core's DifficultyAdjustmentInterval).
     int64_t DifficultyAdjustmentInterval() const noexcept { return pow_target_timespan / pow_target_spacing; }
 };
 

@@ -20,8 +20,10 @@ struct Coin {
     bool coinbase{false};  ///< created by a coinbase transaction
 
     Coin() = default;
+    /// The unspent output `o`, created at height `h`, by a coinbase if `cb`.
     Coin(TxOut o, uint32_t h, bool cb) : out(std::move(o)), height(h), coinbase(cb) {}
 
+    /// Whether it is spent (its output is TxOut's null).
     bool IsSpent() const noexcept { return out.IsNull(); }
     /// Marks the coin spent and releases its script (Core's Coin::Clear).
     void Clear() noexcept

@@ -154,6 +154,8 @@ public:
     /// Returns an error for a malformed record or a LevelDB failure.
     Result<uint64_t> ForEachCoin(const std::function<bool(const OutPoint&, const Coin&)>& fn) const;
 
+    /// The key-value store under it (valid while the CoinsDB lives) and the buffer policy of its
+    /// streams.
     Store& store() noexcept { return *m_store; }
     const Store& store() const noexcept { return *m_store; }
     PolicyId policy() const noexcept { return m_options.policy; }

@@ -59,6 +59,7 @@ WitnessFacts WitnessFactsOf(const Block& block, bool read_commitment);
 /// A block that passed CheckBlock (with the options it records). Immutable.
 class CheckedBlock {
 public:
+    /// The block that passed (valid while this CheckedBlock lives), and the options it passed with.
     const Block& block() const noexcept { return m_block; }
     const Block& operator*() const noexcept { return m_block; }
     const Block* operator->() const noexcept { return &m_block; }

@@ -64,10 +64,14 @@ public:
         m_mode = Mode::ERROR;
         return false;
     }
+    /// The verdict: no rule broken yet (valid), a rule broken (invalid: Invalid was called), or
+    /// an internal error; and the mode itself.
     bool IsValid() const noexcept { return m_mode == Mode::VALID; }
     bool IsInvalid() const noexcept { return m_mode == Mode::INVALID; }
     bool IsError() const noexcept { return m_mode == Mode::ERROR; }
     Mode GetMode() const noexcept { return m_mode; }
+    /// What Invalid recorded: the result class, Core's reject reason (the string Core reports, as
+    /// "bad-txns-inputs-missingorspent") and its debug message; empty while valid.
     ResultT GetResult() const noexcept { return m_result; }
     const std::string& GetRejectReason() const noexcept { return m_reject_reason; }
     const std::string& GetDebugMessage() const noexcept { return m_debug_message; }

@@ -31,10 +31,13 @@ struct BlockHeader {
 
     /// SHA256d of the 80 serialized bytes.
     BlockHash GetHash() const noexcept;
+    /// The header's time, widened as Core's GetBlockTime does.
     int64_t GetBlockTime() const noexcept { return int64_t(time); }
+    /// Whether it is Core's null header (bits 0: a placeholder, never a mined header).
     bool IsNull() const noexcept { return bits == 0; }
 
     friend bool operator==(const BlockHeader&, const BlockHeader&) = default;
+    /// The fields in serialization order, for encoding/serialize.h's Serialize and Unserialize.
     template <typename Op, typename Self>
     static void SerOps(Op& op, Self& self)
     {
@@ -51,6 +54,7 @@ std::array<uint8_t, 80> HeaderToBytes(const BlockHeader& h) noexcept;
 struct Block : BlockHeader {
     std::vector<Transaction> vtx;
 
+    /// The block's header, as the base it is.
     const BlockHeader& header() const noexcept { return *this; }
 };
 

@@ -87,12 +87,14 @@ public:
     /// p points at the stack's item count (or is null for "no witness").
     explicit WitnessView(const uint8_t* p) noexcept : m_p(p) {}
 
+    /// The number of items on the stack (0 without a witness), and whether it is 0.
     std::size_t size() const noexcept
     {
         if (!m_p) return 0;
         const uint8_t* p = m_p;
         return std::size_t(detail::ReadCompactSizeUnchecked(p));
     }
+    /// Whether there is no item (or no witness).
     bool empty() const noexcept { return size() == 0; }
 
     class iterator {
@@ -127,6 +129,7 @@ public:
         const uint8_t* m_p{nullptr};
         std::size_t m_left{0};
     };
+    /// The items, first to last, each a span into the block's bytes (a range-for's bounds).
     iterator begin() const noexcept
     {
         if (!m_p) return {};
@@ -134,6 +137,7 @@ public:
         const std::size_t n = std::size_t(detail::ReadCompactSizeUnchecked(p));
         return {p, n};
     }
+    /// The end of the items: begin() compares equal to it after the last one.
     std::default_sentinel_t end() const noexcept { return {}; }
     /// Copies the stack into the owning model (independent of the buffer).
     ScriptWitness ToOwned() const;
@@ -149,9 +153,11 @@ struct InputView {
     uint32_t sequence{0};
     WitnessView witness;
 
+    /// The outpoint it spends: the txid (internal order), the index, both as one OutPoint.
     Txid prevout_hash() const noexcept { return Txid(uint256(std::span<const uint8_t, 32>(prevout_bytes, 32))); }
     uint32_t prevout_n() const noexcept { return LoadLE<uint32_t>(prevout_bytes + 32); }
     OutPoint prevout() const noexcept { return OutPoint{prevout_hash(), prevout_n()}; }
+    /// Whether it spends the null outpoint (a coinbase's input).
     bool IsNullPrevout() const noexcept
     {
         static constexpr uint8_t NULL_PREVOUT[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -210,7 +216,9 @@ public:
         const uint8_t* m_w{nullptr};
         std::size_t m_left{0};
     };
+    /// The inputs of the transaction laid out in `l`, which must outlive the range.
     InputRange(const TxLayout& l) noexcept : m_l(&l) {}
+    /// A range-for's bounds, and the number of inputs.
     iterator begin() const noexcept { return {m_l->vin, m_l->has_witness ? m_l->wit : nullptr, m_l->n_in}; }
     std::default_sentinel_t end() const noexcept { return {}; }
     std::size_t size() const noexcept { return m_l->n_in; }
@@ -259,7 +267,9 @@ public:
         const uint8_t* m_p{nullptr};
         std::size_t m_left{0};
     };
+    /// The outputs of the transaction laid out in `l`, which must outlive the range.
     OutputRange(const TxLayout& l) noexcept : m_l(&l) {}
+    /// A range-for's bounds, and the number of outputs.
     iterator begin() const noexcept { return {m_l->vout, m_l->n_out}; }
     std::default_sentinel_t end() const noexcept { return {}; }
     std::size_t size() const noexcept { return m_l->n_out; }
@@ -272,14 +282,18 @@ private:
 class TxView {
 public:
     TxView() = default;
+    /// A view of the transaction `l` describes: a layout ParseTxLayout made (the view trusts it).
     explicit TxView(const TxLayout& l) noexcept : m_l(l) {}
 
     /// Parses exactly one transaction (trailing bytes are Errc::TrailingData); same rules and
     /// errors as DecodeTransaction. The view borrows `bytes`.
     static Result<TxView> Parse(ByteSpan bytes, TxParams params = TX_WITH_WITNESS);
 
+    /// The transaction's serialized bytes (with its witness, if any) and where its parts lie.
     ByteSpan bytes() const noexcept { return {m_l.begin, std::size_t(m_l.end - m_l.begin)}; }
     const TxLayout& layout() const noexcept { return m_l; }
+    /// Fields read from the bytes on each call: the version, the lock time, and whether it was
+    /// serialized with the segwit extension.
     uint32_t version() const noexcept { return LoadLE<uint32_t>(m_l.begin); }
     uint32_t lock_time() const noexcept { return LoadLE<uint32_t>(m_l.lock); }
     bool HasWitness() const noexcept { return m_l.has_witness; }
@@ -288,6 +302,8 @@ public:
     OutputRange outputs() const noexcept { return OutputRange(m_l); }
     bool IsCoinBase() const noexcept { return m_l.n_in == 1 && (*inputs().begin()).IsNullPrevout(); }
 
+    /// Its serialized size with the witness and without it (Core's GetTotalSize and the
+    /// TX_NO_WITNESS size), from the layout alone.
     std::size_t GetTotalSize() const noexcept { return std::size_t(m_l.end - m_l.begin); }
     std::size_t GetStrippedSize() const noexcept
     {
@@ -325,12 +341,15 @@ public:
     /// As Parse, but throws DecodeError (for callers already inside a decoder).
     static BlockView ParseOrThrow(ByteSpan bytes);
 
+    /// The whole block's bytes (the span Parse was given), its first 80 and their size.
     ByteSpan bytes() const noexcept { return m_bytes; }
     std::span<const uint8_t, 80> header_bytes() const noexcept { return std::span<const uint8_t, 80>(m_bytes.data(), 80); }
+    std::size_t GetTotalSize() const noexcept { return m_bytes.size(); }
+    /// The header decoded from header_bytes(), and its hash (SHA256d of those bytes, on each call).
     BlockHeader header() const noexcept { return HeaderFromBytes(header_bytes()); }
     BlockHash ComputeHash() const noexcept;
+    /// The number of transactions the block says it holds (Parse checked every one).
     std::size_t tx_count() const noexcept { return m_tx_count; }
-    std::size_t GetTotalSize() const noexcept { return m_bytes.size(); }
 
     class TxIterator {
     public:

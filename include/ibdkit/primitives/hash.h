@@ -23,8 +23,10 @@ class uint256 {
 public:
     static constexpr std::size_t SIZE = 32;
     constexpr uint256() noexcept = default;
+    /// A copy of 32 bytes, taken in internal order as they are.
     explicit uint256(std::span<const uint8_t, 32> b) noexcept { std::memcpy(m_data.data(), b.data(), 32); }
 
+    /// The 32 bytes in internal order, as a container: pointers into this value, valid while it is.
     uint8_t* data() noexcept { return m_data.data(); }
     const uint8_t* data() const noexcept { return m_data.data(); }
     static constexpr std::size_t size() noexcept { return SIZE; }
@@ -34,10 +36,12 @@ public:
     const uint8_t* end() const noexcept { return m_data.data() + SIZE; }
     std::span<const uint8_t, 32> span() const noexcept { return std::span<const uint8_t, 32>(m_data); }
 
+    /// Whether all 32 bytes are zero (Core's null hash), and making them so.
     bool IsNull() const noexcept
     {
         return (GetUint64(0) | GetUint64(1) | GetUint64(2) | GetUint64(3)) == 0;
     }
+    /// Sets all 32 bytes to zero.
     void SetNull() noexcept { m_data.fill(0); }
     /// Little-endian 64-bit word i (0..3, unchecked), e.g. for hashing into a table.
     uint64_t GetUint64(int i) const noexcept
@@ -81,9 +85,12 @@ template <typename Tag>
 class TaggedHash {
 public:
     constexpr TaggedHash() noexcept = default;
+    /// The hash `h` taken to mean this tag's kind: the one explicit step between kinds.
     explicit constexpr TaggedHash(const uint256& h) noexcept : m_hash(h) {}
+    /// The bytes without the tag, read-only or to fill in place.
     const uint256& ToUint256() const noexcept { return m_hash; }
     uint256& AsUint256() noexcept { return m_hash; }
+    /// As uint256's data, IsNull, SetNull and ToHex (Core's display form, byte-reversed).
     const uint8_t* data() const noexcept { return m_hash.data(); }
     bool IsNull() const noexcept { return m_hash.IsNull(); }
     void SetNull() noexcept { m_hash.SetNull(); }
@@ -123,6 +130,7 @@ inline uint256 HashSha256d(std::span<const std::byte> data) noexcept
 /// std::hash-compatible hasher for tagged hashes and uint256 (takes a 64-bit word; hashes are
 /// uniformly distributed except where an attacker grinds them — use SaltedHasher there).
 struct Uint256Hasher {
+    /// The second little-endian word of the hash (never throws).
     std::size_t operator()(const uint256& h) const noexcept { return std::size_t(h.GetUint64(1)); }
     template <typename Tag>
     std::size_t operator()(const TaggedHash<Tag>& h) const noexcept { return std::size_t(h.ToUint256().GetUint64(1)); }

@@ -38,6 +38,8 @@ public:
     /// Copies the bytes (the script owns them).
     explicit Script(std::span<const uint8_t> b) { assign(b.data(), b.size()); }
     Script(const uint8_t* p, std::size_t n) { assign(p, n); }
+    /// A copy owns its bytes, even of a borrowed script; a move takes the other's bytes (or its
+    /// reference, when borrowed) and leaves it empty.
     Script(const Script& o) { assign(o.data(), o.size()); }
     Script(Script&& o) noexcept { MoveFrom(o); }
     Script& operator=(const Script& o)
@@ -45,6 +47,7 @@ public:
         if (this != &o) assign(o.data(), o.size());
         return *this;
     }
+    /// As the move constructor.
     Script& operator=(Script&& o) noexcept
     {
         if (this != &o) {
@@ -61,6 +64,9 @@ public:
         MakeOwned();
         return Ptr();
     }
+    /// The bytes, read-only, as a container (valid until the script changes or dies; a
+    /// borrowed script's, while the storage it points into lives). The mutable begin/end copy a
+    /// borrowed script first, as data() does; operator[] does not check `i`.
     const uint8_t* data() const noexcept { return Ptr(); }
     std::size_t size() const noexcept { return Size(); }
     bool empty() const noexcept { return Size() == 0; }
@@ -70,10 +76,12 @@ public:
     uint8_t* end() { return data() + Size(); }
     uint8_t operator[](std::size_t i) const noexcept { return data()[i]; }
     std::span<const uint8_t> span() const noexcept { return {data(), Size()}; }
+    /// Whether the bytes are stored inside the object (up to INLINE_SIZE, no allocation).
     bool is_inline() const noexcept { return Mode() == INLINE; }
     /// Points into bytes owned elsewhere (a decoded transaction's storage).
     bool is_borrowed() const noexcept { return Mode() == BORROWED; }
 
+    /// Makes it empty (a borrowed script lets go of its reference; owned bytes stay allocated).
     void clear() noexcept
     {
         if (is_borrowed()) m_word = INLINE; // drop the reference; nothing to free
@@ -100,6 +108,7 @@ public:
         }
         SetSize(n);
     }
+    /// Appends one byte, growing the allocation by doubling (a borrowed script copies first).
     void push_back(uint8_t b)
     {
         MakeOwned();

@@ -38,14 +38,18 @@ struct OutPoint {
     Txid hash;
     uint32_t n{NULL_INDEX};
 
+    /// Whether it is the null outpoint a coinbase input spends (null txid, index 0xffffffff).
     bool IsNull() const noexcept { return n == NULL_INDEX && hash.IsNull(); }
     friend auto operator<=>(const OutPoint&, const OutPoint&) noexcept = default;
     friend bool operator==(const OutPoint& a, const OutPoint& b) noexcept { return a.n == b.n && a.hash == b.hash; }
+    /// The fields in serialization order, for encoding/serialize.h's Serialize and Unserialize.
     template <typename Op, typename Self>
     static void SerOps(Op& op, Self& self) { op(self.hash, self.n); }
 };
 
+/// std::hash-compatible hasher of outpoints, for tables whose keys an attacker cannot choose.
 struct OutPointHasher {
+    /// A word of the txid mixed with the index (never throws).
     std::size_t operator()(const OutPoint& o) const noexcept
     {
         return std::size_t(o.hash.ToUint256().GetUint64(0) ^ (uint64_t(o.n) * 0x9E3779B97F4A7C15ULL));
@@ -57,8 +61,10 @@ struct TxOut {
     Amount value{-1};
     Script script_pubkey;
 
+    /// Whether it is Core's null output (value -1: a spent coin's marker, never a real output).
     bool IsNull() const noexcept { return value == -1; }
     friend bool operator==(const TxOut&, const TxOut&) = default;
+    /// The fields in serialization order, for encoding/serialize.h's Serialize and Unserialize.
     template <typename Op, typename Self>
     static void SerOps(Op& op, Self& self) { op(self.value, self.script_pubkey); }
 };
@@ -67,6 +73,7 @@ struct TxOut {
 struct ScriptWitness {
     std::vector<std::vector<uint8_t>> stack;
 
+    /// Whether the stack is empty (no witness).
     bool IsNull() const noexcept { return stack.empty(); }
     friend bool operator==(const ScriptWitness&, const ScriptWitness&) = default;
 };
@@ -96,6 +103,7 @@ struct MutableTransaction {
     std::vector<TxOut> vout;
     uint32_t lock_time{0};
 
+    /// Whether any input has a witness stack (and so serializes with the segwit extension).
     bool HasWitness() const noexcept
     {
         for (const TxIn& in : vin) {
@@ -121,6 +129,7 @@ public:
     explicit Transaction(const MutableTransaction& mtx);
     explicit Transaction(MutableTransaction&& mtx);
 
+    /// The version, as serialized (the lock time: lock_time()).
     uint32_t version() const noexcept { return m_version; }
     /// Views of the shared storage: valid while this transaction, or a copy of it, lives.
     std::span<const TxIn> vin() const noexcept { return {m_vin, m_n_in}; }

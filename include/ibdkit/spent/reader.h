@@ -61,6 +61,7 @@ public:
     /// after an error.
     virtual Result<std::optional<SpentBlock>> Next() = 0;
 
+    /// The chain the blocks are of, and the height of the first block Next gives.
     ChainType chain() const noexcept { return m_chain; }
     int first_height() const noexcept { return m_first; }
     /// The last height this reader will deliver, as far as known (a replay learns its tip as it

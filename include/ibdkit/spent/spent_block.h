@@ -47,8 +47,10 @@ public:
     SpentBlock(const SpentBlock&) = delete;
     SpentBlock& operator=(const SpentBlock&) = delete;
 
+    /// The block's bytes and a view of them (owned by this SpentBlock: valid while it lives).
     ByteSpan bytes() const noexcept { return m_view.bytes(); }
     const BlockView& view() const noexcept { return m_view; }
+    /// Where it is: its height, its chain, its hash (computed once by Make) and its header's time.
     int height() const noexcept { return m_height; }
     ChainType chain() const noexcept { return m_chain; }
     const BlockHash& hash() const noexcept { return m_hash; }

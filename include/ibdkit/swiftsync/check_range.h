@@ -47,6 +47,7 @@ struct RangeCounts {
     uint64_t unspent{0};      ///< of which hinted unspent
     uint64_t unspendable{0};  ///< outputs left out (OP_RETURN, oversized, BIP 30's two coinbases)
 
+    /// Adds the counts of another range (of a disjoint one: nothing checks it).
     RangeCounts& operator+=(const RangeCounts& o) noexcept;
     friend bool operator==(const RangeCounts&, const RangeCounts&) = default;
 };

@@ -68,6 +68,7 @@ public:
     /// Checks the header; the records are checked as they are read.
     static Result<UnspentRunReader> Open(std::span<const uint8_t> bytes);
 
+    /// The first and last height of the run, as its header says.
     uint32_t first() const noexcept { return m_first; }
     uint32_t last() const noexcept { return m_last; }
     /// The number of records the header claims (checked against the records by the last Next).

@@ -60,6 +60,8 @@ concept RowSink = requires(S& s, int64_t i, double d, bool b, std::string_view t
 class RowSinkBase {
 public:
     virtual ~RowSinkBase() = default;
+    /// One cell of the row being written, in the columns' order: a number, a boolean, text or
+    /// bytes (copied before the call returns), or NULL; EndRow ends the row.
     virtual void Int(int64_t v) = 0;
     virtual void Real(double v) = 0;
     virtual void Bool(bool v) = 0;
@@ -90,6 +92,7 @@ public:
     /// Whether no write has failed yet (a long export can stop early).
     virtual bool ok() const noexcept = 0;
 
+    /// Rows ended so far.
     uint64_t Rows() const noexcept { return m_rows; }
     /// Bytes of the finished file (0 before Finish()).
     uint64_t Bytes() const noexcept { return m_bytes; }

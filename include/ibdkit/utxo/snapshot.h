@@ -100,6 +100,7 @@ public:
     SnapshotReader(const SnapshotReader&) = delete;
     SnapshotReader& operator=(const SnapshotReader&) = delete;
 
+    /// The snapshot's metadata, read and checked by Open.
     const SnapshotMetadata& metadata() const noexcept { return m_meta; }
     /// Optional: coins above this height are refused (Core knows the base block's height).
     void SetBaseHeight(uint32_t h) noexcept { m_base_height = h; }

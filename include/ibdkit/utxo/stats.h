@@ -62,8 +62,10 @@ inline uint64_t GetBogoSize(const Script& s) noexcept { return 50 + s.size(); }
 /// thread at a time.
 class UtxoStatsBuilder {
 public:
+    /// A builder of the hashes `hashes` asks for (hash_serialized_3 alone by default).
     explicit UtxoStatsBuilder(UtxoHashTypes hashes = {});
     ~UtxoStatsBuilder();
+    /// Adds one unspent coin, in database order (not checked: coins out of order give another hash).
     void Add(const OutPoint& outpoint, const Coin& coin);
     /// Same, for a caller that already classified the script (type must be Solver(script)).
     void Add(const OutPoint& outpoint, const Coin& coin, TxoutType type);
