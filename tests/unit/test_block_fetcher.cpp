@@ -94,19 +94,17 @@ public:
 
     /// getheaders answered so far.
     int HeadersAnswered() const { return m_answered.load(); }
-    /// Whether a getdata asked this peer for a block it withholds.
-    bool AskedWithheld() const { return m_asked_withheld.load(); }
-    /// Sends no block above `height` until `other` was asked for one it withholds (or 30 s passed;
-    /// call before Connect): the run then waits on the withheld block while blocks remain to fill
-    /// the room, and not only at the chain's end, where no room fills and only the timeout drops.
-    void HoldAboveUntilWithheld(int height, const BlockServer& other)
+    /// The highest height a getdata asked this peer for (0: none yet), withheld or not.
+    int HighestAsked() const { return m_highest_asked.load(); }
+    /// Sends no block above `height` until `other` was asked for one at `other_height` or above (or
+    /// 30 s passed; call before Connect): what another peer's thread does first then happens
+    /// before this peer is done, however the threads are scheduled.
+    void HoldAboveUntilAsked(int height, const BlockServer& other, int other_height)
     {
         m_hold_above = height;
         m_hold_for = &other;
+        m_hold_until = other_height;
     }
-    /// Holds each block this long before sending it, as a link would (call before Connect): on a
-    /// socketpair with none, one peer can hand over a tiny chain before another has asked at all.
-    void Delay(std::chrono::milliseconds d) { m_delay = d; }
 
 private:
     void Serve(Socket s)
@@ -136,15 +134,14 @@ private:
             if (!invs) return;
             for (const Inv& inv : *invs) {
                 auto h = m_headers.HeightOf(BlockHash(inv.hash));
-                if (h && *h >= m_withhold_from) m_asked_withheld = true;
+                if (h && *h > m_highest_asked) m_highest_asked = *h;
                 if (!h || *h >= m_withhold_from || *h > m_tip) continue;
                 if (m_hold_for && *h > m_hold_above) {
                     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                    while (!m_hold_for->AskedWithheld() && std::chrono::steady_clock::now() < until) {
+                    while (m_hold_for->HighestAsked() < m_hold_until && std::chrono::steady_clock::now() < until) {
                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
                     }
                 }
-                if (m_delay.count()) std::this_thread::sleep_for(m_delay);
                 if (p.Send("block", EncodeBlock(m_blocks[std::size_t(*h)]))) return;
             }
         }
@@ -154,9 +151,8 @@ private:
     const HeaderChain& m_headers;
     const std::vector<Block>& m_blocks;
     std::atomic<int> m_answered{0};
-    std::atomic<bool> m_asked_withheld{false};
-    std::chrono::milliseconds m_delay{0};
-    int m_hold_above{0};
+    std::atomic<int> m_highest_asked{0};
+    int m_hold_above{0}, m_hold_until{0};
     const BlockServer* m_hold_for{nullptr};
     std::thread m_thread;
 };
@@ -170,7 +166,7 @@ TEST(BlockFetcher, APeerHoldingTheWaitedBlockWhileTheRoomFillsIsDroppedByCoresRu
 {
     const Chain& chain = TheChain();
     BlockServer withholding(61), honest(1 << 30);
-    honest.HoldAboveUntilWithheld(100, withholding);
+    honest.HoldAboveUntilAsked(100, withholding, 61);
     std::vector<ConnectedPeer> peers;
     peers.push_back(withholding.Connect("withholding"));
     peers.push_back(honest.Connect("honest"));
@@ -220,7 +216,7 @@ TEST(BlockFetcher, APeerBehindIsAskedOnlyForTheBlocksItsHeadersShowed)
 {
     const Chain& chain = TheChain();
     BlockServer behind(1 << 30, 60), honest(1 << 30);
-    honest.Delay(std::chrono::milliseconds(2)); // so that the behind peer has asked before the honest one is done
+    honest.HoldAboveUntilAsked(0, behind, 1); // so that the behind peer has asked before the honest one is done
     auto [peers, headers] = BehindAndHonest(behind, honest);
     ASSERT_EQ(headers.Tip(), chain.headers.Tip());
     EXPECT_EQ(peers[0].best_height, 60u);
