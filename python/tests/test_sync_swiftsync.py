@@ -27,7 +27,7 @@ from conftest import import_ibdkit, import_pbk, run_cli
 
 pbk = import_pbk()
 
-from test_replay_datadir import FIELDS, core_datadir  # noqa: E402
+from test_replay_datadir import FIELDS, core_datadir, framed_records  # noqa: E402
 from test_serve import Server, compact_size, message  # noqa: E402
 from test_swiftsync_coins import gen_blocks  # noqa: E402
 
@@ -93,6 +93,30 @@ def test_swiftsync_from_peers_ends_on_cores_utxo_set(cli, chain, tmp_path, peers
     assert again["swiftsync_resumed"] and again["continuation"]["blocks"] == 0 and got["swiftsync_resumed"] is False
     assert again["hash_serialized_3"] == stats["hash_serialized_3"] and again["bestblock"] == tip
     assert classic["blocks_connected"] == 0 and classic["hash_serialized_3"] == stats["hash_serialized_3"]
+
+
+def test_swiftsync_from_peers_verifies_every_signature_of_cores_signed_chain(cli, shared, tmp_path):
+    """Core's regtest test chain (blocks 1-206, real signatures) in a datadir Core's engine wrote,
+    hints for its tip, two `serve` peers: every script is verified, signatures included, with the
+    spent coins the peers sent (untrusted until the aggregate balances), the same inputs the classic
+    replay of the datadir verifies, and the sync ends on Core's UTXO set."""
+    blocks = [payload for _, _, payload, _ in framed_records(shared / "regtest", "core_kernel_blocks_1-206.blk")]
+    datadir, height, tip, stats = core_datadir(tmp_path, blocks, seed=7)
+    assert height == 206
+    hints = tmp_path / "tip.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", hints)
+    servers = [Peer(cli, "--datadir", datadir) for _ in range(2)]
+    try:
+        got = json.loads(swiftsync(cli, hints, [s.port for s in servers], "--chainstate", tmp_path / "cs").stdout)
+    finally:
+        for s in servers:
+            s.stop()
+    assert_core_utxo_set(got, height, tip, stats)
+    assert got["swiftsync"]["mode"] == "coins" and got["swiftsync_height"] == height
+    classic = json.loads(run_cli(cli, "replay", "-q", "--json", "--datadir", datadir, "--assumevalid", "0").stdout)
+    assert got["script_checked_inputs"] == classic["script_checked_inputs"] > 0, "the same inputs' scripts verified"
+    assert got["script_check_reason"] == "assumevalid=0 (always verify)"
+    assert got["hash_serialized_3"] == classic["hash_serialized_3"]
 
 
 def test_the_cutoff_saves_bytes_and_changes_nothing_else(cli, chain, tmp_path):
