@@ -11,6 +11,7 @@
 #pragma once
 
 #include "coins/coins_cache_entry.h"
+#include "coins/salted_hasher.h"
 
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/primitives/transaction.h>
@@ -22,7 +23,6 @@
 #include <iterator>
 #include <memory>
 #include <new>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -37,31 +37,6 @@ private:
     friend class CoinsMap;
     CoinsMapNode(const OutPoint& key, bool large) noexcept : first(key), second(large) {}
     ~CoinsMapNode() = default;
-};
-
-/// Outpoint hasher with a per-process random salt, so txids ground by an attacker do not collide
-/// in the table (Core uses salted SipHash; a salted multiply-xorshift is enough for a table).
-class SaltedOutPointHasher {
-public:
-    SaltedOutPointHasher() : m_k0(Salt()), m_k1(Salt() | 1) {}
-    std::size_t operator()(const OutPoint& o) const noexcept
-    {
-        uint64_t h = o.hash.ToUint256().GetUint64(0) ^ m_k0;
-        h ^= o.hash.ToUint256().GetUint64(2) + (uint64_t(o.n) << 32);
-        h *= m_k1;
-        h ^= h >> 29;
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 32;
-        return std::size_t(h);
-    }
-
-private:
-    static uint64_t Salt()
-    {
-        static std::random_device rd;
-        return (uint64_t(rd()) << 32) | rd();
-    }
-    uint64_t m_k0, m_k1;
 };
 
 /// Outpoint → cache entry. Not thread-safe.

@@ -1,6 +1,8 @@
 // The coins a `bspent` with a cutoff leaves out, kept from the blocks just checked (check_peers.cpp).
 #pragma once
 
+#include "coins/salted_hasher.h"
+
 #include <ibdkit/coins/coin.h>
 #include <ibdkit/primitives/transaction.h>
 
@@ -42,7 +44,7 @@ public:
     }
 
 private:
-    std::unordered_map<OutPoint, Coin, OutPointHasher> m_coins;
+    std::unordered_map<OutPoint, Coin, SaltedOutPointHasher> m_coins; // outpoints of blocks: salted
     std::deque<std::pair<uint32_t, std::vector<OutPoint>>> m_by_height;
 };
 

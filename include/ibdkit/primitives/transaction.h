@@ -47,7 +47,8 @@ struct OutPoint {
     static void SerOps(Op& op, Self& self) { op(self.hash, self.n); }
 };
 
-/// std::hash-compatible hasher of outpoints, for tables whose keys an attacker cannot choose.
+/// std::hash-compatible hasher of outpoints, unsalted: for tables whose keys an attacker cannot
+/// choose (outpoints of blocks go through a salted one; src/coins/salted_hasher.h).
 struct OutPointHasher {
     /// A word of the txid mixed with the index (never throws).
     std::size_t operator()(const OutPoint& o) const noexcept
