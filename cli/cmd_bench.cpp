@@ -4,7 +4,7 @@
 #include "bench.h"
 
 #include "common/write_guard.h"
-#include "memory/policy.h"
+#include <ibdkit/memory/policy_id.h>
 
 #include <cstdio>
 #include <optional>

@@ -5,13 +5,12 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/pow.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "consensus/merkle.h"
 #include "consensus/script_flags.h"
-#include "encoding/hex.h"
 #include "script/verify.h"
 
 #include <nlohmann/json.hpp>
@@ -33,7 +32,6 @@ using json = nlohmann::ordered_json;
 struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
-
 
 /// Reads FILE or stdin ("-"). Accepts raw bytes, or hex text (as `getblock HASH 0` prints).
 std::vector<uint8_t> ReadInput(const std::string& path)

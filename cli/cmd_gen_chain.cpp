@@ -5,7 +5,6 @@
 #include <ibdkit/blockfile/blockfile.h>
 
 #include "common/atomic_file.h"
-#include "common/write_guard.h"
 #include "gen/chain_gen.h"
 
 #include <nlohmann/json.hpp>

@@ -11,9 +11,8 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/swiftsync/aggregate.h>
-
-#include "memory/policy.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,6 @@
 #include "commands.h"
 #include "replay_cli.h"
 
-#include "common/write_guard.h"
 #include "gen/chain_gen.h"
 
 #include <cstdio>

@@ -6,12 +6,12 @@
 #include "progress.h"
 
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/sync_peers.h>
 #include <ibdkit/swiftsync/aggregate.h>
+#include <ibdkit/wire/host_port.h>
 
 #include "common/write_guard.h"
-#include "memory/policy.h"
-#include "wire/peer.h" // SplitHostPort
 
 #include <nlohmann/json.hpp>
 

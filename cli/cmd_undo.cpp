@@ -4,9 +4,9 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/encoding/hex.h>
 
 #include "blockfile/undo_file.h"
-#include "encoding/hex.h"
 
 #include <nlohmann/json.hpp>
 

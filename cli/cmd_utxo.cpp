@@ -9,6 +9,8 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/hex.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
@@ -16,9 +18,7 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "common/write_guard.h"
-#include "encoding/hex.h"
 #include "kv/store.h"
-#include "memory/policy.h"
 #include "coins/budget.h"
 #include "coins/coins_db_internal.h"
 
@@ -41,7 +41,7 @@ namespace fs = std::filesystem;
 
 struct CommonOpts {
     std::string chainstate, datadir, network;
-    std::string policy{ibdkit::policy::Hardened::name}; // replay, sync and Python default to it too
+    std::string policy{ibdkit::PolicyName(ibdkit::PolicyId::Hardened)}; // replay, sync and Python default to it too
     std::size_t dbcache_mib{64};
     bool quiet{false}, json{false};
 };

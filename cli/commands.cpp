@@ -1,9 +1,9 @@
 #include "commands.h"
 
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/swiftsync/aggregate.h>
 
 #include "common/write_guard.h"
-#include "memory/policy.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -2,7 +2,7 @@
 #include "commands.h"
 #include "interrupt.h"
 
-#include "memory/policy.h"
+#include <ibdkit/memory/policy_id.h>
 
 #include <CLI/CLI.hpp>
 

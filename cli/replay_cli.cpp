@@ -4,7 +4,7 @@
 
 #include "blockfile/datadir_writer.h"
 #include "common/write_guard.h"
-#include "memory/policy.h"
+#include <ibdkit/memory/policy_id.h>
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -318,7 +318,6 @@ void PrintPolicyTable(const std::vector<PolicyRun>& runs, const std::vector<std:
     }
     if (!same) ExitCode() = EXIT_FAILED;
 }
-
 
 int ReplayAllPolicies(const ReplayOptions& base, bool quiet, int rounds)
 {

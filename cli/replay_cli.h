@@ -5,12 +5,11 @@
 #include "progress.h"
 
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/replay.h>
-
-#include "run/result_fields.h"
 
 #include <nlohmann/json.hpp>
 

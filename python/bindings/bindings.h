@@ -7,9 +7,9 @@
 #include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/block_view.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/settings/run_settings.h>
 
-#include "run/result_fields.h"
 #include "memory/policy.h"
 
 #include <nanobind/nanobind.h>

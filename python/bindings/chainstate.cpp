@@ -5,14 +5,14 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/spent/tables.h>
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "encoding/hex.h"
-#include "run/result_fields.h"
 #include "coins/coins_db_internal.h"
 
 #include <nanobind/stl/optional.h>

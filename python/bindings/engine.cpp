@@ -6,12 +6,12 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/run/sync_peers.h>
+#include <ibdkit/wire/host_port.h>
 
 #include "common/write_guard.h"
-#include "run/result_fields.h"
 #include "memory/policy.h"
-#include "wire/peer.h" // SplitHostPort
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>

@@ -11,12 +11,12 @@
 #include "errors.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
 
 #include "consensus/script_flags.h"
-#include "encoding/hex.h"
 #include "script/interpreter.h"
 #include "script/script_error.h"
 #include "script/verify.h"

@@ -8,6 +8,7 @@
 #include "coin_cursor.h"
 
 #include <ibdkit/blockfile/locate.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/swiftsync/aggregate.h>
@@ -19,9 +20,7 @@
 #include <ibdkit/spent/tables.h> // AddressNetworkOf
 #include <ibdkit/utxo/address.h>
 #include <ibdkit/utxo/stats.h>
-
-#include "run/result_fields.h"
-#include "wire/peer.h" // SplitHostPort
+#include <ibdkit/wire/host_port.h>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>

@@ -1,4 +1,4 @@
-"""One set of result fields (src/run/result_fields.h): `ibdkit replay --json` and
+"""One set of result fields (include/ibdkit/run/result_fields.h): `ibdkit replay --json` and
 `ibdkit.replay(...)` name and type every field alike, and agree on the deterministic ones."""
 import json
 

@@ -307,7 +307,7 @@ def test_python_ranges_in_coins_mode_pass_cores_chain_and_refuse_tampered_rev_da
 
 
 def test_swiftsync_json_and_python_dict_agree(cli, tmp_path):
-    """One field list (src/run/result_fields.h): `replay --swiftsync --json` and
+    """One field list (include/ibdkit/run/result_fields.h): `replay --swiftsync --json` and
     `ibdkit.replay(..., swiftsync=...)` name and type every field alike, accepted or refused with
     the fallback's verdict, and agree on the deterministic ones."""
     from conftest import import_ibdkit

@@ -1,6 +1,6 @@
 #include <ibdkit/chain/params.h>
-#include "encoding/hex.h"
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/amount.h>
 
 #include "script/flags.h"

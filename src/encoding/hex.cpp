@@ -1,4 +1,4 @@
-#include "encoding/hex.h"
+#include <ibdkit/encoding/hex.h>
 
 namespace ibdkit {
 

@@ -94,10 +94,7 @@ using AllPolicyTypes = decltype(detail::MakePolicyTypes(detail::PolicyListStart{
 IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_CHECK)
 #undef IBDKIT_POLICY_CHECK
 
-/// Every policy id, in list order.
-#define IBDKIT_POLICY_ID_ELEM(T) PolicyId::T,
-inline constexpr std::array<PolicyId, AllPolicyTypes::size> ALL_POLICIES{IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ID_ELEM)};
-#undef IBDKIT_POLICY_ID_ELEM
+static_assert(ALL_POLICIES.size() == AllPolicyTypes::size, "one id per policy type");
 
 /// Calls fn(PolicyTag{}) for every policy type, in list order: registering one benchmark per policy,
 /// one typed check per policy. Example: ForEachPolicy([&]<typename P>(P) { Register<P>(); });

@@ -1,8 +1,7 @@
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/hash.h>
 
 #include <ibdkit/crypto/sha256.h>
-
-#include "encoding/hex.h"
 
 namespace ibdkit {
 

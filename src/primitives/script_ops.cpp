@@ -1,4 +1,4 @@
-#include "encoding/hex.h"
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/script_ops.h>
 
 #include <ibdkit/encoding/endian.h>

@@ -1,5 +1,5 @@
 // A run's result as named, typed fields (src/run/result_fields.h).
-#include "run/result_fields.h"
+#include <ibdkit/run/result_fields.h>
 
 #include <optional>
 #include <string>

@@ -2,12 +2,11 @@
 // walk and the check; export_text.cpp: CSV and JSON lines; export_sqlite.cpp: SQLite).
 #pragma once
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/utxo/export.h>
 
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/threads.h>
-
-#include "encoding/hex.h"
 
 #include "common/buffered_writer.h"
 #include "common/handoff.h"

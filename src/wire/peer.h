@@ -9,6 +9,7 @@
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
+#include <ibdkit/wire/host_port.h> // SplitHostPort, for the files that connect
 #include <ibdkit/wire/net_error.h>
 
 #include "wire/message.h"
@@ -61,9 +62,6 @@ public:
 private:
     int m_fd{-1};
 };
-
-/// Splits "host:port", "[v6]:port" or "host" (default_port). nullopt when malformed.
-std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, uint16_t default_port);
 
 /// How many of a peer's reject messages a connection keeps (the newest).
 inline constexpr std::size_t MAX_REJECTS_KEPT = 16;

@@ -4,9 +4,9 @@
 // script kind in nodes of both sizes, read back and serialized as Core's coins.
 #include "coins/coins_map.h"
 
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/span.h>
 
-#include "encoding/hex.h"
 #include "stream/streams.h"
 
 #include <gtest/gtest.h>

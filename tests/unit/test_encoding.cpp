@@ -1,7 +1,6 @@
 #include "test_util.h"
 
-#include "encoding/hex.h"
-
+#include <ibdkit/encoding/hex.h>
 #include <ibdkit/encoding/serialize.h>
 
 #include "stream/streams.h"

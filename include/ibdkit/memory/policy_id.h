@@ -3,6 +3,7 @@
 // are pure and thread-safe.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,11 @@ namespace ibdkit {
 #define IBDKIT_POLICY_ENUMERATOR(T) T,
 enum class PolicyId { IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ENUMERATOR) };
 #undef IBDKIT_POLICY_ENUMERATOR
+
+/// Every policy id, in list order.
+#define IBDKIT_POLICY_ID_ELEM(T) PolicyId::T,
+inline constexpr std::array ALL_POLICIES{IBDKIT_BUFFER_POLICIES(IBDKIT_POLICY_ID_ELEM)};
+#undef IBDKIT_POLICY_ID_ELEM
 
 /// "plain", "zero-after-free", "barrier-only", "secure", "hardened".
 std::string_view PolicyName(PolicyId id) noexcept;

@@ -1,12 +1,13 @@
-// src/run/result_fields.h — a run's result as named, typed output fields.
+// ibdkit/run/result_fields.h — a run's result as named, typed fields.
 //
 // The one place a ReplayResult / SyncResult / SwiftSync run (and a UtxoStats) becomes the fields a
 // user reads: the CLI's `--json` (replay, replay --swiftsync, sync) and the Python package's dicts
-// (`ibdkit.replay`, `ibdkit.replay(swiftsync=...)`, `ibdkit.sync`, `Chainstate.stats`) both convert these lists, so the two name and type every field alike.
+// (`ibdkit.replay`, `ibdkit.replay(swiftsync=...)`, `ibdkit.sync`, `Chainstate.stats`) both convert
+// these lists, so the two name and type every field alike; another binding converts them too.
 // gettxoutsetinfo's names where it has one (height, bestblock, txouts, transactions, bogosize,
 // total_amount — a decimal string "21.00000000" as Core's FormatMoney writes it, beside the exact
 // integer total_amount_sat — hash_serialized_3). The field list and the choices: docs/python.md,
-// *Result fields*.
+// *Result fields*. Every function here is pure (it reads the result it is given) and thread-safe.
 #pragma once
 
 #include <ibdkit/engine/replay.h>
@@ -34,11 +35,13 @@ struct ResultValue {
     std::variant<std::nullptr_t, bool, int64_t, uint64_t, double, std::string, List, Object> value;
 };
 
+/// A named value: one field of a result, or of an object inside it.
 struct ResultField {
     std::string key;
     ResultValue value;
 };
 
+/// A result's fields, in the order the CLI prints them.
 using ResultFields = std::vector<ResultField>;
 
 /// A UTXO set's statistics under gettxoutsetinfo's names: height, bestblock, txouts,

@@ -1,4 +1,5 @@
-// src/encoding/hex.h — hex of bytes, in order: Core's HexStr and its inverse (the one hex parser).
+// ibdkit/encoding/hex.h — hex of bytes, in order: Core's HexStr and its inverse (the one hex parser).
+// Every function here is pure and thread-safe.
 #pragma once
 
 #include <array>
