@@ -3,7 +3,7 @@
 
 #include "bench.h"
 
-#include "common/write_guard.h"
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/memory/policy_id.h>
 
 #include <cstdio>

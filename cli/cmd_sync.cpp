@@ -5,13 +5,12 @@
 #include "utxo_export_cli.h"
 #include "progress.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/sync_peers.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/wire/host_port.h>
-
-#include "common/write_guard.h"
 
 #include <nlohmann/json.hpp>
 

@@ -17,7 +17,7 @@
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "kv/store.h"
 #include "coins/budget.h"
 #include "coins/coins_db_internal.h"

@@ -1,9 +1,8 @@
 #include "commands.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/swiftsync/aggregate.h>
-
-#include "common/write_guard.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -3,7 +3,7 @@
 #include "interrupt.h"
 
 #include "blockfile/datadir_writer.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include <ibdkit/memory/policy_id.h>
 
 #include <sys/resource.h>

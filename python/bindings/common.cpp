@@ -2,9 +2,9 @@
 #include "bindings.h"
 
 #include "blockfile/datadir_writer.h" // NetworkDataDir
-#include "common/write_guard.h"
 #include "memory/policy.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/threads.h>
 
 #include <string>

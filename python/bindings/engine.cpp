@@ -10,7 +10,7 @@
 #include <ibdkit/run/sync_peers.h>
 #include <ibdkit/wire/host_port.h>
 
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "memory/policy.h"
 
 #include <nanobind/stl/optional.h>

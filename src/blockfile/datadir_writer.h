@@ -23,7 +23,7 @@
 #include "blockfile/block_index.h"
 #include "blockfile/undo_file.h"
 #include "common/buffered_writer.h" // DropBehind
-#include "common/write_guard.h" // DATADIR_MARKER
+#include "common/write_guard_internal.h" // DATADIR_MARKER
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
@@ -41,7 +41,6 @@
 #include <vector>
 
 namespace ibdkit {
-
 
 /// A failure writing the data directory (disk full, I/O error, a block that does not follow).
 class DatadirWriteError : public UndoWriteError {

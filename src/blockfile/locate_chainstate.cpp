@@ -1,8 +1,8 @@
 // Which chainstate a path names, and its network (blockfile/locate.h, LocateChainstate).
 #include <ibdkit/blockfile/locate.h>
+#include <ibdkit/common/write_guard.h>
 
 #include "blockfile/network_folders.h"
-#include "common/write_guard.h"
 
 #include <unistd.h>
 

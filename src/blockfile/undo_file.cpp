@@ -3,11 +3,10 @@
 #include "common/buffered_writer.h"
 #include "common/pread.h"
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
-
-#include "common/write_guard.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

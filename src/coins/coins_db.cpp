@@ -3,7 +3,7 @@
 
 #include "coins/coins_db_internal.h"
 #include "coins/markers.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "kv/store.h"
 #include "stream/streams.h"
 

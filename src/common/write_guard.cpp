@@ -1,7 +1,7 @@
 // Where ibdkit may write (common/write_guard.h).
 #include "common/chainstate_format.h"
 #include "common/network_folders.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
 
 #include "stream/streams.h"
 #include "coins/coins_db_internal.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 
 #include <sys/resource.h>
 #ifdef __GLIBC__

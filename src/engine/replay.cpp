@@ -6,7 +6,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "memory/policy.h"
 #include "stream/streams.h"
 #include "wire/message.h"

@@ -5,12 +5,12 @@
 #include "blockfile/block_file_writer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/pow.h>
 #include <ibdkit/crypto/sha256.h>
 #include <ibdkit/stream/obfuscation.h>
 
-#include "common/write_guard.h"
 #include "consensus/merkle.h"
 #include "stream/streams.h"
 
@@ -79,7 +79,6 @@ std::array<std::byte, 8> GeneratedXorKey(uint64_t seed) noexcept
     } while (std::all_of(key.begin(), key.end(), [](std::byte b) { return b == std::byte{0}; }));
     return key;
 }
-
 
 // ---- the generator ------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 #include <ibdkit/run/sync_peers.h>
 
 #include "blockfile/datadir_writer.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "engine/header_file.h"
 #include "run/scratch_dir.h"
 #include "swiftsync/check_peers.h"

@@ -1,8 +1,7 @@
 // Making a hintsfile from a UTXO set and the blocks that made it (swiftsync/build_hints.h): the
 // salted key array of the set, then one walk over the blocks.
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/swiftsync/build_hints.h>
-
-#include "common/write_guard.h"
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>

@@ -9,7 +9,7 @@
 #include <ibdkit/threads.h>
 
 #include "coins/coins_db_internal.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "consensus/assumevalid.h"
 #include "memory/cleanse.h"
 #include "stream/streams.h"

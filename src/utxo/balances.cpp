@@ -1,12 +1,12 @@
 // Balances per output script (include/ibdkit/utxo/balances.h): a walk of the chainstate into an
 // external sort by script that folds equal scripts, then an order by value (a second external
 // sort, or a heap for a small top).
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/utxo/balances.h>
 
 #include <ibdkit/primitives/consensus_constants.h>
 
 #include "common/external_sort.h"
-#include "common/write_guard.h"
 
 #include <algorithm>
 #include <cstring>

@@ -2,7 +2,7 @@
 // checked against the chainstate walk that produced it. The formats: export_text.cpp and
 // export_sqlite.cpp.
 #include "utxo/export_internal.h"
-#include "common/write_guard.h"
+#include <ibdkit/common/write_guard.h>
 
 #include "common/atomic_file.h"
 

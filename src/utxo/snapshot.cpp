@@ -1,4 +1,5 @@
 // assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/utxo/snapshot.h>
 
 #include <ibdkit/crypto/sha256.h>
@@ -12,8 +13,6 @@
 #include "coins/coins_db_internal.h"
 
 #include <ibdkit/coins/coins_db.h>
-
-#include "common/write_guard.h"
 
 #include <cerrno>
 #include <cstring>

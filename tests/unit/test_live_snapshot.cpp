@@ -10,7 +10,7 @@
 
 #include "coins/coins_cache.h"
 #include "common/test_hooks.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "kv/store.h"
 #include "coins/coins_db_internal.h"
 

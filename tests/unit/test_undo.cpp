@@ -12,7 +12,7 @@
 
 #include "blockfile/undo_file.h"
 #include "coins/coins_cache.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "connect/connect.h"
 #include "connect/disconnect.h"
 #include "gen/chain_gen.h"

@@ -8,7 +8,7 @@
 #include <ibdkit/tabular/table.h>
 
 #include "blockfile/undo_file.h"
-#include "common/write_guard.h"
+#include "common/write_guard_internal.h"
 #include "kv/store.h"
 #include "coins/coins_db_internal.h"
 

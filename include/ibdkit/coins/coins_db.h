@@ -101,7 +101,7 @@ struct CoinsDBOptions {
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
     bool bulk_load_new{true};
     /// A new chainstate its writer fills in one go (SwiftSync's bulk load): the folder is marked
-    /// unfinished (UNFINISHED_CHAINSTATE_MARKER, common/write_guard.h) before LevelDB's first
+    /// unfinished (it holds `IBDKIT_UNFINISHED`) before LevelDB's first
     /// file, and stays so until the writer calls FinishChainstate. Without it, a folder so marked
     /// is refused (Errc::Refused), for reading and writing alike: it holds no UTXO set.
     bool unfinished{false};
