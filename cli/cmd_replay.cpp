@@ -159,7 +159,6 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             ExitCode() = EXIT_FAILED;
             return;
         }
-        RecordNetwork(o, r->chain);
         if (r->live_height >= 0) PrintNote(LiveDatadirMessage(r->live_height, r->live_hash));
         const auto hintsfile = hints->Finish(o, *r, a->out.quiet || a->out.json);
         if (a->out.json) {

@@ -104,7 +104,6 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
         return;
     }
     const SyncResult& r = run->sync;
-    RecordNetwork(o, o.chain);
     if (a.out.json) {
         std::printf("%s\n", ToJson(several ? SyncPeersFields(*run, o.policy) : SyncResultFields(r, o.policy)).dump(2).c_str());
     } else {

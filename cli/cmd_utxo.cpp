@@ -9,6 +9,7 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/spent/tables.h>
@@ -17,7 +18,6 @@
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "common/write_guard_internal.h"
 #include "kv/store.h"
 #include "coins/budget.h"
 #include "coins/coins_db_internal.h"
@@ -332,7 +332,6 @@ void AddLoadSnapshot(CLI::App* utxo)
         SetInterruptNote(r ? "chainstate " + *ldir + " is complete" : "");
         bar.Done();
         if (!r) Fail(r.error());
-        (void)RecordChainstateNetwork(*ldir, ChainTypeName(params.type));
         if (*ljson) {
             nlohmann::json j{{"chainstate", *ldir}, {"base_blockhash", r->metadata.base_blockhash.ToHex()},
                              {"coins_loaded", r->stats.txouts}, {"total_amount_sat", r->stats.total_amount},

@@ -137,13 +137,6 @@ void PrintDatadirHandover(const EngineOptions& o, ChainType chain)
                  o.datadir_out.c_str(), flag.c_str());
 }
 
-void RecordNetwork(const EngineOptions& o, ChainType chain)
-{
-    std::error_code ec;
-    if (o.chainstate.empty() || !std::filesystem::exists(o.chainstate / CHAINSTATE_MARKER, ec)) return;
-    (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(chain)); // a hint for later readers only
-}
-
 void ReportReject(const EngineResult& r)
 {
     if (!r.reject_reason) return;

@@ -56,9 +56,6 @@ void PrintDatadirHandover(const EngineOptions& o, ChainType chain);
 /// A line for each peer of a run from several (with what its spent coins took when `spent_coins`),
 /// and one for each peer left out.
 void PrintPeers(const std::vector<PeerSummary>& peers, const std::vector<std::string>& unreachable, bool spent_coins);
-/// After a run into a chainstate the user named: records its network there, so that `utxo`
-/// commands and later runs know it (common/write_guard.h, RecordChainstateNetwork).
-void RecordNetwork(const EngineOptions& o, ChainType chain);
 /// The line about scripts (for PrintHuman): how many inputs were verified from which height and
 /// why, or that the assumevalid rule skipped them.
 void PrintScripts(const EngineResult& r);

@@ -219,10 +219,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
         }
         ReportReject(*r->continuation);
     }
-    if (ExitCode() == EXIT_OK) {
-        RecordNetwork(classic, classic.chain);
-        if (!out.quiet) PrintDatadirHandover(classic, classic.chain);
-    }
+    if (ExitCode() == EXIT_OK && !out.quiet) PrintDatadirHandover(classic, classic.chain);
 }
 
 } // namespace ibdkit::cli

@@ -4,13 +4,13 @@
 #include "bindings.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/run/result_fields.h>
 #include <ibdkit/run/sync_peers.h>
 #include <ibdkit/wire/host_port.h>
 
-#include "common/write_guard_internal.h"
 #include "memory/policy.h"
 
 #include <nanobind/stl/optional.h>
@@ -60,10 +60,6 @@ nb::dict RunAndReport(const Options& o, ProgressBridge& bridge, Run run, ToField
     }
     bridge.Rethrow();
     if (!r) Throw(r.error());
-    // The network goes into the chainstate ibdkit wrote, for whoever reads it next.
-    if (!o.chainstate.empty() && fs::exists(o.chainstate / CHAINSTATE_MARKER)) {
-        (void)RecordChainstateNetwork(o.chainstate, ChainTypeName(r->chain));
-    }
     if constexpr (requires { r->failure; }) {
         if (r->failure) {
             throw PyError{std::string(NetErrcName(r->failure->code)), SyncStopped(*r) + ": " + r->failure->message};

@@ -209,6 +209,7 @@ def test_ibdkit_continues_only_its_own_chainstate(cli, places, tmp_path):
     (copy / "IBDKIT_CHAINSTATE").touch()
     r = run_cli(cli, "replay", "-q", "--json", "--datadir", dd, "--chainstate", copy)
     assert '"blocks_connected": 0' in r.stdout
+    assert "network=regtest" in (copy / "IBDKIT_CHAINSTATE").read_text(), "the run records the network it accepted"
 
 
 def test_progress_only_on_a_terminal(cli, places, tmp_path):

@@ -199,7 +199,7 @@ CLI_PRIVATE_LEFT = {
     "src/coins/budget.h": "`utxo load` sizes its sort by --dbcache",
     "src/coins/coins_db_internal.h": "`utxo` walks and loads a chainstate's records",
     "src/common/atomic_file.h": "gen-chain's files, and main's signal handler removing unfinished ones",
-    "src/common/write_guard_internal.h": "replay's undo-beside-chainstate check, the network recorded after a run",
+    "src/common/write_guard_internal.h": "replay's check that --undo and --chainstate share no folder (IsSameOrInside)",
     "src/consensus/script_flags.h": "`ibdkit block` checks a block's scripts",
     "src/gen/chain_gen.h": "gen-chain and `run` generate chains",
     "src/kv/store.h": "`utxo load` writes a LevelDB",

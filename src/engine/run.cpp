@@ -11,6 +11,7 @@
 
 #include "blockfile/datadir_writer.h"
 #include "blockfile/undo_file.h"
+#include "common/write_guard_internal.h"
 #include "connect/disconnect.h"
 #include "memory/cleanse.h"
 #include "wire/protocol.h"
@@ -377,6 +378,10 @@ Result<EngineResult> RunEngine(const EngineOptions& o, const ChainParams& params
     if (err) return *err;
     if (!cs.temporary() && res.height >= 0) res.kept_height = res.height;
     if (source_failure) return KeptAfter(std::move(*source_failure), res, cs);
+    // The chainstate ibdkit wrote records its network, for whoever reads it next without being
+    // told (a new one's was recorded when it was opened; an existing one's once its blocks were
+    // accepted as this network's). A hint only: a failure to write it fails nothing.
+    if (!cs.temporary() && HoldsChainstateMarker(cs.dir())) (void)RecordChainstateNetwork(cs.dir(), ChainTypeName(params.type));
     res.total_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
     res.peak_rss_bytes = PeakRssBytes();
     return res;

@@ -1,5 +1,4 @@
 // assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/utxo/snapshot.h>
 
 #include <ibdkit/crypto/sha256.h>
@@ -8,8 +7,8 @@
 #include <ibdkit/primitives/amount.h>
 
 #include "common/atomic_file.h"
-
 #include "common/buffered_writer.h"
+#include "common/write_guard_internal.h"
 #include "coins/coins_db_internal.h"
 
 #include <ibdkit/coins/coins_db.h>
@@ -504,6 +503,7 @@ Result<SnapshotLoadResult> LoadUtxoSnapshot(const fs::path& file, const ChainPar
         return fail(Error{Errc::InvalidValue, "Bad snapshot content hash: expected " + expected->ToHex() + ", got " +
                                                   res.stats.hash_serialized.ToHex()});
     }
+    (void)RecordChainstateNetwork(dir, ChainTypeName(params.type)); // a hint for later readers only
     return res;
 }
 

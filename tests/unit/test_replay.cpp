@@ -7,6 +7,7 @@
 #include <ibdkit/engine/replay.h>
 
 #include "coins/coins_db_internal.h"
+#include "common/write_guard_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -82,6 +83,27 @@ TEST(Replay, ShuffledAndXoredFilesReplayIdentically)
     o.via_p2p = true;
     o.policy = PolicyId::ZeroAfterFree;
     EXPECT_EQ(HashOf(MustReplay(o)), HashOf(plain));
+}
+
+TEST(Replay, AKeptChainstateRecordsItsNetworkWhoeverRanTheReplay)
+{
+    auto dir = MainnetDir();
+    if (!dir) FAIL() << "tests/data is incomplete";
+    TempDir t;
+    ReplayOptions o;
+    o.source.blocks_dir = *dir;
+    o.chainstate = t.path / "cs";
+    o.statistics = false;
+    o.stop_height = 10;
+    ASSERT_EQ(MustReplay(o).height, 10);
+    EXPECT_EQ(ChainstateNetworkRecord(o.chainstate), "main") << "a new chainstate: recorded when it was opened";
+    // A chainstate marked by hand (a copy of Core's, `touch IBDKIT_CHAINSTATE`) records its network
+    // once a run has accepted its blocks as this network's: the library does it, not its callers.
+    std::ofstream(o.chainstate / CHAINSTATE_MARKER, std::ios::trunc).flush();
+    ASSERT_FALSE(ChainstateNetworkRecord(o.chainstate));
+    o.stop_height = 20;
+    ASSERT_EQ(MustReplay(o).height, 20);
+    EXPECT_EQ(ChainstateNetworkRecord(o.chainstate), "main");
 }
 
 TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)

@@ -76,7 +76,9 @@ struct EngineProgress {
 /// What every run takes, whatever its block source: the shared settings (dbcache_mib, policy,
 /// threads, assumevalid, skip_scripts: settings/run_settings.h) and the engine's own.
 struct EngineOptions : RunSettings {
-    std::filesystem::path chainstate;            ///< empty: a temporary directory, removed afterwards
+    /// Where the chainstate is kept; empty: a temporary directory, removed afterwards. A kept one
+    /// records the run's network in its marker (`ChainstateNetworkRecord`, common/write_guard.h).
+    std::filesystem::path chainstate;
     std::optional<int> stop_height;
     /// Bytes of one chainstate write batch in a flush (Core's -dbbatchsize); 0: SplitDbCache's share
     /// of dbcache. Small values split every flush into many batches — H written well before B —

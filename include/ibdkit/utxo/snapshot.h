@@ -146,7 +146,8 @@ struct SnapshotLoadResult {
 /// not exist or be empty) in Core's format with the base block as best block, recomputes its
 /// hash_serialized_3 and checks it against Core's pinned value for the base block or
 /// `expected_hash` (one of them is required: unknown bases are refused as Core does). On any
-/// error what it wrote is removed (the directory too unless it was there, empty, before). Errors:
+/// error what it wrote is removed (the directory too unless it was there, empty, before); a
+/// loaded one records the network (`ChainstateNetworkRecord`, common/write_guard.h). Errors:
 /// `chainstate_dir` refused by the write guards (Errc::Refused), not empty, an unknown base, a hash
 /// that contradicts the pinned one or differs from it (Errc::InvalidValue), SnapshotReader's, a
 /// failed write or read back (Errc::Corrupt, Errc::Io). `progress` runs on the calling thread.
