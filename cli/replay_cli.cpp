@@ -2,9 +2,10 @@
 #include "replay_cli.h"
 #include "interrupt.h"
 
-#include "blockfile/datadir_writer.h"
-#include "common/write_guard_internal.h"
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/memory/policy_id.h>
+
+#include "common/write_guard_internal.h" // IsSameOrInside
 
 #include <sys/resource.h>
 #include <sys/wait.h>

@@ -4,6 +4,7 @@
 #include "blockfile/datadir_writer.h" // NetworkDataDir
 #include "memory/policy.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/threads.h>
 

@@ -194,7 +194,6 @@ def test_the_table_may_not_point_up():
 # CLI file includes any more fails the test too, so it never claims more than is left.
 CLI_PRIVATE_LEFT = {
     "bench/bench.h": "`ibdkit bench` runs the benchmark harness itself",
-    "src/blockfile/datadir_writer.h": "replay's datadir checks (CheckEngineOutputs)",
     "src/blockfile/undo_file.h": "`ibdkit undo` reads rev files record by record",
     "src/coins/budget.h": "`utxo load` sizes its sort by --dbcache",
     "src/coins/coins_db_internal.h": "`utxo` walks and loads a chainstate's records",

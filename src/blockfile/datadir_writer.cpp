@@ -2,10 +2,10 @@
 #include "blockfile/datadir_writer.h"
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>
 
-#include "blockfile/network_folders.h"
 #include "kv/store.h"
 #include "stream/streams.h"
 
@@ -87,12 +87,6 @@ bool EmptyOrMissing(const fs::path& dir)
 }
 
 } // namespace
-
-fs::path NetworkDataDir(const fs::path& datadir, ChainType chain)
-{
-    const std::string_view sub = NETWORK_FOLDERS[std::size_t(chain)].sub;
-    return sub.empty() ? datadir : datadir / sub;
-}
 
 DatadirWriter::DatadirWriter(fs::path net_dir, const ChainParams& params, std::size_t max_file_size)
     : m_net(std::move(net_dir)), m_blocks(m_net / "blocks"), m_params(params), m_max_file_size(max_file_size)

@@ -48,10 +48,6 @@ public:
     using UndoWriteError::UndoWriteError;
 };
 
-/// Core's folder of network `chain` in the data directory `datadir`: the directory itself for
-/// main, else its testnet3, testnet4, signet or regtest subfolder.
-std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, ChainType chain);
-
 class Store;
 
 class DatadirWriter {

@@ -97,6 +97,12 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
     return s;
 }
 
+std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, ChainType chain)
+{
+    const std::string_view sub = NETWORK_FOLDERS[std::size_t(chain)].sub;
+    return sub.empty() ? datadir : datadir / sub;
+}
+
 Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     std::error_code ec;

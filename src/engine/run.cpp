@@ -5,6 +5,7 @@
 #include "connect_loop.h"
 #include "pipeline.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/threads.h>
 #include <ibdkit/utxo/stats.h>

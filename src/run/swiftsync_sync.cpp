@@ -1,4 +1,5 @@
 // SwiftSync from P2P peers, then the classic sync to their tip (include/ibdkit/run/swiftsync_sync.h).
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/run/sync_peers.h>
 

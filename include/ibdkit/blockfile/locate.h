@@ -69,6 +69,10 @@ std::optional<ChainType> DetectChainFromBlockFiles(const std::filesystem::path& 
 /// (Errc::BadMagic), an unreadable blk file or xor.dat (Errc::Corrupt).
 Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir, std::optional<ChainType> chain);
 
+/// Core's folder of network `chain` in the data directory `datadir` (nothing is read): the
+/// directory itself for main, else its testnet3, testnet4, signet or regtest subfolder.
+std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, ChainType chain);
+
 /// Where a data directory keeps a network's blocks: DIR/blocks (main), DIR/testnet3/blocks,
 /// DIR/testnet4/blocks, DIR/signet/blocks, DIR/regtest/blocks. `dir` may also be a network's own
 /// directory (e.g. ~/.bitcoin/testnet3) or a blocks directory holding `index/`. With `chain`
