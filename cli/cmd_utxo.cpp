@@ -18,9 +18,7 @@
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "kv/store.h"
 #include "coins/budget.h"
-#include "coins/coins_db_internal.h"
 
 #include <nlohmann/json.hpp>
 
@@ -79,10 +77,10 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     opt.read_only = true;
     opt.policy = *policy;
     opt.cache_bytes = CacheBudget::FromMiB(o.dbcache_mib).DbCacheBytes(); // LevelDB reads with the whole budget
-    StoreStatus st;
-    auto db = OpenCoinsDB(loc->dir, opt, &st);
-    if (!db) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + st.message);
-    if (db->store().FromSnapshot() && !o.quiet) {
+    auto opened = CoinsDB::Open(loc->dir, opt);
+    if (!opened) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + opened.error().message);
+    std::unique_ptr<CoinsDB> db = std::move(*opened);
+    if (db->FromSnapshot() && !o.quiet) {
         auto best = db->GetBestBlock();
         // ibdkit marks every chainstate it makes: then the writer holding the LOCK is another ibdkit.
         const std::string who = HoldsChainstateMarker(loc->dir) ? "another ibdkit is writing this chainstate: reading a snapshot of it"

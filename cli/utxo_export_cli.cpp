@@ -6,7 +6,6 @@
 #include <ibdkit/utxo/stats.h>
 
 #include "progress.h"
-#include "coins/coins_db_internal.h"
 
 #include <nlohmann/json.hpp>
 
@@ -140,11 +139,10 @@ void HeightExport::Finish(const EngineResult& r, bool progress)
     opt.read_only = true;
     opt.policy = m_policy;
     opt.cache_bytes = std::size_t(64) << 20;
-    StoreStatus st;
-    auto db = OpenCoinsDB(m_chainstate, opt, &st);
-    if (!db) throw std::runtime_error("opening " + m_chainstate.string() + ": " + st.message);
+    auto db = CoinsDB::Open(m_chainstate, opt);
+    if (!db) throw std::runtime_error("opening " + m_chainstate.string() + ": " + db.error().message);
     const auto net = ParseAddressNetwork(ChainTypeName(r.chain));
-    WriteUtxoExport(*db, m_format, m_out, GetChainParams(r.chain), net.value_or(AddressNetwork::Main), progress, stderr);
+    WriteUtxoExport(**db, m_format, m_out, GetChainParams(r.chain), net.value_or(AddressNetwork::Main), progress, stderr);
 }
 
 } // namespace ibdkit::cli

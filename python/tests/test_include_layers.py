@@ -195,13 +195,11 @@ def test_the_table_may_not_point_up():
 CLI_PRIVATE_LEFT = {
     "bench/bench.h": "`ibdkit bench` runs the benchmark harness itself",
     "src/blockfile/undo_file.h": "`ibdkit undo` reads rev files record by record",
-    "src/coins/budget.h": "`utxo load` sizes its sort by --dbcache",
-    "src/coins/coins_db_internal.h": "`utxo` walks and loads a chainstate's records",
+    "src/coins/budget.h": "the `utxo` commands give LevelDB's reads the --dbcache budget (CacheBudget)",
     "src/common/atomic_file.h": "gen-chain's files, and main's signal handler removing unfinished ones",
     "src/common/write_guard_internal.h": "replay's check that --undo and --chainstate share no folder (IsSameOrInside)",
     "src/consensus/script_flags.h": "`ibdkit block` checks a block's scripts",
     "src/gen/chain_gen.h": "gen-chain and `run` generate chains",
-    "src/kv/store.h": "`utxo load` writes a LevelDB",
     "src/script/verify.h": "`ibdkit block` checks a block's scripts",
 }
 

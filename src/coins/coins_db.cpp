@@ -83,6 +83,8 @@ Result<Coin> DecodeCoinValue(std::span<const std::byte> value) { return DecodeEx
 CoinsDB::CoinsDB() = default;
 CoinsDB::~CoinsDB() = default;
 
+bool CoinsDB::FromSnapshot() const noexcept { return m_store->FromSnapshot(); }
+
 Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path, const CoinsDBOptions& options)
 {
     StoreOptions so;

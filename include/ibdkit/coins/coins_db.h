@@ -125,7 +125,7 @@ class CoinsDB {
 public:
     /// Opens the chainstate at `path`; the caller owns it. A read-only open while another process
     /// writes it (its LOCK, or its datadir's `.lock`, held) reads a private snapshot of it
-    /// (store().FromSnapshot() tells). Errors: a read-only open of no database (Errc::NotFound); a
+    /// (FromSnapshot() tells). Errors: a read-only open of no database (Errc::NotFound); a
     /// snapshot taken mid-flush, H present (Errc::Locked, CHAINSTATE_FLUSHING, or
     /// IBDKIT_CHAINSTATE_FLUSHING for a chainstate ibdkit made), or a writable open of a database
     /// another process holds (Errc::Locked, saying "another ibdkit is writing" when ibdkit made it); a writable open of a path ibdkit does not
@@ -159,6 +159,9 @@ public:
     Store& store() noexcept { return *m_store; }
     const Store& store() const noexcept { return *m_store; }
     PolicyId policy() const noexcept { return m_options.policy; }
+    /// Whether this read-only open reads a private snapshot, another process holding the
+    /// database (Open's contract): what it reads is consistent, as of when it was opened.
+    bool FromSnapshot() const noexcept;
     /// The options it was opened with (the flush's settings as last set below).
     const CoinsDBOptions& options() const noexcept { return m_options; }
     /// See CoinsDBOptions::flush_threads (the engine sets it from --threads).
