@@ -1,4 +1,4 @@
-// A run's result as named, typed fields (src/run/result_fields.h).
+// A run's result as named, typed fields (include/ibdkit/run/result_fields.h).
 #include <ibdkit/run/result_fields.h>
 
 #include <optional>

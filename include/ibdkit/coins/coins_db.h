@@ -101,8 +101,8 @@ struct CoinsDBOptions {
     /// database to them in one step (Store::BeginBulkLoad). Off: it goes through LevelDB's writes.
     bool bulk_load_new{true};
     /// A new chainstate its writer fills in one go (SwiftSync's bulk load): the folder is marked
-    /// unfinished (it holds `IBDKIT_UNFINISHED`) before LevelDB's first
-    /// file, and stays so until the writer calls FinishChainstate. Without it, a folder so marked
+    /// unfinished (it holds `IBDKIT_UNFINISHED`) before LevelDB's first file, and stays so until
+    /// the writer calls FinishChainstate. Without it, a folder so marked
     /// is refused (Errc::Refused), for reading and writing alike: it holds no UTXO set.
     bool unfinished{false};
     /// Threads a flush may use: with 2 or more, a second thread writes each batch to LevelDB while
