@@ -3,10 +3,9 @@
 #include "commands.h"
 
 #include <ibdkit/blockfile/locate.h>
+#include <ibdkit/blockfile/undo_reader.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/encoding/hex.h>
-
-#include "blockfile/undo_file.h"
 
 #include <nlohmann/json.hpp>
 

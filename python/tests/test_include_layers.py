@@ -194,7 +194,6 @@ def test_the_table_may_not_point_up():
 # CLI file includes any more fails the test too, so it never claims more than is left.
 CLI_PRIVATE_LEFT = {
     "bench/bench.h": "`ibdkit bench` runs the benchmark harness itself",
-    "src/blockfile/undo_file.h": "`ibdkit undo` reads rev files record by record",
     "src/coins/budget.h": "the `utxo` commands give LevelDB's reads the --dbcache budget (CacheBudget)",
     "src/common/atomic_file.h": "gen-chain's files, and main's signal handler removing unfinished ones",
     "src/common/write_guard_internal.h": "replay's check that --undo and --chainstate share no folder (IsSameOrInside)",

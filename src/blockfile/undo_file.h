@@ -14,6 +14,7 @@
 // earlier one. The writer refuses a directory that looks like Core's (blk files, an `index/`).
 #pragma once
 
+#include <ibdkit/blockfile/undo_reader.h> // UndoFileReader
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/undo.h>
 #include <ibdkit/error.h>
@@ -59,35 +60,6 @@ struct UndoPos {
     uint32_t pos{0};
     uint32_t size{0};
     friend bool operator==(const UndoPos&, const UndoPos&) = default;
-};
-
-/// Random reads of undo records from the rev files of a directory (Core's blocks directory, or a
-/// writer's): files opened read-only on first use, deobfuscated with `key`.
-class UndoFileReader {
-public:
-    UndoFileReader(std::filesystem::path dir, const ObfuscationKey& key, const MessageStart& magic);
-    ~UndoFileReader();
-    UndoFileReader(const UndoFileReader&) = delete;
-    UndoFileReader& operator=(const UndoFileReader&) = delete;
-
-    /// The undo bytes of the record whose undo bytes start at `pos` in rev file `file`, checked:
-    /// magic (Errc::BadMagic), the declared size against what the file holds (Errc::EndOfData; the
-    /// buffer grows in bounded batches as bytes arrive, never to a size the file only claims), and
-    /// the checksum against `prev`, the previous block's hash (Errc::BadChecksum). An unreadable
-    /// file is Errc::Corrupt naming it.
-    Result<std::vector<uint8_t>> ReadBytes(uint32_t file, uint32_t pos, const BlockHash& prev);
-    /// ReadBytes, then DecodeBlockUndo.
-    Result<BlockUndo> Read(uint32_t file, uint32_t pos, const BlockHash& prev);
-
-    uint64_t bytes_read() const noexcept { return m_bytes_read; }
-
-private:
-    Result<std::size_t> ReadAt(uint32_t file, uint64_t offset, std::span<std::byte> dst);
-    std::filesystem::path m_dir;
-    ObfuscationKey m_key;
-    MessageStart m_magic;
-    std::map<uint32_t, int> m_fds;
-    uint64_t m_bytes_read{0};
 };
 
 /// One revindex.dat entry.
