@@ -3,9 +3,8 @@
 #include "interrupt.h"
 
 #include <ibdkit/blockfile/locate.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/memory/policy_id.h>
-
-#include "common/write_guard_internal.h" // IsSameOrInside
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -103,8 +102,7 @@ void CheckEngineOutputs(const EngineOptions& o)
 {
     if (auto refused = CheckChainstateWritable(o.chainstate)) throw UsageError("--chainstate: " + refused->message);
     if (auto refused = CheckUndoDirWritable(o.undo_dir)) throw UsageError("--undo: " + refused->message);
-    if (!o.chainstate.empty() && !o.undo_dir.empty() &&
-        (IsSameOrInside(o.undo_dir, o.chainstate) || IsSameOrInside(o.chainstate, o.undo_dir))) {
+    if (CheckUndoApartFromChainstate(o.undo_dir, o.chainstate)) {
         throw UsageError("--undo and --chainstate share a folder: give each a folder of its own");
     }
 }

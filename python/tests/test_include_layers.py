@@ -196,7 +196,6 @@ CLI_PRIVATE_LEFT = {
     "bench/bench.h": "`ibdkit bench` runs the benchmark harness itself",
     "src/coins/budget.h": "the `utxo` commands give LevelDB's reads the --dbcache budget (CacheBudget)",
     "src/common/atomic_file.h": "gen-chain's files, and main's signal handler removing unfinished ones",
-    "src/common/write_guard_internal.h": "replay's check that --undo and --chainstate share no folder (IsSameOrInside)",
     "src/consensus/script_flags.h": "`ibdkit block` checks a block's scripts",
     "src/gen/chain_gen.h": "gen-chain and `run` generate chains",
     "src/script/verify.h": "`ibdkit block` checks a block's scripts",

@@ -378,6 +378,14 @@ std::optional<Error> CheckUndoDirWritable(const fs::path& dir)
     return Refused(dir.string() + " holds files and is not an ibdkit undo folder (no revindex.dat): give a new or empty folder");
 }
 
+std::optional<Error> CheckUndoApartFromChainstate(const fs::path& undo_dir, const fs::path& chainstate)
+{
+    if (undo_dir.empty() || chainstate.empty()) return std::nullopt;
+    if (!IsSameOrInside(undo_dir, chainstate) && !IsSameOrInside(chainstate, undo_dir)) return std::nullopt;
+    return Refused("the undo folder " + undo_dir.string() + " and the chainstate " + chainstate.string() +
+                   " share a folder: give each a folder of its own");
+}
+
 std::optional<Error> CheckDatadirWritable(const fs::path& datadir, const fs::path& net_dir)
 {
     // The network folder and every folder above it: bitcoind writes peers.dat into the former.

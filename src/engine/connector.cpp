@@ -70,6 +70,12 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     return h;
 }
 
+Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const std::string& temp_prefix, std::optional<ChainType> chain)
+{
+    if (auto refused = CheckUndoApartFromChainstate(o.undo_dir, o.chainstate)) return *refused;
+    return Open(o.chainstate, o.policy, CacheBudget::FromMiB(o.dbcache_mib), temp_prefix, chain);
+}
+
 ChainstateHandle::~ChainstateHandle()
 {
     m_db.reset(); // close before removing

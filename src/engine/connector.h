@@ -36,6 +36,10 @@ class ChainstateHandle {
 public:
     static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, const CacheBudget& budget,
                                          const std::string& temp_prefix, std::optional<ChainType> chain = std::nullopt);
+    /// The chainstate of a run described by `o`: its chainstate folder, buffer policy and `--dbcache`
+    /// budget. Refuses first (Errc::Refused, nothing written) an undo folder that is the chainstate,
+    /// lies inside it or holds it (CheckUndoApartFromChainstate); then as Open.
+    static Result<ChainstateHandle> OpenFor(const EngineOptions& o, const std::string& temp_prefix, std::optional<ChainType> chain);
     ChainstateHandle(ChainstateHandle&&) noexcept = default;
     ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;
     ~ChainstateHandle();

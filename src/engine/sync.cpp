@@ -449,7 +449,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     res.chain = opts.chain;
     const ChainParams& params = GetChainParams(opts.chain);
 
-    auto cs = ChainstateHandle::Open(opts.chainstate, opts.policy, CacheBudget::FromMiB(opts.dbcache_mib), "ibdkit-sync", opts.chain);
+    auto cs = ChainstateHandle::OpenFor(opts, "ibdkit-sync", opts.chain);
     if (!cs) return cs.error();
     HeaderChain chain(params);
     const auto headers_file = cs->dir() / HEADERS_FILE;

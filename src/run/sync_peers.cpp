@@ -251,7 +251,7 @@ Result<SyncPeersResult> SyncFromPeers(const SyncOptions& options, const std::vec
     SyncPeersResult out;
     out.sync.chain = options.chain;
     const ChainParams& params = GetChainParams(options.chain);
-    auto cs = ChainstateHandle::Open(options.chainstate, options.policy, CacheBudget::FromMiB(options.dbcache_mib), "ibdkit-sync", options.chain);
+    auto cs = ChainstateHandle::OpenFor(options, "ibdkit-sync", options.chain);
     if (!cs) return cs.error();
     HeaderChain loaded(params);
     const auto headers_file = cs->dir() / HEADERS_FILE;

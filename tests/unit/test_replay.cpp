@@ -198,3 +198,26 @@ TEST(Replay, SigkillAtRandomMomentsThenResumeGivesTheSameUtxoHash)
     EXPECT_GT(kills, 0) << "no kill landed: the test did not test anything";
     EXPECT_GT(kills_in_flush, 0) << "no kill landed between H and B: the recovery path was not exercised";
 }
+
+TEST(Replay, UndoAndChainstateInOneFolderAreRefusedBeforeAnythingIsWritten)
+{
+    auto dir = MainnetDir();
+    if (!dir) FAIL() << "tests/data is incomplete";
+    TempDir t;
+    ReplayOptions o;
+    o.source.blocks_dir = *dir;
+    o.statistics = false;
+    o.stop_height = 5;
+    // The same folder, the undo folder inside the chainstate, the chainstate inside the undo folder.
+    const std::pair<fs::path, fs::path> shared[] = {
+        {t.path / "a", t.path / "a"}, {t.path / "b", t.path / "b" / "rev"}, {t.path / "c" / "cs", t.path / "c"}};
+    for (const auto& [chainstate, undo] : shared) {
+        o.chainstate = chainstate;
+        o.undo_dir = undo;
+        const auto r = Replay(o);
+        ASSERT_FALSE(r.ok()) << chainstate << " and " << undo;
+        EXPECT_EQ(r.error().code, Errc::Refused) << r.error().message;
+        EXPECT_NE(r.error().message.find("share a folder"), std::string::npos) << r.error().message;
+        EXPECT_FALSE(fs::exists(chainstate / CHAINSTATE_MARKER)) << "refused before the chainstate was created";
+    }
+}

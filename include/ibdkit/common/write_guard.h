@@ -83,4 +83,10 @@ std::optional<Error> CheckDatadirWritable(const std::filesystem::path& datadir, 
 /// otherwise Errc::Refused.
 std::optional<Error> CheckUndoDirWritable(const std::filesystem::path& dir);
 
+/// Whether a run may keep its chainstate at `chainstate` and write undo data into `undo_dir`:
+/// nullopt when either is empty or neither is the other nor lies inside it (paths made absolute,
+/// symbolic links resolved where they exist); otherwise Errc::Refused, since each would hold files
+/// the other's check refuses (or a LevelDB folder a subfolder Core does not expect).
+std::optional<Error> CheckUndoApartFromChainstate(const std::filesystem::path& undo_dir, const std::filesystem::path& chainstate);
+
 } // namespace ibdkit
