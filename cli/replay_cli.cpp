@@ -111,9 +111,9 @@ void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain
 {
     if (datadir.empty()) return;
     o.datadir_out = datadir;
-    const auto net = NetworkDataDir(o.datadir_out, chain);
-    if (auto refused = CheckDatadirWritable(o.datadir_out, net)) throw UsageError("--datadir: " + refused->message);
-    if (o.chainstate.empty()) o.chainstate = net / "chainstate";
+    auto in_datadir = DatadirChainstate(o.datadir_out, chain);
+    if (!in_datadir) throw UsageError("--datadir: " + in_datadir.error().message);
+    if (o.chainstate.empty()) o.chainstate = *in_datadir;
 }
 
 std::optional<ChainType> RecordedDatadirNetwork(const std::string& datadir)

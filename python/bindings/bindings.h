@@ -46,10 +46,6 @@ RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned 
 /// (the path's `blocks` folder when it has one, else the path itself) as its blocks_dir; `network`
 /// parsed (InvalidArgument if unknown), nullopt left to the blocks.
 BlockFileSource SourceOf(const std::filesystem::path& path, const std::optional<std::string>& network);
-/// `sync(datadir=...)`: the Core data directory to write, refused by the write guards as the CLI's
-/// --datadir is; the chainstate in its network's folder unless `chainstate` names one.
-void UseDatadirOut(const std::string& datadir, ChainType chain, std::filesystem::path& datadir_out,
-                   std::filesystem::path& chainstate);
 /// Warns (DeprecationWarning, at the caller's line) that `old_name` is spelled `new_name` now;
 /// raises if warnings are turned into errors. The old spellings stay readable, not silently.
 void WarnRenamed(const char* old_name, const char* new_name);

@@ -1,11 +1,9 @@
 // What the module's files share (bindings.h): argument parsing, bytes, result fields as dicts.
 #include "bindings.h"
 
-#include "blockfile/datadir_writer.h" // NetworkDataDir
 #include "memory/policy.h"
 
 #include <ibdkit/blockfile/locate.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/threads.h>
 
 #include <string>
@@ -123,14 +121,6 @@ nb::dict FieldsDict(const ResultFields& fields)
     nb::dict d;
     for (const auto& f : fields) d[f.key.c_str()] = FieldValue(f.value);
     return d;
-}
-
-void UseDatadirOut(const std::string& datadir, ChainType chain, std::filesystem::path& datadir_out, std::filesystem::path& chainstate)
-{
-    datadir_out = datadir;
-    const auto net = NetworkDataDir(datadir_out, chain);
-    if (auto refused = CheckDatadirWritable(datadir_out, net)) throw PyError{"Refused", refused->message};
-    if (chainstate.empty()) chainstate = net / "chainstate";
 }
 
 } // namespace ibdkit::py

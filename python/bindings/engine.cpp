@@ -117,9 +117,7 @@ nb::dict Sync_(const std::vector<std::string>& connect, const std::string& netwo
     o.window = window;
     o.stop_height = stop_height;
     o.force_getblocks = getblocks;
-    if (datadir) {
-        UseDatadirOut(*datadir, o.chain, o.datadir_out, o.chainstate);
-    }
+    if (datadir) o.datadir_out = *datadir; // the run keeps the chainstate in it when none is named
     CheckWritable(o);
     ProgressBridge bridge(progress);
     o.interrupt = bridge.flag();

@@ -380,7 +380,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     s.hints = hints;
     s.source.chain = o.chain;
     if (chainstate) s.chainstate = *chainstate;
-    if (datadir) UseDatadirOut(*datadir, o.chain, o.datadir, s.chainstate);
+    if (datadir) o.datadir = *datadir; // the run keeps the chainstate in it when none is named
     // The continuation takes them from `s` (run::SyncSwiftSync).
     s.Settings() = swiftsync::SettingsFromClassic(SettingsOf(dbcache, policy, threads, assumevalid, false));
     SyncOptions& c = o.continuation.emplace();

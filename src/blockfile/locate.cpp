@@ -1,6 +1,7 @@
 // Locating the best chain's blocks: by scanning bare blk files, or through Core's block index.
 #include <ibdkit/blockfile/locate.h>
 
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/encoding/endian.h>
 
 #include "blockfile/block_index.h"
@@ -101,6 +102,13 @@ std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, Chain
 {
     const std::string_view sub = NETWORK_FOLDERS[std::size_t(chain)].sub;
     return sub.empty() ? datadir : datadir / sub;
+}
+
+Result<std::filesystem::path> DatadirChainstate(const std::filesystem::path& datadir, ChainType chain)
+{
+    const auto net = NetworkDataDir(datadir, chain);
+    if (auto refused = CheckDatadirWritable(datadir, net)) return *refused;
+    return net / "chainstate";
 }
 
 Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)

@@ -1,4 +1,5 @@
 #include "connector.h"
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/engine.h>
 
 #include <ibdkit/consensus/check.h>
@@ -70,10 +71,17 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     return h;
 }
 
-Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const std::string& temp_prefix, std::optional<ChainType> chain)
+Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const std::string& temp_prefix, ChainType chain)
 {
-    if (auto refused = CheckUndoApartFromChainstate(o.undo_dir, o.chainstate)) return *refused;
-    return Open(o.chainstate, o.policy, CacheBudget::FromMiB(o.dbcache_mib), temp_prefix, chain);
+    std::filesystem::path dir = o.chainstate;
+    if (!o.datadir_out.empty()) {
+        // Refused before anything is written; with no chainstate named, bitcoind's place for it.
+        auto in_datadir = DatadirChainstate(o.datadir_out, chain);
+        if (!in_datadir) return in_datadir.error();
+        if (dir.empty()) dir = *in_datadir;
+    }
+    if (auto refused = CheckUndoApartFromChainstate(o.undo_dir, dir)) return *refused;
+    return Open(dir, o.policy, CacheBudget::FromMiB(o.dbcache_mib), temp_prefix, chain);
 }
 
 ChainstateHandle::~ChainstateHandle()

@@ -36,10 +36,11 @@ class ChainstateHandle {
 public:
     static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, const CacheBudget& budget,
                                          const std::string& temp_prefix, std::optional<ChainType> chain = std::nullopt);
-    /// The chainstate of a run described by `o`: its chainstate folder, buffer policy and `--dbcache`
-    /// budget. Refuses first (Errc::Refused, nothing written) an undo folder that is the chainstate,
-    /// lies inside it or holds it (CheckUndoApartFromChainstate); then as Open.
-    static Result<ChainstateHandle> OpenFor(const EngineOptions& o, const std::string& temp_prefix, std::optional<ChainType> chain);
+    /// The chainstate of a run described by `o`: its chainstate folder (none named and a data
+    /// directory to write: DatadirChainstate's, in it), buffer policy and `--dbcache` budget.
+    /// Refuses first (Errc::Refused, nothing written) a data directory ibdkit may not write, and an
+    /// undo folder that is the chainstate, lies inside it or holds it; then as Open.
+    static Result<ChainstateHandle> OpenFor(const EngineOptions& o, const std::string& temp_prefix, ChainType chain);
     ChainstateHandle(ChainstateHandle&&) noexcept = default;
     ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;
     ~ChainstateHandle();

@@ -66,6 +66,12 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
 {
     swiftsync::SwiftSyncOptions& o = options.swiftsync;
     std::optional<ScratchDir> temporary;
+    if (!options.datadir.empty()) {
+        // Refused before anything is written; with no chainstate named, bitcoind's place for it.
+        auto in_datadir = DatadirChainstate(options.datadir, options.chain);
+        if (!in_datadir) return in_datadir.error();
+        if (o.chainstate.empty()) o.chainstate = *in_datadir;
+    }
     if (o.chainstate.empty()) {
         auto made = ScratchDir::Make("sync");
         if (!made) return made.error();

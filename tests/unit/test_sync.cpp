@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -568,6 +569,35 @@ TEST(Replay, AChainstateOfAnotherChainIsRefusedWithItsBestBlock)
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().message, "the chainstate's best block " + first->tip.ToHex() +
                                      " is not on the peer's chain: use another --chainstate or a peer on the same chain");
+}
+
+TEST(Sync, ADatadirKeepsTheChainstateWhereCoreLooksAndIsCheckedBeforeAnythingIsWritten)
+{
+    // A library caller giving only datadir_out gets the chainstate bitcoind starts on, as the CLI's
+    // `sync --datadir` and Python's `sync(datadir=...)` do: not a temporary one, gone after the run.
+    TempDir t;
+    {
+        FakeNode node(Mode::Honest, 50);
+        auto o = Options(node);
+        o.datadir_out = t.path / "node";
+        auto r = Sync(o);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_EQ(r->kept_height, 50);
+        auto kept = CoinsDB::Open(t.path / "node" / "regtest" / "chainstate", CoinsDBOptions{});
+        ASSERT_TRUE(kept.ok()) << kept.error().message;
+        EXPECT_EQ((*kept)->GetBestBlock().value(), r->tip);
+    }
+    // A folder of other files is refused before the chainstate (or anything else) is made in it.
+    const fs::path notes = t.path / "notes";
+    fs::create_directories(notes);
+    std::ofstream(notes / "todo.txt") << "mine";
+    FakeNode node(Mode::Honest, 5);
+    auto o = Options(node);
+    o.datadir_out = notes;
+    auto r = Sync(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::Refused) << r.error().message;
+    EXPECT_FALSE(fs::exists(notes / "regtest")) << r.error().message;
 }
 
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)

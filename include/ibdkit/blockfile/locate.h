@@ -73,6 +73,12 @@ Result<LocatedChain> LocateFromBlocksDir(const std::filesystem::path& blocks_dir
 /// directory itself for main, else its testnet3, testnet4, signet or regtest subfolder.
 std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, ChainType chain);
 
+/// The chainstate of a run that writes the data directory `datadir` for `chain` and was given no
+/// chainstate of its own: NetworkDataDir(datadir, chain) / "chainstate", where bitcoind looks for
+/// it. Checks first that ibdkit may write `datadir` (CheckDatadirWritable, common/write_guard.h:
+/// Errc::Refused). Only reads the file system.
+Result<std::filesystem::path> DatadirChainstate(const std::filesystem::path& datadir, ChainType chain);
+
 /// Where a data directory keeps a network's blocks: DIR/blocks (main), DIR/testnet3/blocks,
 /// DIR/testnet4/blocks, DIR/signet/blocks, DIR/regtest/blocks. `dir` may also be a network's own
 /// directory (e.g. ~/.bitcoin/testnet3) or a blocks directory holding `index/`. With `chain`

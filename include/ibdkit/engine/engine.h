@@ -99,8 +99,9 @@ struct EngineOptions : RunSettings {
     /// appended to its network's folder (DATADIR, DATADIR/regtest, ...) as Core lays it out —
     /// blk and rev files obfuscated with a random xor.dat key, the LevelDB block index — made
     /// durable, data before index, before every chainstate flush (docs/sync.md). A new or empty
-    /// folder, or one an earlier run wrote; never a Core datadir ibdkit did not make. Put the
-    /// chainstate in its network folder's `chainstate` and bitcoind starts on it (-datadir).
+    /// folder, or one an earlier run wrote; never a Core datadir ibdkit did not make (refused before
+    /// anything is written). With no `chainstate` the run keeps it in the network folder's
+    /// `chainstate` (DatadirChainstate, blockfile/locate.h), and bitcoind starts on it (-datadir).
     std::filesystem::path datadir_out;
     /// When set, called on the connecting thread after each block is connected (before a flush the
     /// block may trigger), with the block, its height and the coins its inputs spent: one TxUndo per

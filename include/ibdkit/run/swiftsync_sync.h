@@ -30,8 +30,9 @@
 namespace ibdkit::run {
 
 struct SwiftSyncPeersOptions {
-    /// The check: hints, chainstate (empty: a temporary one, removed after), threads, dbcache,
-    /// assumevalid, skip_scripts, policy, progress, mode (its source is not used).
+    /// The check: hints, chainstate (empty: the data directory's, with `datadir`, else a temporary
+    /// one, removed after), threads, dbcache, assumevalid, skip_scripts, policy, progress, mode (its
+    /// source is not used).
     /// Coins mode: the spent coins from the peers that serve them (BIP 455), every rule. Outpoints
     /// mode: blocks alone from every peer (stock Core peers too), checking much less (no amounts,
     /// maturity, BIP68, sigops or scripts; docs/swiftsync.md), without `datadir` or `keep_recent`.
@@ -49,7 +50,8 @@ struct SwiftSyncPeersOptions {
     std::optional<SyncOptions> continuation;
     /// A Bitcoin Core data directory to write (`sync --datadir`, engine.h's datadir_out): blocks
     /// 1..n with undo data made from the spent coins they were checked with, named by its block
-    /// index once the aggregate accepts them; the continuation appends the rest. Empty: none.
+    /// index once the aggregate accepts them; the continuation appends the rest. Refused
+    /// (Errc::Refused) before anything is written where CheckDatadirWritable refuses. Empty: none.
     std::filesystem::path datadir;
     bool statistics{true};            ///< the final chainstate's statistics (hash_serialized_3)
     /// Set (Ctrl-C): while blocks 1..n are fetched and checked the run ends with Errc::Io
