@@ -18,8 +18,6 @@
 #include <ibdkit/utxo/snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "coins/budget.h"
-
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -73,11 +71,7 @@ OpenedChainstate OpenReadOnly(const CommonOpts& o)
     if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + o.policy + "' (" + PolicyNameList() + ")");
     auto loc = LocateChainstate(o.chainstate.empty() ? o.datadir : o.chainstate, ParseNetworkOption(o.network));
     if (!loc) throw std::runtime_error(loc.error().message);
-    CoinsDBOptions opt;
-    opt.read_only = true;
-    opt.policy = *policy;
-    opt.cache_bytes = CacheBudget::FromMiB(o.dbcache_mib).DbCacheBytes(); // LevelDB reads with the whole budget
-    auto opened = CoinsDB::Open(loc->dir, opt);
+    auto opened = CoinsDB::Open(loc->dir, CoinsDBOptions::ForReading(o.dbcache_mib, *policy));
     if (!opened) throw std::runtime_error("cannot read the chainstate " + loc->dir.string() + ": " + opened.error().message);
     std::unique_ptr<CoinsDB> db = std::move(*opened);
     if (db->FromSnapshot() && !o.quiet) {

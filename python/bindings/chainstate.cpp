@@ -68,12 +68,8 @@ public:
         if (!loc) Throw(loc.error());
         const fs::path dir = loc->dir;
         m_net = AddressNetworkOf(loc->chain.value_or(ChainType::MAIN));
-        CoinsDBOptions opt;
-        opt.read_only = true;
-        opt.policy = ParsePolicyName(policy);
-        opt.cache_bytes = dbcache << 20;
         StoreStatus st;
-        m_db = OpenCoinsDB(dir, opt, &st);
+        m_db = OpenCoinsDB(dir, CoinsDBOptions::ForReading(dbcache, ParsePolicyName(policy)), &st);
         if (!m_db) throw PyError{StoreCodeName(st.code), st.message};
     }
 

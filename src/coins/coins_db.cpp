@@ -1,6 +1,7 @@
 // CoinsDB: opening a chainstate and reading it (the flush that writes it: batch_write.cpp).
 #include <ibdkit/coins/coins_db.h>
 
+#include "coins/budget.h"
 #include "coins/coins_db_internal.h"
 #include "coins/markers.h"
 #include "common/write_guard_internal.h"
@@ -79,6 +80,15 @@ Result<OutPoint> DecodeCoinKey(std::span<const std::byte> key)
 }
 
 Result<Coin> DecodeCoinValue(std::span<const std::byte> value) { return DecodeExact<Coin>(value); }
+
+CoinsDBOptions CoinsDBOptions::ForReading(std::size_t dbcache_mib, PolicyId policy)
+{
+    CoinsDBOptions o;
+    o.read_only = true;
+    o.policy = policy;
+    o.cache_bytes = CacheBudget::FromMiB(dbcache_mib).DbCacheBytes();
+    return o;
+}
 
 CoinsDB::CoinsDB() = default;
 CoinsDB::~CoinsDB() = default;

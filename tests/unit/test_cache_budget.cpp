@@ -107,3 +107,14 @@ TEST(CacheBudget, FromMiBCountsMebibytesAndSaturates)
     EXPECT_EQ(CacheBudget::FromMiB((MAX >> 20) + 1).DbCacheBytes(), MAX);
     EXPECT_EQ(CacheBudget::FromMiB(MAX).DbCacheBytes(), MAX);
 }
+
+TEST(CacheBudget, AReaderOfAChainstateGivesLevelDbTheWholeBudget)
+{
+    const auto o = CoinsDBOptions::ForReading(450, PolicyId::Plain);
+    EXPECT_TRUE(o.read_only);
+    EXPECT_EQ(o.policy, PolicyId::Plain);
+    EXPECT_EQ(o.cache_bytes, CacheBudget::FromMiB(450).DbCacheBytes());
+    // Python's `Chainstate(dbcache=...)` once shifted the count itself: a huge count wrapped around.
+    EXPECT_EQ(CoinsDBOptions::ForReading(std::numeric_limits<std::size_t>::max(), PolicyId::Plain).cache_bytes,
+              std::numeric_limits<std::size_t>::max());
+}

@@ -110,6 +110,11 @@ struct CoinsDBOptions {
     /// 2 × batch_write_bytes), and a bulk load writes one part per thread (at most FLUSH_INDEXES
     /// parts for key-range maps). 1: everything on the calling thread.
     unsigned flush_threads{1};
+
+    /// Options that only read a chainstate (read_only) with a `--dbcache` budget of `dbcache_mib`
+    /// MiB: a reader keeps no UTXO cache, so LevelDB's block cache gets the whole budget (MiB to
+    /// bytes as every run converts them, saturating rather than wrapping); `policy` for its streams.
+    static CoinsDBOptions ForReading(std::size_t dbcache_mib, PolicyId policy);
 };
 
 /// Why a read-only open of a running node's chainstate is refused: its snapshot holds the
