@@ -5,6 +5,7 @@
 #include "utxo_export_cli.h"
 #include "progress.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
@@ -198,7 +199,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
         if (!chain && !a->chainstate.empty()) {
             if (auto recorded = ChainstateNetworkRecord(a->chainstate)) chain = ParseChainType(*recorded);
         }
-        if (!chain && !a->datadir.empty()) chain = RecordedDatadirNetwork(a->datadir);
+        if (!chain && !a->datadir.empty()) chain = DatadirNetworkRecord(a->datadir);
         o.chain = chain.value_or(ChainType::REGTEST);
         SetPeer(o, a->connect);
         if (a->swiftsync.hints.empty() && (swiftsync::ParseAggregateMode(a->swiftsync.mode) != swiftsync::AggregateMode::Coins || a->swiftsync.keep_recent)) {

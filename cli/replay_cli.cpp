@@ -116,18 +116,6 @@ void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain
     if (o.chainstate.empty()) o.chainstate = *in_datadir;
 }
 
-std::optional<ChainType> RecordedDatadirNetwork(const std::string& datadir)
-{
-    std::optional<ChainType> found;
-    for (ChainType c : {ChainType::MAIN, ChainType::TESTNET, ChainType::TESTNET4, ChainType::SIGNET, ChainType::REGTEST}) {
-        const auto recorded = ChainstateNetworkRecord(NetworkDataDir(datadir, c) / "chainstate");
-        if (!recorded || ParseChainType(*recorded) != c) continue;
-        if (found) return std::nullopt;
-        found = c;
-    }
-    return found;
-}
-
 void PrintDatadirHandover(const EngineOptions& o, ChainType chain)
 {
     if (o.datadir_out.empty()) return;

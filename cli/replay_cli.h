@@ -48,9 +48,6 @@ void CheckEngineOutputs(const EngineOptions& o);
 /// chainstate into DIR's folder of `chain` (unless --chainstate named one), DIR checked
 /// (CheckDatadirWritable; a refusal is a UsageError). Nothing when `datadir` is empty.
 void UseDatadirOut(EngineOptions& o, const std::string& datadir, ChainType chain);
-/// The network of the one chainstate an earlier `sync --datadir DIR` recorded in DIR's network
-/// folders, so that a rerun needs no --network; nullopt when none is, or several are.
-std::optional<ChainType> RecordedDatadirNetwork(const std::string& datadir);
 /// The closing words of a run that wrote a data directory: how to hand it to bitcoind.
 void PrintDatadirHandover(const EngineOptions& o, ChainType chain);
 /// A line for each peer of a run from several (with what its spent coins took when `spent_coins`),

@@ -111,6 +111,18 @@ Result<std::filesystem::path> DatadirChainstate(const std::filesystem::path& dat
     return net / "chainstate";
 }
 
+std::optional<ChainType> DatadirNetworkRecord(const std::filesystem::path& datadir)
+{
+    std::optional<ChainType> found;
+    for (const NetworkFolder& f : NETWORK_FOLDERS) {
+        const auto recorded = ChainstateNetworkRecord(NetworkDataDir(datadir, f.chain) / "chainstate");
+        if (!recorded || ParseChainType(*recorded) != f.chain) continue;
+        if (found) return std::nullopt;
+        found = f.chain;
+    }
+    return found;
+}
+
 Result<DatadirLayout> ResolveDatadir(const std::filesystem::path& dir, std::optional<ChainType> chain)
 {
     std::error_code ec;

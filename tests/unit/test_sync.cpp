@@ -586,6 +586,7 @@ TEST(Sync, ADatadirKeepsTheChainstateWhereCoreLooksAndIsCheckedBeforeAnythingIsW
         auto kept = CoinsDB::Open(t.path / "node" / "regtest" / "chainstate", CoinsDBOptions{});
         ASSERT_TRUE(kept.ok()) << kept.error().message;
         EXPECT_EQ((*kept)->GetBestBlock().value(), r->tip);
+        EXPECT_EQ(DatadirNetworkRecord(t.path / "node"), ChainType::REGTEST) << "a rerun needs no network";
     }
     // A folder of other files is refused before the chainstate (or anything else) is made in it.
     const fs::path notes = t.path / "notes";
@@ -598,6 +599,7 @@ TEST(Sync, ADatadirKeepsTheChainstateWhereCoreLooksAndIsCheckedBeforeAnythingIsW
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, Errc::Refused) << r.error().message;
     EXPECT_FALSE(fs::exists(notes / "regtest")) << r.error().message;
+    EXPECT_EQ(DatadirNetworkRecord(notes), std::nullopt);
 }
 
 TEST(Sync, GetblocksFallbackWithContinueInvMatchesReplay)

@@ -79,6 +79,12 @@ std::filesystem::path NetworkDataDir(const std::filesystem::path& datadir, Chain
 /// Errc::Refused). Only reads the file system.
 Result<std::filesystem::path> DatadirChainstate(const std::filesystem::path& datadir, ChainType chain);
 
+/// The network of the one chainstate in `datadir`'s network folders whose marker records its own
+/// folder's network (ChainstateNetworkRecord, common/write_guard.h): what an earlier sync writing
+/// `datadir` ran on, so that a rerun needs no network. nullopt when none does, or several do.
+/// Only reads the markers; never throws.
+std::optional<ChainType> DatadirNetworkRecord(const std::filesystem::path& datadir);
+
 /// Where a data directory keeps a network's blocks: DIR/blocks (main), DIR/testnet3/blocks,
 /// DIR/testnet4/blocks, DIR/signet/blocks, DIR/regtest/blocks. `dir` may also be a network's own
 /// directory (e.g. ~/.bitcoin/testnet3) or a blocks directory holding `index/`. With `chain`
