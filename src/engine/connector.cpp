@@ -71,6 +71,13 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     return h;
 }
 
+std::optional<Error> ChainstateHandle::CheckOutputs(const EngineOptions& o)
+{
+    if (auto refused = CheckChainstateWritable(o.chainstate)) return refused;
+    if (auto refused = CheckUndoDirWritable(o.undo_dir)) return refused;
+    return CheckUndoApartFromChainstate(o.undo_dir, o.chainstate);
+}
+
 Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const std::string& temp_prefix, ChainType chain)
 {
     std::filesystem::path dir = o.chainstate;
@@ -80,6 +87,7 @@ Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const
         if (!in_datadir) return in_datadir.error();
         if (dir.empty()) dir = *in_datadir;
     }
+    if (auto refused = CheckUndoDirWritable(o.undo_dir)) return *refused; // not only once the first block connects
     if (auto refused = CheckUndoApartFromChainstate(o.undo_dir, dir)) return *refused;
     return Open(dir, o.policy, CacheBudget::FromMiB(o.dbcache_mib), temp_prefix, chain);
 }

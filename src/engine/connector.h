@@ -36,10 +36,14 @@ class ChainstateHandle {
 public:
     static Result<ChainstateHandle> Open(const std::filesystem::path& dir, PolicyId policy, const CacheBudget& budget,
                                          const std::string& temp_prefix, std::optional<ChainType> chain = std::nullopt);
+    /// The refusals of a run's outputs, each Errc::Refused and nothing written: a chainstate or
+    /// undo folder ibdkit may not write (common/write_guard.h), or the two sharing a folder. A
+    /// run makes them before its first read (a scan of blk files takes minutes at mainnet's size).
+    static std::optional<Error> CheckOutputs(const EngineOptions& o);
     /// The chainstate of a run described by `o`: its chainstate folder (none named and a data
     /// directory to write: DatadirChainstate's, in it), buffer policy and `--dbcache` budget.
-    /// Refuses first (Errc::Refused, nothing written) a data directory ibdkit may not write, and an
-    /// undo folder that is the chainstate, lies inside it or holds it; then as Open.
+    /// Refuses first (Errc::Refused, nothing written) a data directory or undo folder ibdkit may not
+    /// write, and an undo folder that is the chainstate, lies inside it or holds it; then as Open.
     static Result<ChainstateHandle> OpenFor(const EngineOptions& o, const std::string& temp_prefix, ChainType chain);
     ChainstateHandle(ChainstateHandle&&) noexcept = default;
     ChainstateHandle& operator=(ChainstateHandle&&) noexcept = default;

@@ -139,6 +139,7 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
             }
         }
     }
+    if (auto refused = ChainstateHandle::CheckOutputs(opts)) return *refused;
     // A block the files cannot deliver ends the run there, after the blocks before it (FileSource::Load).
     auto sc = LocateBlocks(opts.source, /*keep_unreadable=*/true);
     if (!sc) return sc.error();

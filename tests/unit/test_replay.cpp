@@ -221,3 +221,17 @@ TEST(Replay, UndoAndChainstateInOneFolderAreRefusedBeforeAnythingIsWritten)
         EXPECT_FALSE(fs::exists(chainstate / CHAINSTATE_MARKER)) << "refused before the chainstate was created";
     }
 }
+
+TEST(Replay, AChainstateItMayNotWriteIsRefusedBeforeTheBlocksAreRead)
+{
+    // Locating the blocks (a scan of every blk file without a block index) takes minutes at
+    // mainnet's size: a refused chainstate is said first, not after it.
+    TempDir t;
+    std::ofstream(t.path / "notes.txt") << "mine";
+    ReplayOptions o;
+    o.source.blocks_dir = t.path / "no-such-blocks";
+    o.chainstate = t.path;
+    const auto r = Replay(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::Refused) << r.error().message;
+}
