@@ -3,6 +3,7 @@
 #include <ibdkit/common/write_guard.h>
 
 #include "blockfile/network_folders.h"
+#include "common/write_guard_internal.h"
 
 #include <unistd.h>
 
@@ -42,8 +43,13 @@ std::optional<ChainType> ChainOfPlace(const fs::path& chainstate)
     return std::nullopt;
 }
 
+/// A folder a reader takes as a chainstate: LevelDB's CURRENT, or the marker that an unfinished
+/// SwiftSync writer puts there before LevelDB's first file (Found refuses it by name).
+bool HoldsChainstate(const fs::path& dir) { return Exists(dir / "CURRENT") || Exists(dir / UNFINISHED_CHAINSTATE_MARKER); }
+
 Result<ChainstateLocation> Found(const fs::path& dir, std::optional<ChainType> chain)
 {
+    if (auto unfinished = CheckChainstateFinished(dir)) return *unfinished;
     if (::access(dir.c_str(), R_OK | X_OK) != 0 || ::access((dir / "CURRENT").c_str(), R_OK) != 0) {
         return Error{Errc::Refused, "cannot read the chainstate " + dir.string() + ": permission denied (check its owner and mode)"};
     }
@@ -72,7 +78,7 @@ Result<ChainstateLocation> LocateChainstate(const fs::path& path, std::optional<
     if (!fs::is_directory(st)) {
         return Error{Errc::InvalidValue, path.string() + " is a file, not a folder: give a chainstate folder or a Bitcoin Core data directory"};
     }
-    if (Exists(path / "CURRENT")) return Found(path, chain);
+    if (HoldsChainstate(path)) return Found(path, chain);
     if (::access(path.c_str(), R_OK | X_OK) != 0) {
         return Error{Errc::Refused, "cannot look into " + path.string() + ": permission denied (check its owner and mode)"};
     }
@@ -80,7 +86,7 @@ Result<ChainstateLocation> LocateChainstate(const fs::path& path, std::optional<
     std::vector<NetworkFolder> found;
     for (const auto& n : NETWORK_FOLDERS) {
         const fs::path cs = (!n.sub.empty() ? path / n.sub : path) / "chainstate";
-        if (Exists(cs / "CURRENT")) found.push_back(n);
+        if (HoldsChainstate(cs)) found.push_back(n);
     }
     auto folder = [&](const NetworkFolder& n) { return (!n.sub.empty() ? path / n.sub : path) / "chainstate"; };
     if (found.empty()) {

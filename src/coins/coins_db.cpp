@@ -110,8 +110,10 @@ Result<std::unique_ptr<CoinsDB>> CoinsDB::Open(const std::filesystem::path& path
     // folder the next run recognises as its own and resumes.
     // An unfinished one (a bulk writer's, killed before its load was committed) holds no UTXO set.
     if (!options.read_only) {
-        auto refused = CheckChainstateWritable(path);
-        if (!refused && !options.unfinished) refused = CheckChainstateFinished(path);
+        // Unfinished first: a writer killed between its two marks left a folder that holds only
+        // IBDKIT_UNFINISHED, which is named as such rather than as a folder of other files.
+        auto refused = options.unfinished ? std::nullopt : CheckChainstateFinished(path);
+        if (!refused) refused = CheckChainstateWritable(path);
         if (!refused) {
             std::error_code ec;
             std::filesystem::create_directories(path, ec);

@@ -233,5 +233,27 @@ TEST(WriteGuard, LocateChainstateFindsADatadirsNetworkAndSaysWhatIsWrong)
     EXPECT_FALSE(CheckChainstateWritable(t.path / "cs")) << "the record keeps the marker";
 }
 
+TEST(WriteGuard, LocateChainstateNamesAnUnfinishedChainstateBeforeLevelDbsFirstFile)
+{
+    // A `replay --swiftsync` killed after its marker and before LevelDB's CURRENT: a reader is told
+    // the folder is unfinished, not that it holds no chainstate.
+    TempDir t;
+    fs::create_directories(t.path / "cs");
+    ASSERT_FALSE(MarkUnfinishedChainstate(t.path / "cs"));
+    ASSERT_FALSE(fs::exists(t.path / "cs" / "CURRENT"));
+    auto direct = LocateChainstate(t.path / "cs", std::nullopt);
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(direct.error().code, Errc::Refused);
+    EXPECT_NE(direct.error().message.find("is an unfinished chainstate"), std::string::npos) << direct.error().message;
+    StoreStatus st;
+    EXPECT_FALSE(OpenCoinsDB(t.path / "cs", CoinsDBOptions{}, &st)) << "a classic writer does not take it over";
+    EXPECT_NE(st.message.find("is an unfinished chainstate"), std::string::npos) << st.message;
+    fs::create_directories(t.path / "dd" / "regtest" / "chainstate");
+    ASSERT_FALSE(MarkUnfinishedChainstate(t.path / "dd" / "regtest" / "chainstate"));
+    auto datadir = LocateChainstate(t.path / "dd", std::nullopt);
+    ASSERT_FALSE(datadir);
+    EXPECT_NE(datadir.error().message.find("is an unfinished chainstate"), std::string::npos) << datadir.error().message;
+}
+
 } // namespace
 } // namespace ibdkit

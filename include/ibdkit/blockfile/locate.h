@@ -157,7 +157,8 @@ struct ChainstateLocation {
 /// Errors (each naming the path and what to do): Errc::NotFound (no such path; no chainstate in
 /// it), Errc::InvalidValue (a file where a folder is expected; several networks' chainstates and no
 /// `chain`; `chain` other than the one the layout or ibdkit's record says, naming that one),
-/// Errc::Refused (a folder that cannot be read: its permissions).
+/// Errc::Refused (a folder that cannot be read: its permissions; an unfinished chainstate, which an
+/// interrupted `replay --swiftsync` left, with or without LevelDB's files yet).
 Result<ChainstateLocation> LocateChainstate(const std::filesystem::path& path, std::optional<ChainType> chain);
 
 } // namespace ibdkit
