@@ -14,10 +14,10 @@
 #include "bench.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 
-#include "consensus/script_flags.h"
 #include "gen/chain_gen.h"
 #include "script/verify.h"
 

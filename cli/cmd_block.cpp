@@ -5,13 +5,12 @@
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/pow.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
+#include <ibdkit/script/verify.h>
 #include <ibdkit/utxo/stats.h>
-
-#include "consensus/script_flags.h"
-#include "script/verify.h"
 
 #include <nlohmann/json.hpp>
 
@@ -391,8 +390,7 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
         height = int(*h);
     }
     const std::vector<TxOut> spent = ReadSpentOutputs(a.spent_path);
-    std::size_t inputs = 0;
-    for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
+    const std::size_t inputs = NonCoinbaseInputCount(block);
     if (spent.size() != inputs) {
         throw InputError("'" + a.spent_path + "' holds " + std::to_string(spent.size()) + " spent outputs; the block has " +
                          std::to_string(inputs) + " non-coinbase inputs");

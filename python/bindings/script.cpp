@@ -11,15 +11,13 @@
 #include "errors.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/block.h>
 #include <ibdkit/primitives/script_ops.h>
 #include <ibdkit/primitives/transaction.h>
-
-#include "consensus/script_flags.h"
-#include "script/interpreter.h"
-#include "script/script_error.h"
-#include "script/verify.h"
+#include <ibdkit/script/script_error.h>
+#include <ibdkit/script/verify.h>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -255,8 +253,7 @@ nb::list VerifyBlock(nb::handle self, nb::handle spent_obj, std::optional<std::s
     const std::string hash_hex = block.GetHash().ToHex();
     const ScriptFlags flags = ResolveFlags(flags_obj, net, height, hash_hex);
     const std::vector<TxOut> spent = OutputsFrom(spent_obj);
-    std::size_t inputs = 0;
-    for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
+    const std::size_t inputs = NonCoinbaseInputCount(block);
     if (spent.size() != inputs) {
         throw PyError{"InvalidArgument", std::to_string(spent.size()) + " spent outputs; the block has " +
                                              std::to_string(inputs) + " non-coinbase inputs (one per input, in block order)"};

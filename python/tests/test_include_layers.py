@@ -195,9 +195,7 @@ def test_the_table_may_not_point_up():
 CLI_PRIVATE_LEFT = {
     "bench/bench.h": "`ibdkit bench` runs the benchmark harness itself",
     "src/common/atomic_file.h": "gen-chain's files, and main's signal handler removing unfinished ones",
-    "src/consensus/script_flags.h": "`ibdkit block` checks a block's scripts",
     "src/gen/chain_gen.h": "gen-chain and `run` generate chains",
-    "src/script/verify.h": "`ibdkit block` checks a block's scripts",
 }
 
 

@@ -2,8 +2,7 @@
 
 #include <ibdkit/encoding/hex.h>
 #include <ibdkit/primitives/amount.h>
-
-#include "script/flags.h"
+#include <ibdkit/script/flags.h>
 
 #include <algorithm>
 #include <cctype>

@@ -2,10 +2,10 @@
 // (ibdkit/connect/connect.h): the rules over given spent coins.
 #include "connect/rules.h"
 
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/consensus_constants.h>
 
-#include "consensus/script_flags.h"
 #include "script/interpreter.h"
 #include "script/verify.h"
 

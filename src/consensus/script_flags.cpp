@@ -1,4 +1,4 @@
-#include "consensus/script_flags.h"
+#include <ibdkit/consensus/script_flags.h>
 
 namespace ibdkit {
 

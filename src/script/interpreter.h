@@ -16,9 +16,8 @@
 #include <ibdkit/primitives/consensus_constants.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/primitives/transaction.h>
-
-#include "script/flags.h"
-#include "script/script_error.h"
+#include <ibdkit/script/flags.h>
+#include <ibdkit/script/script_error.h>
 
 #include <cstddef>
 #include <cstdint>

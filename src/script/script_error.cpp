@@ -1,7 +1,7 @@
 // Script errors' strings and test-vector names (include/ibdkit/script/script_error.h), and the
 // script flags' names (include/ibdkit/script/interpreter.h).
 #include "script/interpreter.h"
-#include "script/script_error.h"
+#include <ibdkit/script/script_error.h>
 
 #include <array>
 #include <string>

@@ -1,4 +1,5 @@
-// src/script/verify.cpp — one input's script check (Core's CScriptCheck), and a block's inputs.
+// src/script/verify.cpp — one input's script check (Core's CScriptCheck), and a block's inputs
+// (ibdkit/script/verify.h; the engine's overload with precomputed hashes: script/verify.h).
 #include "script/verify.h"
 
 #include <ibdkit/error.h>
@@ -45,11 +46,21 @@ InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const 
     return verdict;
 }
 
-std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags)
+InputVerdict VerifyInput(const Transaction& tx, uint32_t input, std::span<const TxOut> spent_outputs, ScriptFlags flags)
+{
+    return VerifyInput(tx, input, spent_outputs, flags, nullptr);
+}
+
+std::size_t NonCoinbaseInputCount(const Block& block) noexcept
 {
     std::size_t inputs = 0;
     for (std::size_t t = 1; t < block.vtx.size(); ++t) inputs += block.vtx[t].vin().size();
-    IBDKIT_EXPECTS(spent.size() == inputs, "VerifyBlockInputs: one spent output per input after the coinbase");
+    return inputs;
+}
+
+std::vector<BlockInputFailure> VerifyBlockInputs(const Block& block, std::span<const TxOut> spent, ScriptFlags flags)
+{
+    IBDKIT_EXPECTS(spent.size() == NonCoinbaseInputCount(block), "VerifyBlockInputs: one spent output per input after the coinbase");
     std::vector<BlockInputFailure> failures;
     std::size_t next = 0;
     for (std::size_t t = 1; t < block.vtx.size(); ++t) {

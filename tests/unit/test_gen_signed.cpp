@@ -3,8 +3,8 @@
 #include "test_util.h"
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 
-#include "consensus/script_flags.h"
 #include "gen/chain_gen.h"
 #include "script/verify.h"
 

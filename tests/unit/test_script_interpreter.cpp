@@ -2,9 +2,9 @@
 // (OP_CODESEPARATOR, FindAndDelete), signature encodings at their edges, number sizes and
 // minimality, the limits, tapscript's own rules, and the lock-time checks.
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/script/script_error.h>
 
 #include "script/interpreter.h"
-#include "script/script_error.h"
 
 #include "script_test_util.h"
 #include "test_util.h"

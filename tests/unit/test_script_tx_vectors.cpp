@@ -5,7 +5,7 @@
 // one is turned off); "BADTX" cases fail CheckTransaction instead.
 #include "consensus/tx_check.h"
 #include "script/interpreter.h"
-#include "script/script_error.h"
+#include <ibdkit/script/script_error.h>
 
 #include "script_test_util.h"
 #include "test_util.h"

@@ -2,9 +2,9 @@
 // transactions Core's script_tests.cpp builds, the exact expected error, and (as Core's DoTest)
 // the verdict kept when flags are removed from a passing case or added to a failing one.
 #include <ibdkit/crypto/sha256.h>
+#include <ibdkit/script/script_error.h>
 
 #include "script/interpreter.h"
-#include "script/script_error.h"
 
 #include "script_test_util.h"
 #include "test_util.h"

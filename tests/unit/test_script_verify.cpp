@@ -3,9 +3,9 @@
 // reasons, and random mutants get Core's engine's verdict; `ibdkit block verify-scripts` on the
 // same block.
 #include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/script_flags.h>
 #include <ibdkit/primitives/block.h>
 
-#include "consensus/script_flags.h"
 #include "script/sighash.h"
 #include "script/verify.h"
 
@@ -325,6 +325,19 @@ TEST(ScriptVerifyDeathTest, ArgumentsOutOfRangeAbort)
                  "one spent output per input");
     EXPECT_DEATH(VerifyBlockInputs(d.block, std::span<const TxOut>(d.spent).first(d.spent.size() - 1), ALL_BLOCK_FLAGS),
                  "VerifyBlockInputs: one spent output per input after the coinbase");
+}
+
+// What a caller checks before VerifyBlockInputs: the block's inputs after its coinbase, which the
+// spent-output file of block 866342 (one entry per such input) matches.
+TEST(ScriptVerify, NonCoinbaseInputCountIsWhatVerifyBlockInputsTakes)
+{
+    const auto& d = LoadBlock866342();
+    EXPECT_EQ(NonCoinbaseInputCount(d.block), d.spent.size());
+    Block coinbase_only;
+    coinbase_only.vtx.push_back(d.block.vtx[0]);
+    EXPECT_EQ(NonCoinbaseInputCount(coinbase_only), 0u);
+    EXPECT_EQ(NonCoinbaseInputCount(Block{}), 0u);
+    EXPECT_TRUE(VerifyBlockInputs(coinbase_only, {}, ALL_BLOCK_FLAGS).empty());
 }
 
 // The BIP341 vectors' signed key-path spends, each a whole input verified under taproot's flags.

@@ -1,4 +1,4 @@
-// src/script/flags.h — script verification flags, Core's bits and names.
+// ibdkit/script/flags.h — script verification flags, Core's bits and names.
 //
 // A leaf header: the chain parameters name their exception blocks' flags with it (chain/params.h)
 // without seeing the interpreter, which reads them (script/interpreter.h).

@@ -1,11 +1,10 @@
-// src/consensus/script_flags.h — the script flags a block is connected under (Core's
+// ibdkit/consensus/script_flags.h — the script flags a block is connected under (Core's
 // GetBlockScriptFlags): which script rules were in force at a height on a network.
 #pragma once
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/primitives/hash.h>
-
-#include "script/flags.h"
+#include <ibdkit/script/flags.h>
 
 namespace ibdkit {
 

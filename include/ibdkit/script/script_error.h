@@ -1,4 +1,4 @@
-// src/script/script_error.h — why a script failed: Core's ScriptError values and strings.
+// ibdkit/script/script_error.h — why a script failed: Core's ScriptError values and strings.
 //
 // The strings are Core's ScriptErrorString, letter for letter: a block that fails a script is
 // rejected with "block-script-verify-flag-failed (<string>)" on both sides.
