@@ -3,8 +3,8 @@
 #include "interrupt.h"
 
 #include <ibdkit/blockfile/blockfile.h>
+#include <ibdkit/common/atomic_file.h>
 
-#include "common/atomic_file.h"
 #include "gen/chain_gen.h"
 
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 // unlink(2) through AbandonAtomicFilesFromSignal, write(2) and _exit(2).
 #include "interrupt.h"
 
-#include "common/atomic_file.h"
+#include <ibdkit/common/atomic_file.h>
 
 #include <unistd.h>
 

@@ -2,7 +2,7 @@
 //
 // The files being written are listed in a fixed table of plain character arrays, so that a signal
 // handler can remove their temporaries with nothing but unlink(2) (no allocation, no locks).
-#include "common/atomic_file.h"
+#include <ibdkit/common/atomic_file.h>
 
 #include <fcntl.h>
 #include <signal.h>

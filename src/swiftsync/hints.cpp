@@ -1,8 +1,7 @@
 // BIP 456's hintsfile: Elias-Fano lists, the file's parser and its atomic writer.
+#include <ibdkit/common/atomic_file.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/swiftsync/hints.h>
-
-#include "common/atomic_file.h"
 
 #include <ibdkit/encoding/endian.h>
 #include <ibdkit/encoding/serialize.h>

@@ -1,9 +1,8 @@
 // TableWriter's three formats (include/ibdkit/tabular/table.h): CSV and JSON lines through the one
 // buffered file writer, SQLite through prepared inserts in one transaction.
+#include <ibdkit/common/atomic_file.h>
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/tabular/table.h>
-
-#include "common/atomic_file.h"
 
 #include "common/buffered_writer.h"
 

@@ -2,9 +2,8 @@
 // checked against the chainstate walk that produced it. The formats: export_text.cpp and
 // export_sqlite.cpp.
 #include "utxo/export_internal.h"
+#include <ibdkit/common/atomic_file.h>
 #include <ibdkit/common/write_guard.h>
-
-#include "common/atomic_file.h"
 
 #include <cstring>
 #include <string>

@@ -1,4 +1,5 @@
 // assumeutxo snapshots (include/ibdkit/utxo/snapshot.h).
+#include <ibdkit/common/atomic_file.h>
 #include <ibdkit/utxo/snapshot.h>
 
 #include <ibdkit/crypto/sha256.h>
@@ -6,7 +7,6 @@
 #include <ibdkit/encoding/serialize.h>
 #include <ibdkit/primitives/amount.h>
 
-#include "common/atomic_file.h"
 #include "common/buffered_writer.h"
 #include "common/write_guard_internal.h"
 #include "coins/coins_db_internal.h"

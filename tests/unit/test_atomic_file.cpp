@@ -1,7 +1,7 @@
 // AtomicFile: the final name holds the old file or the complete new one, never a partial file;
 // temporaries go on failure, on destruction without a commit, on a signal, and when a later run
 // finds them left by a dead process.
-#include "common/atomic_file.h"
+#include <ibdkit/common/atomic_file.h>
 
 #include "test_util.h"
 

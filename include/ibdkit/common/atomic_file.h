@@ -1,4 +1,4 @@
-// src/common/atomic_file.h — a result file appears whole or not at all.
+// ibdkit/common/atomic_file.h — a result file appears whole or not at all.
 //
 // Every file ibdkit produces as a result (UTXO exports and snapshots, block tables, balances,
 // gen-chain's summary) is written under a temporary name beside its final one
@@ -9,6 +9,12 @@
 // gives no chance to clean up (SIGKILL, power loss) can leave a temporary behind, never a partial
 // file under the final name; the next AtomicFile for the same final name removes the temporaries
 // of processes that no longer run. docs/formats.md §11, *Result files*.
+//
+// A program that embeds the library and ends itself on SIGINT or SIGTERM calls
+// AbandonAtomicFilesFromSignal from its handler (as the CLI does, cli/interrupt.cpp): without it an
+// interrupted export leaves its temporary until the next AtomicFile for the same name. One thread
+// uses an AtomicFile; several threads may each hold their own (the registration is thread-safe;
+// beyond 16 living at once, the others are still published whole but not cleaned on a signal).
 #pragma once
 
 #include <ibdkit/error.h>
