@@ -3,13 +3,14 @@
 #include "verify_snapshot_cli.h"
 
 #include "progress.h"
+#include "replay_cli.h"
 
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/amount.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/verify_snapshot.h>
 #include <ibdkit/utxo/stats.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,14 +20,6 @@
 
 namespace ibdkit::cli {
 
-namespace {
-
-constexpr const char* OUTPOINTS_ONLY =
-    "the snapshot is not certified: outpoints mode proved only that its outpoints are the UTXO set's at its base block, not "
-    "its coins' heights, coinbase flags, amounts or scripts; --mode coins with --datadir proves them";
-
-} // namespace
-
 void AddVerifySnapshot(CLI::App* utxo)
 {
     auto* cmd = utxo->add_subcommand("verify-snapshot",
@@ -34,9 +27,9 @@ void AddVerifySnapshot(CLI::App* utxo)
         "created is an input spent or a coin of the snapshot (SwiftSync's salted sums, no UTXO set in memory); in\n"
         "coins mode every block passes Core's rules too (docs/swiftsync.md)");
     struct Args {
-        std::string snapshot, datadir, blocks_dir, network, mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)}, assumevalid;
-        unsigned threads{0};
-        bool json{false}, quiet{false}, skip_scripts{false};
+        std::string snapshot, datadir, blocks_dir, network, mode{swiftsync::AggregateModeName(swiftsync::AggregateMode::Coins)};
+        RunSettingsArgs run;
+        bool json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
     cmd->add_option("snapshot", a->snapshot, "The snapshot file (dumptxoutset, `ibdkit utxo snapshot`)")->required();
@@ -47,14 +40,17 @@ void AddVerifySnapshot(CLI::App* utxo)
                                      "certifies the snapshot, exit 1 when they match)")
         ->check(SwiftSyncModeIn())
         ->capture_default_str();
-    AddThreadsOption(cmd, a->threads, "Threads checking blocks");
-    auto* av = cmd->add_option("--assumevalid", a->assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
-    cmd->add_flag("--skip-scripts", a->skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
+    AddThreadsOption(cmd, a->run.threads, "Threads checking blocks");
+    cmd->add_option("--policy", a->run.policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())->capture_default_str();
+    auto* av = cmd->add_option("--assumevalid", a->run.assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
+    cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
         RequireOneBlockSource(a->datadir, a->blocks_dir);
+        if (a->run.AllPolicies()) throw CLI::ValidationError("--policy", "all compares runs of replay and sync: name one policy");
         swiftsync::VerifySnapshotOptions o;
+        o.Settings() = SettingsOf(a->run);
         o.snapshot = a->snapshot;
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         o.mode = *swiftsync::ParseAggregateMode(a->mode); // SwiftSyncModeIn checked the name
@@ -62,9 +58,6 @@ void AddVerifySnapshot(CLI::App* utxo)
             throw UsageError("--mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, or --mode "
                              "outpoints for bare block files (it checks much less)");
         }
-        o.threads = a->threads;
-        o.assumevalid = ParseAssumeValid(a->assumevalid);
-        o.skip_scripts = a->skip_scripts;
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
         o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
         auto r = swiftsync::VerifySnapshot(o);
@@ -79,15 +72,8 @@ void AddVerifySnapshot(CLI::App* utxo)
         // Equal sums in outpoints mode prove the outpoints and nothing of the coins they name: the
         // snapshot is not certified, and the verdict and the exit code say so.
         const bool outpoints_only = v.ok && !r->Certified();
-        const std::string reason = outpoints_only ? OUTPOINTS_ONLY : v.reason;
         if (a->json) {
-            const nlohmann::json j{{"ok", r->Certified()}, {"reason", reason},         {"mode", mode},
-                                   {"outpoints_proven", v.ok},
-                                   {"network", std::string(ChainTypeName(r->chain))},     {"base", r->base.ToHex()},
-                                   {"height", r->height},  {"coins", v.counts.unspent},    {"amount_sat", v.supply},
-                                   {"blocks", v.counts.blocks}, {"inputs", v.counts.inputs}, {"outputs", v.counts.outputs},
-                                   {"script_checked_inputs", r->script_checked_inputs},   {"seconds", r->seconds}};
-            std::printf("%s\n", j.dump(2).c_str());
+            std::printf("%s\n", ToJson(SnapshotVerdictFields(*r, o.policy)).dump(2).c_str());
         } else {
             std::printf("verdict            %s\nmode               %s\nbase block         %s (height %u)\n"
                         "snapshot           %llu coins, %s\nblocks             %llu, %llu inputs, %llu spendable outputs\n"
@@ -106,7 +92,7 @@ void AddVerifySnapshot(CLI::App* utxo)
             ExitCode() = EXIT_INVALID_CHAIN;
         }
         if (outpoints_only) {
-            PrintError(std::string(OUTPOINTS_ONLY));
+            PrintError(r->Reason());
             ExitCode() = EXIT_FAILED;
         }
     });

@@ -206,6 +206,11 @@ def test_verify_snapshot_proves_a_snapshot_and_refuses_a_changed_one(cli, tmp_pa
                            "--assumevalid", "0").stdout)
     assert r["ok"] and (r["height"], r["base"], r["coins"]) == (height, tip, exp["txouts"]), r
     assert r["amount_sat"] == exp["total_amount_sat"] and r["script_checked_inputs"] > 0
+    assert r["reason"] is None and (r["policy"], r["network"]) == ("hardened", "regtest"), r
+    assert r["bytes_cleansed"] > 0, "the default policy zeroes the blocks' buffers as it frees them"
+    plain = json.loads(run_cli(cli, "utxo", "verify-snapshot", snap, "--datadir", datadir, "--json", "--policy", "plain",
+                               "--skip-scripts").stdout)
+    assert plain["ok"] and (plain["policy"], plain["bytes_cleansed"]) == ("plain", 0), plain
     assert snapshot(datadir) == before
 
     changed = tmp_path / "changed.dat"

@@ -297,4 +297,27 @@ ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy)
     return f;
 }
 
+ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId policy)
+{
+    const auto& v = r.verdict;
+    ResultFields f;
+    Put(f, "ok", Bool(r.Certified()));
+    Put(f, "reason", r.Certified() ? Null() : Str(r.Reason()));
+    Put(f, "mode", Str(std::string(swiftsync::AggregateModeName(r.mode))));
+    Put(f, "outpoints_proven", Bool(v.ok));
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    Put(f, "base", Str(r.base.ToHex()));
+    Put(f, "height", UInt(r.height));
+    Put(f, "coins", UInt(v.counts.unspent));
+    Put(f, "amount_sat", UInt(v.supply));
+    Put(f, "blocks", UInt(v.counts.blocks));
+    Put(f, "inputs", UInt(v.counts.inputs));
+    Put(f, "outputs", UInt(v.counts.outputs));
+    Put(f, "script_checked_inputs", UInt(r.script_checked_inputs));
+    Put(f, "bytes_cleansed", UInt(r.bytes_cleansed));
+    Put(f, "seconds", Real(r.seconds));
+    return f;
+}
+
 } // namespace ibdkit

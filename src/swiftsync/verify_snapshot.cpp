@@ -7,6 +7,7 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/utxo/snapshot.h>
 
+#include "memory/cleanse.h"
 #include "swiftsync/block_walk.h"
 #include "swiftsync/range_internal.h"
 
@@ -34,6 +35,7 @@ Result<Hints> NothingUnspent(uint32_t n)
 Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
 {
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t cleansed_before = CleansedBytes();
     auto loc = LocateForMode(o.source, o.mode);
     if (!loc) return loc.error();
     const ChainParams& params = GetChainParams(loc->chain);
@@ -54,6 +56,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     const Salt salt = Salt::Random();
     CheckRangeOptions ro;
     ro.threads = o.threads;
+    ro.policy = o.policy;
     ro.collect_unspent = false;
     ro.progress = o.progress;
     CoinsModeOptions co;
@@ -77,6 +80,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
                                                                                           : partial->supply + value;
     }
     res.script_checked_inputs = partial->script_checked_inputs;
+    res.bytes_cleansed = CleansedBytes() - cleansed_before;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
     if (!res.verdict.ok && res.verdict.agg_in != res.verdict.agg_out && res.verdict.reason.rfind("block ", 0) != 0) {
         res.verdict.reason = "the snapshot is not the UTXO set of blocks 1.." + std::to_string(res.height) +
@@ -84,6 +88,14 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     }
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
+}
+
+std::string SnapshotVerdict::Reason() const
+{
+    if (Certified()) return {};
+    if (!verdict.ok) return verdict.reason;
+    return "the snapshot is not certified: outpoints mode proved only that its outpoints are the UTXO set's at its base "
+           "block, not its coins' heights, coinbase flags, amounts or scripts; --mode coins with --datadir proves them";
 }
 
 } // namespace ibdkit::swiftsync

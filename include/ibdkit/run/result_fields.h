@@ -16,6 +16,7 @@
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/run/sync_peers.h>
+#include <ibdkit/swiftsync/verify_snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
@@ -90,5 +91,11 @@ ResultFields SwiftSyncPeersFields(const run::SwiftSyncPeersResult& r, PolicyId p
 /// The classic `sync` from several peers: SyncResultFields, then `peers`, `unreachable` and `notes`
 /// as SwiftSyncPeersFields has them.
 ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy);
+
+/// `utxo verify-snapshot`'s verdict: ok (Certified()), reason (null when certified), mode,
+/// outpoints_proven (the sums matched), network, policy, base, height, the snapshot's coins and
+/// amount_sat, the blocks' counts (blocks, inputs, outputs), script_checked_inputs,
+/// bytes_cleansed, seconds.
+ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId policy);
 
 } // namespace ibdkit

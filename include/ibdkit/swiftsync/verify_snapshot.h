@@ -17,6 +17,7 @@
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/amount.h>
 #include <ibdkit/primitives/hash.h>
+#include <ibdkit/settings/run_settings.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/check_range.h>
 
@@ -24,16 +25,16 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace ibdkit::swiftsync {
 
-struct VerifySnapshotOptions {
+/// The shared settings (settings/run_settings.h: threads, the blocks' buffer policy, and in coins
+/// mode assumevalid and skip_scripts; dbcache_mib is not used, no UTXO set is held) and the check's own.
+struct VerifySnapshotOptions : RunSettings {
     std::filesystem::path snapshot;   ///< Core's dumptxoutset format (`ibdkit utxo snapshot`)
     BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     AggregateMode mode{AggregateMode::Coins};
-    unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
-    std::optional<BlockHash> assumevalid; ///< coins mode, as RunSettings::assumevalid (settings/run_settings.h)
-    bool skip_scripts{false};
     std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
 };
 
@@ -44,11 +45,15 @@ struct SnapshotVerdict {
     uint32_t height{0};               ///< its height in the blocks' best chain
     Verdict verdict;                  ///< counts.unspent and supply are the snapshot's coins and value
     uint64_t script_checked_inputs{0};
+    uint64_t bytes_cleansed{0};       ///< zeroed by the buffer policy's frees of the blocks' bytes
     double seconds{0};
 
     /// Whether the snapshot is proven to be the UTXO set at its base block: equal sums in coins
     /// mode. Equal sums in outpoints mode (verdict.ok) prove its outpoints only, never its coins.
     bool Certified() const noexcept { return verdict.ok && mode == AggregateMode::Coins; }
+    /// Why the snapshot is not certified: the verdict's reason, or, when outpoints mode's sums
+    /// matched, that they prove only the outpoints; empty when Certified().
+    std::string Reason() const;
 };
 
 /// Checks the snapshot against blocks 1..n of the chain, n its base block's height. A snapshot
