@@ -144,9 +144,11 @@ def test_swiftsync_accepts_cores_chain_and_refuses_a_wrong_hint(cli, tmp_path):
     for ranges in ("1", "3", "7"):
         r = run_cli(cli, "swiftsync", "--json", "--hints", good, "--datadir", datadir, "--ranges", ranges, "--threads", "2")
         v = json.loads(r.stdout)
-        assert v["ok"] and v["reason"] == "", v
+        assert v["ok"] and v["reason"] is None and v["policy"] == "hardened", v
         assert v["counts"]["blocks"] == height and v["counts"]["unspent"] == coins
         assert v["counts"]["inputs"] > 0 and v["supply_sat"] <= v["supply_bound_sat"]
+    plain = json.loads(run_cli(cli, "swiftsync", "--json", "--hints", good, "--datadir", datadir, "--policy", "plain").stdout)
+    assert plain["ok"] and (plain["policy"], plain["counts"]) == ("plain", v["counts"]), plain
 
     lists = parse_lists(expected, height)
     h = next(h for h in range(height, 0, -1) if len(lists[h - 1]) < spendable[h - 1] and lists[h - 1])

@@ -13,6 +13,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/swiftsync_ranges.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/run/sync_peers.h>
@@ -97,5 +98,10 @@ ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy);
 /// amount_sat, the blocks' counts (blocks, inputs, outputs), script_checked_inputs,
 /// bytes_cleansed, seconds.
 ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId policy);
+
+/// `ibdkit swiftsync`'s verdict: ok, reason (null when accepted), network, policy, height (n),
+/// ranges, counts ({blocks, transactions, inputs, outputs, unspent, unspendable}), supply_sat,
+/// supply_bound_sat, mode, script_checked_inputs.
+ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId policy);
 
 } // namespace ibdkit
