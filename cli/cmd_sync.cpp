@@ -5,8 +5,6 @@
 #include "utxo_export_cli.h"
 #include "progress.h"
 
-#include <ibdkit/blockfile/locate.h>
-#include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/sync_peers.h>
@@ -195,12 +193,7 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
         SyncOptions o;
-        auto chain = ParseNetworkOption(a->network);
-        if (!chain && !a->chainstate.empty()) {
-            if (auto recorded = ChainstateNetworkRecord(a->chainstate)) chain = ParseChainType(*recorded);
-        }
-        if (!chain && !a->datadir.empty()) chain = DatadirNetworkRecord(a->datadir);
-        o.chain = chain.value_or(ChainType::REGTEST);
+        o.chain = SyncNetwork(ParseNetworkOption(a->network), a->chainstate, a->datadir);
         SetPeer(o, a->connect);
         if (a->swiftsync.hints.empty() && (swiftsync::ParseAggregateMode(a->swiftsync.mode) != swiftsync::AggregateMode::Coins || a->swiftsync.keep_recent)) {
             throw CLI::ValidationError(a->swiftsync.keep_recent ? "--keep-recent" : "--swiftsync-mode", "goes with --swiftsync HINTS");

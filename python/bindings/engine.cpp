@@ -93,7 +93,7 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
     return RunAndReport(o, bridge, Replay, ReplayResultFields);
 }
 
-nb::dict Sync_(const std::vector<std::string>& connect, const std::string& network, std::optional<std::string> chainstate,
+nb::dict Sync_(const std::vector<std::string>& connect, std::optional<std::string> network, std::optional<std::string> chainstate,
                std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
                std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
                std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
@@ -101,7 +101,8 @@ nb::dict Sync_(const std::vector<std::string>& connect, const std::string& netwo
     SyncOptions o;
     o.Settings() = SettingsOf(dbcache, policy, threads, assumevalid, false);
     o.statistics = statistics;
-    o.chain = ParseNetwork(network);
+    o.chain = SyncNetwork(network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt, chainstate.value_or(""),
+                          datadir.value_or(""));
     if (connect.empty()) throw PyError{"InvalidArgument", "connect names no peer"};
     for (const std::string& c : connect) {
         if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
@@ -151,7 +152,7 @@ void BindEngine(nb::module_& m)
 {
     m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
           "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "progress"_a.none());
-    m.def("_sync", &Sync_, "connect"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
+    m.def("_sync", &Sync_, "connect"_a, "network"_a.none(), "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
           "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
           "datadir"_a.none(), "progress"_a.none());
     m.def("policies", [] {

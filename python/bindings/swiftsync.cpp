@@ -354,7 +354,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 }
 
 /// `ibdkit.sync(..., swiftsync=HINTS)`: SwiftSync from the peers, then the classic sync.
-nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, const std::string& network,
+nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, std::optional<std::string> network,
                        std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
                        std::size_t window, uint32_t keep_recent, unsigned threads, bool statistics,
                        std::optional<std::string> assumevalid, std::optional<std::string> datadir, const std::string& mode,
@@ -366,7 +366,8 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     if (s.mode == swiftsync::AggregateMode::OutPoints && (datadir || keep_recent)) {
         throw PyError{"InvalidArgument", "datadir and keep_recent need the peers' spent coins: swiftsync_mode='coins'"};
     }
-    o.chain = ParseNetwork(network);
+    o.chain = SyncNetwork(network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt, chainstate.value_or(""),
+                          datadir.value_or(""));
     for (const std::string& c : connect) {
         if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
     }
@@ -473,7 +474,7 @@ void BindSwiftSync(nb::module_& m)
     m.def("_replay_swiftsync", &ReplaySwiftSync, "blocks"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a,
           "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
           "progress"_a.none());
-    m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a, "chainstate"_a.none(), "dbcache"_a, "policy"_a,
+    m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a, "policy"_a,
           "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "datadir"_a.none(),
           "mode"_a, "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);

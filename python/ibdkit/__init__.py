@@ -282,7 +282,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
         bar.close()
 
 
-def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chainstate: Optional[PathLike] = None,
+def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
          dbcache: int = 450, policy: str = "hardened", timeout: float = 30.0, headers_wait: float = 3.0,
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
@@ -295,7 +295,9 @@ def sync(connect: Union[str, Sequence[str]], *, network: str = "regtest", chains
     the blocks come from every peer in parallel and the dict adds ``peers`` (each with any
     ``dropped``), ``unreachable`` and ``notes``, as the CLI's ``--json`` (getblocks takes one). Other options as
     in :func:`replay` and the CLI (timeout and headers_wait in seconds, window = blocks in flight,
-    getblocks = use getblocks/inv instead of headers-first). Returns the statistics as a dict
+    getblocks = use getblocks/inv instead of headers-first). network: by default the one ibdkit
+    recorded in ``chainstate`` (a sync resumed), else in ``datadir`` (one an earlier sync wrote),
+    else regtest, as the CLI's (C++ ``SyncNetwork``). Returns the statistics as a dict
     (with ``mode``, ``peer``). A peer that fails us (unreachable, stalled, misbehaving, gone) raises
     :class:`Error` with ``kind`` Connect, Timeout, Closed, Io or Misbehaving, once the blocks
     connected so far are flushed (as ``ibdkit sync`` exits 1); a block failing its checks is not an

@@ -246,11 +246,11 @@ def _replay_swiftsync(blocks: str, hints: str, network: Optional[str], chainstat
                       policy: str, threads: int, statistics: bool, assumevalid: Optional[str], skip_scripts: bool,
                       mode: str, fallback: bool,
                       progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
-def _sync(connect: List[str], network: str, chainstate: Optional[str], dbcache: int, policy: str, timeout: float,
+def _sync(connect: List[str], network: Optional[str], chainstate: Optional[str], dbcache: int, policy: str, timeout: float,
           headers_wait: float, window: int, stop_height: Optional[int], getblocks: bool, threads: int,
           statistics: bool, assumevalid: Optional[str], datadir: Optional[str],
           progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
-def _sync_swiftsync(connect: List[str], hints: str, network: str, chainstate: Optional[str], dbcache: int, policy: str,
+def _sync_swiftsync(connect: List[str], hints: str, network: Optional[str], chainstate: Optional[str], dbcache: int, policy: str,
                     timeout: float, window: int, keep_recent: int, threads: int, statistics: bool, assumevalid: Optional[str],
                     datadir: Optional[str], mode: str, progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
 

@@ -10,7 +10,9 @@
 
 #include "common/test_hooks.h"
 
+#include <ibdkit/blockfile/locate.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/common/write_guard.h>
 #include <ibdkit/consensus/check.h>
 
 #include <algorithm>
@@ -491,6 +493,21 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     res.header_height = chain.Height();
     res.total_seconds = Seconds(t_start);
     return res;
+}
+
+ChainType SyncNetwork(std::optional<ChainType> given, const std::filesystem::path& chainstate,
+                      const std::filesystem::path& datadir_out)
+{
+    if (given) return *given;
+    if (!chainstate.empty()) {
+        if (auto recorded = ChainstateNetworkRecord(chainstate)) {
+            if (auto chain = ParseChainType(*recorded)) return *chain;
+        }
+    }
+    if (!datadir_out.empty()) {
+        if (auto chain = DatadirNetworkRecord(datadir_out)) return *chain;
+    }
+    return ChainType::REGTEST;
 }
 
 } // namespace ibdkit

@@ -5,6 +5,7 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/coins/coins_db.h>
+#include <ibdkit/engine/sync.h>
 #include <ibdkit/tabular/table.h>
 
 #include "blockfile/undo_file.h"
@@ -253,6 +254,24 @@ TEST(WriteGuard, LocateChainstateNamesAnUnfinishedChainstateBeforeLevelDbsFirstF
     auto datadir = LocateChainstate(t.path / "dd", std::nullopt);
     ASSERT_FALSE(datadir);
     EXPECT_NE(datadir.error().message.find("is an unfinished chainstate"), std::string::npos) << datadir.error().message;
+}
+
+TEST(SyncNetwork, TheGivenOneThenTheChainstatesRecordThenTheDatadirsThenRegtest)
+{
+    // What `ibdkit sync` and Python's sync() run on when no network is named: a resumed chainstate's
+    // or a written datadir's, so that a rerun needs no --network.
+    TempDir t;
+    EXPECT_EQ(SyncNetwork(std::nullopt, "", ""), ChainType::REGTEST);
+    EXPECT_EQ(SyncNetwork(std::nullopt, t.path / "new", t.path / "new-datadir"), ChainType::REGTEST);
+    StoreStatus st;
+    ASSERT_TRUE(OpenCoinsDB(t.path / "cs", CoinsDBOptions{}, &st)) << st.message;
+    ASSERT_FALSE(RecordChainstateNetwork(t.path / "cs", "signet"));
+    const fs::path dd_cs = t.path / "dd" / "testnet4" / "chainstate";
+    ASSERT_TRUE(OpenCoinsDB(dd_cs, CoinsDBOptions{}, &st)) << st.message;
+    ASSERT_FALSE(RecordChainstateNetwork(dd_cs, "testnet4"));
+    EXPECT_EQ(SyncNetwork(std::nullopt, "", t.path / "dd"), ChainType::TESTNET4);
+    EXPECT_EQ(SyncNetwork(std::nullopt, t.path / "cs", t.path / "dd"), ChainType::SIGNET) << "the chainstate resumed first";
+    EXPECT_EQ(SyncNetwork(ChainType::MAIN, t.path / "cs", t.path / "dd"), ChainType::MAIN) << "a named network wins";
 }
 
 } // namespace

@@ -100,4 +100,12 @@ struct SyncResult : EngineResult {
 /// runs on the calling thread. Database failures come back as errors, as from Replay.
 Result<SyncResult> Sync(const SyncOptions& opts);
 
+/// The network a sync runs on (SyncOptions::chain, and a SwiftSync sync's): `given` when the
+/// caller names one; else the one ibdkit recorded in `chainstate`, a chainstate the sync resumes
+/// (ChainstateNetworkRecord, common/write_guard.h); else the one recorded in `datadir_out`, a data
+/// directory an earlier sync wrote (DatadirNetworkRecord, blockfile/locate.h); else regtest, a new
+/// sync from local test peers. Empty paths are skipped. Only reads the markers; never throws.
+ChainType SyncNetwork(std::optional<ChainType> given, const std::filesystem::path& chainstate,
+                      const std::filesystem::path& datadir_out);
+
 } // namespace ibdkit
