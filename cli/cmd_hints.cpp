@@ -3,6 +3,9 @@
 // `replay --write-hints`, the same for the chainstate a replay leaves.
 #include "hints_cli.h"
 #include "progress.h"
+#include "replay_cli.h"
+
+#include <ibdkit/run/result_fields.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,11 +25,9 @@ Result<swiftsync::BuildHintsResult> BuildHintsWithProgress(swiftsync::BuildHints
     return r;
 }
 
-nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, const std::string& out)
+nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::string& out)
 {
-    return {{"network", std::string(ChainTypeName(r.chain))}, {"height", r.height}, {"tip", r.tip.ToHex()},
-            {"coins", r.coins}, {"outputs", r.outputs}, {"bytes", r.bytes}, {"key_bytes", r.key_bytes},
-            {"attempts", r.attempts}, {"out", out}};
+    return ToJson(HintsFields(r, policy, out));
 }
 
 void PrintHints(const swiftsync::BuildHintsResult& r, const std::string& out)
@@ -64,6 +65,7 @@ std::optional<swiftsync::BuildHintsResult> HintsAfterRun::Finish(const ReplayOpt
     h.source.chain = r.chain;
     h.out = m_out;
     h.threads = o.threads;
+    h.policy = o.policy;
     auto built = BuildHintsWithProgress(std::move(h), quiet);
     if (!built) throw std::runtime_error("--write-hints: " + built.error().message);
     return *built;
@@ -79,6 +81,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     struct Args {
         std::string chainstate, snapshot, datadir, blocks_dir, network, out;
         unsigned threads{std::min(4u, UsableCores())};
+        std::string policy{PolicyName(PolicyId::Hardened)};
         bool json{false}, quiet{false};
     };
     auto a = std::make_shared<Args>();
@@ -90,6 +93,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
     AddThreadsOption(cmd, a->threads, "Threads decoding blocks");
+    cmd->add_option("--policy", a->policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())->capture_default_str();
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
@@ -104,6 +108,9 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         o.out = a->out;
         o.threads = a->threads;
+        const auto policy = ParsePolicy(a->policy);
+        if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
+        o.policy = *policy;
         auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
         if (!r) {
             PrintError(r.error().message);
@@ -111,7 +118,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
             return;
         }
         if (a->json) {
-            std::printf("%s\n", HintsJson(*r, a->out).dump(2).c_str());
+            std::printf("%s\n", HintsJson(*r, *policy, a->out).dump(2).c_str());
         } else {
             PrintHints(*r, a->out);
         }

@@ -163,7 +163,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         const auto hintsfile = hints->Finish(o, *r, a->out.quiet || a->out.json);
         if (a->out.json) {
             auto j = ToJson(*r, o.policy);
-            if (hintsfile) j["hints"] = HintsJson(*hintsfile, hints->Out());
+            if (hintsfile) j["hints"] = HintsJson(*hintsfile, o.policy, hints->Out());
             std::printf("%s\n", j.dump(2).c_str());
         } else {
             PrintHuman(*r);

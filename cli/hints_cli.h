@@ -16,8 +16,8 @@ namespace ibdkit::cli {
 
 /// BuildHints with a progress line (unless `quiet`); the error's message on failure.
 Result<swiftsync::BuildHintsResult> BuildHintsWithProgress(swiftsync::BuildHintsOptions o, bool quiet);
-/// The result as JSON (network, height, tip, coins, outputs, bytes, key_bytes, attempts, out).
-nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, const std::string& out);
+/// The result as JSON: HintsFields (run/result_fields.h).
+nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::string& out);
 /// The result for people.
 void PrintHints(const swiftsync::BuildHintsResult& r, const std::string& out);
 

@@ -141,6 +141,10 @@ def test_swiftsync_accepts_cores_chain_and_refuses_a_wrong_hint(cli, tmp_path):
     good = tmp_path / "good.hints"
     run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", good)
     assert good.read_bytes() == expected
+    plain = json.loads(run_cli(cli, "hints", "--json", "--datadir", datadir, "--out", tmp_path / "plain.hints",
+                               "--policy", "plain").stdout)
+    assert (plain["policy"], plain["height"], plain["coins"]) == ("plain", height, coins), plain
+    assert (tmp_path / "plain.hints").read_bytes() == expected, "the policy changes how blocks are held, not the hints"
     for ranges in ("1", "3", "7"):
         r = run_cli(cli, "swiftsync", "--json", "--hints", good, "--datadir", datadir, "--ranges", ranges, "--threads", "2")
         v = json.loads(r.stdout)

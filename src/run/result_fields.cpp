@@ -344,4 +344,20 @@ ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId
     return f;
 }
 
+ResultFields HintsFields(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::filesystem::path& out)
+{
+    ResultFields f;
+    Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
+    Put(f, "policy", Str(std::string(PolicyName(policy))));
+    Put(f, "height", UInt(r.height));
+    Put(f, "tip", Str(r.tip.ToHex()));
+    Put(f, "coins", UInt(r.coins));
+    Put(f, "outputs", UInt(r.outputs));
+    Put(f, "bytes", UInt(r.bytes));
+    Put(f, "key_bytes", UInt(r.key_bytes));
+    Put(f, "attempts", UInt(r.attempts));
+    Put(f, "out", Str(out.string()));
+    return f;
+}
+
 } // namespace ibdkit

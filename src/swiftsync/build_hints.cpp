@@ -210,7 +210,8 @@ Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChai
             r.outputs += b.outputs;
             hinted += b.unspent;
             return (*writer)->AppendEncoded(b.encoded);
-        });
+        },
+        {}, o.policy);
     if (!walked) return walked.error();
     if (hinted > r.coins) {
         collision = true;

@@ -17,10 +17,12 @@
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/run/sync_peers.h>
+#include <ibdkit/swiftsync/build_hints.h>
 #include <ibdkit/swiftsync/verify_snapshot.h>
 #include <ibdkit/utxo/stats.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <variant>
 #include <vector>
@@ -103,5 +105,9 @@ ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId
 /// ranges, counts ({blocks, transactions, inputs, outputs, unspent, unspendable}), supply_sat,
 /// supply_bound_sat, mode, script_checked_inputs.
 ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId policy);
+
+/// A hintsfile built (`ibdkit hints`, and `replay --write-hints`'s `hints` object): network,
+/// policy, height, tip, coins, outputs, bytes, key_bytes, attempts, out (the file written).
+ResultFields HintsFields(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::filesystem::path& out);
 
 } // namespace ibdkit

@@ -15,6 +15,7 @@
 #include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
 
 #include <cstdint>
@@ -33,6 +34,7 @@ struct BuildHintsOptions {
     BlockFileSource source;         ///< the blocks, exactly one
     std::filesystem::path out;      ///< the hintsfile to write
     unsigned threads{0};            ///< threads decoding blocks and looking up their outputs (0: every core, ibdkit/threads.h)
+    PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of the blocks' bytes as read (memory/policy_id.h)
     /// Called now and then, on the calling thread, with the height reached and the target height.
     std::function<void(uint32_t height, uint32_t target)> progress;
 };
