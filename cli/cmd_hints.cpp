@@ -93,7 +93,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
     AddNetworkOption(cmd, a->network, "from the blocks");
     cmd->add_option("--out", a->out, "The hintsfile to write (replaced only once complete; its folder must exist)")->required();
     AddThreadsOption(cmd, a->threads, "Threads decoding blocks");
-    cmd->add_option("--policy", a->policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())->capture_default_str();
+    AddOneRunPolicyOption(cmd, a->policy);
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
@@ -108,9 +108,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.source = {.datadir = a->datadir, .blocks_dir = a->blocks_dir, .chain = ParseNetworkOption(a->network)};
         o.out = a->out;
         o.threads = a->threads;
-        const auto policy = ParsePolicy(a->policy);
-        if (!policy) throw CLI::ValidationError("--policy", "unknown policy '" + a->policy + "' (" + PolicyNameList() + ")");
-        o.policy = *policy;
+        o.policy = PolicyOf(a->policy);
         auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
         if (!r) {
             PrintError(r.error().message);
@@ -118,7 +116,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
             return;
         }
         if (a->json) {
-            std::printf("%s\n", HintsJson(*r, *policy, a->out).dump(2).c_str());
+            std::printf("%s\n", HintsJson(*r, PolicyOf(a->policy), a->out).dump(2).c_str());
         } else {
             PrintHints(*r, a->out);
         }

@@ -41,7 +41,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         ->check(IntegerIn(1, MAX_HEIGHT))
         ->capture_default_str();
     AddThreadsOption(cmd, a->run.threads, "Threads per range");
-    cmd->add_option("--policy", a->run.policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())->capture_default_str();
+    AddOneRunPolicyOption(cmd, a->run.policy);
     cmd->add_option("--mode", a->mode,
                     "outpoints: any blocks, Core's CheckBlock only; coins: BIP 457's Coin elements and every rule of Core's\n"
                     "ConnectBlock, the spent coins from the datadir's rev files (needs --datadir)")
@@ -62,7 +62,6 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         if (!coins_mode && (!a->run.assumevalid.empty() || a->run.skip_scripts)) {
             throw UsageError("--mode outpoints checks no scripts: --assumevalid and --skip-scripts go with --mode coins");
         }
-        if (a->run.AllPolicies()) throw CLI::ValidationError("--policy", "all compares runs of replay and sync: name one policy");
         run::SwiftSyncRangesOptions o;
         o.Settings() = SettingsOf(a->run);
         o.hints = a->hints;

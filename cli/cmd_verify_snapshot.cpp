@@ -41,14 +41,13 @@ void AddVerifySnapshot(CLI::App* utxo)
         ->check(SwiftSyncModeIn())
         ->capture_default_str();
     AddThreadsOption(cmd, a->run.threads, "Threads checking blocks");
-    cmd->add_option("--policy", a->run.policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())->capture_default_str();
+    AddOneRunPolicyOption(cmd, a->run.policy);
     auto* av = cmd->add_option("--assumevalid", a->run.assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
     cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {
         RequireOneBlockSource(a->datadir, a->blocks_dir);
-        if (a->run.AllPolicies()) throw CLI::ValidationError("--policy", "all compares runs of replay and sync: name one policy");
         swiftsync::VerifySnapshotOptions o;
         o.Settings() = SettingsOf(a->run);
         o.snapshot = a->snapshot;

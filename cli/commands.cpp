@@ -206,14 +206,28 @@ std::optional<BlockHash> ParseAssumeValid(const std::string& value)
     return *h;
 }
 
+PolicyId PolicyOf(const std::string& policy)
+{
+    auto id = ParsePolicy(policy);
+    if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + policy + "' (" + PolicyNameList() + ", all)");
+    return *id;
+}
+
+void AddOneRunPolicyOption(CLI::App* cmd, std::string& policy)
+{
+    cmd->add_option("--policy", policy, "Buffer policy of the blocks' bytes: " + PolicyNameList())
+        ->check([](const std::string& name) -> std::string {
+            if (ParsePolicy(name)) return "";
+            if (name == "all") return "all compares runs of replay and sync: name one policy";
+            return "unknown policy '" + name + "' (" + PolicyNameList() + ")";
+        })
+        ->capture_default_str();
+}
+
 RunSettings SettingsOf(const RunSettingsArgs& a)
 {
     RunSettings s;
-    if (!a.AllPolicies()) {
-        auto id = ParsePolicy(a.policy);
-        if (!id) throw CLI::ValidationError("--policy", "unknown policy '" + a.policy + "' (" + PolicyNameList() + ", all)");
-        s.policy = *id;
-    }
+    if (!a.AllPolicies()) s.policy = PolicyOf(a.policy);
     s.dbcache_mib = a.dbcache;
     s.threads = a.threads;
     s.assumevalid = ParseAssumeValid(a.assumevalid);

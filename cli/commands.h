@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ibdkit/chain/params.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/hash.h>
 #include <ibdkit/settings/run_settings.h>
 #include <ibdkit/threads.h>
@@ -105,6 +106,12 @@ struct RunSettingsArgs {
     bool skip_scripts{false};       ///< --skip-scripts
     bool AllPolicies() const noexcept { return policy == "all"; }
 };
+/// The policy a `--policy` value names. Throws CLI::ValidationError for an unknown name.
+PolicyId PolicyOf(const std::string& policy);
+/// Adds `--policy NAME` (its default shown) to a command that runs once, so not `all`: the buffer
+/// policy of the blocks' bytes as the command reads them. The name is checked when the line is
+/// parsed (a usage error naming the policies).
+void AddOneRunPolicyOption(CLI::App* cmd, std::string& policy);
 /// The RunSettings `a` names; with AllPolicies() the default policy (each run of the comparison sets
 /// its own). Throws CLI::ValidationError for an unknown policy or a malformed --assumevalid.
 RunSettings SettingsOf(const RunSettingsArgs& a);

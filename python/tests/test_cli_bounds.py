@@ -121,6 +121,18 @@ def test_threads_help_says_one_meaning_in_every_command(cli):
         assert "0: every core the process may run on, 1: all on one thread" in text, (command, text)
 
 
+def test_commands_that_run_once_take_one_named_policy(cli):
+    """`hints`, `swiftsync` and `utxo verify-snapshot` read their blocks under one policy
+    (cli/commands.h AddOneRunPolicyOption): `all` (a comparison of runs) and an unknown name are
+    usage errors before any work, in the same words."""
+    for command in (["hints"], ["swiftsync"], ["utxo", "verify-snapshot"]):
+        assert "--policy TEXT=hardened" in " ".join(run_cli(cli, *command, "--help").stdout.split()), command
+        for name, words in (("all", "all compares runs of replay and sync: name one policy"),
+                            ("tidy", "unknown policy 'tidy' (plain, zero-after-free")):
+            r = run_cli(cli, *command, "--policy", name, check=False)
+            assert r.returncode == 64 and words in r.stderr, (command, name, r.stderr)
+
+
 def test_threads_zero_counts_the_cores_the_process_may_run_on(cli, chain):
     """`--threads 0` is the cores the process may use, not the machine's: under `taskset -c 0` (as
     under a container's cpuset) a run starts one thread, not one per core it cannot run on."""
