@@ -1,4 +1,6 @@
-// bench/bench.h — ibdkit's benchmark runner (`ibdkit bench`).
+// bench/bench.h — ibdkit's benchmark runner (`ibdkit bench`): the cases, the registry and the run,
+// the harness's interface to the CLI; it includes no private header of the library. A benchmark
+// file includes bench/bench_case.h, which adds the helpers that time the library's internals.
 //
 // A benchmark case is a group name ("DataStreamAlloc"), a variant (usually a buffer policy), a
 // unit ("byte", "block", "coin") with the number of units one iteration processes, and a setup
@@ -11,24 +13,14 @@
 // the `plain` variant.
 #pragma once
 
-#include "memory/policy.h"
-
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ibdkit::bench {
-
-/// Keeps a value (and memory reachable from it) alive and observable: the compiler must assume
-/// it is read, so the work that produced it cannot be elided.
-template <typename T>
-inline void DoNotOptimize(const T& value)
-{
-    asm volatile("" : : "r,m"(value) : "memory");
-}
-inline void ClobberMemory() { asm volatile("" : : : "memory"); }
 
 using Op = std::function<void()>;
 
@@ -49,15 +41,6 @@ std::vector<Case>& Registry();
 struct Registrar {
     explicit Registrar(Case c) { Registry().push_back(std::move(c)); }
 };
-
-/// Registers make(P{}) for every buffer policy P, in the order of the policy list
-/// (IBDKIT_BUFFER_POLICIES in ibdkit/memory/policy.h), so a new policy gets its variants with no
-/// edit here. Example: RegisterPerPolicy([]<typename P>(P) { return AllocCase<P>(); });
-template <typename MakeCase>
-void RegisterPerPolicy(MakeCase&& make)
-{
-    ForEachPolicy([&](auto tag) { Registry().push_back(make(tag)); });
-}
 
 struct Options {
     std::string filter{".*"};            ///< ECMAScript regex over case names

@@ -5,7 +5,7 @@
 // Groups: DeserializeBlockTest, DeserializeAndCheckBlockTest, BlockViewWalk (413,567, Core's
 // block), and the same with a _481829 / _866342 suffix. Decoding reads from a DataStream<Policy>,
 // as Core's benchmark does, so every buffer policy is a variant; "core-kernel" is Core.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>

@@ -8,7 +8,7 @@
 // The coins themselves are generated once, untimed.
 //
 // Also: UtxoStats — the `utxo stats` walk (decode + hash_serialized_3) over the flushed database.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/stats.h>

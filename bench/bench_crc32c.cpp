@@ -2,7 +2,7 @@
 // trailer; ibdkit's are TABLE_BLOCK_BYTES), the check every chainstate read makes
 // (src/kv/leveldb_env.h, PreadFile) and every bulk-loaded block's checksum: the CPU's instruction
 // ("auto", three chains at once, src/common/crc32c.cpp) against the table.
-#include "bench.h"
+#include "bench_case.h"
 
 #include "common/crc32c.h"
 

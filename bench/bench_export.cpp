@@ -3,7 +3,7 @@
 // One op = the whole export: LevelDB walk + decode + classify + address + format + write, then the
 // re-read check (parse every row, recompute hash_serialized_3) — what the user waits for.
 // Variants: csv, sqlite. The chainstate is built once, untimed.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/coins/coins_db.h>
 #include <ibdkit/utxo/export.h>

@@ -1,5 +1,5 @@
 // The seed PR's two buffer benchmarks, for every buffer policy, plus the cleanse primitives.
-#include "bench.h"
+#include "bench_case.h"
 
 #include "memory/cleanse.h"
 #include "memory/policy.h"

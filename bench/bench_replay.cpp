@@ -1,6 +1,6 @@
 // ReplayDefaultChain: the whole IBD pipeline (read, decode, CheckBlock, connect, flush, stats) over
 // the default generated chain, once per op, for every buffer policy. Unit: block.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/engine/replay.h>
 

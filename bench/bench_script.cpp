@@ -11,7 +11,7 @@
 // blocks, ~3 MB, seed 2, made in setup): 8,014 inputs, P2PKH, P2WPKH, P2SH/P2WSH 2-of-3 multisig,
 // P2TR key path and tapscript in mainnet's shares. Both groups are what scripts/script_overhead.py
 // counts under callgrind to split each input's instructions between libsecp256k1 and the rest.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/script_flags.h>

@@ -4,7 +4,7 @@
 //
 // Back-end variants call the engines directly instead of ForceBackend, so benchmarking never
 // changes the process-wide choice other benchmarks rely on; "auto" goes through the public API.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/crypto/sha256.h>
 

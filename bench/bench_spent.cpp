@@ -3,7 +3,7 @@
 // the block and computes its fees (SpentBlock::Make, as every source does per block); "rows" is
 // the four tables' row producers (EmitRows) into a sink that only measures its cells, so the figure
 // is the producers' own cost; "make+rows" both, what an export costs beyond reading and writing.
-#include "bench.h"
+#include "bench_case.h"
 
 #include <ibdkit/spent/spent_block.h>
 #include <ibdkit/spent/tables.h>

@@ -1,6 +1,6 @@
 // ProcessMessageBlock: block 413,567 as a complete P2P `block` message through framing, checksum,
 // decode and CheckBlock; every buffer policy (the receive buffer is the policy's DataStream).
-#include "bench.h"
+#include "bench_case.h"
 
 #include "engine/process.h"
 #include "wire/message.h"

@@ -20,9 +20,6 @@
 
 namespace ibdkit {
 
-/// Core's MAX_BLOCKFILE_SIZE: a blk file is not grown past 128 MiB.
-inline constexpr uint64_t MAX_BLOCKFILE_SIZE = 0x8000000;
-
 class BlockFileWriter {
 public:
     /// Writes into `dir` from blk00000.dat on, records framed with `magic`, a file closed once the

@@ -19,12 +19,12 @@
 // overwritten when the writer opens the folder again.
 #pragma once
 
-#include "blockfile/block_file_writer.h" // MAX_BLOCKFILE_SIZE
 #include "blockfile/block_index.h"
 #include "blockfile/undo_file.h"
 #include "common/buffered_writer.h" // DropBehind
 #include "common/write_guard_internal.h" // DATADIR_MARKER
 
+#include <ibdkit/blockfile/blockfile.h> // MAX_BLOCKFILE_SIZE
 #include <ibdkit/chain/params.h>
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>

@@ -20,10 +20,9 @@
 // spent are held in memory (48 bytes each).
 #pragma once
 
+#include <ibdkit/blockfile/blockfile.h> // MAX_BLOCKFILE_SIZE
 #include <ibdkit/error.h>
 #include <ibdkit/primitives/block.h>
-
-#include "blockfile/block_file_writer.h" // MAX_BLOCKFILE_SIZE
 
 #include <array>
 #include <cstdint>

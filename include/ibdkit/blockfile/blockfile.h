@@ -40,6 +40,9 @@ inline constexpr const char* INCOMPLETE_BLOCKS_MARKER = "gen-chain.incomplete";
 /// (the directory itself, or the directory holding the one blk file) holds
 /// INCOMPLETE_BLOCKS_MARKER; nullopt otherwise.
 std::optional<Error> CheckBlocksComplete(const std::filesystem::path& dir_or_file);
+/// Core's MAX_BLOCKFILE_SIZE: a blk or rev file is not grown past 128 MiB (a writer starts the next
+/// file before a record would take it past this).
+inline constexpr uint64_t MAX_BLOCKFILE_SIZE = 0x8000000;
 /// `dir`/blkNNNNN.dat, Core's name of block file `n` (five digits at least).
 std::filesystem::path BlockFilePath(const std::filesystem::path& dir, int n);
 
