@@ -262,6 +262,8 @@ def test_several_peers_write_a_datadir_that_replays_to_the_same_set(cli, chain, 
 
 
 def test_python_sync_from_several_peers_gives_the_clis_fields(cli, chain, tmp_path):
+    """ibdkit.sync(peers): the same run, the same keys and types as --json."""
+    from test_result_fields import types
     ibdkit = import_ibdkit()
     datadir, height, tip, stats, _, _ = chain
     servers = [Peer(cli, "--datadir", datadir) for _ in range(2)]
@@ -273,7 +275,8 @@ def test_python_sync_from_several_peers_gives_the_clis_fields(cli, chain, tmp_pa
         for s in servers:
             s.stop()
     assert_core_utxo_set(got, height, tip, stats)
-    assert sorted(got) == sorted(shown)
+    assert set(got) == set(shown), set(got) ^ set(shown)
+    assert types(got) == types(shown)
     assert [p["address"] for p in got["peers"]] == [p["address"] for p in shown["peers"]]
 
 
