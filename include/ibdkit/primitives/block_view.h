@@ -13,6 +13,10 @@
 //     auto view = BlockView::Parse(bytes);            // Result<BlockView>
 //     for (TxView tx : view->txs())
 //         for (OutputView out : tx.outputs()) Use(out.value, out.script_pubkey);
+//
+// The iterators' steps (reading an input, an output or a witness item, and moving to the next) are
+// defined here so that a walk inlines them; parsing, hashing and ToOwned are in
+// src/primitives/block_view.cpp.
 #pragma once
 
 #include <ibdkit/encoding/endian.h>
