@@ -11,18 +11,16 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace ibdkit::cli {
 
-Result<swiftsync::BuildHintsResult> BuildHintsWithProgress(swiftsync::BuildHintsOptions o, bool quiet)
+std::function<void(uint32_t, uint32_t)> HintsProgressPrinter(std::shared_ptr<ProgressLine> bar)
 {
-    auto bar = std::make_shared<ProgressLine>(!quiet);
-    o.progress = [bar](uint32_t h, uint32_t target) {
+    return [bar = std::move(bar), first = true](uint32_t h, uint32_t target) mutable {
+        if (std::exchange(first, false)) bar->Done(); // the run's line before it stays
         bar->Update(target ? double(h) / target : 1.0, "hints: block " + std::to_string(h) + " of " + std::to_string(target));
     };
-    auto r = swiftsync::BuildHints(o);
-    bar->Done();
-    return r;
 }
 
 nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::string& out)
@@ -45,30 +43,16 @@ void HintsAfterRun::AddOption(CLI::App* cmd)
                     "tip, as `ibdkit hints` does: a second pass over the blocks (replaced only once complete)");
 }
 
-void HintsAfterRun::Prepare(ReplayOptions& o)
+std::filesystem::path HintsAfterRun::Request() const
 {
-    if (!Enabled()) return;
+    if (!Enabled()) return {};
     CheckOutput(m_out);
-    if (o.chainstate.empty()) o.chainstate = m_temporary.emplace("hints").Path();
+    return m_out;
 }
 
-std::optional<swiftsync::BuildHintsResult> HintsAfterRun::Finish(const ReplayOptions& o, const EngineResult& r, bool quiet)
+void HintsAfterRun::NoteIfMissing(const run::RunOutputsResult& written) const
 {
-    if (!Enabled()) return std::nullopt;
-    if (r.reject_reason || r.interrupted || r.height < 0) {
-        PrintNote("--write-hints: the run did not connect every block; no hintsfile written");
-        return std::nullopt;
-    }
-    swiftsync::BuildHintsOptions h;
-    h.chainstate = o.chainstate;
-    h.source = o.source;
-    h.source.chain = r.chain;
-    h.out = m_out;
-    h.threads = o.threads;
-    h.policy = o.policy;
-    auto built = BuildHintsWithProgress(std::move(h), quiet);
-    if (!built) throw std::runtime_error("--write-hints: " + built.error().message);
-    return *built;
+    if (Enabled() && !written.hints) PrintNote("--write-hints: the run did not connect every block; no hintsfile written");
 }
 
 namespace {
@@ -109,7 +93,10 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.out = a->out;
         o.threads = a->threads;
         o.policy = PolicyOf(a->policy);
-        auto r = BuildHintsWithProgress(std::move(o), a->quiet || a->json);
+        auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
+        o.progress = HintsProgressPrinter(bar);
+        auto r = swiftsync::BuildHints(o);
+        bar->Done();
         if (!r) {
             PrintError(r.error().message);
             ExitCode() = EXIT_FAILED;

@@ -12,6 +12,7 @@
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/classic_run.h>
 #include <ibdkit/swiftsync/aggregate.h>
 
 #include <nlohmann/json.hpp>
@@ -145,33 +146,38 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
             return;
         }
         CheckEngineOutputs(o);
-        height_export->Prepare(o);
-        hints->Prepare(o);
+        run::RunOutputs outputs;
+        outputs.height_export = height_export->Request(o);
+        outputs.write_hints = hints->Request();
         auto bar = std::make_shared<ProgressLine>(!a->out.quiet);
         o.on_progress = ProgressPrinter(bar, "");
+        outputs.on_export_progress = ExportProgressPrinter(bar);
+        outputs.on_hints_progress = HintsProgressPrinter(bar);
         StopOnInterrupt(&g_interrupt, a->chainstate);
         o.interrupt = &g_interrupt;
-        auto r = Replay(o);
+        auto run = run::RunReplay(o, outputs);
         bar->Done();
-        ReportInterrupted(r ? *r : EngineResult{}, a->chainstate);
-        if (!r) {
-            PrintError(r.error().message);
+        ReportInterrupted(run ? run->replay : EngineResult{}, a->chainstate);
+        if (!run) {
+            PrintError(run.error().message);
             ExitCode() = EXIT_FAILED;
             return;
         }
-        if (r->live_height >= 0) PrintNote(LiveDatadirMessage(r->live_height, r->live_hash));
-        const auto hintsfile = hints->Finish(o, *r, a->out.quiet || a->out.json);
+        const ReplayResult& r = run->replay;
+        if (r.live_height >= 0) PrintNote(LiveDatadirMessage(r.live_height, r.live_hash));
+        hints->NoteIfMissing(run->outputs);
+        const auto& hintsfile = run->outputs.hints;
         if (a->out.json) {
-            auto j = ToJson(*r, o.policy);
+            auto j = ToJson(r, o.policy);
             if (hintsfile) j["hints"] = HintsJson(*hintsfile, o.policy, hints->Out());
             std::printf("%s\n", j.dump(2).c_str());
         } else {
-            PrintHuman(*r);
+            PrintHuman(r);
             if (hintsfile) PrintHints(*hintsfile, hints->Out());
         }
-        ReportReject(*r);
-        if (r->interrupted) ExitCode() = EXIT_INTERRUPTED;
-        height_export->Finish(*r, !a->out.quiet);
+        ReportReject(r);
+        if (r.interrupted) ExitCode() = EXIT_INTERRUPTED;
+        height_export->Report(run->outputs);
     });
 });
 

@@ -7,6 +7,7 @@
 
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/classic_run.h>
 #include <ibdkit/run/sync_peers.h>
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/wire/host_port.h>
@@ -68,9 +69,10 @@ struct SyncArgs {
 
 /// The classic sync from the first peer, with a progress line; its result printed, its outcome as
 /// the exit code.
-void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
+void RunClassic(SyncOptions& o, const SyncArgs& a, const HeightExport& height_export)
 {
-    height_export.Prepare(o);
+    run::RunOutputs outputs;
+    outputs.height_export = height_export.Request(o);
     auto bar = std::make_shared<ProgressLine>(!a.out.quiet);
     o.on_sync_progress = [bar](const SyncProgress& p) {
         char text[256];
@@ -88,26 +90,22 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
     };
     StopOnInterrupt(&g_interrupt, o.chainstate.string());
     o.interrupt = &g_interrupt;
+    outputs.on_export_progress = ExportProgressPrinter(bar);
     const bool several = a.connect.size() > 1;
-    auto run = [&]() -> Result<run::SyncPeersResult> {
-        if (several) return run::SyncFromPeers(o, a.connect);
-        auto one = Sync(o);
-        if (!one) return one.error();
-        return run::SyncPeersResult{std::move(*one), {}, {}, {}};
-    }();
+    auto run = run::RunSync(o, a.connect, outputs);
     bar->Done();
-    ReportInterrupted(run ? run->sync : EngineResult{}, o.chainstate.string());
+    ReportInterrupted(run ? run->sync.sync : EngineResult{}, o.chainstate.string());
     if (!run) {
         PrintError(run.error().message);
         ExitCode() = EXIT_FAILED;
         return;
     }
-    const SyncResult& r = run->sync;
+    const SyncResult& r = run->sync.sync;
     if (a.out.json) {
-        std::printf("%s\n", ToJson(several ? SyncPeersFields(*run, o.policy) : SyncResultFields(r, o.policy)).dump(2).c_str());
+        std::printf("%s\n", ToJson(several ? SyncPeersFields(run->sync, o.policy) : SyncResultFields(r, o.policy)).dump(2).c_str());
     } else {
         PrintHuman(r);
-        PrintPeers(run->peers, run->unreachable, false);
+        PrintPeers(run->sync.peers, run->sync.unreachable, false);
     }
     if (r.failure) {
         PrintError(SyncStopped(r) + ": " + r.failure->message);
@@ -115,7 +113,7 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, HeightExport& height_export)
     }
     ReportReject(r);
     if (r.interrupted) ExitCode() = EXIT_INTERRUPTED;
-    height_export.Finish(r, !a.out.quiet);
+    height_export.Report(run->outputs);
     if (!a.out.quiet) PrintDatadirHandover(o, o.chain);
 }
 

@@ -235,22 +235,6 @@ RunSettings SettingsOf(const RunSettingsArgs& a)
     return s;
 }
 
-TemporaryDir::TemporaryDir(const std::string& what)
-{
-    std::string tmpl = (std::filesystem::temp_directory_path() / ("ibdkit-" + what + "-XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-        throw std::runtime_error("cannot make a temporary folder in " + std::filesystem::temp_directory_path().string() +
-                                 " (TMPDIR chooses another)");
-    }
-    m_path = tmpl;
-}
-
-TemporaryDir::~TemporaryDir()
-{
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-}
-
 namespace {
 const CLI::App& DeepestParsed(const CLI::App& app)
 {

@@ -116,20 +116,6 @@ void AddOneRunPolicyOption(CLI::App* cmd, std::string& policy);
 /// its own). Throws CLI::ValidationError for an unknown policy or a malformed --assumevalid.
 RunSettings SettingsOf(const RunSettingsArgs& a);
 
-/// A new folder in the system's temporary directory, named "ibdkit-WHAT-XXXXXX", removed with all it
-/// holds when this object goes (a temporary chainstate). Throws std::runtime_error if it cannot be made.
-class TemporaryDir {
-public:
-    explicit TemporaryDir(const std::string& what);
-    ~TemporaryDir();
-    TemporaryDir(const TemporaryDir&) = delete;
-    TemporaryDir& operator=(const TemporaryDir&) = delete;
-    const std::filesystem::path& Path() const noexcept { return m_path; }
-
-private:
-    std::filesystem::path m_path;
-};
-
 /// The subcommand path that was parsed ("utxo stats "), for the hint after a usage error.
 std::string UsageCommand(const CLI::App& app);
 /// After a failed parse: "unknown command 'utxo frob' (one of: stats, get, …)" when a word stands

@@ -3,44 +3,46 @@
 #pragma once
 
 #include "commands.h"
+#include "progress.h"
 
 #include <ibdkit/engine/replay.h>
+#include <ibdkit/run/classic_run.h>
 #include <ibdkit/swiftsync/build_hints.h>
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace ibdkit::cli {
 
-/// BuildHints with a progress line (unless `quiet`); the error's message on failure.
-Result<swiftsync::BuildHintsResult> BuildHintsWithProgress(swiftsync::BuildHintsOptions o, bool quiet);
+/// BuildHints' progress on `bar` (the line it held before ends): the height reached of the target.
+std::function<void(uint32_t, uint32_t)> HintsProgressPrinter(std::shared_ptr<ProgressLine> bar);
 /// The result as JSON: HintsFields (run/result_fields.h).
 nlohmann::json HintsJson(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::string& out);
 /// The result for people.
 void PrintHints(const swiftsync::BuildHintsResult& r, const std::string& out);
 
 /// `replay --write-hints FILE`: after a run that ends cleanly, the hintsfile for the chainstate it
-/// leaves, built from the same blocks (a second pass over blocks 1..n, as `ibdkit hints`).
+/// leaves, built by the driver from the same blocks (run/classic_run.h; a second pass over blocks
+/// 1..n, as `ibdkit hints`).
 class HintsAfterRun {
 public:
     /// Adds --write-hints to `cmd`.
     void AddOption(CLI::App* cmd);
     bool Enabled() const noexcept { return !m_out.empty(); }
-    /// Before the run: refuses a FILE ibdkit may not write (CheckOutput) and, without --chainstate,
-    /// points the run at a temporary one (removed afterwards).
-    void Prepare(ReplayOptions& o);
-    /// After the run: when it connected every block it was given (no reject, no interrupt), writes
-    /// the hintsfile and returns its summary; nullopt, after a note, when the run did not end
-    /// cleanly (said even under --quiet, as replay says its notes). Throws std::runtime_error when the
-    /// hintsfile cannot be built. `quiet`: no progress line.
-    std::optional<swiftsync::BuildHintsResult> Finish(const ReplayOptions& o, const EngineResult& r, bool quiet);
+    /// The file asked for (empty: none), refused before the run when ibdkit may not write it (CheckOutput).
+    std::filesystem::path Request() const;
+    /// After the run: a note when a hintsfile was asked for and the run did not connect every block
+    /// (said even under --quiet, as replay says its notes).
+    void NoteIfMissing(const run::RunOutputsResult& written) const;
     const std::string& Out() const noexcept { return m_out; }
 
 private:
     std::string m_out;
-    std::optional<TemporaryDir> m_temporary;
 };
 
 } // namespace ibdkit::cli

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -30,20 +31,28 @@ std::string CoinsText(uint64_t coins, double secs)
 
 } // namespace
 
-void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::path& out, const ChainParams& params,
-                     AddressNetwork net, bool progress, std::FILE* summary, bool json)
+ExportProgress ExportProgressPrinter(std::shared_ptr<ProgressLine> bar)
 {
-    ProgressLine bar(progress && ::isatty(STDERR_FILENO));
-    const auto start = std::chrono::steady_clock::now();
-    auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-    if (format == "snapshot") {
-        auto r = WriteUtxoSnapshot(db, params, out, [&](uint64_t n, double f) { bar.Update(f, CoinsText(n, secs())); });
-        bar.Done();
-        if (!r) throw std::runtime_error(r.error().message);
+    using Clock = std::chrono::steady_clock;
+    return [bar = std::move(bar), start = Clock::time_point{}, phase = std::string()](std::string_view p, uint64_t n, double frac) mutable {
+        if (start == Clock::time_point{}) start = Clock::now();
+        if (p != phase) {
+            bar->Done();
+            phase = p;
+        }
+        const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+        bar->Update(frac, phase + ": " + CoinsText(n, secs));
+    };
+}
+
+void PrintUtxoExport(const run::ChainstateExport& e, const std::string& format, const fs::path& out, std::FILE* summary, bool json)
+{
+    if (e.snapshot) {
+        const SnapshotWriteResult& r = *e.snapshot;
         if (json) {
-            const nlohmann::json j{{"snapshot", out.string()}, {"base_blockhash", r->metadata.base_blockhash.ToHex()},
-                                   {"coins_written", r->metadata.coins_count}, {"bytes", r->bytes},
-                                   {"txoutset_hash", r->chainstate_stats.hash_serialized.ToHex()}, {"verified_coins", r->file_stats.txouts}};
+            const nlohmann::json j{{"snapshot", out.string()}, {"base_blockhash", r.metadata.base_blockhash.ToHex()},
+                                   {"coins_written", r.metadata.coins_count}, {"bytes", r.bytes},
+                                   {"txoutset_hash", r.chainstate_stats.hash_serialized.ToHex()}, {"verified_coins", r.file_stats.txouts}};
             std::printf("%s\n", j.dump(2).c_str());
             return;
         }
@@ -51,32 +60,18 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
         std::fprintf(summary,
                      "snapshot           %s\nbase_blockhash     %s\ncoins_written      %llu\nbytes              %llu\n"
                      "txoutset_hash      %s\nverified           re-read %llu coins, %s BTC, hash_serialized_3 equal to the chainstate's\n",
-                     out.c_str(), r->metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r->metadata.coins_count,
-                     (unsigned long long)r->bytes, r->chainstate_stats.hash_serialized.ToHex().c_str(),
-                     (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str());
+                     out.c_str(), r.metadata.base_blockhash.ToHex().c_str(), (unsigned long long)r.metadata.coins_count,
+                     (unsigned long long)r.bytes, r.chainstate_stats.hash_serialized.ToHex().c_str(),
+                     (unsigned long long)r.file_stats.txouts, FormatMoney(r.file_stats.total_amount).c_str());
         return;
     }
-    ExportFormat f;
-    if (format == "csv") f = ExportFormat::Csv;
-    else if (format == "jsonl") f = ExportFormat::Jsonl;
-    else if (format == "sqlite") f = ExportFormat::Sqlite;
-    else throw std::runtime_error("unknown export format '" + format + "' (" + EXPORT_FORMATS_HELP + ")");
-    std::string phase;
-    auto r = ExportUtxoSet(db, f, out, net, [&](std::string_view p, uint64_t n, double frac) {
-        if (p != phase) {
-            bar.Done();
-            phase = p;
-        }
-        bar.Update(frac, phase + ": " + CoinsText(n, secs()));
-    });
-    bar.Done();
-    if (!r) throw std::runtime_error(r.error().message);
-    const UtxoStats& s = r->chainstate_stats;
+    const ExportResult& r = *e.dump;
+    const UtxoStats& s = r.chainstate_stats;
     if (json) {
-        const nlohmann::json j{{"out", out.string()}, {"format", format}, {"coins", s.txouts}, {"bytes", r->bytes},
-                               {"write_seconds", r->write_seconds}, {"verify_seconds", r->verify_seconds},
-                               {"verified_coins", r->file_stats.txouts},
-                               {"hash_serialized_3", r->file_stats.hash_serialized.ToHex()}};
+        const nlohmann::json j{{"out", out.string()}, {"format", format}, {"coins", s.txouts}, {"bytes", r.bytes},
+                               {"write_seconds", r.write_seconds}, {"verify_seconds", r.verify_seconds},
+                               {"verified_coins", r.file_stats.txouts},
+                               {"hash_serialized_3", r.file_stats.hash_serialized.ToHex()}};
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
@@ -84,11 +79,21 @@ void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::pat
     std::fprintf(summary,
                  "wrote %s: %llu coins, %llu bytes in %.2f s (%.0f coins/s; CPU %.2f s, %.0f coins/s); verified in "
                  "%.2f s (CPU %.2f s): %llu coins, %s BTC, hash_serialized_3 %s equal to the chainstate's\n",
-                 out.c_str(), (unsigned long long)s.txouts, (unsigned long long)r->bytes, r->write_seconds,
-                 double(s.txouts) / std::max(r->write_seconds, 1e-9), r->write_cpu_seconds,
-                 double(s.txouts) / std::max(r->write_cpu_seconds, 1e-9), r->verify_seconds, r->verify_cpu_seconds,
-                 (unsigned long long)r->file_stats.txouts, FormatMoney(r->file_stats.total_amount).c_str(),
-                 r->file_stats.hash_serialized.ToHex().c_str());
+                 out.c_str(), (unsigned long long)s.txouts, (unsigned long long)r.bytes, r.write_seconds,
+                 double(s.txouts) / std::max(r.write_seconds, 1e-9), r.write_cpu_seconds,
+                 double(s.txouts) / std::max(r.write_cpu_seconds, 1e-9), r.verify_seconds, r.verify_cpu_seconds,
+                 (unsigned long long)r.file_stats.txouts, FormatMoney(r.file_stats.total_amount).c_str(),
+                 r.file_stats.hash_serialized.ToHex().c_str());
+}
+
+void WriteUtxoExport(const CoinsDB& db, const std::string& format, const fs::path& out, const ChainParams& params,
+                     AddressNetwork net, bool progress, std::FILE* summary, bool json)
+{
+    auto bar = std::make_shared<ProgressLine>(progress && ::isatty(STDERR_FILENO));
+    auto r = run::ExportChainstate(db, format, out, params, net, ExportProgressPrinter(bar));
+    bar->Done();
+    if (!r) throw std::runtime_error(r.error().message);
+    PrintUtxoExport(*r, format, out, summary, json);
 }
 
 void HeightExport::AddOptions(CLI::App* cmd)
@@ -105,44 +110,24 @@ void HeightExport::AddOptions(CLI::App* cmd)
     o->needs(h);
 }
 
-void HeightExport::Prepare(EngineOptions& o)
+std::optional<run::HeightExport> HeightExport::Request(const EngineOptions& o) const
 {
-    if (!Enabled()) return;
+    if (!Enabled()) return std::nullopt;
     CheckOutput(m_out);
     if (o.stop_height && *o.stop_height != m_height) {
         throw UsageError("--height " + std::to_string(m_height) + " stops the run there; drop --stop-height");
     }
-    o.stop_height = m_height;
-    m_policy = o.policy;
-    if (o.chainstate.empty()) {
-        m_temporary.emplace("height");
-        o.chainstate = m_temporary->Path();
-    }
-    m_chainstate = o.chainstate;
+    return run::HeightExport{.height = m_height, .format = m_format, .out = m_out};
 }
 
-void HeightExport::Finish(const EngineResult& r, bool progress)
+void HeightExport::Report(const run::RunOutputsResult& written) const
 {
     if (!Enabled()) return;
-    if (ExitCode() != 0) { // rejected, interrupted, or the peer failed: the run says why
+    if (!written.exported) {
         PrintNote("--height " + std::to_string(m_height) + ": the run did not end cleanly; nothing exported");
         return;
     }
-    if (r.height != m_height) {
-        throw std::runtime_error("--height " + std::to_string(m_height) + ": the chainstate stands at height " +
-                                 std::to_string(r.height) +
-                                 (r.height > m_height ? " (a chainstate cannot go back: use a new --chainstate)"
-                                                      : " (the chain ended, was rejected or interrupted before)") +
-                                 "; nothing exported");
-    }
-    CoinsDBOptions opt;
-    opt.read_only = true;
-    opt.policy = m_policy;
-    opt.cache_bytes = std::size_t(64) << 20;
-    auto db = CoinsDB::Open(m_chainstate, opt);
-    if (!db) throw std::runtime_error("opening " + m_chainstate.string() + ": " + db.error().message);
-    const auto net = ParseAddressNetwork(ChainTypeName(r.chain));
-    WriteUtxoExport(**db, m_format, m_out, GetChainParams(r.chain), net.value_or(AddressNetwork::Main), progress, stderr);
+    PrintUtxoExport(*written.exported, m_format, m_out, stderr, false);
 }
 
 } // namespace ibdkit::cli
