@@ -6,11 +6,10 @@
 
 #include <ibdkit/blockfile/source.h>
 #include <ibdkit/chain/params.h>
+#include <ibdkit/memory/policy_id.h>
 #include <ibdkit/primitives/block_view.h>
 #include <ibdkit/run/result_fields.h>
 #include <ibdkit/settings/run_settings.h>
-
-#include "memory/policy.h"
 
 #include <nanobind/nanobind.h>
 

@@ -1,8 +1,6 @@
 // What the module's files share (bindings.h): argument parsing, bytes, result fields as dicts.
 #include "bindings.h"
 
-#include "memory/policy.h"
-
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/threads.h>
 

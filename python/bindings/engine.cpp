@@ -8,10 +8,9 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/run/result_fields.h>
-#include <ibdkit/run/sync_peers.h>
+#include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/classic_run.h>
 #include <ibdkit/wire/host_port.h>
-
-#include "memory/policy.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -108,9 +107,6 @@ nb::dict Sync_(const std::vector<std::string>& connect, std::optional<std::strin
         if (!SplitHostPort(c, GetChainParams(o.chain).default_port)) throw PyError{"InvalidArgument", "cannot parse '" + c + "' as HOST:PORT"};
     }
     if (connect.size() > 1 && getblocks) throw PyError{"InvalidArgument", "getblocks takes one peer"};
-    auto hp = SplitHostPort(connect.front(), GetChainParams(o.chain).default_port);
-    o.host = hp->first;
-    o.port = hp->second;
     if (chainstate) o.chainstate = *chainstate;
     o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
     o.headers_wait = std::chrono::milliseconds(int64_t(headers_wait * 1000));
@@ -130,20 +126,20 @@ nb::dict Sync_(const std::vector<std::string>& connect, std::optional<std::strin
             d["headers_phase"] = p.headers_phase;
         });
     };
-    if (connect.size() == 1) return RunAndReport(o, bridge, Sync, SyncResultFields);
-    // Several peers: the engine's result goes through RunAndReport, the peers' side beside it.
+    // One driver for one peer or several, as the CLI's (run/classic_run.h); the engine's result goes
+    // through RunAndReport, the peers' side beside it.
     run::SyncPeersResult side;
-    auto several = [&](const SyncOptions& so) -> Result<SyncResult> {
-        auto r = run::SyncFromPeers(so, connect);
+    auto sync = [&](const SyncOptions& so) -> Result<SyncResult> {
+        auto r = run::RunSync(so, connect, {});
         if (!r) return r.error();
-        side = std::move(*r);
+        side = std::move(r->sync);
         return side.sync;
     };
     auto fields = [&](const SyncResult& r, PolicyId id) {
         side.sync = r;
-        return SyncPeersFields(side, id);
+        return connect.size() > 1 ? SyncPeersFields(side, id) : SyncResultFields(r, id);
     };
-    return RunAndReport(o, bridge, several, fields);
+    return RunAndReport(o, bridge, sync, fields);
 }
 
 } // namespace
