@@ -4,7 +4,7 @@
 #include "script.h"
 #include "spent.h"
 
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/blockfile/locate.h>

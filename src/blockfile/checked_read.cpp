@@ -1,4 +1,4 @@
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 
 #include <ibdkit/consensus/check.h>
 #include <ibdkit/consensus/validation.h>

@@ -1,6 +1,6 @@
 #include <ibdkit/engine/replay.h>
 
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 #include "blockfile/read_owned.h"
 #include "run.h"
 

@@ -4,7 +4,7 @@
 #include <ibdkit/blockfile/blockfile.h>
 #include <ibdkit/primitives/block.h>
 
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 #include "blockfile/undo_file.h"
 #include "swiftsync/spent_coins.h"
 #include "wire/peer.h"

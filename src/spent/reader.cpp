@@ -5,7 +5,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/primitives/block.h>
 
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 #include "blockfile/undo_file.h"
 
 #include <algorithm>

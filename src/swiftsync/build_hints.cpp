@@ -12,7 +12,7 @@
 #include <ibdkit/swiftsync/hints.h>
 #include <ibdkit/utxo/snapshot.h>
 
-#include "blockfile/checked_read.h"
+#include <ibdkit/blockfile/checked_read.h>
 #include "common/task_pool.h"
 #include "swiftsync/block_walk.h"
 #include "coins/coins_db_internal.h"

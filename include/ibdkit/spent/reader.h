@@ -56,7 +56,7 @@ public:
     /// not check (BadChecksum, BadMagic, EndOfData, Corrupt), spent outputs that do not match the
     /// block (SpentBlock::Make), a block that breaks a rule (Corrupt, "the block at height N breaks
     /// a consensus rule: REASON" from either source: a datadir's blocks pass the replay's checks
-    /// before connecting, src/blockfile/checked_read.h), a datadir record that is not the block
+    /// before connecting, blockfile/checked_read.h), a datadir record that is not the block
     /// its index names (Corrupt), a datadir block without undo data. One thread at a time; each SpentBlock is the caller's. Stop
     /// after an error.
     virtual Result<std::optional<SpentBlock>> Next() = 0;

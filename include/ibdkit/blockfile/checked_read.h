@@ -1,8 +1,9 @@
-// src/blockfile/checked_read.h — a block read from a located chain and checked as the replay checks
+// ibdkit/blockfile/checked_read.h — a block read from a located chain and checked as the replay checks
 // it before connecting: the record is the block the index (or the scan) names, and it passes Core's
 // CheckBlock (proof of work, merkle root, sizes, each transaction). Every reader of a chain's
 // blocks — the replay's source, `export` and `read_blocks` over a datadir — says the same words for
-// the same damaged record.
+// the same damaged record. The checks hold no state (thread-safe); ReadCheckedBlock is as
+// thread-safe as the caller's reader it reads through.
 #pragma once
 
 #include <ibdkit/blockfile/blockfile.h>
