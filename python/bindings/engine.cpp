@@ -7,9 +7,9 @@
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
-#include <ibdkit/run/result_fields.h>
 #include <ibdkit/memory/policy_id.h>
 #include <ibdkit/run/classic_run.h>
+#include <ibdkit/run/result_fields.h>
 #include <ibdkit/wire/host_port.h>
 
 #include <nanobind/stl/optional.h>
