@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace ibdkit::cli {
 
@@ -103,7 +104,7 @@ void HeightExport::AddOptions(CLI::App* cmd)
                               "unless --chainstate is given) and write --dump FORMAT to --out, verified as `utxo dump` does")
                   ->check(IntegerIn(0, MAX_HEIGHT));
     auto* d = cmd->add_option("--dump", m_format, std::string("With --height: ") + EXPORT_FORMATS_HELP)
-                  ->check(CLI::IsMember({"csv", "jsonl", "sqlite", "snapshot"}));
+                  ->check(CLI::IsMember(std::vector<std::string>(std::begin(run::EXPORT_FORMAT_NAMES), std::end(run::EXPORT_FORMAT_NAMES))));
     auto* o = cmd->add_option("--out", m_out, "With --height: the export file (replaced; its folder must exist; re-read and checked afterwards)");
     h->needs(d)->needs(o);
     d->needs(h);

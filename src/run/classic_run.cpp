@@ -7,7 +7,6 @@
 
 #include "run/scratch_dir.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -17,15 +16,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The export `format` names (EXPORT_FORMAT_NAMES): a dump's format, or nullopt for Core's
+/// snapshot; Errc::InvalidValue for another name.
+Result<std::optional<ExportFormat>> KindOf(std::string_view format)
+{
+    if (format == "snapshot") return std::optional<ExportFormat>();
+    if (format == "csv") return std::optional(ExportFormat::Csv);
+    if (format == "jsonl") return std::optional(ExportFormat::Jsonl);
+    if (format == "sqlite") return std::optional(ExportFormat::Sqlite);
+    return Error{Errc::InvalidValue, "unknown export format '" + std::string(format) + "' (csv, jsonl, sqlite or snapshot)"};
+}
+
 /// Before the run: the output files checked, the stop height set for the export, and a temporary
 /// chainstate (held in `scratch`) when the outputs need one and none was named.
 Result<bool> Prepare(EngineOptions& o, const RunOutputs& outputs, std::optional<ScratchDir>& scratch)
 {
     const auto& ex = outputs.height_export;
     if (ex) {
-        if (std::find(std::begin(EXPORT_FORMAT_NAMES), std::end(EXPORT_FORMAT_NAMES), ex->format) == std::end(EXPORT_FORMAT_NAMES)) {
-            return Error{Errc::InvalidValue, "unknown export format '" + ex->format + "' (csv, jsonl, sqlite or snapshot)"};
-        }
+        if (auto kind = KindOf(ex->format); !kind) return kind.error();
         if (auto refused = CheckOutputFile(ex->out)) return *refused;
         if (o.stop_height && *o.stop_height != ex->height) {
             return Error{Errc::InvalidValue, "the export at height " + std::to_string(ex->height) + " stops the run there, not at " +
@@ -64,8 +72,8 @@ Result<ChainstateExport> ExportAt(const EngineOptions& o, const EngineResult& r,
     return ExportChainstate(**db, ex.format, ex.out, GetChainParams(r.chain), net, progress);
 }
 
-/// After the run: the export and the hintsfile, when it ended cleanly (`clean`).
-Result<RunOutputsResult> Finish(const ReplayOptions* replay, const EngineOptions& o, const EngineResult& r, bool clean,
+/// After the run: the export and the hintsfile (from `blocks`: a replay's), when it ended cleanly.
+Result<RunOutputsResult> Finish(const EngineOptions& o, const BlockFileSource* blocks, const EngineResult& r, bool clean,
                                 const RunOutputs& outputs)
 {
     RunOutputsResult done;
@@ -75,10 +83,10 @@ Result<RunOutputsResult> Finish(const ReplayOptions* replay, const EngineOptions
         if (!ex) return ex.error();
         done.exported = std::move(*ex);
     }
-    if (!outputs.write_hints.empty() && replay && r.height >= 0) {
+    if (!outputs.write_hints.empty() && blocks && r.height >= 0) {
         swiftsync::BuildHintsOptions h;
         h.chainstate = o.chainstate;
-        h.source = replay->source;
+        h.source = *blocks;
         h.source.chain = r.chain;
         h.out = outputs.write_hints;
         h.threads = o.threads;
@@ -96,8 +104,10 @@ Result<RunOutputsResult> Finish(const ReplayOptions* replay, const EngineOptions
 Result<ChainstateExport> ExportChainstate(const CoinsDB& db, std::string_view format, const fs::path& out, const ChainParams& params,
                                           AddressNetwork net, const ExportProgress& progress)
 {
+    auto kind = KindOf(format);
+    if (!kind) return kind.error();
     ChainstateExport done;
-    if (format == "snapshot") {
+    if (!*kind) {
         auto r = WriteUtxoSnapshot(db, params, out, [&](uint64_t n, double f) {
             if (progress) progress("write", n, f);
         });
@@ -105,12 +115,7 @@ Result<ChainstateExport> ExportChainstate(const CoinsDB& db, std::string_view fo
         done.snapshot = std::move(*r);
         return done;
     }
-    ExportFormat f;
-    if (format == "csv") f = ExportFormat::Csv;
-    else if (format == "jsonl") f = ExportFormat::Jsonl;
-    else if (format == "sqlite") f = ExportFormat::Sqlite;
-    else return Error{Errc::InvalidValue, "unknown export format '" + std::string(format) + "' (csv, jsonl, sqlite or snapshot)"};
-    auto r = ExportUtxoSet(db, f, out, net, progress);
+    auto r = ExportUtxoSet(db, **kind, out, net, progress);
     if (!r) return r.error();
     done.dump = std::move(*r);
     return done;
@@ -123,7 +128,7 @@ Result<ReplayRunResult> RunReplay(ReplayOptions options, const RunOutputs& outpu
     auto r = Replay(options);
     if (!r) return r.error();
     const bool clean = !r->reject_reason && !r->interrupted;
-    auto written = Finish(&options, options, *r, clean, outputs);
+    auto written = Finish(options, &options.source, *r, clean, outputs);
     if (!written) return written.error();
     return ReplayRunResult{std::move(*r), std::move(*written)};
 }
@@ -149,7 +154,7 @@ Result<SyncRunResult> RunSync(SyncOptions options, const std::vector<std::string
     }
     const SyncResult& s = run.sync.sync;
     const bool clean = !s.reject_reason && !s.interrupted && !s.failure;
-    auto written = Finish(nullptr, options, s, clean, outputs);
+    auto written = Finish(options, nullptr, s, clean, outputs);
     if (!written) return written.error();
     run.outputs = std::move(*written);
     return run;
