@@ -64,18 +64,16 @@ std::optional<Error> PeerHeaders::Persist(int from)
     return std::nullopt;
 }
 
-// getheaders until a short answer. Falls back to getblocks when the first request gets no
-// answer within headers_wait. A full answer of headers held already (a peer far behind the stored
-// headers answers from a locator entry well below its tip) is asked on from its last header, as
-// Core asks on from the last header of a full answer; it must go on past it.
+// getheaders until a short answer (HeaderWalk), each answer's new headers stored as it comes.
+// Falls back to getblocks when the first request gets no answer within headers_wait.
 std::optional<Error> PeerHeaders::SyncHeaders(int connected)
 {
+    static_assert(HEADERS_PER_ANSWER == MAX_HEADERS_RESULTS);
+    HeaderWalk walk(m_link.chain, false);
     bool first = true;
-    int ask_from = -1; // the height the next locator starts at (-1: the tip)
     for (;;) {
-        const auto hashes = m_link.chain.Hashes();
-        const auto wait = first ? m_link.o.headers_wait : m_link.o.timeout;
-        auto headers = m_link.peer.AskHeaders(MakeLocator(ask_from >= 0 ? hashes.first(std::size_t(ask_from) + 1) : hashes), wait);
+        const auto ask = walk.Next();
+        auto headers = m_link.peer.AskHeaders(MakeLocator(ask.chain, ask.first), first ? m_link.o.headers_wait : m_link.o.timeout);
         if (!headers) {
             if (headers.error().code == NetErrc::Timeout && first) {
                 m_link.getblocks = true; // the peer ignores getheaders (e.g. its tip is old): use getblocks
@@ -85,36 +83,15 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
         }
         first = false;
         m_link.res.headers_received += headers->size();
-        if (headers->empty()) return std::nullopt;
-        const auto run = m_link.chain.Held(*headers);
-        if (!run) {
-            return m_link.Fail({NetErrc::Misbehaving, "peer sent headers that do not connect to our chain (first header's parent " +
-                                                   headers->front().hash_prev_block.ToHex() + " is unknown)"});
+        const int before = m_link.chain.Height();
+        const auto step = walk.Take(*headers);
+        if (m_link.chain.Height() > before) {
+            if (auto e = Persist(before + 1)) return e;
+            ReportHeaders();
         }
-        std::size_t i = run->held;
-        const int h = run->Last();
-        const int persist_from = h + 1;
-        if (i == MAX_HEADERS_RESULTS) {
-            if (h <= ask_from) {
-                return m_link.Fail({NetErrc::Misbehaving, "peer sent a full headers message of headers held, not past the last one"});
-            }
-            ask_from = h;
-            continue;
-        }
-        if (i < headers->size() && h < m_link.chain.Height()) {
-            // The peer's chain forks from ours after height h: take its whole branch, then follow
-            // it only if it has more work than ours above the fork.
-            return FollowBranch(h, connected, std::span(*headers).subspan(i), headers->size() == MAX_HEADERS_RESULTS);
-        }
-        for (; i < headers->size(); ++i) {
-            if (auto why = m_link.chain.Append((*headers)[i])) {
-                if (auto e = Persist(persist_from)) return e;
-                return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
-            }
-        }
-        if (auto e = Persist(persist_from)) return e;
-        ReportHeaders();
-        if (headers->size() < MAX_HEADERS_RESULTS) return std::nullopt;
+        if (!step) return m_link.Fail({NetErrc::Misbehaving, "peer sent " + step.error()});
+        if (*step == HeaderWalk::Step::Done) return std::nullopt;
+        if (*step == HeaderWalk::Step::BranchEnded) return EndBranch(walk, connected);
         if (m_link.Interrupted()) return std::nullopt;
     }
 }
@@ -131,30 +108,14 @@ void PeerHeaders::CheckMinimumChainWork()
     }
 }
 
-// A competing branch forking after height `fork`: its first headers in `first`, more to ask for
-// while `more`. Every header must link and pass Core's header checks on its own branch's
-// ancestors (HeaderBranch). The branch replaces ours above the
-// fork only with more chain work (GetBlockProof summed); below the chainstate's tip `connected`
-// that is a reorganisation, which the engine carries out with the undo data (the source's Prepared::stale).
-std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::span<const BlockHeader> first, bool more)
+// The peer's competing branch has ended. It replaces our chain above the fork only with more chain
+// work (GetBlockProof summed); below the chainstate's tip `connected` that is a reorganisation,
+// which the engine carries out with the undo data (the source's Prepared::stale).
+std::optional<Error> PeerHeaders::EndBranch(HeaderWalk& walk, int connected)
 {
-    HeaderBranch branch(m_link.chain, fork);
-    auto take = [&](std::span<const BlockHeader> headers) -> std::optional<std::string> {
-        for (const BlockHeader& h : headers) {
-            if (auto why = branch.Append(h)) return why;
-        }
-        return std::nullopt;
-    };
-    if (auto why = take(first)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
-    while (more && !m_link.Interrupted()) {
-        auto next = m_link.peer.AskHeaders(MakeLocator(m_link.chain.Hashes(), branch.Tip()), m_link.o.timeout);
-        if (!next) return m_link.Fail(Said(next.error()));
-        m_link.res.headers_received += next->size();
-        more = next->size() == MAX_HEADERS_RESULTS;
-        if (auto why = take(*next)) return m_link.Fail({NetErrc::Misbehaving, "peer sent an invalid header: " + *why});
-    }
     m_link.res.competing_branches++;
-    if (!branch.MoreWork()) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
+    if (!walk.Branch()->MoreWork()) return std::nullopt; // ours has at least as much work: keep it (Core keeps the first seen)
+    const int fork = walk.Branch()->Fork();
     if (fork < connected) {
         if (m_link.o.undo_dir.empty()) {
             return m_link.Fail({NetErrc::Misbehaving, "peer's chain forks from ours at height " + std::to_string(fork + 1) +
@@ -170,7 +131,7 @@ std::optional<Error> PeerHeaders::FollowBranch(int fork, int connected, std::spa
         }
         m_reorg = std::move(stale);
     }
-    m_link.chain.Adopt(branch);
+    walk.Adopt();
     // Below the tip, the new headers are stored only once the engine has disconnected the stale
     // branch (Produce): until then the stored headers must still name the chainstate's tip.
     if (m_reorg) {

@@ -11,6 +11,7 @@
 #include <ibdkit/engine/sync.h>
 
 #include "common/seconds_text.h"
+#include "consensus/header_walk.h"
 #include "wire/peer.h"
 
 #include <atomic>
@@ -18,7 +19,6 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -59,8 +59,9 @@ class PeerHeaders {
 public:
     PeerHeaders(PeerLink& link, std::filesystem::path headers_file);
 
-    /// getheaders until a short answer; the chainstate's tip is at height `connected`. Falls back
-    /// to getblocks (link.getblocks) when the first request gets no answer within headers_wait.
+    /// getheaders until a short answer (HeaderWalk: the download SwiftSync over P2P shares); the
+    /// chainstate's tip is at height `connected`. Falls back to getblocks (link.getblocks) when the
+    /// first request gets no answer within headers_wait.
     /// A peer failure is recorded (PeerLink::Fail); an error is the environment's.
     std::optional<Error> SyncHeaders(int connected);
     /// Core does not download a header chain below the network's minimum chain work (a failure).
@@ -76,7 +77,7 @@ public:
     bool IsStale(const BlockHash& hash) const { return m_stale.contains(hash); }
 
 private:
-    std::optional<Error> FollowBranch(int fork, int connected, std::span<const BlockHeader> first, bool more);
+    std::optional<Error> EndBranch(HeaderWalk& walk, int connected);
     void ReportHeaders();
 
     PeerLink& m_link;

@@ -1,5 +1,6 @@
 // SwiftSync over P2P, the network's side (swiftsync/peer_fetch.h): connecting to the peers and
 // their header chain, with how far each peer shares it. The blocks: peer_fetch.cpp.
+#include "consensus/header_walk.h"
 #include "swiftsync/peer_fetch.h"
 #include "wire/protocol.h"
 
@@ -45,70 +46,40 @@ struct HeadersNote {
 
 HeadersNote Misbehaved(std::string text) { return {std::move(text), true}; }
 
-/// getheaders from `peer` onto `chain` until a short answer; nullopt when the peer's chain ends on
-/// it, otherwise why the peer added nothing (more) or what its chain changed. While `seed_only` (the
-/// chain is what the run started from, and no peer has answered onto it yet), a peer whose headers
-/// fork below its tip replaces the part above the fork, as a download from the genesis would have
-/// given the first peer's chain. After that, a peer whose headers fork is followed to the end of its
-/// branch (HeaderBranch: every header checked on the branch's own ancestors), and the branch
-/// replaces the chain above the fork only with more chain work, as Core chooses among its peers'
-/// chains (on a tie the first seen stays): the peers' chain is the one with the most work, whichever
-/// peer answers first. `shown` becomes the highest height of `chain` the peer showed it holds (the
-/// last of its headers on it, or its branch's fork; -1: none), `adopted` the fork below which its
-/// branch replaced the chain (-1: none). The locator starts at the tip's parent, as Core's first
-/// getheaders does, so a peer at the tip answers with it rather than with nothing.
+/// getheaders from `peer` onto `chain` until a short answer (HeaderWalk); nullopt when the peer's
+/// chain ends on it, otherwise why the peer added nothing (more) or what its chain changed. While
+/// `seed_only` (the chain is what the run started from, and no peer has answered onto it yet), a
+/// peer whose headers fork below its tip replaces the part above the fork, as a download from the
+/// genesis would have given the first peer's chain. After that, a peer's branch replaces the chain
+/// above the fork only with more chain work, as Core chooses among its peers' chains (on a tie the
+/// first seen stays): the peers' chain is the one with the most work, whichever peer answers
+/// first. `shown` becomes the highest height of `chain` the peer showed it holds (-1: none),
+/// `adopted` the fork above which its branch replaced the chain (-1: none).
 std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
                                        uint64_t& received, int& shown, int& adopted)
 {
-    std::optional<HeaderBranch> branch;
-    int ask_from = -1; // the height the next locator starts at (-1: the tip's parent)
+    static_assert(HEADERS_PER_ANSWER == MAX_HEADERS_RESULTS);
+    HeaderWalk walk(chain, seed_only);
+    auto ended = [&](std::optional<HeadersNote> note) {
+        seed_only = seed_only && !walk.Answered();
+        shown = walk.Shown();
+        return note;
+    };
     for (;;) {
-        const auto hashes = chain.Hashes();
-        const std::size_t upto = branch          ? hashes.size()
-                                 : ask_from >= 0 ? std::size_t(ask_from) + 1
-                                                 : std::max<std::size_t>(hashes.size() - 1, 1);
-        auto got = peer.AskHeaders(MakeLocator(hashes.first(upto), branch ? std::optional(branch->Tip()) : std::nullopt), timeout);
-        if (!got) return HeadersNote{got.error().message, got.error().code == NetErrc::Misbehaving};
+        const auto ask = walk.Next();
+        auto got = peer.AskHeaders(MakeLocator(ask.chain, ask.first), timeout);
+        if (!got) return ended(HeadersNote{got.error().message, got.error().code == NetErrc::Misbehaving});
         received += got->size();
-        std::size_t i = 0;
-        if (!branch && !got->empty()) {
-            // An answer may start below our tip where the peer's chain is ours (the locator's step).
-            const auto run = chain.Held(*got);
-            if (!run) return Misbehaved("its headers do not connect to the chain held (parent " + got->front().hash_prev_block.ToHex() + " is unknown)");
-            i = run->held;
-            if (i == MAX_HEADERS_RESULTS) {
-                // All held: a peer far behind, answering from a locator entry well below its tip.
-                // Asked on from the last of them, it must go on past it.
-                if (run->Last() <= ask_from) return Misbehaved("sent a full headers message of headers held, not past the last one");
-                ask_from = run->Last();
-                shown = std::max(shown, ask_from);
-                seed_only = false;
-                continue;
-            }
-            ask_from = -1;
-            shown = std::max(shown, run->Last());
-            if (i < got->size() && run->Last() < chain.Height()) {
-                shown = run->Last();
-                if (seed_only) {
-                    chain.Truncate(run->Last());
-                } else {
-                    branch.emplace(chain, run->Last());
-                }
-            }
-        }
-        seed_only = false;
-        for (; i < got->size(); ++i) {
-            if (auto why = branch ? branch->Append((*got)[i]) : chain.Append((*got)[i])) return Misbehaved("sent an invalid header: " + *why);
-            if (!branch) shown = chain.Height();
-        }
-        if (got->size() == MAX_HEADERS_RESULTS) continue;
-        if (!branch) return std::nullopt;
-        const std::string fork = "its chain forks from the one held after height " + std::to_string(branch->Fork()) + " with ";
-        if (!branch->MoreWork()) return HeadersNote{fork + "no more work (kept the chain held)"};
-        adopted = branch->Fork();
-        chain.Adopt(*branch);
-        shown = chain.Height();
-        return HeadersNote{fork + "more work: the peers' chain follows it"};
+        const auto step = walk.Take(*got);
+        if (!step) return ended(Misbehaved("sent " + step.error()));
+        if (*step == HeaderWalk::Step::More) continue;
+        if (*step == HeaderWalk::Step::Done) return ended(std::nullopt);
+        const int fork = walk.Branch()->Fork();
+        const std::string forks = "its chain forks from the one held after height " + std::to_string(fork) + " with ";
+        if (!walk.Branch()->MoreWork()) return ended(HeadersNote{forks + "no more work (kept the chain held)"});
+        walk.Adopt();
+        adopted = fork;
+        return ended(HeadersNote{forks + "more work: the peers' chain follows it"});
     }
 }
 

@@ -3,8 +3,8 @@
 // header rules read and the median time past.
 //
 // Three builders fill it: the scan of a blocks directory and Core's block index (blockfile/locate.h,
-// from headers they already ordered by work: AppendKnown), and the P2P header download (engine's
-// sync: Append, which checks each header as Core does before asking for its block). The engine
+// from headers they already ordered by work: AppendKnown), and the P2P header download (the one
+// both syncs drive: Append, which checks each header as Core does before asking for its block). The engine
 // derives every block's context from it, and the assumevalid rule reads it (assumevalid.h). A
 // peer's competing branch is built beside it (HeaderBranch) and replaces it above the fork only
 // with more work.

@@ -1,0 +1,224 @@
+// The header download both P2P syncs share (HeaderWalk, src/consensus/header_walk.h), fed by a
+// peer made of a header list that answers a locator as Core does (the first hash of it on its
+// chain, then up to 2,000 headers), and by peers that lie: headers that do not connect, a full
+// answer of headers held sent again, an invalid header, branches with and without more work.
+#include "consensus/header_walk.h"
+#include "wire/protocol.h"
+
+#include <ibdkit/chain/params.h>
+#include <ibdkit/consensus/pow.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace ibdkit {
+namespace {
+
+const ChainParams& Regtest() { return GetChainParams(ChainType::REGTEST); }
+
+/// A regtest header on `prev`, `n` seconds after the genesis, its nonce ground to meet its bits.
+BlockHeader Mined(const BlockHash& prev, uint32_t n)
+{
+    BlockHeader h;
+    h.version = 0x20000000;
+    h.hash_prev_block = prev;
+    h.time = Regtest().genesis.time + n;
+    h.bits = Regtest().genesis.bits;
+    while (!CheckProofOfWork(h.GetHash().ToUint256(), h.bits, Regtest().consensus)) ++h.nonce;
+    return h;
+}
+
+/// A peer's best chain, the genesis first.
+struct FakePeer {
+    std::vector<BlockHeader> headers{Regtest().genesis};
+
+    /// `count` more headers on the header at `height` (the rest above it dropped), `salt` seconds
+    /// apart from another branch's.
+    void Grow(int height, int count, uint32_t salt = 0)
+    {
+        headers.resize(std::size_t(height) + 1);
+        for (int i = 0; i < count; ++i) {
+            headers.push_back(Mined(headers.back().GetHash(), uint32_t(headers.size()) * 600 + salt));
+        }
+    }
+    /// Core's answer to getheaders: after the first locator hash on its chain (the genesis when none is).
+    std::vector<BlockHeader> Answer(const HeaderWalk::Ask& ask) const
+    {
+        std::size_t after = 0;
+        for (const BlockHash& hash : MakeLocator(ask.chain, ask.first)) {
+            auto at = std::find_if(headers.begin(), headers.end(), [&](const BlockHeader& h) { return h.GetHash() == hash; });
+            if (at != headers.end()) {
+                after = std::size_t(at - headers.begin());
+                break;
+            }
+        }
+        const std::size_t end = std::min(headers.size(), after + 1 + HEADERS_PER_ANSWER);
+        return {headers.begin() + std::ptrdiff_t(after) + 1, headers.begin() + std::ptrdiff_t(end)};
+    }
+};
+
+/// Walks `peer` onto `chain` until the walk ends; the last step (or the peer's offence) and the answers asked.
+struct Walked {
+    Result<HeaderWalk::Step, std::string> last{HeaderWalk::Step::More};
+    int answers{0};
+};
+Walked Walk(HeaderWalk& walk, const FakePeer& peer)
+{
+    Walked w;
+    while (w.last.ok() && *w.last == HeaderWalk::Step::More) {
+        w.last = walk.Take(peer.Answer(walk.Next()));
+        ++w.answers;
+    }
+    return w;
+}
+
+HeaderChain ChainOf(const FakePeer& peer, int height)
+{
+    HeaderChain chain(Regtest());
+    for (int h = 1; h <= height; ++h) EXPECT_EQ(chain.Append(peer.headers[std::size_t(h)]), std::nullopt);
+    return chain;
+}
+
+TEST(HeaderWalk, FollowsAPeersChainInFullAnswersUntilAShortOne)
+{
+    FakePeer peer;
+    peer.Grow(0, int(HEADERS_PER_ANSWER) + 100);
+    HeaderChain chain(Regtest());
+    HeaderWalk walk(chain, false);
+    const Walked w = Walk(walk, peer);
+    ASSERT_TRUE(w.last.ok()) << w.last.error();
+    EXPECT_EQ(*w.last, HeaderWalk::Step::Done);
+    EXPECT_EQ(w.answers, 2);
+    EXPECT_EQ(chain.Tip(), peer.headers.back().GetHash());
+    EXPECT_EQ(walk.Shown(), chain.Height());
+    EXPECT_TRUE(walk.Answered());
+}
+
+// The first locator starts at the tip's parent, as Core's first getheaders does: a peer at the
+// tip answers with the tip, so it shows how far it shares the chain.
+TEST(HeaderWalk, APeerAtTheTipShowsIt)
+{
+    FakePeer peer;
+    peer.Grow(0, 10);
+    HeaderChain chain = ChainOf(peer, 10);
+    HeaderWalk walk(chain, false);
+    EXPECT_EQ(walk.Next().chain.size(), 10u) << "the genesis up to the tip's parent";
+    const auto answer = peer.Answer(walk.Next());
+    ASSERT_EQ(answer.size(), 1u);
+    const auto step = walk.Take(answer);
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ(*step, HeaderWalk::Step::Done);
+    EXPECT_EQ(walk.Shown(), 10);
+    EXPECT_EQ(chain.Height(), 10);
+
+    FakePeer behind = peer;
+    behind.Grow(4, 0);
+    HeaderWalk second(chain, false);
+    EXPECT_EQ(Walk(second, behind).last.ok(), true);
+    EXPECT_EQ(second.Shown(), -1) << "an empty answer shows nothing (the caller takes what the version message claimed)";
+    EXPECT_EQ(chain.Height(), 10);
+}
+
+// A peer far behind the chain answers from a locator entry well below its tip: a full answer of
+// headers held is asked on from its last header, and the next answer must go past it.
+TEST(HeaderWalk, AFullAnswerOfHeadersHeldMustGoPastItsLastHeader)
+{
+    FakePeer peer;
+    peer.Grow(0, int(HEADERS_PER_ANSWER) + 10);
+    HeaderChain chain = ChainOf(peer, int(HEADERS_PER_ANSWER) + 10);
+    const std::vector<BlockHeader> held(peer.headers.begin() + 1, peer.headers.begin() + 1 + std::ptrdiff_t(HEADERS_PER_ANSWER));
+
+    HeaderWalk walk(chain, false);
+    auto step = walk.Take(held);
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ(*step, HeaderWalk::Step::More);
+    EXPECT_EQ(walk.Shown(), int(HEADERS_PER_ANSWER));
+    EXPECT_EQ(walk.Next().chain.size(), HEADERS_PER_ANSWER + 1) << "asked on from the last header held";
+    EXPECT_EQ(Walk(walk, peer).last.ok(), true);
+    EXPECT_EQ(walk.Shown(), chain.Height());
+
+    HeaderWalk liar(chain, false);
+    ASSERT_TRUE(liar.Take(held).ok());
+    step = liar.Take(held);
+    ASSERT_FALSE(step.ok());
+    EXPECT_EQ(step.error(), "a full headers message of headers held, not past the last one");
+}
+
+// A branch forking below the tip is followed to its end, each header checked on the branch's own
+// ancestors, and replaces the chain only when the caller adopts it (Core: with more work).
+TEST(HeaderWalk, ABranchIsFollowedToItsEndAndAdoptedOnlyOnRequest)
+{
+    FakePeer ours;
+    ours.Grow(0, 10);
+    FakePeer peer = ours;
+    peer.Grow(5, int(HEADERS_PER_ANSWER) + 3, 1); // a branch after height 5 over two answers
+    HeaderChain chain = ChainOf(ours, 10);
+    HeaderWalk walk(chain, false);
+    const Walked w = Walk(walk, peer);
+    ASSERT_TRUE(w.last.ok()) << w.last.error();
+    EXPECT_EQ(*w.last, HeaderWalk::Step::BranchEnded);
+    EXPECT_EQ(w.answers, 2);
+    ASSERT_NE(walk.Branch(), nullptr);
+    EXPECT_EQ(walk.Branch()->Fork(), 5);
+    EXPECT_TRUE(walk.Branch()->MoreWork());
+    EXPECT_EQ(chain.Tip(), ours.headers.back().GetHash()) << "the chain is unchanged until adopted";
+    EXPECT_EQ(walk.Shown(), 5);
+    walk.Adopt();
+    EXPECT_EQ(chain.Tip(), peer.headers.back().GetHash());
+    EXPECT_EQ(walk.Shown(), chain.Height());
+    EXPECT_EQ(walk.Branch(), nullptr);
+
+    FakePeer shorter = ours;
+    shorter.Grow(5, 3, 1);
+    HeaderChain kept = ChainOf(ours, 10);
+    HeaderWalk less(kept, false);
+    ASSERT_EQ(*Walk(less, shorter).last, HeaderWalk::Step::BranchEnded);
+    EXPECT_FALSE(less.Branch()->MoreWork());
+    EXPECT_EQ(kept.Tip(), ours.headers.back().GetHash());
+}
+
+// While the chain is only the run's seed, the first answer that forks replaces the chain above the
+// fork, as a download from the genesis would have; an answer that does not connect is not one.
+TEST(HeaderWalk, ASeedIsReplacedAboveTheForkByTheFirstAnswerOnly)
+{
+    FakePeer seed;
+    seed.Grow(0, 10);
+    FakePeer peer = seed;
+    peer.Grow(5, 3, 1);
+    HeaderChain chain = ChainOf(seed, 10);
+    HeaderWalk walk(chain, true);
+    const std::vector<BlockHeader> stranger{Mined(peer.headers.back().GetHash(), 99 * 600)};
+    const auto refused = walk.Take(stranger);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().find("headers that do not connect to the chain held"), std::string::npos) << refused.error();
+    EXPECT_FALSE(walk.Answered());
+    const Walked w = Walk(walk, peer);
+    ASSERT_TRUE(w.last.ok()) << w.last.error();
+    EXPECT_EQ(*w.last, HeaderWalk::Step::Done);
+    EXPECT_EQ(chain.Height(), 8);
+    EXPECT_EQ(chain.Tip(), peer.headers.back().GetHash());
+    EXPECT_EQ(walk.Shown(), 8);
+}
+
+// An invalid header ends the walk with Core's reason; the headers before it stay on the chain.
+TEST(HeaderWalk, AnInvalidHeaderEndsTheWalkKeepingTheHeadersBeforeIt)
+{
+    FakePeer peer;
+    peer.Grow(0, 6);
+    std::vector<BlockHeader> answer(peer.headers.begin() + 1, peer.headers.end());
+    answer[3].nonce++;
+    while (CheckProofOfWork(answer[3].GetHash().ToUint256(), answer[3].bits, Regtest().consensus)) answer[3].nonce++;
+    HeaderChain chain(Regtest());
+    HeaderWalk walk(chain, false);
+    const auto step = walk.Take(answer);
+    ASSERT_FALSE(step.ok());
+    EXPECT_EQ(step.error().rfind("an invalid header: ", 0), 0u) << step.error();
+    EXPECT_NE(step.error().find("high-hash"), std::string::npos) << step.error();
+    EXPECT_EQ(chain.Height(), 3);
+    EXPECT_EQ(walk.Shown(), 3);
+}
+
+} // namespace
+} // namespace ibdkit
