@@ -1,13 +1,9 @@
-// CoinCursor over StoreIterator, counts and Arrow batches (coin_cursor.h).
+// CoinCursor over the chainstate's cursor, counts and Arrow batches (coin_cursor.h).
 #include "coin_cursor.h"
 
 #include "errors.h"
 
 #include <ibdkit/primitives/script_ops.h>
-
-#include "kv/store.h"
-#include "memory/policy.h"
-#include "stream/streams.h"
 
 #include <algorithm>
 #include <array>
@@ -18,54 +14,19 @@
 namespace ibdkit::py {
 namespace {
 
-
-template <typename P>
-class CursorImpl final : public CoinCursor {
+/// The chainstate's own cursor (CoinsDB::NewCursor), its failure kept for ThrowIfFailed.
+class DbCursor final : public CoinCursor {
 public:
-    explicit CursorImpl(const Store& store) : m_it(store.NewIterator())
-    {
-        const std::byte prefix{DB_COIN};
-        m_it->Seek(std::span<const std::byte>(&prefix, 1));
-    }
+    explicit DbCursor(const CoinsDB& db) : m_cursor(db.NewCursor()) {}
     bool Next(OutPoint& op, Coin& coin) override
     {
-        if (m_done) return false;
-        if (m_started) m_it->Next();
-        m_started = true;
-        if (!m_it->Valid()) return Finish();
-        const auto key = m_it->Key();
-        if (key.empty() || key[0] != std::byte{DB_COIN}) return Finish();
-        auto k = DecodeCoinKey(key);
-        if (!k) return Fail(k.error());
-        m_value.clear();
-        m_it->ValueInto(m_value);
-        auto c = DecodeCoinValue(m_value.span());
-        if (!c) return Fail(c.error());
-        op = *k;
-        coin = std::move(*c);
-        ++m_n;
-        return true;
+        if (m_cursor->Next(op, coin)) return true;
+        m_error = m_cursor->Failure();
+        return false;
     }
 
 private:
-    bool Finish()
-    {
-        m_done = true;
-        const StoreStatus st = m_it->status();
-        if (!st.ok()) m_error = Error{Errc::Corrupt, st.message};
-        return false;
-    }
-    bool Fail(const Error& e)
-    {
-        m_done = true;
-        m_error = Error{e.code == Errc::EndOfData ? Errc::Corrupt : e.code,
-                        "coin record #" + std::to_string(m_n) + ": " + e.message};
-        return false;
-    }
-    std::unique_ptr<StoreIterator> m_it;
-    DataStream<P> m_value;
-    uint64_t m_n{0};
-    bool m_started{false}, m_done{false};
+    std::unique_ptr<CoinsDB::Cursor> m_cursor;
 };
 
 constexpr char HEX[] = "0123456789abcdef";
@@ -110,12 +71,7 @@ void CoinCursor::ThrowIfFailed() const
     if (m_error) Throw(*m_error);
 }
 
-std::unique_ptr<CoinCursor> CoinCursor::Make(const CoinsDB& db)
-{
-    return VisitPolicy(db.policy(), [&]<typename P>(P) -> std::unique_ptr<CoinCursor> {
-        return std::make_unique<CursorImpl<P>>(db.store());
-    });
-}
+std::unique_ptr<CoinCursor> CoinCursor::Make(const CoinsDB& db) { return std::make_unique<DbCursor>(db); }
 
 void CountCoins(CoinCursor& cur, UtxoStats& s)
 {

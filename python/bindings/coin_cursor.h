@@ -24,7 +24,7 @@ public:
     /// ThrowIfFailed raises it).
     virtual bool Next(OutPoint& op, Coin& coin) = 0;
     void ThrowIfFailed() const;
-    /// A cursor whose value buffer uses the database's buffer policy.
+    /// A cursor over the chainstate's coins (CoinsDB::NewCursor, its buffer policy).
     static std::unique_ptr<CoinCursor> Make(const CoinsDB& db);
 
 protected:

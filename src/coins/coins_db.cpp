@@ -32,39 +32,85 @@ auto Guarded(const char* what, const F& read) -> decltype(read())
 
 std::string CoinName(const OutPoint& outpoint) { return "coin " + outpoint.hash.ToHex() + ":" + std::to_string(outpoint.n); }
 
+/// The coins in key order, one per Next (ForEachCoin's walk and the public Cursor's). A malformed
+/// record is its decoder's Errc (EndOfData as Corrupt), LevelDB's failure Errc::Corrupt; a
+/// StoreError passes through.
 template <typename P>
-Result<uint64_t> ForEachCoinImpl(const Store& store, const std::function<bool(const OutPoint&, const Coin&)>& fn)
-{
-    auto it = store.NewIterator();
-    const std::byte prefix{DB_COIN};
-    it->Seek(std::span<const std::byte>(&prefix, 1));
-    DataStream<P> value;
-    uint64_t n = 0;
-    OutPoint op;
-    Coin coin;
-    for (; it->Valid(); it->Next()) {
-        const auto key = it->Key();
-        if (key.empty() || key[0] != prefix) break;
+class CoinWalk {
+public:
+    explicit CoinWalk(const Store& store) : m_it(store.NewIterator()) { m_it->Seek(std::span<const std::byte>(&PREFIX, 1)); }
+
+    /// The next coin; false at the end or on a failure (into `failure`), and ever after.
+    bool Next(OutPoint& op, Coin& coin, std::optional<Error>& failure)
+    {
+        if (m_done) return false;
+        if (m_started) m_it->Next();
+        m_started = true;
+        const auto key = m_it->Valid() ? m_it->Key() : std::span<const std::byte>{};
+        if (key.empty() || key[0] != PREFIX) {
+            m_done = true;
+            if (const StoreStatus st = m_it->status(); !st.ok()) failure = Error{Errc::Corrupt, st.message};
+            return false;
+        }
         try {
             SpanReader kr(key.subspan(1));
             kr >> op.hash;
             op.n = ReadVarInt<uint32_t>(kr);
             if (!kr.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin key");
-            value.clear();
-            it->ValueInto(value);
-            value >> coin;
-            if (!value.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin value");
+            m_value.clear();
+            m_it->ValueInto(m_value);
+            m_value >> coin;
+            if (!m_value.empty()) throw DecodeError(Errc::TrailingData, "trailing bytes after coin value");
         } catch (const DecodeError& e) {
-            return Error{e.code() == Errc::EndOfData ? Errc::Corrupt : e.code(),
-                         std::string("coin record #") + std::to_string(n) + ": " + e.what()};
+            m_done = true;
+            failure = Error{e.code() == Errc::EndOfData ? Errc::Corrupt : e.code(), "coin record #" + std::to_string(m_n) + ": " + e.what()};
+            return false;
         }
-        ++n;
+        ++m_n;
+        return true;
+    }
+    /// The coins given so far.
+    uint64_t Count() const noexcept { return m_n; }
+
+private:
+    static constexpr std::byte PREFIX{DB_COIN};
+    std::unique_ptr<StoreIterator> m_it;
+    DataStream<P> m_value;
+    uint64_t m_n{0};
+    bool m_started{false}, m_done{false};
+};
+
+template <typename P>
+Result<uint64_t> ForEachCoinImpl(const Store& store, const std::function<bool(const OutPoint&, const Coin&)>& fn)
+{
+    CoinWalk<P> walk(store);
+    OutPoint op;
+    Coin coin;
+    std::optional<Error> failure;
+    while (walk.Next(op, coin, failure)) {
         if (!fn(op, coin)) break;
     }
-    StoreStatus st = it->status();
-    if (!st.ok()) return Error{Errc::Corrupt, st.message};
-    return n;
+    if (failure) return *failure;
+    return walk.Count();
 }
+
+template <typename P>
+class CursorImpl final : public CoinsDB::Cursor {
+public:
+    explicit CursorImpl(const Store& store) : m_walk(store) {}
+    bool Next(OutPoint& outpoint, Coin& coin) override
+    {
+        try {
+            return m_walk.Next(outpoint, coin, m_failure);
+        } catch (const StoreError& e) {
+            m_failure = WrapError(ErrorOf(e.status()), "coin records");
+            return false;
+        }
+    }
+
+private:
+    CoinWalk<P> m_walk;
+};
 
 } // namespace
 
@@ -267,6 +313,11 @@ Result<uint64_t> CoinsDB::ForEachCoin(const std::function<bool(const OutPoint&, 
     return Guarded("coin records", [&] {
         return VisitPolicy(m_options.policy, [&]<typename P>(P) { return ForEachCoinImpl<P>(*m_store, fn); });
     });
+}
+
+std::unique_ptr<CoinsDB::Cursor> CoinsDB::NewCursor() const
+{
+    return VisitPolicy(m_options.policy, [&]<typename P>(P) -> std::unique_ptr<Cursor> { return std::make_unique<CursorImpl<P>>(*m_store); });
 }
 
 uint64_t CoinsDB::EstimateSize() const

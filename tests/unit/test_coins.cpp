@@ -453,6 +453,15 @@ Model ReadAll(const CoinsDB& db)
         return true;
     });
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    // The same walk pulled (NewCursor) gives the same coins, then nothing ever after.
+    Model pulled;
+    auto cursor = db.NewCursor();
+    OutPoint op;
+    Coin c;
+    while (cursor->Next(op, c)) EXPECT_TRUE(pulled.emplace(op, c).second);
+    EXPECT_FALSE(cursor->Failure()) << cursor->Failure()->message;
+    EXPECT_FALSE(cursor->Next(op, c));
+    EXPECT_EQ(pulled, m);
     return m;
 }
 
@@ -1189,6 +1198,14 @@ TEST(CoinsDB, CorruptValuesGiveTypedErrors)
     auto all = db->ForEachCoin([](const OutPoint&, const Coin&) { return true; });
     ASSERT_FALSE(all.ok());
     EXPECT_EQ(all.error().code, Errc::Corrupt);
+    auto cursor = db->NewCursor();
+    OutPoint walked;
+    Coin coin;
+    while (cursor->Next(walked, coin)) {
+    }
+    ASSERT_TRUE(cursor->Failure());
+    EXPECT_EQ(cursor->Failure()->code, Errc::Corrupt);
+    EXPECT_EQ(cursor->Failure()->message, all.error().message);
 }
 
 TEST(CoinsDB, WrongObfuscationKeyGivesTypedErrors)

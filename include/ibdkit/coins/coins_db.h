@@ -159,6 +159,24 @@ public:
     /// Returns an error for a malformed record or a LevelDB failure.
     Result<uint64_t> ForEachCoin(const std::function<bool(const OutPoint&, const Coin&)>& fn) const;
 
+    /// ForEachCoin's walk pulled one coin at a time, for a caller that cannot hand over a
+    /// callback (a Python iterator). Made by NewCursor; valid while its CoinsDB lives; one thread
+    /// at a time (several cursors may walk one database at once).
+    class Cursor {
+    public:
+        virtual ~Cursor() = default;
+        /// The next coin in key order into `outpoint` and `coin`; false at the end, or on a
+        /// malformed record or a failure of LevelDB (Failure() then says which), and ever after.
+        virtual bool Next(OutPoint& outpoint, Coin& coin) = 0;
+        /// Why Next returned false before the end, with ForEachCoin's errors (nullopt: the end).
+        const std::optional<Error>& Failure() const noexcept { return m_failure; }
+
+    protected:
+        std::optional<Error> m_failure;
+    };
+    /// A cursor before the first coin; the caller owns it.
+    std::unique_ptr<Cursor> NewCursor() const;
+
     /// The key-value store under it (valid while the CoinsDB lives) and the buffer policy of its
     /// streams.
     Store& store() noexcept { return *m_store; }
