@@ -13,7 +13,6 @@
 #include <ibdkit/utxo/balances.h>
 #include <ibdkit/utxo/stats.h>
 
-#include "coins/coins_db_internal.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -68,9 +67,9 @@ public:
         if (!loc) Throw(loc.error());
         const fs::path dir = loc->dir;
         m_net = AddressNetworkOf(loc->chain.value_or(ChainType::MAIN));
-        StoreStatus st;
-        m_db = OpenCoinsDB(dir, CoinsDBOptions::ForReading(dbcache, ParsePolicyName(policy)), &st);
-        if (!m_db) throw PyError{StoreCodeName(st.code), st.message};
+        auto db = CoinsDB::Open(dir, CoinsDBOptions::ForReading(dbcache, ParsePolicyName(policy)));
+        if (!db) Throw(db.error());
+        m_db = std::move(*db);
     }
 
     nb::dict Stats(const std::string& hash_type, std::optional<uint32_t> height, nb::object progress)

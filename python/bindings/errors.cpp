@@ -101,8 +101,6 @@ void RegisterErrors(nb::module_& m)
             Raise(e.kind, e.message);
         } catch (const DecodeError& e) {
             Raise(std::string(ErrcName(e.code())), e.what());
-        } catch (const StoreError& e) {
-            Raise(StoreCodeName(e.status().code), e.what());
         }
     });
 }

@@ -1,11 +1,9 @@
 // Errors of the Python binding: every failure of the library reaches Python as ibdkit.Error with
-// `kind` (the typed error's name: an Errc name such as "EndOfData", a store status such as
-// "NotFound", or "InvalidArgument") and `message`.
+// `kind` (the typed error's name: the Errc name, such as "EndOfData", "NotFound" or "Corrupt", with
+// Errc::Io as "IoError"; "InvalidArgument" for an argument's misuse) and `message`.
 #pragma once
 
 #include <ibdkit/error.h>
-
-#include "kv/store.h"
 
 #include <nanobind/nanobind.h>
 
@@ -24,21 +22,8 @@ struct PyError {
     throw PyError{e.code == Errc::Io ? std::string("IoError") : std::string(ErrcName(e.code)), e.message};
 }
 
-inline std::string StoreCodeName(StoreStatus::Code c)
-{
-    switch (c) {
-    case StoreStatus::Code::Ok: return "Ok";
-    case StoreStatus::Code::NotFound: return "NotFound";
-    case StoreStatus::Code::IoError: return "IoError";
-    case StoreStatus::Code::Corruption: return "Corrupt";
-    case StoreStatus::Code::Locked: return "Locked";
-    case StoreStatus::Code::InvalidArgument: return "InvalidArgument";
-    case StoreStatus::Code::Refused: return "Refused";
-    }
-    return "IoError";
-}
-
-/// Creates ibdkit._ibdkit.Error and the translator of PyError, DecodeError and StoreError to it.
+/// Creates ibdkit._ibdkit.Error and the translator of PyError and DecodeError to it (the library's
+/// entry points return a failure of the store as an Error, never throw it).
 void RegisterErrors(nanobind::module_& m);
 
 } // namespace ibdkit::py
