@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ibdkit::py {
 
@@ -40,6 +41,9 @@ unsigned ThreadsArg(unsigned threads);
 /// valid; `skip_scripts` with an assumevalid is refused, as the CLI refuses the two together.
 RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
                        const std::optional<std::string>& assumevalid, bool skip_scripts);
+/// Core's network folders inside a data directory, main's (the directory itself) left out, from
+/// the library's one table (NetworkDataDir): `_ibdkit.NETWORK_SUBFOLDERS`.
+std::vector<std::string> NetworkSubfolders();
 /// A path as every function taking "a datadir or a blocks directory" reads it: a Core data
 /// directory (its block index, or a network's subdirectory) as the source's datadir, else blk files
 /// (the path's `blocks` folder when it has one, else the path itself) as its blocks_dir; `network`

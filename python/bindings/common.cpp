@@ -12,12 +12,22 @@ namespace nb = nanobind;
 
 namespace ibdkit::py {
 
+std::vector<std::string> NetworkSubfolders()
+{
+    std::vector<std::string> out;
+    for (int c = 0; c <= int(ChainType::REGTEST); ++c) { // ChainType's order, REGTEST last
+        const std::filesystem::path sub = NetworkDataDir({}, ChainType(c));
+        if (!sub.empty()) out.push_back(sub.string());
+    }
+    return out;
+}
+
 namespace {
 
 bool LooksLikeDatadir(const std::filesystem::path& dir)
 {
     bool datadir = std::filesystem::is_directory(dir / "blocks" / "index");
-    for (const char* net : {"regtest", "testnet3", "testnet4", "signet"}) datadir = datadir || std::filesystem::is_directory(dir / net / "blocks");
+    for (const std::string& net : NetworkSubfolders()) datadir = datadir || std::filesystem::is_directory(dir / net / "blocks");
     return datadir;
 }
 

@@ -11,6 +11,8 @@
 #include "script.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 NB_MODULE(_ibdkit, m)
 {
@@ -25,4 +27,5 @@ NB_MODULE(_ibdkit, m)
     BindSpentTables(m); // spent_tables.cpp: the block tables as Arrow batches
     BindSwiftSync(m);   // swiftsync.cpp: salt, hints, check_range, partials (after _Chainstate's iterators)
     m.attr("__version__") = IBDKIT_VERSION;
+    m.attr("NETWORK_SUBFOLDERS") = nanobind::tuple(nanobind::cast(NetworkSubfolders()));
 }

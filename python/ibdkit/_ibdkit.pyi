@@ -3,6 +3,7 @@
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 __version__: str
+NETWORK_SUBFOLDERS: Tuple[str, ...]
 
 class Error(Exception):
     """An ibdkit failure: `kind` names the typed error, `message` says what happened."""

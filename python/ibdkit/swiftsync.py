@@ -246,7 +246,7 @@ def _stamp(path: str) -> Tuple[Any, ...]:
         return ((st.st_size, st.st_mtime_ns),)
     out = []
     for root, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if d in ("blocks", "index", "regtest", "testnet3", "testnet4", "signet")]
+        dirs[:] = [d for d in dirs if d in ("blocks", "index") + _ibdkit.NETWORK_SUBFOLDERS]
         for f in files:
             if f.endswith((".dat", ".ldb", ".log")) or f in ("CURRENT",) or f.startswith("MANIFEST"):
                 st = os.stat(os.path.join(root, f))

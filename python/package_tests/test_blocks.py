@@ -16,6 +16,12 @@ REGTEST_GENESIS = bytes.fromhex(
 REGTEST_GENESIS_HASH = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
 
 
+def test_network_subfolders_are_cores(ibdkit):
+    """A path is read as a datadir when it holds a network's folder: Core's names, from the library's
+    one table (the blocks a SwiftSync run caches are stamped by the same list)."""
+    assert ibdkit._ibdkit.NETWORK_SUBFOLDERS == ("testnet3", "testnet4", "signet", "regtest")
+
+
 def test_decode_genesis(ibdkit):
     b = ibdkit.decode_block(REGTEST_GENESIS, network="regtest")
     assert b.hash == REGTEST_GENESIS_HASH
