@@ -54,6 +54,8 @@ BlockFileSource SourceOf(const std::filesystem::path& path, const std::optional<
 void WarnRenamed(const char* old_name, const char* new_name);
 /// A run's or a UTXO set's result fields as a dict, in their order: the CLI's --json names and types.
 nanobind::dict FieldsDict(const ResultFields& fields);
+/// One result value (run/result_fields.h) as the Python object of its type.
+nanobind::object FieldValue(const ResultValue& value);
 
 /// Calls a Python progress callback from the library's thread, turns Ctrl-C into a clean stop and
 /// keeps an exception raised by the callback for after the run.

@@ -9,6 +9,7 @@
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/run/result_fields.h>
+#include <ibdkit/run/swiftsync_ranges.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
 #include <ibdkit/swiftsync/aggregate.h>
@@ -219,18 +220,6 @@ PyPartial FromParts(const nb::bytes& partial, std::optional<nb::bytes> run)
     return out;
 }
 
-nb::dict CountsDict(const swiftsync::RangeCounts& c)
-{
-    nb::dict d;
-    d["blocks"] = c.blocks;
-    d["transactions"] = c.transactions;
-    d["inputs"] = c.inputs;
-    d["outputs"] = c.outputs;
-    d["unspent"] = c.unspent;
-    d["unspendable"] = c.unspendable;
-    return d;
-}
-
 nb::object FailureDict(const std::optional<swiftsync::BlockFailure>& f)
 {
     if (!f) return nb::none();
@@ -241,24 +230,18 @@ nb::object FailureDict(const std::optional<swiftsync::BlockFailure>& f)
     return d;
 }
 
-nb::dict Combine_(const std::vector<const PyPartial*>& parts, uint32_t height, const std::string& network)
+nb::dict Combine_(const std::vector<const PyPartial*>& parts, uint32_t height, const std::string& network, const std::string& mode)
 {
-    const ChainType chain = ParseNetwork(network);
+    run::SwiftSyncRangesResult r;
+    r.chain = ParseNetwork(network);
+    r.mode = ParseMode(mode);
+    r.height = height;
+    r.ranges = parts.size();
     std::vector<Partial> ps;
     ps.reserve(parts.size());
     for (const PyPartial* p : parts) ps.push_back(p->p);
-    const swiftsync::Verdict v = swiftsync::Combine(ps, height, chain);
-    nb::dict d;
-    d["ok"] = v.ok;
-    d["reason"] = v.ok ? nb::none() : nb::object(nb::str(v.reason.c_str()));
-    d["height"] = height;
-    d["network"] = network;
-    d["ranges"] = parts.size();
-    d["counts"] = CountsDict(v.counts);
-    d["supply_sat"] = v.supply;
-    d["supply_bound_sat"] = v.supply_bound;
-    d["script_checked_inputs"] = v.script_checked_inputs;
-    return d;
+    r.verdict = swiftsync::Combine(ps, height, r.chain);
+    return FieldsDict(RangesVerdictFields(r));
 }
 
 /// The coins of several runs (Python bytes, kept alive by the cursor's owner) in key order.
@@ -462,7 +445,7 @@ void BindSwiftSync(nb::module_& m)
         .def_prop_ro("last", [](const PyPartial& p) { return p.p.to; })
         .def_prop_ro("agg_in", [](const PyPartial& p) { return Bytes(p.p.agg_in.ToBytes()); })
         .def_prop_ro("agg_out", [](const PyPartial& p) { return Bytes(p.p.agg_out.ToBytes()); })
-        .def_prop_ro("counts", [](const PyPartial& p) { return CountsDict(p.p.counts); })
+        .def_prop_ro("counts", [](const PyPartial& p) { return FieldValue(RangeCountsValue(p.p.counts)); })
         .def_prop_ro("supply", [](const PyPartial& p) { return p.p.supply; })
         .def_prop_ro("failure", [](const PyPartial& p) { return FailureDict(p.p.failure); })
         .def_prop_ro("mode", [](const PyPartial& p) { return std::string(swiftsync::AggregateModeName(p.p.mode)); })
@@ -480,7 +463,7 @@ void BindSwiftSync(nb::module_& m)
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);
-    m.def("_combine", &Combine_, "partials"_a, "height"_a, "network"_a);
+    m.def("_combine", &Combine_, "partials"_a, "height"_a, "network"_a, "mode"_a);
     m.def("_write_chainstate", [](const std::vector<nb::bytes>& runs, const std::string& path, const std::string& network,
                                   const std::string& tip) {
         auto hash = BlockHash::FromHex(tip);

@@ -327,10 +327,7 @@ def combine(partials: Iterable[Partial], height: int, network: str, *, mode: str
             raise _error(_ibdkit.ArgumentError, "InvalidArgument",
                          f"combine(mode={mode!r}): the partial {p.first}..{p.last} was checked in mode {p.mode!r}")
     _whole("height", height, 0, MAX_HEIGHT)
-    d = _ibdkit._combine([p._native for p in parts], height, network)
-    return Verdict(ok=d["ok"], reason=d["reason"], height=d["height"], network=d["network"], mode=mode,
-                   ranges=d["ranges"], counts=d["counts"], supply_sat=d["supply_sat"],
-                   supply_bound_sat=d["supply_bound_sat"], script_checked_inputs=d["script_checked_inputs"])
+    return Verdict(**_ibdkit._combine([p._native for p in parts], height, network, mode))
 
 
 def write_chainstate(partials: Iterable[Partial], path: PathLike, verdict: Verdict, *, tip: Optional[str] = None,

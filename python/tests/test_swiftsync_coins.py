@@ -2,6 +2,7 @@
 engine wrote (blocks, block index, rev files). The UTXO set it writes has Core's statistics and the
 classic replay's; it verifies the same scripts; Core's engine continues from the chainstate it
 wrote; wrong hints and tampered rev data are refused and leave no chainstate behind."""
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -296,6 +297,12 @@ def test_python_ranges_in_coins_mode_pass_cores_chain_and_refuse_tampered_rev_da
     cli_ok = json.loads(run_cli(cli, "swiftsync", "--mode", "coins", "--datadir", datadir, "--hints", good, "--ranges", "3",
                                 "--json").stdout)
     assert cli_ok["ok"] and cli_ok["mode"] == "coins" and cli_ok["script_checked_inputs"] == v.script_checked_inputs
+    # One field list (run/result_fields.h): the CLI's verdict is Python's Verdict with the policy.
+    from test_result_fields import types
+    py = dataclasses.asdict(v)
+    assert set(cli_ok) - {"policy"} == set(py), set(cli_ok) ^ set(py)
+    assert types({k: cli_ok[k] for k in py}) == types(py)
+    assert {k: cli_ok[k] for k in py if k != "ranges"} == {k: x for k, x in py.items() if k != "ranges"}
     r = run_cli(cli, "swiftsync", "--mode", "coins", "--blocks-dir", datadir / "regtest" / "blocks", "--hints", good,
                 check=False)
     assert r.returncode == 64 and "--mode outpoints" in r.stderr

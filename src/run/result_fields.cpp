@@ -320,27 +320,37 @@ ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId
     return f;
 }
 
-ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId policy)
+ResultValue RangeCountsValue(const swiftsync::RangeCounts& c)
+{
+    return ResultValue{ResultValue::Object{{"blocks", UInt(c.blocks)},
+                                           {"transactions", UInt(c.transactions)},
+                                           {"inputs", UInt(c.inputs)},
+                                           {"outputs", UInt(c.outputs)},
+                                           {"unspent", UInt(c.unspent)},
+                                           {"unspendable", UInt(c.unspendable)}}};
+}
+
+ResultFields RangesVerdictFields(const run::SwiftSyncRangesResult& r)
 {
     const auto& v = r.verdict;
-    const auto& c = v.counts;
     ResultFields f;
     Put(f, "ok", Bool(v.ok));
     Put(f, "reason", v.ok ? Null() : Str(v.reason));
     Put(f, "network", Str(std::string(ChainTypeName(r.chain))));
-    Put(f, "policy", Str(std::string(PolicyName(policy))));
     Put(f, "height", UInt(r.height));
     Put(f, "ranges", UInt(r.ranges));
-    Put(f, "counts", ResultValue{ResultValue::Object{{"blocks", UInt(c.blocks)},
-                                                     {"transactions", UInt(c.transactions)},
-                                                     {"inputs", UInt(c.inputs)},
-                                                     {"outputs", UInt(c.outputs)},
-                                                     {"unspent", UInt(c.unspent)},
-                                                     {"unspendable", UInt(c.unspendable)}}});
+    Put(f, "counts", RangeCountsValue(v.counts));
     Put(f, "supply_sat", UInt(v.supply));
     Put(f, "supply_bound_sat", UInt(v.supply_bound));
     Put(f, "mode", Str(std::string(swiftsync::AggregateModeName(r.mode))));
     Put(f, "script_checked_inputs", UInt(v.script_checked_inputs));
+    return f;
+}
+
+ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId policy)
+{
+    ResultFields f = RangesVerdictFields(r);
+    f.insert(f.begin() + 3, ResultField{"policy", Str(std::string(PolicyName(policy)))}); // after the network
     return f;
 }
 

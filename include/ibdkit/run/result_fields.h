@@ -101,9 +101,16 @@ ResultFields SyncPeersFields(const run::SyncPeersResult& r, PolicyId policy);
 /// bytes_cleansed, seconds.
 ResultFields SnapshotVerdictFields(const swiftsync::SnapshotVerdict& r, PolicyId policy);
 
-/// `ibdkit swiftsync`'s verdict: ok, reason (null when accepted), network, policy, height (n),
-/// ranges, counts ({blocks, transactions, inputs, outputs, unspent, unspendable}), supply_sat,
-/// supply_bound_sat, mode, script_checked_inputs.
+/// What SwiftSync counted over its ranges: {blocks, transactions, inputs, outputs, unspent,
+/// unspendable} (a verdict's `counts`, and a Python Partial's).
+ResultValue RangeCountsValue(const swiftsync::RangeCounts& c);
+
+/// A verdict over ranges (Combine, swiftsync/check_range.h): ok, reason (null when accepted),
+/// network, height (n), ranges, counts (RangeCountsValue), supply_sat, supply_bound_sat, mode,
+/// script_checked_inputs. Python's `swiftsync.combine()` Verdict.
+ResultFields RangesVerdictFields(const run::SwiftSyncRangesResult& r);
+
+/// `ibdkit swiftsync`'s verdict: RangesVerdictFields with the policy after the network.
 ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId policy);
 
 /// A hintsfile built (`ibdkit hints`, and `replay --write-hints`'s `hints` object): network,
