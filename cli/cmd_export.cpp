@@ -1,17 +1,16 @@
 // `ibdkit export blocks|transactions|inputs|outputs`: one table of blocks with their spent outputs
-// (spent/tables.h) from a Core data directory (its rev files) or blk files (replayed), to CSV, JSON
-// lines or SQLite through the shared table writer. docs/spent-outputs.md.
+// from a Core data directory (its rev files) or blk files (replayed), to CSV, JSON lines or SQLite:
+// the options, then the driver run::ExportBlockTable (run/block_export.h), then its result.
+// docs/spent-outputs.md.
 #include "commands.h"
 #include "progress.h"
+#include "replay_cli.h"
 
 #include <ibdkit/chain/params.h>
-#include <ibdkit/spent/reader.h>
-#include <ibdkit/spent/tables.h>
-#include <ibdkit/tabular/table.h>
+#include <ibdkit/run/block_export.h>
+#include <ibdkit/run/result_fields.h>
 
-#include <nlohmann/json.hpp>
-
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -29,8 +28,6 @@ struct ExportArgs {
     bool quiet{false}, json{false};
 };
 
-std::string Failure(const Error& e) { return e.message; }
-
 void RunExport(const ExportArgs& a)
 {
     const auto table = ParseBlockTable(a.table);
@@ -39,56 +36,33 @@ void RunExport(const ExportArgs& a)
     if (!format) throw CLI::ValidationError("--format", "unknown format '" + a.format + "': csv, jsonl or sqlite");
     CheckOutput(a.out);
     if (a.to && *a.to < a.from) throw UsageError("--to " + std::to_string(*a.to) + " is below --from " + std::to_string(a.from));
-    SpentReaderOptions o;
-    o.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
-    o.from_height = a.from;
-    o.to_height = a.to;
-    o.dbcache_mib = a.dbcache;
-    auto reader = SpentBlockReader::Open(o);
-    if (!reader) throw std::runtime_error(Failure(reader.error()));
-    auto writer = TableWriter::Create(a.out, *format, BlockTableName(*table), BlockTableColumns(*table));
-    if (!writer) throw std::runtime_error(Failure(writer.error()));
-    const AddressNetwork net = AddressNetworkOf((*reader)->chain());
-
+    run::BlockExportOptions o;
+    o.reader.source = {.datadir = a.datadir, .blocks_dir = a.blocks_dir, .chain = ParseNetworkOption(a.network)};
+    o.reader.from_height = a.from;
+    o.reader.to_height = a.to;
+    o.reader.dbcache_mib = a.dbcache;
+    o.table = *table;
+    o.format = *format;
+    o.out = a.out;
     ProgressLine bar(!a.quiet);
-    const auto start = std::chrono::steady_clock::now();
-    uint64_t blocks = 0, bytes = 0;
-    int height = -1;
-    for (;;) {
-        auto b = (*reader)->Next();
-        if (!b) {
-            bar.Done();
-            throw std::runtime_error(Failure(b.error()) + " (nothing written to " + a.out + ")");
-        }
-        if (!*b) break;
-        EmitRows(*table, **b, net, **writer);
-        ++blocks;
-        bytes += (*b)->size();
-        height = (*b)->height();
-        const int first = (*reader)->first_height(), last = (*reader)->last_height();
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    o.on_progress = [&](const run::BlockExportProgress& p) {
         char text[160];
-        std::snprintf(text, sizeof text, "height %d  %llu rows  %.1f MB of blocks  %.1f MB/s", height,
-                      (unsigned long long)(*writer)->Rows(), double(bytes) / 1e6, double(bytes) / 1e6 / std::max(secs, 1e-9));
-        bar.Update(last >= first ? double(height - first + 1) / double(last - first + 1) : -1.0, text);
-    }
-    if (auto e = (*writer)->Finish()) {
-        bar.Done();
-        throw std::runtime_error(Failure(*e) + " (writing " + a.out + ")");
-    }
+        std::snprintf(text, sizeof text, "height %d  %llu rows  %.1f MB of blocks  %.1f MB/s", p.height, (unsigned long long)p.rows,
+                      double(p.block_bytes) / 1e6, double(p.block_bytes) / 1e6 / std::max(p.seconds, 1e-9));
+        const int first = p.first_height, last = p.last_height;
+        bar.Update(last >= first ? double(p.height - first + 1) / double(last - first + 1) : -1.0, text);
+    };
+    auto r = run::ExportBlockTable(o);
     bar.Done();
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!r) throw std::runtime_error(r.error().message);
     if (a.json) {
-        const nlohmann::json j{{"out", a.out}, {"table", std::string(BlockTableName(*table))}, {"rows", (*writer)->Rows()},
-                               {"blocks", blocks}, {"from_height", (*reader)->first_height()}, {"to_height", height},
-                               {"block_bytes", bytes}, {"seconds", secs}};
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", ToJson(BlockExportFields(*r, *table, a.out)).dump(2).c_str());
         return;
     }
     if (a.quiet) return;
     std::fprintf(stderr, "wrote %s: %s, %llu rows from %llu blocks (heights %d to %d, %.1f MB of blocks) in %.2f s\n", a.out.c_str(),
-                 std::string(BlockTableName(*table)).c_str(), (unsigned long long)(*writer)->Rows(), (unsigned long long)blocks,
-                 (*reader)->first_height(), height, double(bytes) / 1e6, secs);
+                 std::string(BlockTableName(*table)).c_str(), (unsigned long long)r->rows, (unsigned long long)r->blocks, r->from_height,
+                 r->to_height, double(r->block_bytes) / 1e6, r->seconds);
 }
 
 const CommandRegistrar export_cmd([](CLI::App& app) {

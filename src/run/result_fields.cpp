@@ -370,4 +370,18 @@ ResultFields HintsFields(const swiftsync::BuildHintsResult& r, PolicyId policy, 
     return f;
 }
 
+ResultFields BlockExportFields(const run::BlockExportResult& r, BlockTable table, const std::filesystem::path& out)
+{
+    ResultFields f;
+    Put(f, "out", Str(out.string()));
+    Put(f, "table", Str(std::string(BlockTableName(table))));
+    Put(f, "rows", UInt(r.rows));
+    Put(f, "blocks", UInt(r.blocks));
+    Put(f, "from_height", Int(r.from_height));
+    Put(f, "to_height", Int(r.to_height));
+    Put(f, "block_bytes", UInt(r.block_bytes));
+    Put(f, "seconds", Real(r.seconds));
+    return f;
+}
+
 } // namespace ibdkit

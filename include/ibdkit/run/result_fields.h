@@ -13,6 +13,7 @@
 #include <ibdkit/engine/replay.h>
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/memory/policy_id.h>
+#include <ibdkit/run/block_export.h>
 #include <ibdkit/run/swiftsync_ranges.h>
 #include <ibdkit/run/swiftsync_run.h>
 #include <ibdkit/run/swiftsync_sync.h>
@@ -116,5 +117,9 @@ ResultFields SwiftSyncRangesFields(const run::SwiftSyncRangesResult& r, PolicyId
 /// A hintsfile built (`ibdkit hints`, and `replay --write-hints`'s `hints` object): network,
 /// policy, height, tip, coins, outputs, bytes, key_bytes, attempts, out (the file written).
 ResultFields HintsFields(const swiftsync::BuildHintsResult& r, PolicyId policy, const std::filesystem::path& out);
+
+/// A table of blocks written (`ibdkit export`): out (the file), table, rows, blocks, from_height,
+/// to_height (-1: no block), block_bytes, seconds.
+ResultFields BlockExportFields(const run::BlockExportResult& r, BlockTable table, const std::filesystem::path& out);
 
 } // namespace ibdkit
