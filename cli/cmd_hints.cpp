@@ -94,7 +94,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
         o.threads = a->threads;
         o.policy = PolicyOf(a->policy);
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
-        o.progress = HintsProgressPrinter(bar);
+        o.on_progress = HintsProgressPrinter(bar);
         auto r = swiftsync::BuildHints(o);
         bar->Done();
         if (!r) {

@@ -69,7 +69,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         o.mode = *swiftsync::ParseAggregateMode(a->mode); // SwiftSyncModeIn checked the name
         o.ranges = a->ranges;
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
-        o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
+        o.on_progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
         auto r = run::CheckSwiftSyncRanges(o);
         bar->Done();
         if (!r) {

@@ -58,7 +58,7 @@ void AddVerifySnapshot(CLI::App* utxo)
                              "outpoints for bare block files (it checks much less)");
         }
         auto bar = std::make_shared<ProgressLine>(!a->quiet && !a->json);
-        o.progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
+        o.on_progress = [bar](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n)); };
         auto r = swiftsync::VerifySnapshot(o);
         bar->Done();
         if (!r) {

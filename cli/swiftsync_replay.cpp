@@ -72,7 +72,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
     SetInterruptNote(chainstate.empty() ? "" : "nothing was written into the chainstate " + chainstate.string() +
                                                    " (an accepted history is written at the end): run the same command again, it starts over");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
-    o.swiftsync.progress = [bar](uint32_t h, uint32_t n) {
+    o.swiftsync.on_progress = [bar](uint32_t h, uint32_t n) {
         bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n));
     };
     auto fallback_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
@@ -123,7 +123,7 @@ int SwiftSyncAllPolicies(const swiftsync::SwiftSyncOptions& base, bool quiet, in
             o.swiftsync = base;
             o.swiftsync.policy = id;
             o.swiftsync.chainstate.clear(); // a temporary one, for the statistics
-            o.swiftsync.progress = [&](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, label + ": block " + std::to_string(h) + " of " + std::to_string(n)); };
+            o.swiftsync.on_progress = [&](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, label + ": block " + std::to_string(h) + " of " + std::to_string(n)); };
             auto r = run::RunSwiftSync(std::move(o));
             if (!r) return "!" + r.error().message;
             const swiftsync::SwiftSyncResult& s = r->swiftsync;

@@ -148,7 +148,7 @@ int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std:
             SyncOptions c = classic;
             c.policy = id;
             run::SwiftSyncPeersOptions o = PeersOptions(c, connect, args);
-            o.swiftsync.progress = [&](uint32_t h, uint32_t n) {
+            o.swiftsync.on_progress = [&](uint32_t h, uint32_t n) {
                 bar->Update(n ? double(h) / n : 1.0, label + ": swiftsync block " + std::to_string(h) + " of " + std::to_string(n));
             };
             return PolicyRunJson(run::SyncSwiftSync(std::move(o)), id);
@@ -167,7 +167,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "
                                                    "it starts over or resumes the classic sync after n");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
-    o.swiftsync.progress = [bar](uint32_t h, uint32_t n) {
+    o.swiftsync.on_progress = [bar](uint32_t h, uint32_t n) {
         bar->Update(n ? double(h) / n : 1.0, "swiftsync: block " + std::to_string(h) + " of " + std::to_string(n));
     };
     auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);

@@ -315,7 +315,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     s.Settings() = swiftsync::SettingsFromClassic(settings);
     o.statistics = statistics;
     ProgressBridge bridge(progress);
-    s.progress = [&](uint32_t h, uint32_t n) {
+    s.on_progress = [&](uint32_t h, uint32_t n) {
         bridge.Call([&](nb::dict& d) {
             d["height"] = h;
             d["tip_height"] = n;
@@ -372,7 +372,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     c.timeout = o.timeout;
     c.window = window;
     ProgressBridge bridge(progress);
-    s.progress = [&](uint32_t h, uint32_t n) {
+    s.on_progress = [&](uint32_t h, uint32_t n) {
         bridge.Call([&](nb::dict& d) {
             d["height"] = h;
             d["tip_height"] = n;

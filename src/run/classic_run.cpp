@@ -91,7 +91,7 @@ Result<RunOutputsResult> Finish(const EngineOptions& o, const BlockFileSource* b
         h.out = outputs.write_hints;
         h.threads = o.threads;
         h.policy = o.policy;
-        h.progress = outputs.on_hints_progress;
+        h.on_progress = outputs.on_hints_progress;
         auto built = swiftsync::BuildHints(h);
         if (!built) return Error{built.error().code, "the hintsfile: " + built.error().message};
         done.hints = *built;

@@ -40,7 +40,7 @@ Result<SwiftSyncRangesResult> CheckSwiftSyncRanges(const SwiftSyncRangesOptions&
     ro.threads = o.threads;
     ro.policy = o.policy;
     ro.collect_unspent = false;
-    if (o.progress) ro.progress = [&o, n](uint32_t h, uint32_t) { o.progress(h, n); };
+    if (o.on_progress) ro.on_progress = [&o, n](uint32_t h, uint32_t) { o.on_progress(h, n); };
     const swiftsync::Salt salt = swiftsync::Salt::Random();
     std::vector<swiftsync::Partial> parts;
     const uint32_t k = std::max(1u, std::min(o.ranges, std::max(n, 1u)));

@@ -186,7 +186,7 @@ Result<BuildHintsResult> BuildOnce(const BuildHintsOptions& o, const LocatedChai
     const ConsensusParams& params = GetChainParams(loc.chain).consensus;
     uint64_t hinted = 0;
     auto walked = WalkBlocks<BlockHints>(
-        loc, 1, r.height, o.threads, o.progress,
+        loc, 1, r.height, o.threads, o.on_progress,
         [&](const Block& block, uint32_t h, const BlockHash& hash) {
             BlockHints out;
             // A damaged transaction has another txid: checked as every reader checks a block, it is

@@ -101,7 +101,7 @@ Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, 
     partial.to = to;
     partial.mode = AggregateMode::Coins;
     auto walked = WalkBlocks<BlockOutcome>(
-        blocks, from, to, options.threads, options.progress, work,
+        blocks, from, to, options.threads, options.on_progress, work,
         [&](uint32_t, BlockOutcome& b) -> std::optional<Error> {
             if (b.error) return b.error;
             return MergeBlock(partial, b.partial, options);

@@ -95,7 +95,7 @@ public:
             h += uint32_t(batch.size());
             m_through.push_back(m_block_bytes);
             m_through_height.push_back(h - 1);
-            if (m_options.progress) m_options.progress(h - 1, n);
+            if (m_options.on_progress) m_options.on_progress(h - 1, n);
         }
         // Only spent coins can lie and still pass the block's hash: in outpoints mode an imbalance
         // is the history's (or the hints').

@@ -106,7 +106,7 @@ Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const
     partial.from = from;
     partial.to = to;
     auto walked = WalkBlocks<Partial>(
-        blocks, from, to, options.threads, options.progress,
+        blocks, from, to, options.threads, options.on_progress,
         [&](const Block& block, uint32_t h, const BlockHash& hash) {
             Partial p;
             BlockValidationState state;

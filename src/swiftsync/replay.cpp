@@ -233,10 +233,10 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     tlog.Start(0);
     uint64_t bytes_checked = 0;
     const auto check_start = std::chrono::steady_clock::now();
-    ro.progress = [&](uint32_t h, uint32_t n) {
+    ro.on_progress = [&](uint32_t h, uint32_t n) {
         bytes_checked = run.bytes_through(h);
         tlog.Add(int(h), bytes_checked, std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count());
-        if (o.progress) o.progress(h, n);
+        if (o.on_progress) o.on_progress(h, n);
     };
     if (writer) {
         ro.on_unspent = [&](std::span<const std::pair<OutPoint, Coin>> coins) -> std::optional<Error> {

@@ -58,7 +58,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     ro.threads = o.threads;
     ro.policy = o.policy;
     ro.collect_unspent = false;
-    ro.progress = o.progress;
+    ro.on_progress = o.on_progress;
     CoinsModeOptions co;
     co.assumevalid = o.assumevalid;
     co.skip_scripts = o.skip_scripts;

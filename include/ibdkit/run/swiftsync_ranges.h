@@ -28,7 +28,7 @@ struct SwiftSyncRangesOptions : RunSettings {
     BlockFileSource source;       ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     swiftsync::AggregateMode mode{swiftsync::AggregateMode::OutPoints};
     unsigned ranges{4};           ///< 1..n split into this many (at least 1, at most n)
-    std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
+    std::function<void(uint32_t height, uint32_t n)> on_progress; ///< after each batch, on the calling thread
 };
 
 struct SwiftSyncRangesResult {

@@ -31,7 +31,7 @@ namespace ibdkit::run {
 
 struct SwiftSyncPeersOptions {
     /// The check: hints, chainstate (empty: the data directory's, with `datadir`, else a temporary
-    /// one, removed after), threads, dbcache, assumevalid, skip_scripts, policy, progress, mode (its
+    /// one, removed after), threads, dbcache, assumevalid, skip_scripts, policy, on_progress, mode (its
     /// source is not used).
     /// Coins mode: the spent coins from the peers that serve them (BIP 455), every rule. Outpoints
     /// mode: blocks alone from every peer (stock Core peers too), checking much less (no amounts,

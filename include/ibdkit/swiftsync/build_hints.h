@@ -36,7 +36,7 @@ struct BuildHintsOptions {
     unsigned threads{0};            ///< threads decoding blocks and looking up their outputs (0: every core, ibdkit/threads.h)
     PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of the blocks' bytes as read (memory/policy_id.h)
     /// Called now and then, on the calling thread, with the height reached and the target height.
-    std::function<void(uint32_t height, uint32_t target)> progress;
+    std::function<void(uint32_t height, uint32_t target)> on_progress;
 };
 
 struct BuildHintsResult {

@@ -16,7 +16,7 @@
 // than Core's assumevalid, which skips only scripts.
 //
 // Threads: the checks only read the located chain, the hints and the files, so several ranges may be
-// checked at once; each spreads its blocks over `threads` and calls `progress` and `on_unspent` on
+// checked at once; each spreads its blocks over `threads` and calls `on_progress` and `on_unspent` on
 // the calling thread. Combine reads only its arguments.
 #pragma once
 
@@ -79,7 +79,7 @@ struct Partial {
 struct CheckRangeOptions {
     unsigned threads{0}; ///< 0: every core (ibdkit/threads.h)
     bool collect_unspent{true};
-    std::function<void(uint32_t height, uint32_t to)> progress; ///< after each batch, on the calling thread
+    std::function<void(uint32_t height, uint32_t to)> on_progress; ///< after each batch, on the calling thread
     /// If set, each block's hinted-unspent coins go here instead of into the partial, on the
     /// calling thread and in height order (a chainstate writer's feed); an error stops the check.
     std::function<std::optional<Error>(std::span<const std::pair<OutPoint, Coin>> coins)> on_unspent;

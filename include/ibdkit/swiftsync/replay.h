@@ -40,7 +40,7 @@ struct SwiftSyncOptions : RunSettings {
     /// refusals apply). Empty: nothing is written, the verdict alone is the result.
     std::filesystem::path chainstate;
     AggregateMode mode{AggregateMode::Coins};
-    std::function<void(uint32_t height, uint32_t n)> progress; ///< on the calling thread
+    std::function<void(uint32_t height, uint32_t n)> on_progress; ///< on the calling thread
 };
 
 struct SwiftSyncResult {
@@ -68,7 +68,7 @@ struct SwiftSyncResult {
 /// blocks' tip, coins mode without undo data for every block 1..n (Errc::NotFound, naming the
 /// block), a chainstate the write guards refuse or that is not empty (Errc::Refused), a failed
 /// write. Not thread-safe with another run on the same chainstate. Blocks until the run ends;
-/// `progress` runs on the calling thread.
+/// `on_progress` runs on the calling thread.
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
 
 /// A classic run's settings (replay's, sync's) as SwiftSync takes them: the same, with a dbcache of

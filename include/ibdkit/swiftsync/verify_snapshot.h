@@ -35,7 +35,7 @@ struct VerifySnapshotOptions : RunSettings {
     std::filesystem::path snapshot;   ///< Core's dumptxoutset format (`ibdkit utxo snapshot`)
     BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     AggregateMode mode{AggregateMode::Coins};
-    std::function<void(uint32_t height, uint32_t n)> progress; ///< after each batch, on the calling thread
+    std::function<void(uint32_t height, uint32_t n)> on_progress; ///< after each batch, on the calling thread
 };
 
 struct SnapshotVerdict {
