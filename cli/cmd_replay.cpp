@@ -45,7 +45,7 @@ void SwiftSync(const Args& a, const ReplayOptions& o, const HeightExport& height
         throw UsageError("--swiftsync-mode coins reads the spent coins from a Bitcoin Core datadir's rev files: give --datadir, "
                          "or --swiftsync-mode outpoints for bare block files (it checks much less)");
     }
-    s.Settings() = swiftsync::SettingsFromClassic(o);
+    s.Settings() = o;
     if (all) {
         ExitCode() = SwiftSyncAllPolicies(s, a.out.quiet, a.rounds);
         return;
@@ -115,8 +115,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--skip-scripts", a->run.skip_scripts,
                   "Trust every block's scripts (a benchmark of the rest of the pipeline, as a node below its assumevalid\n"
-                  "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)")
-        ->excludes(cmd->get_option("--assumevalid"));
+                  "block runs it; not a Bitcoin Core mode: never on blocks you have not validated)");
     cmd->add_flag("--via-p2p", a->via_p2p, "Push every block through P2P v1 framing first, as IBD receives it");
     height_export->AddOptions(cmd);
     hints->AddOption(cmd);

@@ -47,9 +47,8 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
                     "ConnectBlock, the spent coins from the datadir's rev files (needs --datadir)")
         ->check(SwiftSyncModeIn())
         ->capture_default_str();
-    auto* av = cmd->add_option("--assumevalid", a->run.assumevalid,
-                               "Coins mode: as replay's (default: the network's; 0: verify every script)");
-    cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Coins mode: trust every script (a benchmark, as replay --skip-scripts)")->excludes(av);
+    cmd->add_option("--assumevalid", a->run.assumevalid, "Coins mode: as replay's (default: the network's; 0: verify every script)");
+    cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Coins mode: trust every script (a benchmark, as replay --skip-scripts)");
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {

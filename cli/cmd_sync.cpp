@@ -188,6 +188,9 @@ const CommandRegistrar sync_cmd([](CLI::App& app) {
     cmd->add_option("--window", a->window, "Blocks in flight")->check(IntegerIn(1, 1024))->capture_default_str();
     AddConnectOutputOptions(cmd, a->out, a->run);
     cmd->add_flag("--getblocks", a->getblocks, "Use getblocks/inv instead of headers-first");
+    cmd->add_flag("--skip-scripts", a->run.skip_scripts,
+                  "Trust every block's scripts, as replay --skip-scripts (a benchmark of the data path, as a node below its\n"
+                  "assumevalid block runs it; not a Bitcoin Core mode: never on blocks you have not validated)");
     height_export->AddOptions(cmd);
     cmd->callback([a, height_export] {
         SyncOptions o;

@@ -42,8 +42,8 @@ void AddVerifySnapshot(CLI::App* utxo)
         ->capture_default_str();
     AddThreadsOption(cmd, a->run.threads, "Threads checking blocks");
     AddOneRunPolicyOption(cmd, a->run.policy);
-    auto* av = cmd->add_option("--assumevalid", a->run.assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
-    cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)")->excludes(av);
+    cmd->add_option("--assumevalid", a->run.assumevalid, "As for replay: 0 verifies every script; default: Core's for the network");
+    cmd->add_flag("--skip-scripts", a->run.skip_scripts, "Trust every block's scripts (a benchmark, as replay --skip-scripts)");
     cmd->add_flag("--json", a->json, "Print the verdict as JSON");
     AddQuietOption(cmd, a->quiet);
     cmd->callback([a] {

@@ -232,6 +232,12 @@ RunSettings SettingsOf(const RunSettingsArgs& a)
     s.threads = a.threads;
     s.assumevalid = ParseAssumeValid(a.assumevalid);
     s.skip_scripts = a.skip_scripts;
+    if (!a.minimum_chain_work.empty()) {
+        auto work = ParseMinimumChainWork(a.minimum_chain_work);
+        if (!work) throw CLI::ValidationError("--minimum-chain-work", work.error().message);
+        s.minimum_chain_work = *work;
+    }
+    if (auto bad = CheckRunSettings(s)) throw UsageError(bad->message);
     return s;
 }
 

@@ -56,8 +56,8 @@ bool ErrorPrinted();
 /// "ibdkit: MESSAGE" on stderr: something the user should know that is not a failure.
 void PrintNote(const std::string& message);
 /// Bounds of the numbers options take (docs/cli.md): every size and count is positive and bounded,
-/// so that a typo such as `--dbcache -5` is a usage error, never a wrapped-around value.
-inline constexpr long long MAX_DBCACHE_MIB = 1 << 20; ///< 1 TiB
+/// so that a typo such as `--dbcache -5` is a usage error, never a wrapped-around value. The
+/// library's own: MAX_DBCACHE_MIB (settings/run_settings.h).
 inline constexpr long long MAX_HEIGHT = 100'000'000;
 inline constexpr long long MAX_COUNT = 1'000'000'000'000LL;
 inline constexpr long long MAX_THREADS = ibdkit::MAX_THREADS;
@@ -104,6 +104,7 @@ struct RunSettingsArgs {
     std::string policy{"hardened"}; ///< --policy: a policy's name, or "all" where the command compares them
     std::string assumevalid;        ///< --assumevalid HASH|0 as given; "" for the network's default
     bool skip_scripts{false};       ///< --skip-scripts
+    std::string minimum_chain_work; ///< --minimum-chain-work HEX as given; "" for the network's
     bool AllPolicies() const noexcept { return policy == "all"; }
 };
 /// The policy a `--policy` value names. Throws CLI::ValidationError for an unknown name.
@@ -113,7 +114,9 @@ PolicyId PolicyOf(const std::string& policy);
 /// parsed (a usage error naming the policies).
 void AddOneRunPolicyOption(CLI::App* cmd, std::string& policy);
 /// The RunSettings `a` names; with AllPolicies() the default policy (each run of the comparison sets
-/// its own). Throws CLI::ValidationError for an unknown policy or a malformed --assumevalid.
+/// its own). Throws CLI::ValidationError for an unknown policy, a malformed --assumevalid or
+/// --minimum-chain-work, and UsageError with the library's words for settings no run takes
+/// (CheckRunSettings: --skip-scripts beside --assumevalid, …).
 RunSettings SettingsOf(const RunSettingsArgs& a);
 
 /// The subcommand path that was parsed ("utxo stats "), for the hint after a usage error.

@@ -82,6 +82,9 @@ void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args, RunSettings
                     "Skip the scripts of blocks below this block hash where Bitcoin Core would (it is in the\n"
                     "chain, two weeks of work deep, the chain has the network's minimum work); 0 = verify every\n"
                     "script. Default: Core's for the network (none on regtest: every script verified)");
+    cmd->add_option("--minimum-chain-work", run.minimum_chain_work,
+                    "Core's -minimumchainwork, hex: a peers' header chain with less work is not synced, and no script is\n"
+                    "skipped by --assumevalid while the best header chain has less. Default: Core's for the network (0 on regtest)");
     cmd->add_flag("--no-stats", args.no_stats,
                   "Skip the final statistics walk (coins, amount, hash_serialized_3): end at the final flush, as\n"
                   "Core's -reindex-chainstate does; height and best block are still printed");
@@ -91,7 +94,7 @@ void AddConnectOutputOptions(CLI::App* cmd, ConnectOutputArgs& args, RunSettings
 
 void AddEngineSizeOptions(CLI::App* cmd, RunSettingsArgs& run, int& stop_height)
 {
-    cmd->add_option("--dbcache", run.dbcache, "UTXO cache budget in MiB: flush when reached (0 = after every block)")
+    cmd->add_option("--dbcache", run.dbcache, "UTXO cache budget in MiB: flush when reached (0 = the least: a flush after every block; SwiftSync sorts in\nits smallest runs)")
         ->check(IntegerIn(0, MAX_DBCACHE_MIB))
         ->capture_default_str();
     cmd->add_option("--stop-height", stop_height, "Stop (and flush) after this height")->check(IntegerIn(0, MAX_HEIGHT));

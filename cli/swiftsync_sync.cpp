@@ -108,7 +108,7 @@ run::SwiftSyncPeersOptions PeersOptions(const SyncOptions& classic, const std::v
     o.swiftsync.mode = outpoints ? swiftsync::AggregateMode::OutPoints : swiftsync::AggregateMode::Coins;
     o.swiftsync.chainstate = classic.chainstate;
     o.swiftsync.source.chain = classic.chain;
-    o.swiftsync.Settings() = classic; // as given: SwiftSync refuses --dbcache 0 here rather than raising it
+    o.swiftsync.Settings() = classic;
     o.connect = connect;
     o.chain = classic.chain;
     o.timeout = classic.timeout;

@@ -4,7 +4,7 @@
 # connect, utxo, blockfile, engine, gen, spent); GoogleTest is built from Debian's source copy
 # (/usr/src/googletest). What is left holds every buffer policy and the seed's benchmarks:
 # DataStream, blocks and P2P messages, CheckBlock, scripts. docs/core-allocators.md.
-set(IBDKIT_LIBCXX_AREAS memory stream encoding crypto primitives consensus chain script wire common tabular)
+set(IBDKIT_LIBCXX_AREAS memory stream encoding crypto primitives consensus chain script wire common tabular settings)
 set(IBDKIT_LIBCXX_BENCH bench_memory bench_wire bench_block bench_sha256 bench_crc32c)
 set(IBDKIT_LIBCXX_CLI main commands interrupt cmd_bench)
 set(IBDKIT_LIBCXX_TESTS test_memory test_stream test_encoding test_policy_list test_primitives

@@ -37,10 +37,13 @@ std::optional<BlockHash> ParseAssumeValidArg(const std::optional<std::string>& v
 unsigned ThreadsArg(unsigned threads);
 /// The run settings (settings/run_settings.h) from the keyword arguments every connecting or
 /// checking function takes: `dbcache` (MiB), `policy` (a name), `threads` (as ThreadsArg),
-/// `assumevalid` (as ParseAssumeValidArg) and `skip_scripts`. InvalidArgument if one is not
-/// valid; `skip_scripts` with an assumevalid is refused, as the CLI refuses the two together.
+/// `assumevalid` (as ParseAssumeValidArg), `skip_scripts` and `minimum_chain_work` (hex, as
+/// ParseMinimumChainWork; None: the network's). InvalidArgument with the library's words if one is
+/// not valid or they do not go together (CheckRunSettings), as the CLI refuses them.
+/// `_ibdkit._run_settings`, which ibdkit.replay and ibdkit.sync call first.
 RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
-                       const std::optional<std::string>& assumevalid, bool skip_scripts);
+                       const std::optional<std::string>& assumevalid, bool skip_scripts,
+                       const std::optional<std::string>& minimum_chain_work = std::nullopt);
 /// Core's network folders inside a data directory, main's (the directory itself) left out, from
 /// the library's one table (NetworkDataDir): `_ibdkit.NETWORK_SUBFOLDERS`.
 std::vector<std::string> NetworkSubfolders();

@@ -88,15 +88,21 @@ unsigned ThreadsArg(unsigned threads)
 }
 
 RunSettings SettingsOf(std::size_t dbcache, const std::string& policy, unsigned threads,
-                       const std::optional<std::string>& assumevalid, bool skip_scripts)
+                       const std::optional<std::string>& assumevalid, bool skip_scripts,
+                       const std::optional<std::string>& minimum_chain_work)
 {
-    if (skip_scripts && assumevalid) throw PyError{"InvalidArgument", "skip_scripts trusts every script: drop assumevalid"};
     RunSettings s;
     s.dbcache_mib = dbcache;
     s.policy = ParsePolicyName(policy);
     s.threads = ThreadsArg(threads);
     s.assumevalid = ParseAssumeValidArg(assumevalid);
     s.skip_scripts = skip_scripts;
+    if (minimum_chain_work) {
+        auto work = ParseMinimumChainWork(*minimum_chain_work);
+        if (!work) throw PyError{"InvalidArgument", "minimum_chain_work: " + work.error().message};
+        s.minimum_chain_work = *work;
+    }
+    if (auto bad = CheckRunSettings(s)) throw PyError{"InvalidArgument", bad->message};
     return s;
 }
 

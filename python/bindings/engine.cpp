@@ -74,11 +74,10 @@ void CheckWritable(const EngineOptions& o)
 }
 
 nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, std::optional<std::string> chainstate,
-                 std::size_t dbcache, const std::string& policy, std::optional<int> stop_height, bool via_p2p,
-                 unsigned threads, bool statistics, std::optional<std::string> assumevalid, bool skip_scripts, nb::object progress)
+                 const RunSettings& settings, std::optional<int> stop_height, bool via_p2p, bool statistics, nb::object progress)
 {
     ReplayOptions o;
-    o.Settings() = SettingsOf(dbcache, policy, threads, assumevalid, skip_scripts);
+    o.Settings() = settings;
     o.statistics = statistics;
     // A Core data directory (its block index, or a network's subdirectory) is read through the index.
     o.source = SourceOf(blocks, network);
@@ -93,12 +92,11 @@ nb::dict Replay_(const std::string& blocks, std::optional<std::string> network, 
 }
 
 nb::dict Sync_(const std::vector<std::string>& connect, std::optional<std::string> network, std::optional<std::string> chainstate,
-               std::size_t dbcache, const std::string& policy, double timeout, double headers_wait, std::size_t window,
-               std::optional<int> stop_height, bool getblocks, unsigned threads, bool statistics,
-               std::optional<std::string> assumevalid, std::optional<std::string> datadir, nb::object progress)
+               const RunSettings& settings, double timeout, double headers_wait, std::size_t window, std::optional<int> stop_height,
+               bool getblocks, bool statistics, std::optional<std::string> datadir, nb::object progress)
 {
     SyncOptions o;
-    o.Settings() = SettingsOf(dbcache, policy, threads, assumevalid, false);
+    o.Settings() = settings;
     o.statistics = statistics;
     o.chain = SyncNetwork(network ? std::optional<ChainType>(ParseNetwork(*network)) : std::nullopt, chainstate.value_or(""),
                           datadir.value_or(""));
@@ -146,11 +144,15 @@ nb::dict Sync_(const std::vector<std::string>& connect, std::optional<std::strin
 
 void BindEngine(nb::module_& m)
 {
-    m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "dbcache"_a, "policy"_a, "stop_height"_a,
-          "via_p2p"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "progress"_a.none());
-    m.def("_sync", &Sync_, "connect"_a, "network"_a.none(), "chainstate"_a, "dbcache"_a, "policy"_a, "timeout"_a,
-          "headers_wait"_a, "window"_a, "stop_height"_a, "getblocks"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(),
-          "datadir"_a.none(), "progress"_a.none());
+    // The settings every run shares, checked once by the library (CheckRunSettings) before a run is
+    // asked for: the functions below take them whole.
+    nb::class_<RunSettings>(m, "_RunSettings");
+    m.def("_run_settings", &SettingsOf, "dbcache"_a, "policy"_a, "threads"_a, "assumevalid"_a.none(), "skip_scripts"_a,
+          "minimum_chain_work"_a.none());
+    m.def("_replay", &Replay_, "blocks"_a, "network"_a, "chainstate"_a, "settings"_a, "stop_height"_a, "via_p2p"_a, "statistics"_a,
+          "progress"_a.none());
+    m.def("_sync", &Sync_, "connect"_a, "network"_a.none(), "chainstate"_a, "settings"_a, "timeout"_a, "headers_wait"_a, "window"_a,
+          "stop_height"_a, "getblocks"_a, "statistics"_a, "datadir"_a.none(), "progress"_a.none());
     m.def("policies", [] {
         std::vector<std::string> out;
         for (PolicyId id : ALL_POLICIES) out.emplace_back(PolicyName(id));

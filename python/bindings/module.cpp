@@ -28,4 +28,5 @@ NB_MODULE(_ibdkit, m)
     BindSwiftSync(m);   // swiftsync.cpp: salt, hints, check_range, partials (after _Chainstate's iterators)
     m.attr("__version__") = IBDKIT_VERSION;
     m.attr("NETWORK_SUBFOLDERS") = nanobind::tuple(nanobind::cast(NetworkSubfolders()));
+    m.attr("MAX_DBCACHE_MIB") = ibdkit::MAX_DBCACHE_MIB;
 }

@@ -296,8 +296,7 @@ nb::dict RunStats(const std::vector<nb::bytes>& runs, const std::string& hash_ty
 /// `ibdkit.replay(..., swiftsync=HINTS)`: the SwiftSync driver (run/swiftsync_run.h) without the
 /// GIL, its result as the CLI's `replay --swiftsync --json` fields.
 nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, std::optional<std::string> network,
-                         std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, unsigned threads,
-                         bool statistics, std::optional<std::string> assumevalid, bool skip_scripts, const std::string& mode,
+                         std::optional<std::string> chainstate, const RunSettings& settings, bool statistics, const std::string& mode,
                          bool fallback, nb::object progress)
 {
     run::SwiftSyncRunOptions o;
@@ -311,8 +310,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
                                          "datadir, or swiftsync_mode='outpoints' for bare block files (it checks much less)"};
     }
     // The settings as the classic replay takes them (the fallback's), and as SwiftSync does.
-    const RunSettings settings = SettingsOf(dbcache, policy, threads, assumevalid, skip_scripts);
-    s.Settings() = swiftsync::SettingsFromClassic(settings);
+    s.Settings() = settings;
     o.statistics = statistics;
     ProgressBridge bridge(progress);
     s.on_progress = [&](uint32_t h, uint32_t n) {
@@ -338,9 +336,8 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
 
 /// `ibdkit.sync(..., swiftsync=HINTS)`: SwiftSync from the peers, then the classic sync.
 nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::string& hints, std::optional<std::string> network,
-                       std::optional<std::string> chainstate, std::size_t dbcache, const std::string& policy, double timeout,
-                       std::size_t window, uint32_t keep_recent, unsigned threads, bool statistics,
-                       std::optional<std::string> assumevalid, std::optional<std::string> datadir, const std::string& mode,
+                       std::optional<std::string> chainstate, const RunSettings& settings, double timeout, std::size_t window,
+                       uint32_t keep_recent, bool statistics, std::optional<std::string> datadir, const std::string& mode,
                        nb::object progress)
 {
     run::SwiftSyncPeersOptions o;
@@ -366,7 +363,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     if (chainstate) s.chainstate = *chainstate;
     if (datadir) o.datadir = *datadir; // the run keeps the chainstate in it when none is named
     // The continuation takes them from `s` (run::SyncSwiftSync).
-    s.Settings() = swiftsync::SettingsFromClassic(SettingsOf(dbcache, policy, threads, assumevalid, false));
+    s.Settings() = settings;
     SyncOptions& c = o.continuation.emplace();
     c.datadir_out = o.datadir;
     c.timeout = o.timeout;
@@ -454,12 +451,10 @@ void BindSwiftSync(nb::module_& m)
         .def("_run", [](const PyPartial& p) { return p.run; })
         .def_static("_from_parts", &FromParts, "partial"_a, "run"_a.none());
 
-    m.def("_replay_swiftsync", &ReplaySwiftSync, "blocks"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a,
-          "policy"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "skip_scripts"_a, "mode"_a, "fallback"_a,
-          "progress"_a.none());
-    m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "dbcache"_a, "policy"_a,
-          "timeout"_a, "window"_a, "keep_recent"_a, "threads"_a, "statistics"_a, "assumevalid"_a.none(), "datadir"_a.none(),
-          "mode"_a, "progress"_a.none());
+    m.def("_replay_swiftsync", &ReplaySwiftSync, "blocks"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "settings"_a,
+          "statistics"_a, "mode"_a, "fallback"_a, "progress"_a.none());
+    m.def("_sync_swiftsync", &SyncSwiftSync, "connect"_a, "hints"_a, "network"_a.none(), "chainstate"_a.none(), "settings"_a,
+          "timeout"_a, "window"_a, "keep_recent"_a, "statistics"_a, "datadir"_a.none(), "mode"_a, "progress"_a.none());
     m.def("_swiftsync_mode", [](const std::string& mode) { ParseMode(mode); }, "mode"_a);
     m.def("_check_range", &CheckRange_, "blocks"_a, "hints"_a, "salt"_a, "first"_a, "last"_a, "threads"_a,
           "collect_unspent"_a, "mode"_a, "assumevalid"_a.none(), "skip_scripts"_a);

@@ -56,7 +56,7 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 Progress = Union[None, bool, Callable[[Dict[str, Any]], None]]
 
-MAX_DBCACHE_MIB = 1 << 20
+MAX_DBCACHE_MIB = _ibdkit.MAX_DBCACHE_MIB
 MAX_HEIGHT = 100_000_000
 MAX_THREADS = 1024
 
@@ -216,17 +216,27 @@ class _Bar:
             self.bar.close()
 
 
+def _settings(dbcache: int, policy: str, threads: int, assumevalid: Optional[Union[str, int]], skip_scripts: bool,
+              minimum_chain_work: Optional[str]) -> Any:
+    """The settings every run shares, checked by the library (C++ ``CheckRunSettings``): the CLI's
+    words for the same mistake."""
+    if minimum_chain_work is not None and not isinstance(minimum_chain_work, str):
+        raise TypeError(f"minimum_chain_work must be a hex string, got {type(minimum_chain_work).__name__}")
+    return _ibdkit._run_settings(dbcache, policy, threads, None if assumevalid is None else str(assumevalid), skip_scripts,
+                                 minimum_chain_work)
+
+
 def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optional[PathLike] = None,
            dbcache: int = 450, policy: str = "hardened", stop_height: Optional[int] = None,
            via_p2p: bool = False, threads: int = 0, statistics: bool = True,
            assumevalid: Optional[Union[str, int]] = None, progress: Progress = None,
            skip_scripts: bool = False, swiftsync: Optional[PathLike] = None, swiftsync_mode: str = "coins",
-           fallback: bool = False) -> Dict[str, Any]:
+           fallback: bool = False, minimum_chain_work: Optional[str] = None) -> Dict[str, Any]:
     """Replays block files into a chainstate, as ``ibdkit replay`` (C++ ``Replay``).
 
     blocks: a blocks directory, a blk file or a Core datadir. network: default from the files'
     magic. chainstate: directory to build or resume (default: a temporary one, removed after).
-    dbcache: UTXO cache budget in MiB (0: flush after every block). policy: a buffer policy name
+    dbcache: UTXO cache budget in MiB (0: the least, a flush after every block). policy: a buffer policy name
     (``ibdkit.policies()``). stop_height: stop and flush after this height. via_p2p: frame every
     block as a P2P message first. threads: as ``--threads`` (0: every core the process may run on; 1: all on one thread).
     statistics: False skips the final walk over the UTXO set (``--no-stats``): the dict then has
@@ -243,6 +253,8 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     A block failing its checks is not an exception: ``reject_reason``/``reject_height`` say which.
     Ctrl-C stops cleanly (the chainstate is flushed) and then raises KeyboardInterrupt.
     skip_scripts: trust every script, as ``--skip-scripts`` (a benchmark; not with assumevalid).
+    minimum_chain_work: as ``--minimum-chain-work``, Core's -minimumchainwork in hex (None: the
+    network's); below it the assumevalid rule skips no script.
 
     swiftsync: a hintsfile (BIP 456), as ``replay --swiftsync``: blocks 1..n checked with SwiftSync
     into a new chainstate (C++ ``run::RunSwiftSync``; docs/swiftsync.md). swiftsync_mode: "coins"
@@ -255,8 +267,7 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
     _whole("threads", threads, 0, MAX_THREADS)
-    if skip_scripts and assumevalid is not None:
-        raise _error(_ibdkit.ArgumentError, "InvalidArgument", "skip_scripts trusts every script: drop assumevalid")
+    settings = _settings(dbcache, policy, threads, assumevalid, skip_scripts, minimum_chain_work)
     if swiftsync is not None:
         if stop_height is not None or via_p2p:
             raise _error(_ibdkit.ArgumentError, "InvalidArgument",
@@ -264,20 +275,16 @@ def replay(blocks: PathLike, *, network: Optional[str] = None, chainstate: Optio
         bar = _Bar(progress, "swiftsync")
         try:
             return _ibdkit._replay_swiftsync(where, os.fspath(_existing("swiftsync", swiftsync)), network,
-                                             None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                                             threads, statistics, None if assumevalid is None else str(assumevalid),
-                                             skip_scripts, swiftsync_mode, fallback, bar if bar.active else None)
+                                             None if chainstate is None else os.fspath(chainstate), settings,
+                                             statistics, swiftsync_mode, fallback, bar if bar.active else None)
         finally:
             bar.close()
     if fallback:
         raise _error(_ibdkit.ArgumentError, "InvalidArgument", "fallback goes with swiftsync")
     bar = _Bar(progress, "replay")
     try:
-        return _ibdkit._replay(where, network,
-                               None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                               stop_height, via_p2p, threads, statistics,
-                               None if assumevalid is None else str(assumevalid), skip_scripts,
-                               bar if bar.active else None)
+        return _ibdkit._replay(where, network, None if chainstate is None else os.fspath(chainstate), settings,
+                               stop_height, via_p2p, statistics, bar if bar.active else None)
     finally:
         bar.close()
 
@@ -287,7 +294,8 @@ def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, c
          window: int = 16, stop_height: Optional[int] = None, getblocks: bool = False,
          threads: int = 0, statistics: bool = True, assumevalid: Optional[Union[str, int]] = None,
          datadir: Optional[PathLike] = None, swiftsync: Optional[PathLike] = None, keep_recent: int = 0,
-         swiftsync_mode: str = "coins", progress: Progress = None) -> Dict[str, Any]:
+         swiftsync_mode: str = "coins", progress: Progress = None,
+         minimum_chain_work: Optional[str] = None, skip_scripts: bool = False) -> Dict[str, Any]:
     """Downloads and connects blocks from P2P peers, as ``ibdkit sync`` (C++ ``Sync``; from several,
     ``run::SyncFromPeers``).
 
@@ -317,12 +325,18 @@ def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, c
     swiftsync_mode: as ``--swiftsync-mode``: "coins" (the spent coins from peers serving BIP 455,
     every rule) or "outpoints" (blocks alone from any peer, stock Core too; checks much less: no
     amounts, maturity, BIP68, sigops or scripts; no datadir or keep_recent).
+    minimum_chain_work: as ``--minimum-chain-work``, Core's -minimumchainwork in hex (None: the
+    network's): a peers' header chain with less work is not synced, whatever the number of peers
+    (:class:`Error` with kind NotFound, or Misbehaving from one peer).
+    skip_scripts: trust every script, as ``--skip-scripts`` (a benchmark of the data path; not with
+    assumevalid).
     """
     _whole("dbcache", dbcache, 0, MAX_DBCACHE_MIB)
     _whole("stop_height", stop_height, 0, MAX_HEIGHT, optional=True)
     _whole("threads", threads, 0, MAX_THREADS)
     _whole("window", window, 1, 1024)
     _whole("keep_recent", keep_recent, 0, 100000)
+    settings = _settings(dbcache, policy, threads, assumevalid, skip_scripts, minimum_chain_work)
     peers = [connect] if isinstance(connect, str) else list(connect)
     if swiftsync is not None:
         if stop_height is not None or getblocks:
@@ -332,9 +346,8 @@ def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, c
         bar = _Bar(progress, "swiftsync")
         try:
             return _ibdkit._sync_swiftsync(peers, os.fspath(_existing("swiftsync", swiftsync)), network,
-                                           None if chainstate is None else os.fspath(chainstate), dbcache, policy,
-                                           float(timeout), window, keep_recent, threads, statistics,
-                                           None if assumevalid is None else str(assumevalid),
+                                           None if chainstate is None else os.fspath(chainstate), settings,
+                                           float(timeout), window, keep_recent, statistics,
                                            None if datadir is None else os.fspath(datadir), swiftsync_mode,
                                            bar if bar.active else None)
         finally:
@@ -343,9 +356,8 @@ def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, c
         raise _error(_ibdkit.ArgumentError, "InvalidArgument", "getblocks takes one peer: give one connect")
     bar = _Bar(progress, "sync")
     try:
-        return _ibdkit._sync(peers, network, None if chainstate is None else os.fspath(chainstate), dbcache,
-                             policy, float(timeout), float(headers_wait), window, stop_height, getblocks,
-                             threads, statistics, None if assumevalid is None else str(assumevalid),
+        return _ibdkit._sync(peers, network, None if chainstate is None else os.fspath(chainstate), settings,
+                             float(timeout), float(headers_wait), window, stop_height, getblocks, statistics,
                              None if datadir is None else os.fspath(datadir), bar if bar.active else None)
     finally:
         bar.close()

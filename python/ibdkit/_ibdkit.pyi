@@ -4,6 +4,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 __version__: str
 NETWORK_SUBFOLDERS: Tuple[str, ...]
+MAX_DBCACHE_MIB: int
 
 class Error(Exception):
     """An ibdkit failure: `kind` names the typed error, `message` says what happened."""
@@ -240,20 +241,22 @@ class _Chainstate:
     def _batches(self, batch_size: int, script_hex: bool) -> _BatchIter: ...
 
 def policies() -> List[str]: ...
-def _replay(blocks: str, network: Optional[str], chainstate: Optional[str], dbcache: int, policy: str,
-            stop_height: Optional[int], via_p2p: bool, threads: int, statistics: bool, assumevalid: Optional[str],
-            skip_scripts: bool, progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
-def _replay_swiftsync(blocks: str, hints: str, network: Optional[str], chainstate: Optional[str], dbcache: int,
-                      policy: str, threads: int, statistics: bool, assumevalid: Optional[str], skip_scripts: bool,
-                      mode: str, fallback: bool,
+class _RunSettings: ...
+
+def _run_settings(dbcache: int, policy: str, threads: int, assumevalid: Optional[str], skip_scripts: bool,
+                  minimum_chain_work: Optional[str]) -> _RunSettings: ...
+def _replay(blocks: str, network: Optional[str], chainstate: Optional[str], settings: _RunSettings,
+            stop_height: Optional[int], via_p2p: bool, statistics: bool,
+            progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
+def _replay_swiftsync(blocks: str, hints: str, network: Optional[str], chainstate: Optional[str], settings: _RunSettings,
+                      statistics: bool, mode: str, fallback: bool,
                       progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
-def _sync(connect: List[str], network: Optional[str], chainstate: Optional[str], dbcache: int, policy: str, timeout: float,
-          headers_wait: float, window: int, stop_height: Optional[int], getblocks: bool, threads: int,
-          statistics: bool, assumevalid: Optional[str], datadir: Optional[str],
-          progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
-def _sync_swiftsync(connect: List[str], hints: str, network: Optional[str], chainstate: Optional[str], dbcache: int, policy: str,
-                    timeout: float, window: int, keep_recent: int, threads: int, statistics: bool, assumevalid: Optional[str],
-                    datadir: Optional[str], mode: str, progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
+def _sync(connect: List[str], network: Optional[str], chainstate: Optional[str], settings: _RunSettings, timeout: float,
+          headers_wait: float, window: int, stop_height: Optional[int], getblocks: bool, statistics: bool,
+          datadir: Optional[str], progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
+def _sync_swiftsync(connect: List[str], hints: str, network: Optional[str], chainstate: Optional[str], settings: _RunSettings,
+                    timeout: float, window: int, keep_recent: int, statistics: bool, datadir: Optional[str], mode: str,
+                    progress: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]: ...
 
 # SwiftSync (python/bindings/swiftsync.cpp; the API is ibdkit.swiftsync)
 class _Salt:

@@ -50,9 +50,11 @@ BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const Cons
     return setting ? *setting : params.default_assume_valid;
 }
 
-AssumeValidRule::AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params)
+AssumeValidRule::AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params,
+                                 const uint256& minimum_chain_work)
     : m_best(best), m_params(params), m_hash(ResolveAssumeValid(setting, params))
 {
+    m_params.minimum_chain_work = minimum_chain_work;
 }
 
 std::optional<std::string_view> AssumeValidRule::Reason(int height) const

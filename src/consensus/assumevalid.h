@@ -75,18 +75,20 @@ BlockHash ResolveAssumeValid(const std::optional<BlockHash>& setting, const Cons
 
 /// The assumevalid rule over a header chain whose tip is the best header: a replay's block files or
 /// a datadir's block index (known whole from the start), a peer's headers (growing as they arrive:
-/// each Reason reads the chain as it is then). Holds references to `best` and `params`, which must
-/// outlive it; not thread-safe with a writer of `best`.
+/// each Reason reads the chain as it is then). Holds a reference to `best`, which must outlive it;
+/// not thread-safe with a writer of `best`.
 class AssumeValidRule {
 public:
-    /// `setting` as for ResolveAssumeValid.
-    AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params);
+    /// `setting` as for ResolveAssumeValid; `minimum_chain_work` the run's (Core's
+    /// -minimumchainwork, RunSettings::MinimumChainWork), in place of `params`' own.
+    AssumeValidRule(const HeaderChain& best, const std::optional<BlockHash>& setting, const ConsensusParams& params,
+                    const uint256& minimum_chain_work);
     /// ScriptCheckReason for the block at `height` of the chain (above the genesis).
     std::optional<std::string_view> Reason(int height) const;
 
 private:
     const HeaderChain& m_best;
-    const ConsensusParams& m_params;
+    ConsensusParams m_params;
     BlockHash m_hash;
 };
 

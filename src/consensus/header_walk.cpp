@@ -59,4 +59,14 @@ void HeaderWalk::Adopt()
     m_shown = m_chain.Height();
 }
 
+std::optional<std::string> BelowMinimumChainWork(const HeaderChain& chain, const uint256& minimum)
+{
+    const arith_uint256& work = chain.ChainWork().back();
+    if (!(work < UintToArith256(minimum))) return std::nullopt;
+    return "the peers' best header chain (height " + std::to_string(chain.Height()) + ", work " + ArithToUint256(work).ToHex() +
+           ") has less work than the minimum chain work " + minimum.ToHex() +
+           ": Core would not sync it (peers of another network or far behind: connect to others; a test chain: "
+           "--minimum-chain-work 0)";
+}
+
 } // namespace ibdkit

@@ -73,4 +73,9 @@ private:
     int m_shown{-1};
 };
 
+/// Why Core would not download the blocks of `chain`, a peers' best header chain: its work is below
+/// `minimum` (Core's -minimumchainwork, RunSettings::MinimumChainWork); nullopt when it is not. The
+/// words every P2P sync refuses such a chain with, naming the work, the minimum and the fixes.
+std::optional<std::string> BelowMinimumChainWork(const HeaderChain& chain, const uint256& minimum);
+
 } // namespace ibdkit

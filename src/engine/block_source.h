@@ -99,7 +99,7 @@ public:
 private:
     const EngineOptions& m_o;
     const HeaderChain& m_headers;
-    ConsensusParams m_av_params; ///< the network's, with the run's minimum chain work
+    int m_bip34_height;
     AssumeValidRule m_assumevalid;
 };
 

@@ -73,6 +73,7 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
 
 std::optional<Error> ChainstateHandle::CheckOutputs(const EngineOptions& o)
 {
+    if (auto bad = CheckRunSettings(o)) return bad;
     if (auto refused = CheckChainstateWritable(o.chainstate)) return refused;
     if (auto refused = CheckUndoDirWritable(o.undo_dir)) return refused;
     return CheckUndoApartFromChainstate(o.undo_dir, o.chainstate);
@@ -80,6 +81,7 @@ std::optional<Error> ChainstateHandle::CheckOutputs(const EngineOptions& o)
 
 Result<ChainstateHandle> ChainstateHandle::OpenFor(const EngineOptions& o, const std::string& temp_prefix, ChainType chain)
 {
+    if (auto bad = CheckRunSettings(o)) return *bad;
     std::filesystem::path dir = o.chainstate;
     if (!o.datadir_out.empty()) {
         // Refused before anything is written; with no chainstate named, bitcoind's place for it.

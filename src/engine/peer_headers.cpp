@@ -99,12 +99,8 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
 // Core does not download a header chain below the network's minimum chain work.
 void PeerHeaders::CheckMinimumChainWork()
 {
-    const arith_uint256 minimum = UintToArith256(m_link.o.minimum_chain_work.value_or(m_link.params.consensus.minimum_chain_work));
-    const arith_uint256& work = m_link.chain.ChainWork().back();
-    if (work < minimum) {
-        m_link.Fail({NetErrc::Misbehaving, "the peer's best header chain (height " + std::to_string(m_link.chain.Height()) + ", work " +
-                                        ArithToUint256(work).ToHex() + ") has less work than the network's minimum chain work " +
-                                        ArithToUint256(minimum).ToHex() + ": not downloading it"});
+    if (auto below = BelowMinimumChainWork(m_link.chain, m_link.o.MinimumChainWork(m_link.params.consensus.minimum_chain_work))) {
+        m_link.Fail({NetErrc::Misbehaving, *below});
     }
 }
 

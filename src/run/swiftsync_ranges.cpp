@@ -29,6 +29,7 @@ Result<SwiftSyncRangesResult> CheckSwiftSyncRanges(const SwiftSyncRangesOptions&
         undo = std::move(*u);
         co.undo = &*undo;
         co.assumevalid = o.assumevalid;
+        co.minimum_chain_work = o.minimum_chain_work;
         co.skip_scripts = o.skip_scripts;
     }
     SwiftSyncRangesResult res;

@@ -65,9 +65,10 @@ public:
         // file, or the last run's download when a dropped peer made the engine start again).
         HeaderChain start = *m_chain;
         start.Truncate(best.IsNull() ? 0 : m_chain->HeightOf(best).value_or(0));
-        auto headers = swiftsync::DownloadHeaders(m_peers, std::move(start), m_params, m_o.timeout, m_out.notes, m_out.sync.headers_received);
+        auto headers = swiftsync::DownloadHeaders(m_peers, std::move(start), m_o.MinimumChainWork(m_params.consensus.minimum_chain_work),
+                                                  m_o.timeout, m_out.notes, m_out.sync.headers_received);
         if (!headers) {
-            if (headers.error().code != Errc::Refused) return headers.error();
+            if (headers.error().code != Errc::NotFound) return headers.error();
             m_out.sync.failure = NetError{NetErrc::Misbehaving, headers.error().message};
             p.failed = true;
             return p;

@@ -482,15 +482,13 @@ private:
 
 Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const PeersRun& peers)
 {
+    if (auto bad = CheckRunSettings(options)) return *bad;
     SwiftSyncOptions o = options;
     o.threads = ResolveThreads(o.threads);
     o.mode = peers.mode;
     const bool coins = peers.mode == AggregateMode::Coins;
     if (!coins && peers.datadir) {
         return Error{Errc::InvalidValue, "a data directory's undo data comes from the peers' spent coins: write one in coins mode"};
-    }
-    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
-        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
     }
     if (peers.connect.empty()) return Error{Errc::InvalidValue, "give at least one peer to sync from"};
     const auto t0 = std::chrono::steady_clock::now();
@@ -500,7 +498,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     PeersRunResult out;
     auto connected = ConnectPeers(peers.connect, params, o.policy, peers.fetch.timeout, peers.fetch.interrupt, out.unreachable);
     if (!connected) return connected.error();
-    auto headers = DownloadHeaders(*connected, params, peers.fetch.timeout, out.notes);
+    auto headers = DownloadHeaders(*connected, params, o.MinimumChainWork(params.consensus.minimum_chain_work), peers.fetch.timeout, out.notes);
     if (!headers) return headers.error();
     out.headers.emplace(std::move(*headers));
     const uint32_t n = hints->height();

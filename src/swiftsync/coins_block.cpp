@@ -16,7 +16,7 @@ namespace ibdkit::swiftsync {
 CoinsBlockRules::CoinsBlockRules(const HeaderChain& headers, ChainType chain, const Hints& hints, const SaltedHasher& hasher,
                                  bool collect_unspent, const CoinsModeOptions& coins)
     : m_headers(headers), m_chain(chain), m_params(GetChainParams(chain).consensus), m_hints(hints), m_hasher(hasher),
-      m_collect_unspent(collect_unspent), m_skip_scripts(coins.skip_scripts), m_assumevalid(headers, coins.assumevalid, m_params),
+      m_collect_unspent(collect_unspent), m_skip_scripts(coins.skip_scripts), m_assumevalid(headers, coins.assumevalid, m_params, coins.minimum_chain_work.value_or(m_params.minimum_chain_work)),
       // Where BIP34 holds from height 1, no coinbase can repeat another (connect.cpp, Bip30For).
       m_collect_bip30(m_params.bip34_height > 1), m_now(int64_t(std::time(nullptr)))
 {

@@ -85,14 +85,14 @@ std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
 
 } // namespace
 
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
-                                    std::vector<std::string>& notes)
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, const uint256& minimum_chain_work,
+                                    std::chrono::milliseconds timeout, std::vector<std::string>& notes)
 {
     uint64_t received = 0;
-    return DownloadHeaders(peers, HeaderChain(params), params, timeout, notes, received);
+    return DownloadHeaders(peers, HeaderChain(params), minimum_chain_work, timeout, notes, received);
 }
 
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const uint256& minimum_chain_work,
                                     std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received)
 {
     HeaderChain chain = std::move(start);
@@ -111,11 +111,7 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderCha
         const int claimed = std::clamp(peers[k].peer->info().version.start_height, 0, chain.Height());
         peers[k].best_height = uint32_t(shown[k] >= 0 ? shown[k] : claimed);
     }
-    const arith_uint256 minimum = UintToArith256(params.consensus.minimum_chain_work);
-    if (chain.ChainWork().back() < minimum) {
-        return Error{Errc::Refused, "the peers' header chain (height " + std::to_string(chain.Height()) +
-                                        ") has less work than the network's minimum chain work: Core would not sync it"};
-    }
+    if (auto below = BelowMinimumChainWork(chain, minimum_chain_work)) return Error{Errc::NotFound, *below};
     return chain;
 }
 

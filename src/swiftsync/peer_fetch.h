@@ -64,16 +64,16 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
 /// above the fork only with more chain work (Core's choice; on a tie the first seen stays), so the
 /// result is the peers' chain with the most work. A peer whose headers fail a check or do not
 /// connect adds nothing and is dropped (ConnectedPeer::dropped; its reason goes to `notes`, as
-/// does a branch followed or left, or a peer that went silent); a chain below the network's
-/// minimum chain work is an error (Errc::Refused).
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, std::chrono::milliseconds timeout,
-                                    std::vector<std::string>& notes);
+/// does a branch followed or left, or a peer that went silent); a chain below `minimum_chain_work`
+/// (the run's, RunSettings::MinimumChainWork) is an error (Errc::NotFound, BelowMinimumChainWork's words).
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, const ChainParams& params, const uint256& minimum_chain_work,
+                                    std::chrono::milliseconds timeout, std::vector<std::string>& notes);
 /// The same onto `start` (full headers, e.g. those below a chainstate's tip, already checked):
 /// each peer is asked from its tip (the locator), so only the headers above it travel. The first
 /// peer to answer may fork below `start`'s tip whatever its work (its chain then replaces the part
 /// above the fork, as from the genesis: `start` is no peer's claim); later peers' branches as above.
 /// `received` counts the headers that arrived.
-Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const ChainParams& params,
+Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderChain start, const uint256& minimum_chain_work,
                                     std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received);
 
 /// A block as it arrived with its spent coins.

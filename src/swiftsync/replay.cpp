@@ -186,7 +186,8 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     res.height = run.hints->height();
     res.tip = headers.Hash(int(res.height));
     if (o.mode == AggregateMode::Coins && !o.skip_scripts) {
-        const AssumeValidRule rule(headers, o.assumevalid, GetChainParams(run.chain).consensus);
+        const ConsensusParams& params = GetChainParams(run.chain).consensus;
+        const AssumeValidRule rule(headers, o.assumevalid, params, o.MinimumChainWork(params.minimum_chain_work));
         for (uint32_t h = 1; h <= res.height; ++h) {
             if (auto why = rule.Reason(int(h))) {
                 res.script_checks_from_height = int(h);
@@ -248,6 +249,7 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     }
     CoinsModeOptions co;
     co.assumevalid = o.assumevalid;
+    co.minimum_chain_work = o.minimum_chain_work;
     co.skip_scripts = o.skip_scripts;
     auto partial = run.check(salt, ro, co);
     res.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
@@ -276,11 +278,9 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
 
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
 {
+    if (auto bad = CheckRunSettings(options)) return *bad;
     SwiftSyncOptions o = options;
     o.threads = ResolveThreads(o.threads);
-    if (o.threads > MAX_THREADS || o.dbcache_mib < 1) {
-        return Error{Errc::InvalidValue, "threads must be 0 (every core) to " + std::to_string(MAX_THREADS) + " and dbcache at least 1"};
-    }
     const auto t0 = std::chrono::steady_clock::now();
     auto loc = LocateForMode(o.source, o.mode);
     if (!loc) return loc.error();
@@ -308,12 +308,6 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     auto res = CheckAndWrite(o, run);
     if (res) res->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
-}
-
-RunSettings SettingsFromClassic(RunSettings classic) noexcept
-{
-    classic.dbcache_mib = std::max<std::size_t>(classic.dbcache_mib, 1);
-    return classic;
 }
 
 Result<uint64_t> WriteUnspentRuns(std::span<const std::span<const uint8_t>> runs, const std::filesystem::path& dir, ChainType chain,

@@ -61,6 +61,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     ro.on_progress = o.on_progress;
     CoinsModeOptions co;
     co.assumevalid = o.assumevalid;
+    co.minimum_chain_work = o.minimum_chain_work;
     co.skip_scripts = o.skip_scripts;
     auto partial = CheckFromGenesis(*loc, o.source.datadir, *hints, salt, res.height, o.mode, ro, co);
     if (!partial) return partial.error();

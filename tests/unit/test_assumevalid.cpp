@@ -184,7 +184,7 @@ TEST(AssumeValid, TheRuleReadsTheHeaderChainAsItIsNow)
 {
     FakeChain growing(1200);
     const ConsensusParams p = Params();
-    const AssumeValidRule rule(growing.chain, growing.hashes[1000], p);
+    const AssumeValidRule rule(growing.chain, growing.hashes[1000], p, p.minimum_chain_work);
     EXPECT_EQ(rule.Reason(500), "block too recent relative to best header");
     for (int h = 1200; h < 4000; ++h) growing.chain.AppendKnown(FakeHash(h), HeaderInfo{0, DIFF1_BITS});
     EXPECT_EQ(rule.Reason(500), std::nullopt);
@@ -193,7 +193,19 @@ TEST(AssumeValid, TheRuleReadsTheHeaderChainAsItIsNow)
     EXPECT_EQ(rule.Reason(4000), "block not in best header chain");
     growing.chain.Truncate(900);
     EXPECT_EQ(rule.Reason(500), "assumevalid hash not in headers");
-    EXPECT_EQ(AssumeValidRule(growing.chain, BlockHash{}, p).Reason(10), "assumevalid=0 (always verify)");
+    EXPECT_EQ(AssumeValidRule(growing.chain, BlockHash{}, p, p.minimum_chain_work).Reason(10), "assumevalid=0 (always verify)");
+}
+
+// The run's minimum chain work (--minimum-chain-work), not the network's, decides Core's fourth
+// condition: above the chain's work, no script is skipped.
+TEST(AssumeValid, TheRunsMinimumChainWorkReplacesTheNetworks)
+{
+    FakeChain chain(4000);
+    const ConsensusParams p = Params();
+    const arith_uint256 work = chain.chain.ChainWork().back();
+    EXPECT_EQ(AssumeValidRule(chain.chain, chain.hashes[1000], p, ArithToUint256(work)).Reason(500), std::nullopt);
+    EXPECT_EQ(AssumeValidRule(chain.chain, chain.hashes[1000], p, ArithToUint256(work + arith_uint256(1))).Reason(500),
+              "best header chainwork below minimumchainwork");
 }
 
 TEST(HeaderChain, WorkHeightsAndAncestryFromTheGenesis)

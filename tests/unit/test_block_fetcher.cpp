@@ -203,7 +203,7 @@ std::pair<std::vector<ConnectedPeer>, HeaderChain> BehindAndHonest(BlockServer& 
     peers.push_back(behind.Connect("behind"));
     peers.push_back(honest.Connect("honest"));
     std::vector<std::string> notes;
-    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    auto headers = DownloadHeaders(peers, Regtest(), Regtest().consensus.minimum_chain_work, std::chrono::seconds(10), notes);
     if (!headers) throw std::runtime_error(headers.error().message);
     if (!notes.empty()) throw std::runtime_error(notes.front());
     return {std::move(peers), std::move(*headers)};
@@ -269,7 +269,7 @@ TEST(DownloadHeaders, APeerFarBehindIsAskedOnUntilItsTip)
     peers.push_back(ahead.Connect("ahead"));
     peers.push_back(behind.Connect("behind"));
     std::vector<std::string> notes;
-    auto headers = DownloadHeaders(peers, Regtest(), std::chrono::seconds(10), notes);
+    auto headers = DownloadHeaders(peers, Regtest(), Regtest().consensus.minimum_chain_work, std::chrono::seconds(10), notes);
     ASSERT_TRUE(headers) << headers.error().message;
     EXPECT_EQ(headers->Height(), 8300);
     EXPECT_TRUE(notes.empty()) << notes.front();

@@ -4,6 +4,7 @@
 #include <ibdkit/engine/sync.h>
 #include <ibdkit/settings/run_settings.h>
 #include <ibdkit/swiftsync/replay.h>
+#include <ibdkit/threads.h>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@ void ExpectSameSettings(const RunSettings& a, const RunSettings& b)
     EXPECT_EQ(a.threads, b.threads);
     EXPECT_EQ(a.assumevalid, b.assumevalid);
     EXPECT_EQ(a.skip_scripts, b.skip_scripts);
+    EXPECT_EQ(a.minimum_chain_work, b.minimum_chain_work);
 }
 
 RunSettings Unusual()
@@ -27,6 +29,7 @@ RunSettings Unusual()
     s.threads = 3;
     s.assumevalid = BlockHash{};
     s.skip_scripts = true;
+    s.minimum_chain_work = *ParseMinimumChainWork("1234");
     return s;
 }
 
@@ -38,6 +41,7 @@ TEST(RunSettings, EveryRunStartsFromTheSameDefaults)
     EXPECT_EQ(defaults.threads, 0u); // every core
     EXPECT_FALSE(defaults.assumevalid);
     EXPECT_FALSE(defaults.skip_scripts);
+    EXPECT_FALSE(defaults.minimum_chain_work); // the network's
     ExpectSameSettings(ReplayOptions{}, defaults);
     ExpectSameSettings(SyncOptions{}, defaults);
     ExpectSameSettings(swiftsync::SwiftSyncOptions{}, defaults);
@@ -59,14 +63,57 @@ TEST(RunSettings, OneAssignmentHandsAllOfThemOnAndNothingElse)
     ExpectSameSettings(next, Unusual());
 }
 
-TEST(RunSettings, SwiftSyncTakesAClassicRunsSettingsWithAtLeastOneMiB)
+// --dbcache 0 once meant "flush after every block" to the classic engine and was refused or raised
+// to 1 MiB by SwiftSync, differently in the CLI and Python: it is now the least on every path, and
+// the settings' rules are the library's.
+TEST(RunSettings, ZeroDbcacheIsTheLeastOnEveryPathAndTheRulesAreChecked)
 {
-    RunSettings classic = Unusual();
-    ExpectSameSettings(swiftsync::SettingsFromClassic(classic), classic);
-    classic.dbcache_mib = 0; // the classic engine: flush after every block
-    RunSettings expected = classic;
-    expected.dbcache_mib = 1;
-    ExpectSameSettings(swiftsync::SettingsFromClassic(classic), expected);
+    RunSettings s;
+    s.dbcache_mib = 0;
+    EXPECT_FALSE(CheckRunSettings(s));
+    s.dbcache_mib = MAX_DBCACHE_MIB;
+    EXPECT_FALSE(CheckRunSettings(s));
+    s.dbcache_mib = MAX_DBCACHE_MIB + 1;
+    auto bad = CheckRunSettings(s);
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->code, Errc::InvalidValue);
+    EXPECT_NE(bad->message.find("dbcache must be 0 (the least) to 1048576 MiB"), std::string::npos) << bad->message;
+
+    s = RunSettings{};
+    s.threads = MAX_THREADS + 1;
+    ASSERT_TRUE(CheckRunSettings(s));
+    EXPECT_NE(CheckRunSettings(s)->message.find("threads must be 0 (every core) to 1024"), std::string::npos);
+
+    s = RunSettings{};
+    s.skip_scripts = true;
+    EXPECT_FALSE(CheckRunSettings(s));
+    s.assumevalid = BlockHash{};
+    ASSERT_TRUE(CheckRunSettings(s));
+    EXPECT_NE(CheckRunSettings(s)->message.find("skip-scripts trusts every script: drop assumevalid"), std::string::npos);
+}
+
+TEST(RunSettings, MinimumChainWorkIsParsedAsCoreTakesIt)
+{
+    auto small = ParseMinimumChainWork("0x1f");
+    ASSERT_TRUE(small.ok());
+    EXPECT_EQ(small->ToHex(), std::string(62, '0') + "1f");
+    auto bare = ParseMinimumChainWork("1F");
+    ASSERT_TRUE(bare.ok());
+    EXPECT_EQ(*bare, *small);
+    const std::string full = "00000000000000000000000000000000000000000000b1f3b93b65b16d035a82";
+    ASSERT_TRUE(ParseMinimumChainWork(full).ok());
+    EXPECT_EQ(ParseMinimumChainWork(full)->ToHex(), full);
+    for (const char* bad : {"", "0x", "xyz", "12 34", "-1", "1" "0000000000000000000000000000000000000000000000000000000000000000"}) {
+        auto r = ParseMinimumChainWork(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().code, Errc::InvalidValue);
+        EXPECT_NE(r.error().message.find("as Core's -minimumchainwork takes it, got '" + std::string(bad) + "'"), std::string::npos);
+    }
+    RunSettings s;
+    const uint256 network = *small;
+    EXPECT_EQ(s.MinimumChainWork(network), network);
+    s.minimum_chain_work = *bare;
+    EXPECT_EQ(s.MinimumChainWork(uint256{}), *bare);
 }
 
 } // namespace

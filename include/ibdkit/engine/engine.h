@@ -74,7 +74,8 @@ struct EngineProgress {
 };
 
 /// What every run takes, whatever its block source: the shared settings (dbcache_mib, policy,
-/// threads, assumevalid, skip_scripts: settings/run_settings.h) and the engine's own.
+/// threads, assumevalid, skip_scripts, minimum_chain_work: settings/run_settings.h) and the
+/// engine's own.
 struct EngineOptions : RunSettings {
     /// Where the chainstate is kept; empty: a temporary directory, removed afterwards. A kept one
     /// records the run's network in its marker (`ChainstateNetworkRecord`, common/write_guard.h).
@@ -109,10 +110,6 @@ struct EngineOptions : RunSettings {
     /// blocks with their spent outputs takes from a replay (spent/spent_block.h). A block that was
     /// only rolled forward while recovering an interrupted flush is not reported.
     std::function<void(const Block& block, int height, const BlockUndo& spent)> on_connected;
-    /// Core's -minimumchainwork (nullopt: the network's nMinimumChainWork): a peer's header chain
-    /// with less is not downloaded, and the assumevalid rule skips no script while the best
-    /// header chain has less.
-    std::optional<uint256> minimum_chain_work;
 };
 
 /// What a run produced. Counters (blocks, txs, inputs, outputs, bytes, flushes, recovered_blocks)

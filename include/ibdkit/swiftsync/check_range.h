@@ -100,6 +100,7 @@ struct CoinsModeOptions {
     /// checked against its block's parent hash, none trusted until the aggregates balance.
     const DatadirUndo* undo{nullptr};
     std::optional<BlockHash> assumevalid; ///< as RunSettings::assumevalid (settings/run_settings.h; nullopt: the network's)
+    std::optional<uint256> minimum_chain_work; ///< as RunSettings::minimum_chain_work (nullopt: the network's)
     bool skip_scripts{false};             ///< trust every script (a benchmark, as replay --skip-scripts)
 };
 

@@ -31,8 +31,8 @@
 
 namespace ibdkit::swiftsync {
 
-/// The shared settings (settings/run_settings.h: dbcache_mib at least 1 here, bounding the coins
-/// held while they are sorted; assumevalid and skip_scripts in coins mode) and SwiftSync's own.
+/// The shared settings (settings/run_settings.h: dbcache_mib bounding the coins held while they
+/// are sorted; assumevalid and skip_scripts in coins mode) and SwiftSync's own.
 struct SwiftSyncOptions : RunSettings {
     BlockFileSource source;           ///< the blocks, exactly one; coins mode needs a datadir (its rev files)
     std::filesystem::path hints;      ///< the hintsfile (BIP 456) for height n
@@ -70,10 +70,6 @@ struct SwiftSyncResult {
 /// write. Not thread-safe with another run on the same chainstate. Blocks until the run ends;
 /// `on_progress` runs on the calling thread.
 Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options);
-
-/// A classic run's settings (replay's, sync's) as SwiftSync takes them: the same, with a dbcache of
-/// 0 MiB (the classic engine's flush after every block) raised to SwiftSync's least, 1. Pure.
-RunSettings SettingsFromClassic(RunSettings classic) noexcept;
 
 /// The unspent runs of ranges that a verdict accepted (partial.h; from other machines, e.g. a Dask
 /// run) written as a new chainstate at `dir` with `tip`, the block at n, as its best block: the
