@@ -6,6 +6,7 @@
 
 #include "stream/streams.h"
 #include "coins/coins_db_internal.h"
+#include "common/temp_dir.h"
 #include "common/write_guard_internal.h"
 
 #include <sys/resource.h>
@@ -41,14 +42,9 @@ Result<ChainstateHandle> ChainstateHandle::Open(const std::filesystem::path& dir
     h.m_dir = dir;
     h.m_temporary = dir.empty();
     if (h.m_temporary) {
-        // A fresh folder every time: a name from the process id could meet the leftover of a
-        // killed run that had the same id, and continue (or refuse) that run's chainstate.
-        std::string tmpl = (std::filesystem::temp_directory_path() / (temp_prefix + "-XXXXXX")).string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            return Error{Errc::Corrupt, "cannot make a temporary chainstate in " +
-                                            std::filesystem::temp_directory_path().string() + ": " + std::strerror(errno)};
-        }
-        h.m_dir = tmpl;
+        auto made = MakeTempDir(temp_prefix);
+        if (!made) return made.error();
+        h.m_dir = std::move(*made);
     }
     CoinsDBOptions dbo;
     dbo.policy = policy;

@@ -26,8 +26,6 @@
 
 namespace ibdkit::sync_detail {
 
-inline double Seconds(NetClock::time_point since) { return std::chrono::duration<double>(NetClock::now() - since).count(); }
-
 /// What the header chain and the block download share: the run's options and result, the header
 /// chain, the one connection (its messages in the run's buffer policy), the mode, and the heights
 /// the engine's thread reads for progress.

@@ -157,7 +157,7 @@ Result<ReplayResult> Replay(const ReplayOptions& opts)
                                              " connects to the " + std::string(ChainTypeName(sc->chain)) + " genesis block"};
     }
 
-    auto cs = ChainstateHandle::OpenFor(opts, "ibdkit-replay", sc->chain);
+    auto cs = ChainstateHandle::OpenFor(opts, "replay", sc->chain);
     if (!cs) return cs.error();
     FileSource source(opts, *sc);
     auto run = engine::RunEngine(opts, GetChainParams(sc->chain), source, *cs, res);

@@ -25,8 +25,6 @@ namespace ibdkit {
 
 namespace {
 
-using sync_detail::Seconds;
-
 // One peer as a block source: the handshake and header sync in Prepare, then blocks requested in
 // a window and emitted in chain order as they arrive (the engine decodes, checks and connects them).
 class PeerSource final : public engine::BlockSource {
@@ -71,7 +69,7 @@ public:
         m_link.res.peer_height = pv.start_height;
         m_link.res.peer_services = pv.services;
         m_block_type = (pv.services & NODE_WITNESS) ? MSG_WITNESS_BLOCK : MSG_BLOCK;
-        m_link.res.handshake_seconds = Seconds(t_start);
+        m_link.res.handshake_seconds = SecondsSince(t_start);
         m_link.PublishHeights();
 
         // ---- headers ----
@@ -82,7 +80,7 @@ public:
             if (!Failed() && !m_link.getblocks) m_headers.CheckMinimumChainWork();
         }
         m_link.res.mode = m_link.getblocks ? "getblocks" : "headers";
-        m_link.res.headers_seconds = Seconds(t_headers);
+        m_link.res.headers_seconds = SecondsSince(t_headers);
         return std::nullopt;
     }
 
@@ -451,7 +449,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
     res.chain = opts.chain;
     const ChainParams& params = GetChainParams(opts.chain);
 
-    auto cs = ChainstateHandle::OpenFor(opts, "ibdkit-sync", opts.chain);
+    auto cs = ChainstateHandle::OpenFor(opts, "sync", opts.chain);
     if (!cs) return cs.error();
     HeaderChain chain(params);
     const auto headers_file = cs->dir() / HEADERS_FILE;
@@ -465,7 +463,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
             res.failure = socket.error();
         }
         res.header_height = chain.Height();
-        res.total_seconds = Seconds(t_start);
+        res.total_seconds = SecondsSince(t_start);
         return res;
     }
     PeerSource source(opts, params, chain, headers_file, res, std::move(*socket));
@@ -491,7 +489,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
         res.reject_height = -1;
     }
     res.header_height = chain.Height();
-    res.total_seconds = Seconds(t_start);
+    res.total_seconds = SecondsSince(t_start);
     return res;
 }
 

@@ -3,6 +3,8 @@
 
 #include "kv/store.h"
 
+#include "common/temp_dir.h"
+
 #include "kv/bulk_load.h"
 #include "kv/leveldb_env.h"
 #include "kv/snapshot.h"
@@ -219,12 +221,9 @@ std::unique_ptr<Store> Store::Open(const std::filesystem::path& path_in, const S
         }
         // Private scratch directory for whatever LevelDB writes while opening (log replay, new
         // MANIFEST, compactions): the user's directory is never written.
-        std::string tmpl = (std::filesystem::temp_directory_path() / "ibdkit-ro-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) {
-            return fail(StoreStatus::Error(StoreStatus::Code::IoError, "cannot create a scratch directory in " +
-                                                                            std::filesystem::temp_directory_path().string()));
-        }
-        im.scratch = tmpl;
+        auto made = MakeTempDir("ro");
+        if (!made) return fail(StoreStatus::Error(StoreStatus::Code::IoError, made.error().message));
+        im.scratch = std::move(*made);
         store->m_snapshot = opt.snapshot || IsDirectoryLocked(path);
         if (store->m_snapshot) {
             // A copy can end in a log record the writer had not finished: LevelDB drops a torn

@@ -24,8 +24,6 @@ namespace ibdkit::run {
 
 namespace {
 
-double SecondsSince(NetClock::time_point t) { return std::chrono::duration<double>(NetClock::now() - t).count(); }
-
 /// The peers as a block source: connected and their headers downloaded in Prepare, then each
 /// Produce fetches its heights from every peer still serving (connected again when an earlier
 /// Produce let them go). A peer whose block does not decode or is mutated is left out from then on,
@@ -252,7 +250,7 @@ Result<SyncPeersResult> SyncFromPeers(const SyncOptions& options, const std::vec
     SyncPeersResult out;
     out.sync.chain = options.chain;
     const ChainParams& params = GetChainParams(options.chain);
-    auto cs = ChainstateHandle::OpenFor(options, "ibdkit-sync", options.chain);
+    auto cs = ChainstateHandle::OpenFor(options, "sync", options.chain);
     if (!cs) return cs.error();
     HeaderChain loaded(params);
     const auto headers_file = cs->dir() / HEADERS_FILE;

@@ -32,6 +32,9 @@ class SendRateLimit;
 
 using NetClock = std::chrono::steady_clock;
 
+/// Seconds from `since` to now, as a run's results report the time a phase took.
+inline double SecondsSince(NetClock::time_point since) { return std::chrono::duration<double>(NetClock::now() - since).count(); }
+
 /// A connected stream socket (owns the descriptor).
 class Socket {
 public:
