@@ -9,7 +9,9 @@ include/ibdkit/**/*.h:
   `tests/...`, `python/...`, `cli/...`, `bench/...`, `cmake/...`, `contrib/...`), with or without backticks.
   Patterns (`*`, `<area>`, `{h,cpp}`, `…`) are not paths and are skipped. Another project's path
   is written with its project in front (`bitcoin/src/validation.cpp`), which this check skips.
-And README.md has at most 160 lines, docs/benchmarks.md at most 300.
+And README.md has at most 160 lines, docs/benchmarks.md at most 300; no README.md line is longer
+than 200 characters and no cell of a README.md table longer than 120: a reader takes the front page
+in at a glance, and what does not fit goes into docs/ (the full tables: docs/benchmarks.md, docs/cli.md).
 
 Needs no build and no network; a failure lists `file:line: missing path`.
 """
@@ -20,6 +22,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 TOP_DIRS = ("docs", "src", "include", "scripts", "tests", "python", "cli", "bench", "cmake", "contrib")
 LIMITS = {"README.md": 160, "docs/benchmarks.md": 300}
+README_LINE_CHARS = 200
+README_CELL_CHARS = 120
 
 # A path that starts with a top-level directory; not preceded by a character that would make it
 # the tail of a longer path or word (/tmp/x/src/..., bitcoin/src/..., my_docs/...).
@@ -123,3 +127,24 @@ def test_readme_and_benchmarks_stay_short():
         if n > limit:
             too_long.append(f"{rel}: {n} lines, at most {limit}")
     assert not too_long, "\n" + "\n".join(too_long)
+
+
+def table_cells(line):
+    """The cells of a Markdown table row (`\\|` inside a cell is no separator)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def test_table_cells_split_on_unescaped_bars():
+    assert table_cells("| `a\\|b` | c |") == ["`a\\|b`", "c"]
+
+
+def test_readme_lines_and_table_cells_stay_short():
+    too_long = []
+    for n, line, fenced in markdown_lines(ROOT / "README.md"):
+        if len(line) > README_LINE_CHARS:
+            too_long.append(f"README.md:{n}: a line of {len(line)} characters")
+        if not fenced and line.startswith("|"):
+            too_long += [f"README.md:{n}: a table cell of {len(c)} characters: {c[:60]}…"
+                         for c in table_cells(line) if len(c) > README_CELL_CHARS]
+    assert not too_long, (f"\nREADME.md keeps lines within {README_LINE_CHARS} characters and table cells within "
+                          f"{README_CELL_CHARS}; move the detail into docs/ and link it:\n" + "\n".join(too_long))
