@@ -9,6 +9,7 @@ set(IBDKIT_PY_TEST_COSTS
   test_kill_campaign 69
   test_sync_btcd 57
   test_replay_datadir 47
+  test_docs_node 42
   test_spent_core 42
   test_serve 42
   test_undo_core 25
