@@ -215,8 +215,8 @@ def test_real_blocks_same_verdict(cli, shared, tmp_path):
             cases.append((p.read_bytes(), "main", True, True))
             labels.append(name)
     for k, (net, raw) in enumerate(small_blocks(shared)):
-        # Signet blocks carry a block solution ibdkit does not verify: compare without PoW there.
-        cases.append((raw, net, net != "signet", True))
+        # With PoW on, signet blocks also have their solution checked (BIP 325), on both sides.
+        cases.append((raw, net, True, True))
         labels.append(f"{net}#{k}")
     ours = compare(cli, tmp_path, cases, labels)
     assert all(v == ("valid",) for v, _ in ours)
@@ -312,8 +312,6 @@ def test_mutated_blocks_same_verdict(cli, shared, tmp_path):
     cases, labels = [], []
     for net, raw in blocks[:80]:
         for label, mraw, pow_, merkle_ in mutations(rng, net, raw):
-            if net == "signet" and pow_:
-                pow_ = False  # block solution not verified by ibdkit (docs/primitives.md)
             cases.append((mraw, net, pow_, merkle_))
             labels.append(f"seed={seed} {net} {label}")
     assert len(cases) >= 1000

@@ -6,6 +6,7 @@
 #include <ibdkit/primitives/script_ops.h>
 
 #include "consensus/merkle.h"
+#include "consensus/signet.h"
 #include "consensus/tx_check.h"
 
 #include <algorithm>
@@ -44,7 +45,11 @@ bool CheckBlockRules(const Block& block, BlockValidationState& state, const Cons
     if (opts.check_pow && !CheckProofOfWork(block.GetHash().ToUint256(), block.bits, params)) {
         return state.Invalid(BlockValidationResult::BLOCK_INVALID_HEADER, "high-hash", "proof of work failed");
     }
-    // (Signet's block solution would be checked here: not implemented, see docs/primitives.md.)
+    // Signet: the block's signature, not its trivial proof of work, is what makes it valid; checked
+    // whenever proof of work is, before the merkle root as Core does (consensus/signet.h).
+    if (params.signet_blocks && opts.check_pow && !CheckSignetBlockSolution(block, params)) {
+        return state.Invalid(BlockValidationResult::BLOCK_CONSENSUS, "bad-signet-blksig", "signet block signature validation failure");
+    }
     if (opts.check_merkle_root) {
         bool mutated = false;
         const uint256 root = BlockMerkleRoot(block, &mutated);

@@ -26,7 +26,7 @@
 namespace ibdkit {
 
 struct CheckBlockOptions {
-    bool check_pow{true};         ///< proof of work against nBits and the network's pow limit
+    bool check_pow{true};         ///< proof of work against nBits and the network's pow limit (and a signet's block solution)
     bool check_merkle_root{true}; ///< merkle root and the CVE-2012-2459 mutation rule
 };
 
@@ -93,9 +93,10 @@ private:
 
 /// Core's CheckBlock on a block it does not take: returns true if every context-free rule holds,
 /// otherwise false with `state` holding Core's reject reason, in Core's order: high-hash,
-/// bad-txnmrklroot, bad-txns-duplicate, bad-blk-length, bad-cb-missing, bad-cb-multiple, the
-/// first failing transaction's CheckTransaction reason, bad-blk-sigops.
-/// Signet's block solution (bad-signet-blksig) is not checked (docs/primitives.md).
+/// bad-signet-blksig (on a network with `signet_blocks`, when `check_pow`: BIP 325's block
+/// solution to `signet_challenge`), bad-txnmrklroot, bad-txns-duplicate, bad-blk-length,
+/// bad-cb-missing, bad-cb-multiple, the first failing transaction's CheckTransaction reason,
+/// bad-blk-sigops.
 /// `legacy_sigops`, when given, receives each transaction's legacy sigop count (filled once the
 /// sigop rule is reached).
 bool CheckBlockRules(const Block& block, BlockValidationState& state, const ConsensusParams& params,
