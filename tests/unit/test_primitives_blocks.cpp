@@ -100,7 +100,7 @@ TEST(SharedBlocks, RoundTripIdsMerkleAndViewAgree)
         if (has_commitment) ++witness_blocks;
         EXPECT_TRUE(CheckBlockWeight(*owned, ws));
 
-        // Context-free checks pass (signet: the block solution is not checked).
+        // Context-free checks pass (signet: the block solution too, BIP 325).
         BlockValidationState st;
         EXPECT_TRUE(CheckBlockRules(*owned, st, GetChainParams(rb.chain).consensus)) << st.ToString();
 
