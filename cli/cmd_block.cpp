@@ -473,7 +473,7 @@ const CommandRegistrar block_cmd([](CLI::App& app) {
     check->add_option("FILE", args->path, "Raw block file (binary or hex), or - for standard input")->required();
     check->add_option("--network", args->network, "main, test, testnet4, signet or regtest")->capture_default_str();
     check->add_flag("--json", args->as_json, "Print the result as JSON");
-    check->add_flag("--no-pow", args->no_pow, "Skip the proof-of-work check (Core's fCheckPOW=false)");
+    check->add_flag("--no-pow", args->no_pow, "Skip the proof-of-work check and, on signet, the block solution (Core's fCheckPOW=false)");
     check->add_flag("--no-merkle", args->no_merkle, "Skip the merkle root check (Core's fCheckMerkleRoot=false)");
     check->add_flag("--allow-trailing", args->allow_trailing,
                     "With --lines: ignore bytes after the block, as Core's P2P code and C API do (default: TrailingData error)");
