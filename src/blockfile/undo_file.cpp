@@ -128,14 +128,36 @@ UndoFileReader::~UndoFileReader()
     }
 }
 
+void UndoFileReader::KeepOpenAtMost(std::size_t n)
+{
+    IBDKIT_EXPECTS(n >= 1, "a reader keeps at least one file open");
+    m_max_open = n;
+    CloseBeyond(n);
+}
+
+void UndoFileReader::CloseBeyond(std::size_t keep)
+{
+    while (m_open.size() > keep) {
+        const auto it = m_fds.find(m_open.front());
+        ::close(it->second);
+        m_fds.erase(it);
+        m_open.erase(m_open.begin());
+    }
+}
+
 Result<std::size_t> UndoFileReader::ReadAt(uint32_t file, uint64_t offset, std::span<std::byte> dst)
 {
     auto it = m_fds.find(file);
     if (it == m_fds.end()) {
+        CloseBeyond(m_max_open - 1);
         const auto p = UndoFilePath(m_dir, file);
         const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) return FileError(p, std::string("cannot open for reading: ") + std::strerror(errno));
         it = m_fds.emplace(file, fd).first;
+        m_open.push_back(file);
+    } else if (m_max_open != SIZE_MAX && m_open.back() != file) {
+        m_open.erase(std::find(m_open.begin(), m_open.end(), file));
+        m_open.push_back(file);
     }
     const ssize_t r = PreadFull(it->second, dst.data(), dst.size(), offset);
     if (r < 0) return FileError(UndoFilePath(m_dir, file), std::string("read failed: ") + std::strerror(errno));

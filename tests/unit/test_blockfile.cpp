@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
+#include <set>
 
 using namespace ibdkit;
 namespace fs = std::filesystem;
@@ -271,4 +273,38 @@ TEST(BlockFile, ScanReadsRecordPrefixesOnlyAndResyncIsLinear)
     EXPECT_EQ(st2->records, 0u);
     EXPECT_EQ(st2->skipped_bytes, bad.size());
     EXPECT_LE(st2->bytes_read, 2 * bad.size());
+}
+
+// A server reads the whole chain once per connection: without a bound each reader would hold every
+// blk file it reached open (thousands on mainnet, times the peers).
+TEST(BlockFile, ReaderKeepsAtMostTheFilesItIsToldOpenTheLeastRecentlyReadClosedFirst)
+{
+    TempDir t;
+    std::vector<fs::path> files;
+    for (int i = 0; i < 6; ++i) {
+        files.push_back(fs::canonical(t.path) / ("blk0000" + std::to_string(i) + ".dat"));
+        WriteFile(files.back(), std::vector<uint8_t>(100, uint8_t(i)));
+    }
+    auto read = [&](BlockFileReader& r, uint32_t i) {
+        std::array<std::byte, 4> got{};
+        ASSERT_TRUE(r.ReadInto(i, 10, got).ok());
+        EXPECT_EQ(got[3], std::byte(i)) << "file " << i;
+    };
+    {
+        BlockFileReader all(files, ObfuscationKey{});
+        for (uint32_t i = 0; i < 6; ++i) read(all, i);
+        EXPECT_EQ(test::OpenFilesUnder(t.path).size(), 6u) << "without a bound every file read stays open";
+    }
+    EXPECT_TRUE(test::OpenFilesUnder(t.path).empty());
+    BlockFileReader two(files, ObfuscationKey{});
+    two.KeepOpenAtMost(2);
+    for (uint32_t i : {0u, 1u, 0u, 2u}) read(two, i);
+    EXPECT_EQ(test::OpenFilesUnder(t.path), (std::set<fs::path>{files[0], files[2]})) << "file 1 was read least recently";
+    for (uint32_t i = 0; i < 6; ++i) read(two, i);
+    EXPECT_EQ(test::OpenFilesUnder(t.path), (std::set<fs::path>{files[4], files[5]}));
+    two.KeepOpenAtMost(1);
+    EXPECT_EQ(test::OpenFilesUnder(t.path), (std::set<fs::path>{files[5]}));
+    read(two, 3);
+    EXPECT_EQ(test::OpenFilesUnder(t.path), (std::set<fs::path>{files[3]}));
+    EXPECT_EQ(two.bytes_read(), 11u * 4);
 }

@@ -582,3 +582,26 @@ TEST(Undo, ReplayRefusesAnUndoDirectoryInsideCoresDirectories)
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("never writes into a Bitcoin Core directory"), std::string::npos) << r.error().message;
 }
+
+// As BlockFileReader's: a server's reader per connection keeps one rev file open, not every one a
+// peer's getbspent reached.
+TEST(Undo, ReaderKeepsAtMostTheFilesItIsToldOpen)
+{
+    test::TempDir t;
+    const auto dir = fs::canonical(t.path);
+    const BlockHash prev = *BlockHash::FromHex("0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206");
+    for (uint32_t i = 0; i < 4; ++i) {
+        std::vector<uint8_t> bytes;
+        AppendUndoRecord(bytes, REGTEST_MAGIC, prev, SerializeBlockUndo(BlockUndo{}));
+        std::ofstream(UndoFilePath(dir, i), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    }
+    UndoFileReader reader(dir, ObfuscationKey{}, REGTEST_MAGIC);
+    for (uint32_t i : {0u, 1u, 2u}) ASSERT_TRUE(reader.Read(i, 8, prev).ok()) << i;
+    EXPECT_EQ(test::OpenFilesUnder(dir).size(), 3u) << "without a bound every file read stays open";
+    reader.KeepOpenAtMost(2);
+    EXPECT_EQ(test::OpenFilesUnder(dir), (std::set<fs::path>{UndoFilePath(dir, 1), UndoFilePath(dir, 2)}));
+    for (uint32_t i : {1u, 3u}) ASSERT_TRUE(reader.Read(i, 8, prev).ok()) << i;
+    EXPECT_EQ(test::OpenFilesUnder(dir), (std::set<fs::path>{UndoFilePath(dir, 1), UndoFilePath(dir, 3)})) << "file 2 was read least recently";
+    reader.KeepOpenAtMost(1);
+    EXPECT_EQ(test::OpenFilesUnder(dir), (std::set<fs::path>{UndoFilePath(dir, 3)}));
+}

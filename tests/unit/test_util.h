@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -67,6 +68,19 @@ inline std::optional<std::filesystem::path> TestData(const std::string& rel)
     std::filesystem::path p = std::filesystem::path(IBDKIT_TEST_DATA) / rel;
     if (std::filesystem::exists(p)) return p;
     return std::nullopt;
+}
+
+/// The files under `dir` this process holds open now (from /proc/self/fd), by canonical path.
+inline std::set<std::filesystem::path> OpenFilesUnder(const std::filesystem::path& dir)
+{
+    const auto root = std::filesystem::canonical(dir).string() + "/";
+    std::set<std::filesystem::path> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        const auto target = std::filesystem::read_symlink(e.path(), ec);
+        if (!ec && target.string().rfind(root, 0) == 0) out.insert(target);
+    }
+    return out;
 }
 
 inline std::vector<uint8_t> ReadFile(const std::filesystem::path& p)

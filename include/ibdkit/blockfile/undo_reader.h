@@ -21,7 +21,8 @@
 namespace ibdkit {
 
 /// Random reads of undo records from the rev files of a directory (Core's blocks directory, or
-/// ibdkit's undo folder): files opened read-only on first use and kept open until the reader goes,
+/// ibdkit's undo folder): files opened read-only on first use and kept open until the reader goes
+/// (or, after KeepOpenAtMost, until that many others were read since),
 /// deobfuscated with `key` (a Core blocks directory's xor.dat; zero for ibdkit's). Nothing is
 /// written. One reader serves one thread at a time; readers of one directory may run at once.
 class UndoFileReader {
@@ -42,15 +43,23 @@ public:
     /// ReadBytes, then DecodeBlockUndo.
     Result<BlockUndo> Read(uint32_t file, uint32_t pos, const BlockHash& prev);
 
+    /// From here on at most `n` (≥ 1) files are open at once: opening another closes the one read
+    /// least recently (BlockFileReader::KeepOpenAtMost, for a server's reader per connection).
+    void KeepOpenAtMost(std::size_t n);
+
     /// Bytes read from the rev files so far (headers and checksums included).
     uint64_t bytes_read() const noexcept { return m_bytes_read; }
 
 private:
     Result<std::size_t> ReadAt(uint32_t file, uint64_t offset, std::span<std::byte> dst);
+    /// Closes the files read least recently until `keep` are open.
+    void CloseBeyond(std::size_t keep);
     std::filesystem::path m_dir;
     ObfuscationKey m_key;
     MessageStart m_magic;
     std::map<uint32_t, int> m_fds;
+    std::vector<uint32_t> m_open; ///< the keys of m_fds, the one read least recently first
+    std::size_t m_max_open{SIZE_MAX};
     uint64_t m_bytes_read{0};
 };
 
