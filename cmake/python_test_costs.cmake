@@ -14,6 +14,7 @@ set(IBDKIT_PY_TEST_COSTS
   test_serve 42
   test_undo_core 25
   test_replay_failure 22
+  test_serve_load 12
 )
 while(IBDKIT_PY_TEST_COSTS)
   list(POP_FRONT IBDKIT_PY_TEST_COSTS py_name py_cost)

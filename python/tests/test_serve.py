@@ -63,17 +63,22 @@ class Client:
 
     def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.buf = b""
+        self.buf = bytearray()
+        self.pos = 0  # what is read of buf: dropped when more arrives, so no message is copied twice
 
     def send(self, command, payload=b""):
         self.sock.sendall(message(command, payload))
 
     def _read(self, n):
-        while len(self.buf) < n:
+        while len(self.buf) - self.pos < n:
             chunk = self.sock.recv(1 << 20)
             assert chunk, "the server closed the connection"
+            del self.buf[:self.pos]
+            self.pos = 0
             self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
+        with memoryview(self.buf) as view:
+            out = bytes(view[self.pos:self.pos + n])
+        self.pos += n
         return out
 
     def receive(self):

@@ -36,7 +36,14 @@ public:
         : m_s(shared), m_peer(Socket(fd), shared.params, PolicyId::Hardened, shared.options.interrupt),
           m_reader(shared.chain.files, shared.chain.key)
     {
-        if (shared.undo) m_undo.emplace(shared.undo->blocks_dir, shared.undo->key, shared.params.message_start);
+        // One blk file (and one rev file) open per connection: a peer downloads in height order,
+        // file after file but where a node stored blocks out of order, and the server's descriptors
+        // stay a few per peer however many files the chain has (thousands on mainnet).
+        m_reader.KeepOpenAtMost(1);
+        if (shared.undo) {
+            m_undo.emplace(shared.undo->blocks_dir, shared.undo->key, shared.params.message_start);
+            m_undo->KeepOpenAtMost(1);
+        }
         if (shared.upload_limit) m_peer.LimitSendRate(shared.upload_limit.get());
     }
 
