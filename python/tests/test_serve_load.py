@@ -32,9 +32,11 @@ RECEIVE_BUFFER = 256 << 10
 # Besides that buffer and the block in flight: the thread's stack pages, the session's state (its
 # readers, the version message, a received message of the few bytes an honest peer sends).
 PER_CONNECTION = 256 << 10
-# What glibc's allocator keeps of freed memory over its arenas (up to 8 per core, one per thread
-# that allocates at once) and the counters' own noise: a constant, not a function of the load.
-ALLOCATOR_SLACK = 48 << 20
+# glibc serves the connections' threads from up to 8 arenas per core and keeps what a thread frees
+# in its arena for reuse (only an arena's free top goes back to the system): what the connections
+# held at one moment may stay resident beside what they hold at another. Up to as much again is
+# allowed (64 peers downloading 1 MB blocks measured 1.4 times what they hold: docs/serve.md).
+ALLOCATOR_FACTOR = 2
 # Descriptors the server may hold besides one socket per connection and one blk file per
 # downloading connection: one accepted to be refused, and the kernel's view racing the sampler.
 FD_SLACK = 8
@@ -257,11 +259,11 @@ def run_load(cli, blocks_dir, clients, junk, max_peers, junk_threads=8):
 
 
 def rss_bound_kib(base_hwm_kib, max_peers, clients, largest_block):
-    """The peak RSS the load may reach: the server's own peak before it, every connection slot's
-    buffers, each downloading connection's block twice (read, then framed into its message), the
-    allocator's constant."""
-    per_connection = RECEIVE_BUFFER + PER_CONNECTION
-    return base_hwm_kib + (max_peers * per_connection + clients * 2 * largest_block + ALLOCATOR_SLACK) // 1024
+    """The peak RSS the load may reach: the server's own peak before it, and ALLOCATOR_FACTOR times
+    what the connections hold at once: every slot's buffers, each downloading connection's block
+    twice (read, then framed into its message)."""
+    held = max_peers * (RECEIVE_BUFFER + PER_CONNECTION) + clients * 2 * largest_block
+    return base_hwm_kib + ALLOCATOR_FACTOR * held // 1024
 
 
 def fd_bound(base_fds, max_peers, clients):
