@@ -32,9 +32,9 @@ REGTEST_MAGIC = bytes.fromhex("fabfb5da")
 class Server:
     """`ibdkit serve` in the background on a free loopback port; stop() returns its --json counters."""
 
-    def __init__(self, cli, *args):
+    def __init__(self, cli, *args, preexec_fn=None):
         self.proc = subprocess.Popen([str(cli), "serve", "--listen", "127.0.0.1:0", "--json", *map(str, args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
         line = self.proc.stdout.readline()
         if not line.startswith("listening on 127.0.0.1:"):
             self.proc.kill()

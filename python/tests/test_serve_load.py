@@ -13,6 +13,7 @@ hanging the test. scripts/serve_load.py runs the same load on a larger chain and
 import hashlib
 import os
 import pathlib
+import resource
 import socket
 import struct
 import threading
@@ -54,6 +55,16 @@ def proc_status(pid):
         if value.split() and value.split()[0].isdigit():
             out[key] = int(value.split()[0])
     return out
+
+
+def accept_queue(port):
+    """Connections the kernel has completed for the listener on 127.0.0.1:`port` that the server
+    has not accepted yet (a listening socket's rx_queue in /proc/net/tcp)."""
+    for line in pathlib.Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[1] == f"0100007F:{port:04X}" and f[3] == "0A":
+            return int(f[4].split(":")[1], 16)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
 
 def read_records(blocks_dir):
@@ -243,9 +254,12 @@ def run_load(cli, blocks_dir, clients, junk, max_peers, junk_threads=8):
             t.join(timeout=1800)
             assert not t.is_alive(), "a client hangs"
         wall = time.monotonic() - started
-        # The server notices a close when its connection's thread next reads, and reaps the thread
-        # on its accept loop's next turn: poll for it.
-        settled = wait_for("fds", lambda: open_fds(pid) <= base["fds"] and proc_status(pid)["Threads"] <= base["Threads"], 120)
+        # The server accepts what the kernel queued for it (the vanished peers too, on a busy
+        # machine after they left), notices a close when its connection's thread next reads, and
+        # reaps the thread on its accept loop's next turn: poll for all of it, the queue first
+        # (once it is empty nothing new comes, so descriptors and threads only go down).
+        settled = wait_for("fds", lambda: accept_queue(server.port) == 0 and open_fds(pid) <= base["fds"] and
+                           proc_status(pid)["Threads"] <= base["Threads"], 120)
         sampler.stop()
         after = {"fds": open_fds(pid), **proc_status(pid)}
     finally:
@@ -307,3 +321,46 @@ def test_many_peers_download_the_chain_while_a_thousand_vanish(cli, many_files):
     assert got["peak_fds"] <= bound, f"{got['peak_fds']} descriptors open at once, above {bound}: " \
                                      f"a connection holds more than its socket and one blk file"
     assert got["peak_rss_kib"] <= rss, f"peak RSS {got['peak_rss_kib']} KiB above the bound {rss} KiB"
+
+
+def busy_seconds(pid):
+    """Seconds the process's main thread (the accept loop) has run or waited to run: a thread that
+    sleeps adds nothing, one that spins adds the wall time however loaded the machine is."""
+    on_cpu, waiting, _ = map(int, pathlib.Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split())
+    return (on_cpu + waiting) / 1e9
+
+
+def test_a_server_out_of_descriptors_waits_for_one_instead_of_spinning(cli, many_files):
+    """Regression: when accept failed for want of a descriptor, the connection stayed queued, poll
+    said so again at once and the accept loop asked again: a core spun until some connection
+    ended. The loop now waits its turn, and serves the queued peers once descriptors are free."""
+    blocks = many_files[0]
+
+    def few_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+    server = Server(cli, "--blocks-dir", blocks, "--network", "regtest", "--peer-timeout", "120", "-q",
+                    preexec_fn=few_descriptors)
+    pid, held = server.proc.pid, []
+    try:
+        held = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(20)]
+        assert wait_for("the limit", lambda: open_fds(pid) >= 16, 60), open_fds(pid)
+        before, start = busy_seconds(pid), time.monotonic()
+        time.sleep(2)
+        busy = (busy_seconds(pid) - before) / (time.monotonic() - start)
+        assert busy < 0.5, f"the accept loop ran or waited to run {busy:.0%} of the time at the descriptor limit"
+        for s in held:
+            s.close()
+        held = []
+        c = Client(server.port)
+        c.send("version", version_payload(70016))
+        c.until("verack")
+        c.send("verack")
+        c.send("ping", struct.pack("<Q", 5))
+        c.until("pong")  # the handshake is done on the server's side
+        c.sock.close()
+    finally:
+        for s in held:
+            s.close()
+        counters, _ = server.stop()
+    assert counters["connections"] == 1, counters

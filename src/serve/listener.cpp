@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <thread>
+
 namespace ibdkit {
 namespace {
 
@@ -78,7 +80,12 @@ std::optional<std::pair<int, std::string>> Listener::Accept(std::chrono::millise
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     const int fd = ::accept4(m_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
-    if (fd < 0) return std::nullopt;
+    if (fd < 0) {
+        // Out of descriptors (or of kernel memory) the connection stays queued and poll says so
+        // again at once: asking at once again would spin a core until some connection ends.
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) std::this_thread::sleep_for(wait);
+        return std::nullopt;
+    }
     // As Core sets on every connection: a small message (a block of a few hundred bytes, a pong)
     // goes out at once instead of waiting on the peer's delayed ACK of the one before.
     const int one = 1;

@@ -27,7 +27,9 @@ public:
     /// The bound port.
     uint16_t port() const noexcept { return m_port; }
     /// Waits at most `wait` for a connection: its descriptor (the caller owns it) and the peer's
-    /// address as text, or nullopt when none came (or `interrupt` was set).
+    /// address as text, or nullopt when none came (or `interrupt` was set). When the process is
+    /// out of descriptors it waits `wait` once more and returns nullopt: the connection stays
+    /// queued until one is free.
     std::optional<std::pair<int, std::string>> Accept(std::chrono::milliseconds wait, const std::atomic<bool>* interrupt);
 
 private:
