@@ -21,8 +21,9 @@ import time
 
 import pytest
 
-from chain_model import sha256d
+from chain_model import compact_size, read_compact_size, sha256d
 from conftest import run_cli
+from test_replay_datadir import framed_records
 from test_serve import REGTEST_MAGIC, Client, Server, message, version_payload
 
 MSG_WITNESS_BLOCK = 0x40000002
@@ -67,23 +68,12 @@ def accept_queue(port):
     raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
 
-def read_records(blocks_dir):
-    """Each blk file's block records in file order (no xor.dat: generated chains are plain)."""
-    for f in sorted(pathlib.Path(blocks_dir).glob("blk*.dat")):
-        data = f.read_bytes()
-        pos = 0
-        while pos + 8 <= len(data) and data[pos:pos + 4] == REGTEST_MAGIC:
-            size = int.from_bytes(data[pos + 4:pos + 8], "little")
-            yield data[pos + 8:pos + 8 + size]
-            pos += 8 + size
-
-
 def expected_chain(blocks_dir):
     """What every client must end with, from a generated chain's files (genesis first, then the
     blocks in height order): the tip's hash, the height, the SHA-256 of the blocks 1..tip as
     served, the largest block's size."""
     digest, tip, height, largest = hashlib.sha256(), None, -1, 0
-    for raw in read_records(blocks_dir):
+    for _, _, raw, _ in framed_records(pathlib.Path(blocks_dir)):
         if height >= 0:
             digest.update(raw)
         height += 1
@@ -96,7 +86,7 @@ def split_blocks(src, dst, per_file):
     """The blk records of `src` rewritten `per_file` to a blk file in `dst`: a chain of many files,
     as a mainnet datadir is (thousands), in little."""
     dst.mkdir(parents=True)
-    records = list(read_records(src))
+    records = [raw for _, _, raw, _ in framed_records(src)]
     for n, i in enumerate(range(0, len(records), per_file)):
         with open(dst / f"blk{n:05d}.dat", "wb") as f:
             for raw in records[i:i + per_file]:
@@ -119,7 +109,7 @@ def download(port, result, start):
         while True:
             c.send("getheaders", struct.pack("<I", 70016) + b"\x01" + hashes[-1] + bytes(32))
             payload = c.until("headers")
-            count, pos = read_size(payload, 0)
+            count, pos = read_compact_size(payload, 0)
             for _ in range(count):
                 header = payload[pos:pos + 80]
                 assert header[4:36] == hashes[-1], f"header {len(hashes)} does not follow the one before"
@@ -131,7 +121,7 @@ def download(port, result, start):
         digest, received = hashlib.sha256(), 0
         for first in range(1, len(hashes), GETDATA_BATCH):
             batch = range(first, min(first + GETDATA_BATCH, len(hashes)))
-            c.send("getdata", write_size(len(batch)) + b"".join(struct.pack("<I", MSG_WITNESS_BLOCK) + hashes[h] for h in batch))
+            c.send("getdata", compact_size(len(batch)) + b"".join(struct.pack("<I", MSG_WITNESS_BLOCK) + hashes[h] for h in batch))
             for h in batch:
                 block = c.until("block")
                 assert block[:80] == headers[h], f"block {h} is not the block its header names"
@@ -144,18 +134,6 @@ def download(port, result, start):
     finally:
         if c:
             c.sock.close()
-
-
-def read_size(data, pos):
-    first = data[pos]
-    if first < 0xfd:
-        return first, pos + 1
-    n = {0xfd: 2, 0xfe: 4, 0xff: 8}[first]
-    return int.from_bytes(data[pos + 1:pos + 1 + n], "little"), pos + 1 + n
-
-
-def write_size(n):
-    return bytes([n]) if n < 0xfd else b"\xfd" + struct.pack("<H", n)
 
 
 def half_messages():
