@@ -86,6 +86,7 @@ ChainParams MakeMain()
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000dee8e2a309ad8a9820433c68");
     c.default_assume_valid = HashFromHex("00000000000000000000611fd22f2df7c8fbd0688745c3a6c3bb5109cc2a12cb"); // 912683
+    p.headers_sync = {641, 15218}; // Core's, from its headerssync-params.py
     return p;
 }
 
@@ -111,6 +112,7 @@ ChainParams MakeTestnet()
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000016dd270dd94fac1d7632");
     c.default_assume_valid = HashFromHex("0000000000000065c6c38258e201971a3fdfcc2ceee0dd6e85a6c022d45dee34"); // 4550000
+    p.headers_sync = {673, 14460}; // Core's, from its headerssync-params.py
     return p;
 }
 
@@ -136,6 +138,7 @@ ChainParams MakeTestnet4()
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("00000000000000000000000000000000000000000000034a4690fe592dc49c7c");
     c.default_assume_valid = HashFromHex("000000000000000180a58e7fa3b0db84b5ea76377524894f53660d93ac839d9b"); // 91000
+    p.headers_sync = {606, 16092}; // Core's, from its headerssync-params.py
     return p;
 }
 
@@ -162,6 +165,7 @@ ChainParams MakeSignet()
     c.hash_genesis_block = p.genesis.GetHash();
     c.minimum_chain_work = Uint256FromHex("0000000000000000000000000000000000000000000000000000067d328e681a");
     c.default_assume_valid = HashFromHex("000000128586e26813922680309f04e1de713c7542fee86ed908f56368aefe2e"); // 267665
+    p.headers_sync = {620, 15724}; // Core's, from its headerssync-params.py
     return p;
 }
 
@@ -184,6 +188,7 @@ ChainParams MakeRegtest()
     c.pow_no_retargeting = true;
     p.genesis = CreateGenesisBlock(MAIN_TIMESTAMP, FromHexBytes(MAIN_PUBKEY), 1296688602, 2, 0x207fffff, 1, 50 * COIN);
     c.hash_genesis_block = p.genesis.GetHash();
+    p.headers_sync = {275, 7017}; // Core's, from its headerssync-params.py
     return p;
 }
 

@@ -42,6 +42,29 @@ uint32_t CalculateNextWorkRequired(uint32_t last_bits, int64_t last_time, int64_
     return target.GetCompact();
 }
 
+bool PermittedDifficultyTransition(const ConsensusParams& params, int64_t height, uint32_t old_bits, uint32_t new_bits) noexcept
+{
+    if (params.pow_allow_min_difficulty_blocks) return true;
+    if (height % params.DifficultyAdjustmentInterval() != 0) return old_bits == new_bits;
+    const arith_uint256 limit = UintToArith256(params.pow_limit);
+    const arith_uint256 timespan(uint64_t(params.pow_target_timespan));
+    arith_uint256 observed;
+    observed.SetCompact(new_bits);
+    // The bound of each direction is rounded through the compact form, as a retarget's bits are.
+    auto bound = [&](int64_t span) {
+        arith_uint256 target;
+        target.SetCompact(old_bits);
+        target *= uint32_t(span); // ≤ 4 × two weeks in seconds: fits
+        target /= timespan;
+        if (target > limit) target = limit;
+        arith_uint256 rounded;
+        rounded.SetCompact(target.GetCompact());
+        return rounded;
+    };
+    if (bound(params.pow_target_timespan * 4) < observed) return false;
+    return !(bound(params.pow_target_timespan / 4) > observed);
+}
+
 uint32_t GetNextWorkRequired(const HeaderAncestry& prev, int64_t new_time, const ConsensusParams& params) noexcept
 {
     const uint32_t limit_bits = UintToArith256(params.pow_limit).GetCompact();

@@ -5,6 +5,8 @@
 // competing branch once it has ended.
 #pragma once
 
+#include "consensus/headers_presync.h"
+
 #include <ibdkit/consensus/header_chain.h>
 #include <ibdkit/error.h>
 
@@ -14,9 +16,6 @@
 #include <string>
 
 namespace ibdkit {
-
-/// Core's MAX_HEADERS_RESULTS (wire/protocol.h): an answer this long says the peer has more.
-inline constexpr std::size_t HEADERS_PER_ANSWER = 2000;
 
 /// Walks one peer's answers onto `chain`, as Core follows a peer's headers:
 /// - the first locator starts at the tip's parent, as Core's first getheaders does, so a peer at
@@ -35,12 +34,8 @@ class HeaderWalk {
 public:
     HeaderWalk(HeaderChain& chain, bool seed_only) : m_chain(chain), m_seed_only(seed_only) {}
 
-    /// What the next getheaders asks: a locator made from `chain` (MakeLocator(chain, first)); the
-    /// span is valid until the chain changes.
-    struct Ask {
-        std::span<const BlockHash> chain;
-        std::optional<BlockHash> first;
-    };
+    /// What the next getheaders asks (HeadersAsk); the span is valid until the chain changes.
+    using Ask = HeadersAsk;
     Ask Next() const;
 
     enum class Step {

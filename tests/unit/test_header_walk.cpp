@@ -3,7 +3,7 @@
 // chain, then up to 2,000 headers), and by peers that lie: headers that do not connect, a full
 // answer of headers held sent again, an invalid header, branches with and without more work.
 #include "consensus/header_walk.h"
-#include "wire/protocol.h"
+#include "header_peer.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/pow.h>
@@ -16,48 +16,9 @@
 namespace ibdkit {
 namespace {
 
-const ChainParams& Regtest() { return GetChainParams(ChainType::REGTEST); }
-
-/// A regtest header on `prev`, `n` seconds after the genesis, its nonce ground to meet its bits.
-BlockHeader Mined(const BlockHash& prev, uint32_t n)
-{
-    BlockHeader h;
-    h.version = 0x20000000;
-    h.hash_prev_block = prev;
-    h.time = Regtest().genesis.time + n;
-    h.bits = Regtest().genesis.bits;
-    while (!CheckProofOfWork(h.GetHash().ToUint256(), h.bits, Regtest().consensus)) ++h.nonce;
-    return h;
-}
-
-/// A peer's best chain, the genesis first.
-struct FakePeer {
-    std::vector<BlockHeader> headers{Regtest().genesis};
-
-    /// `count` more headers on the header at `height` (the rest above it dropped), `salt` seconds
-    /// apart from another branch's.
-    void Grow(int height, int count, uint32_t salt = 0)
-    {
-        headers.resize(std::size_t(height) + 1);
-        for (int i = 0; i < count; ++i) {
-            headers.push_back(Mined(headers.back().GetHash(), uint32_t(headers.size()) * 600 + salt));
-        }
-    }
-    /// Core's answer to getheaders: after the first locator hash on its chain (the genesis when none is).
-    std::vector<BlockHeader> Answer(const HeaderWalk::Ask& ask) const
-    {
-        std::size_t after = 0;
-        for (const BlockHash& hash : MakeLocator(ask.chain, ask.first)) {
-            auto at = std::find_if(headers.begin(), headers.end(), [&](const BlockHeader& h) { return h.GetHash() == hash; });
-            if (at != headers.end()) {
-                after = std::size_t(at - headers.begin());
-                break;
-            }
-        }
-        const std::size_t end = std::min(headers.size(), after + 1 + HEADERS_PER_ANSWER);
-        return {headers.begin() + std::ptrdiff_t(after) + 1, headers.begin() + std::ptrdiff_t(end)};
-    }
-};
+using test::FakePeer;
+using test::Mined;
+using test::Regtest;
 
 /// Walks `peer` onto `chain` until the walk ends; the last step (or the peer's offence) and the answers asked.
 struct Walked {

@@ -10,6 +10,7 @@
 #include <ibdkit/primitives/hash.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +69,17 @@ struct ConsensusParams {
 
 using MessageStart = std::array<uint8_t, 4>;
 
+/// What a peer's header download below the minimum chain work may cost (Core's HeadersSyncParams,
+/// kernel/chainparams.cpp; consensus/headers_presync.h uses them): the memory per peer while its
+/// chain is presynced, and how many headers a redownload verifies before it stores them.
+struct HeadersSyncParams {
+    /// Headers between two 1-bit commitments to the chain presynced.
+    std::size_t commitment_period{0};
+    /// Headers redownloaded and held before the first of them is released for storing: about
+    /// redownload_buffer_size / commitment_period commitments checked on top of each one released.
+    std::size_t redownload_buffer_size{0};
+};
+
 struct ChainParams {
     ChainType type;
     std::string name;             ///< Core's chain name: "main", "test", "testnet4", "signet", "regtest"
@@ -75,6 +87,7 @@ struct ChainParams {
     uint16_t default_port;
     ConsensusParams consensus;
     Block genesis;
+    HeadersSyncParams headers_sync;
 };
 
 /// Parameters of a network (built once, kept for the process lifetime): the first call builds all

@@ -61,6 +61,14 @@ uint32_t GetNextWorkRequired(const HeaderAncestry& prev, int64_t new_time, const
 uint32_t CalculateNextWorkRequired(uint32_t last_bits, int64_t last_time, int64_t first_time, uint32_t first_bits,
                                    const ConsensusParams& params) noexcept;
 
+/// Whether a header at `height` may carry `new_bits` after a parent with `old_bits` (Core's
+/// PermittedDifficultyTransition): on networks without minimum-difficulty blocks, equal bits
+/// between retargets and a change within a factor of 4 (after compact rounding, capped at the pow
+/// limit) at a retarget; always true where minimum-difficulty blocks are allowed. A header chain
+/// checked without its times (the presync of consensus/headers_presync.h) cannot compress its work
+/// into fewer blocks than a valid chain would need.
+bool PermittedDifficultyTransition(const ConsensusParams& params, int64_t height, uint32_t old_bits, uint32_t new_bits) noexcept;
+
 /// Core's ContextualCheckBlockHeader for `header` on top of `prev` (its ancestors), with `now` the
 /// local clock (seconds since the epoch). On failure returns false with `state` holding Core's
 /// reason, checked in Core's order:
