@@ -69,7 +69,7 @@ std::optional<Error> PeerHeaders::Persist(int from)
 std::optional<Error> PeerHeaders::SyncHeaders(int connected)
 {
     static_assert(HEADERS_PER_ANSWER == MAX_HEADERS_RESULTS);
-    HeaderWalk walk(m_link.chain, false);
+    HeaderWalk walk(m_link.chain, false, UintToArith256(MinimumChainWork()));
     bool first = true;
     for (;;) {
         const auto ask = walk.Next();
@@ -92,14 +92,24 @@ std::optional<Error> PeerHeaders::SyncHeaders(int connected)
         if (!step) return m_link.Fail({NetErrc::Misbehaving, "peer sent " + step.error()});
         if (*step == HeaderWalk::Step::Done) return std::nullopt;
         if (*step == HeaderWalk::Step::BranchEnded) return EndBranch(walk, connected);
+        if (*step == HeaderWalk::Step::LowWork) {
+            const auto& seen = walk.LowWorkSeen();
+            return m_link.Fail({NetErrc::Misbehaving, "the peer's " + MinimumChainWorkShortfall(seen.height, seen.work, MinimumChainWork(),
+                                                                                                  "none of it kept (headers presync)")});
+        }
         if (m_link.Interrupted()) return std::nullopt;
     }
+}
+
+uint256 PeerHeaders::MinimumChainWork() const
+{
+    return m_link.o.MinimumChainWork(m_link.params.consensus.minimum_chain_work);
 }
 
 // Core does not download a header chain below the network's minimum chain work.
 void PeerHeaders::CheckMinimumChainWork()
 {
-    if (auto below = BelowMinimumChainWork(m_link.chain, m_link.o.MinimumChainWork(m_link.params.consensus.minimum_chain_work))) {
+    if (auto below = BelowMinimumChainWork(m_link.chain, MinimumChainWork())) {
         m_link.Fail({NetErrc::Misbehaving, *below});
     }
 }

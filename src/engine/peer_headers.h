@@ -64,6 +64,8 @@ public:
     std::optional<Error> SyncHeaders(int connected);
     /// Core does not download a header chain below the network's minimum chain work (a failure).
     void CheckMinimumChainWork();
+    /// The run's minimum chain work (RunSettings::MinimumChainWork: the option, else the network's).
+    uint256 MinimumChainWork() const;
     /// Stores the headers from height `from` on in the headers file.
     std::optional<Error> Persist(int from);
     /// Stores the headers a reorganisation held back, once the engine has disconnected the stale

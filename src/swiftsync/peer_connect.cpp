@@ -53,13 +53,15 @@ HeadersNote Misbehaved(std::string text) { return {std::move(text), true}; }
 /// genesis would have given the first peer's chain. After that, a peer's branch replaces the chain
 /// above the fork only with more chain work, as Core chooses among its peers' chains (on a tie the
 /// first seen stays): the peers' chain is the one with the most work, whichever peer answers
-/// first. `shown` becomes the highest height of `chain` the peer showed it holds (-1: none),
-/// `adopted` the fork above which its branch replaced the chain (-1: none).
-std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chrono::milliseconds timeout, bool& seed_only,
-                                       uint64_t& received, int& shown, int& adopted)
+/// first. A peer whose chain has less than `minimum` work is presynced first (Core's headers
+/// presync, HeaderWalk): none of its headers reach `chain` unless it shows the work, and one whose
+/// chain stays below it is dropped. `shown` becomes the highest height of `chain` the peer showed
+/// it holds (-1: none), `adopted` the fork above which its branch replaced the chain (-1: none).
+std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, const arith_uint256& minimum, std::chrono::milliseconds timeout,
+                                       bool& seed_only, uint64_t& received, int& shown, int& adopted)
 {
     static_assert(HEADERS_PER_ANSWER == MAX_HEADERS_RESULTS);
-    HeaderWalk walk(chain, seed_only);
+    HeaderWalk walk(chain, seed_only, minimum);
     auto ended = [&](std::optional<HeadersNote> note) {
         seed_only = seed_only && !walk.Answered();
         shown = walk.Shown();
@@ -74,6 +76,11 @@ std::optional<HeadersNote> HeadersFrom(Peer& peer, HeaderChain& chain, std::chro
         if (!step) return ended(Misbehaved("sent " + step.error()));
         if (*step == HeaderWalk::Step::More) continue;
         if (*step == HeaderWalk::Step::Done) return ended(std::nullopt);
+        if (*step == HeaderWalk::Step::LowWork) {
+            const auto& seen = walk.LowWorkSeen();
+            return ended(Misbehaved("sent a " + MinimumChainWorkShortfall(seen.height, seen.work, ArithToUint256(minimum),
+                                                                           "none of it kept (headers presync)")));
+        }
         const int fork = walk.Branch()->Fork();
         const std::string forks = "its chain forks from the one held after height " + std::to_string(fork) + " with ";
         if (!walk.Branch()->MoreWork()) return ended(HeadersNote{forks + "no more work (kept the chain held)"});
@@ -96,11 +103,12 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderCha
                                     std::chrono::milliseconds timeout, std::vector<std::string>& notes, uint64_t& received)
 {
     HeaderChain chain = std::move(start);
+    const arith_uint256 minimum = UintToArith256(minimum_chain_work);
     bool seed_only = chain.Height() > 0;
     std::vector<int> shown(peers.size(), -1);
     for (std::size_t k = 0; k < peers.size(); ++k) {
         int adopted = -1;
-        auto note = HeadersFrom(*peers[k].peer, chain, timeout, seed_only, received, shown[k], adopted);
+        auto note = HeadersFrom(*peers[k].peer, chain, minimum, timeout, seed_only, received, shown[k], adopted);
         if (note) notes.push_back(peers[k].address + ": headers: " + note->text);
         if (note && note->misbehaved) peers[k].dropped = "headers: " + note->text;
         // A branch taken leaves the peers before on the chain only up to its fork.
@@ -111,7 +119,12 @@ Result<HeaderChain> DownloadHeaders(std::vector<ConnectedPeer>& peers, HeaderCha
         const int claimed = std::clamp(peers[k].peer->info().version.start_height, 0, chain.Height());
         peers[k].best_height = uint32_t(shown[k] >= 0 ? shown[k] : claimed);
     }
-    if (auto below = BelowMinimumChainWork(chain, minimum_chain_work)) return Error{Errc::NotFound, *below};
+    if (auto below = BelowMinimumChainWork(chain, minimum_chain_work)) {
+        // What each peer showed (a low-work chain it sent, a branch) says more than the genesis left.
+        std::string shown_by;
+        for (const std::string& note : notes) shown_by += (shown_by.empty() ? "; " : ", ") + note;
+        return Error{Errc::NotFound, *below + shown_by};
+    }
     return chain;
 }
 
