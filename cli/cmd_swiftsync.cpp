@@ -93,7 +93,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         }
         if (!v.ok) {
             PrintError("SwiftSync refuses the chain: " + v.reason);
-            ExitCode() = EXIT_INVALID_CHAIN;
+            ExitCode() = v.kind == swiftsync::VerdictKind::HintsMismatch ? EXIT_FAILED : EXIT_INVALID_CHAIN;
         }
     });
 });

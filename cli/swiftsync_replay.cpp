@@ -101,7 +101,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
                        ? refused + "; the classic replay rejects the block at height " + std::to_string(r->fallback->reject_height) + ": " +
                              *r->fallback->reject_reason
                        : refused);
-        ExitCode() = EXIT_INVALID_CHAIN;
+        ExitCode() = r->swiftsync.verdict.kind == swiftsync::VerdictKind::HintsMismatch ? EXIT_FAILED : EXIT_INVALID_CHAIN;
         break;
     case run::SwiftSyncOutcome::HintsWrong:
         PrintError(refused + "; the classic replay accepts them: the hints, or the datadir's rev data, were wrong");

@@ -35,7 +35,9 @@ void PrintChecked(const run::SwiftSyncPeersResult& run)
     } else {
         std::printf("scripts            not verified: every block is below the assumevalid block (--assumevalid 0 verifies)\n");
     }
-    std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB, %.1f MB saved by the cutoff\n", double(r.block_bytes) / 1e6,
+    uint64_t downloaded = 0; // as the peer lines count them: blocks fetched ahead of a refusal too
+    for (const PeerSummary& p : run.peers) downloaded += p.block_bytes;
+    std::printf("bandwidth          blocks %.1f MB, spent coins (bspent) %.1f MB, %.1f MB saved by the cutoff\n", double(downloaded) / 1e6,
                 double(run.spent_bytes) / 1e6, double(run.spent_bytes_saved) / 1e6);
 }
 
@@ -205,10 +207,10 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
     }
     const auto& v = r->swiftsync.verdict;
     if (!v.ok) {
-        const bool peers = v.reason.find("aggregate") != std::string::npos;
+        const bool peers = v.kind == swiftsync::VerdictKind::AggregatesDiffer;
         PrintError("SwiftSync refuses blocks 1.." + std::to_string(r->swiftsync.height) + ": " + v.reason +
                    (peers ? " (the spent coins the peers served; try other peers)" : ""));
-        ExitCode() = peers ? EXIT_FAILED : EXIT_INVALID_CHAIN;
+        ExitCode() = peers || v.kind == swiftsync::VerdictKind::HintsMismatch ? EXIT_FAILED : EXIT_INVALID_CHAIN;
         return;
     }
     if (r->continuation) {

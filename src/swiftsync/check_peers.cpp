@@ -567,7 +567,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
         out.peers[i] = reports[i];
         if (!reports[i].dropped.empty()) out.notes.push_back("dropped " + reports[i].address + ": " + reports[i].dropped);
     }
-    if (!out.run.verdict.ok && out.run.verdict.reason.find("aggregate") != std::string::npos) {
+    if (out.run.verdict.kind == VerdictKind::AggregatesDiffer) {
         std::string served;
         for (const PeerSummary& r : out.peers) {
             if (r.blocks) served += (served.empty() ? "" : ", ") + r.address;

@@ -60,7 +60,7 @@ void AccumulateBlock(const Block& block, uint32_t height, const BlockHash& hash,
     for (const auto& tx : block.vtx) all_outputs += tx.vout().size();
     ForEachSpendableOutput(block, bip30, [&](std::size_t, uint32_t, uint32_t) { ++spendable; });
     if (!hints.empty() && hints.back() >= spendable) {
-        partial.failure = BlockFailure{height, hash, "swiftsync-hint-out-of-range"};
+        partial.failure = BlockFailure{height, hash, std::string(HINT_OUT_OF_RANGE_REASON)};
         return;
     }
     Partial p;
@@ -173,15 +173,25 @@ Verdict Combine(std::span<const Partial> partials, uint32_t height, ChainType ch
     covered = covered && next == height + 1;
     const bool one_mode = std::all_of(sorted.begin(), sorted.end(), [&](const Partial* p) { return p->mode == sorted.front()->mode; });
     if (!one_mode) {
+        v.kind = VerdictKind::MixedModes;
         v.reason = "the ranges were checked in different modes (coins and outpoints): check every range in one mode";
     } else if (failure) {
+        v.kind = failure == &repeat ? VerdictKind::Bip30Undecided
+                 : failure->reason == HINT_OUT_OF_RANGE_REASON ? VerdictKind::HintsMismatch
+                                                               : VerdictKind::BlockRefused;
         v.reason = (failure->hash.IsNull() ? "block" : "block " + failure->hash.ToHex()) + " at height " +
                    std::to_string(failure->height) + ": " + failure->reason;
+        if (v.kind == VerdictKind::HintsMismatch) {
+            v.reason += " (the hints are for another chain: make them with `ibdkit hints` on a node of this chain)";
+        }
     } else if (!covered) {
+        v.kind = VerdictKind::NotCovered;
         v.reason = "the ranges do not cover blocks 1.." + std::to_string(height) + " exactly once";
     } else if (v.agg_in != v.agg_out) {
+        v.kind = VerdictKind::AggregatesDiffer;
         v.reason = "the aggregates differ: the inputs are not the outputs less the hinted-unspent ones";
     } else if (v.supply > v.supply_bound) {
+        v.kind = VerdictKind::SupplyExceeded;
         v.reason = "the unspent outputs hold more than the subsidies of blocks 1.." + std::to_string(height);
     }
     v.ok = v.reason.empty();

@@ -253,6 +253,8 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     co.skip_scripts = o.skip_scripts;
     auto partial = run.check(salt, ro, co);
     res.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    // A refused block stops the check before its batch reports progress: its bytes were read too.
+    if (partial) bytes_checked = std::max(bytes_checked, run.bytes_through(uint32_t(partial->counts.blocks) + (partial->failure ? 1 : 0)));
     res.block_bytes = bytes_checked;
     res.throughput_by_decile = tlog.Deciles();
     if (writer) {

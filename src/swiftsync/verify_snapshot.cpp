@@ -83,7 +83,7 @@ Result<SnapshotVerdict> VerifySnapshot(const VerifySnapshotOptions& o)
     res.script_checked_inputs = partial->script_checked_inputs;
     res.bytes_cleansed = CleansedBytes() - cleansed_before;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, loc->chain);
-    if (!res.verdict.ok && res.verdict.agg_in != res.verdict.agg_out && res.verdict.reason.rfind("block ", 0) != 0) {
+    if (res.verdict.kind == VerdictKind::AggregatesDiffer) {
         res.verdict.reason = "the snapshot is not the UTXO set of blocks 1.." + std::to_string(res.height) +
                              ": the outputs created are not the inputs spent plus the snapshot's coins";
     }

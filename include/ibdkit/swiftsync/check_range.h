@@ -34,6 +34,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,11 +53,15 @@ struct RangeCounts {
     friend bool operator==(const RangeCounts&, const RangeCounts&) = default;
 };
 
+/// The reason of a block whose hints name an output it does not have: the hints do not fit the
+/// chain (Verdict::kind HintsMismatch), whatever the block holds.
+inline constexpr std::string_view HINT_OUT_OF_RANGE_REASON = "swiftsync-hint-out-of-range";
+
 /// Why a block of the range is refused.
 struct BlockFailure {
     uint32_t height{0};
     BlockHash hash;
-    std::string reason; ///< Core's reject reason, or "swiftsync-hint-out-of-range"
+    std::string reason; ///< Core's reject reason, or HINT_OUT_OF_RANGE_REASON
 };
 
 /// What a range contributes to the verdict.
@@ -117,8 +122,22 @@ struct CoinsModeOptions {
 Result<Partial> CheckRangeCoins(const LocatedChain& blocks, const Hints& hints, const Salt& salt, uint32_t from, uint32_t to,
                                 const CheckRangeOptions& options, const CoinsModeOptions& coins);
 
+/// Which check of the verdict refused the history: what a caller decides on (the exit code, whom
+/// to blame), never the reason's words, which are for people.
+enum class VerdictKind : uint8_t {
+    Accepted,         ///< every check passed
+    MixedModes,       ///< partials of both modes
+    BlockRefused,     ///< a block broke one of Core's rules (its reason in the verdict's)
+    HintsMismatch,    ///< a hint names an output its block does not have: the hints are another chain's
+    Bip30Undecided,   ///< coins mode: a coinbase repeats where BIP30 applies (the classic replay decides)
+    NotCovered,       ///< the ranges do not cover 1..n once each
+    AggregatesDiffer, ///< agg_in != agg_out: the hints, or (coins mode) the spent coins, are not the chain's
+    SupplyExceeded,   ///< the unspent outputs hold more than the subsidies
+};
+
 struct Verdict {
     bool ok{false};
+    VerdictKind kind{VerdictKind::Accepted}; ///< Accepted exactly when ok
     std::string reason;                 ///< empty when ok
     Aggregate agg_in, agg_out;
     RangeCounts counts;
