@@ -1,6 +1,7 @@
 // `ibdkit block check`, `ibdkit block decode` and `ibdkit block verify-scripts`: a raw block in,
 // Core's verdict, Core's getblock (verbosity 2) JSON, or Core's script verdict per input out.
 #include "commands.h"
+#include "json_output.h"
 
 #include <ibdkit/chain/params.h>
 #include <ibdkit/consensus/check.h>
@@ -212,7 +213,7 @@ int RunCheck(const CheckArgs& a)
         }
         j["witness_commitment"] = !has_commitment ? (witness_ok ? "absent" : "absent, " + wstate.GetRejectReason())
                                                   : (witness_ok ? "valid" : wstate.GetRejectReason());
-        std::printf("%s\n", j.dump(2).c_str());
+        PrintJsonResult(j);
     } else {
         std::printf("hash          %s\n", hash.ToHex().c_str());
         std::printf("network       %s\n", params.name.c_str());
@@ -430,7 +431,7 @@ int RunVerifyScripts(const VerifyScriptsArgs& a)
         j["inputs_per_second"] = per_second;
         j["cpu_seconds"] = cpu_seconds;
         j["inputs_per_cpu_second"] = per_cpu_second;
-        std::printf("%s\n", j.dump(2).c_str());
+        PrintJsonResult(j);
     } else {
         for (const BlockInputFailure& f : failures) {
             std::printf("failed        tx %s input %u (spent entry %zu): %s\n", block.vtx[f.tx_index].GetHash().ToHex().c_str(), f.input, f.block_input,

@@ -3,6 +3,7 @@
 // the options, then the driver run::ExportBlockTable (run/block_export.h), then its result.
 // docs/spent-outputs.md.
 #include "commands.h"
+#include "json_output.h"
 #include "progress.h"
 #include "replay_cli.h"
 
@@ -56,7 +57,7 @@ void RunExport(const ExportArgs& a)
     bar.Done();
     if (!r) throw std::runtime_error(r.error().message);
     if (a.json) {
-        std::printf("%s\n", ToJson(BlockExportFields(*r, *table, a.out)).dump(2).c_str());
+        PrintJsonResult(ToJson(BlockExportFields(*r, *table, a.out)));
         return;
     }
     if (a.quiet) return;

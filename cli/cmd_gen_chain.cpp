@@ -1,5 +1,6 @@
 // `ibdkit gen-chain`: writes a deterministic regtest chain as Core-format blk files.
 #include "commands.h"
+#include "json_output.h"
 #include "interrupt.h"
 
 #include <ibdkit/blockfile/blockfile.h>
@@ -182,7 +183,7 @@ const CommandRegistrar gen_chain_cmd([](CLI::App& app) {
             if (auto e = file.Commit()) throw std::runtime_error(e->message);
         }
         if (o->json) {
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
             return;
         }
         const ChainGenStats& s = r->stats;

@@ -2,6 +2,7 @@
 // chainstate's tip or a snapshot's base — from the blocks 1..n of a data or blocks directory; and
 // `replay --write-hints`, the same for the chainstate a replay leaves.
 #include "hints_cli.h"
+#include "json_output.h"
 #include "progress.h"
 #include "replay_cli.h"
 
@@ -103,7 +104,7 @@ const CommandRegistrar hints_cmd([](CLI::App& app) {
             return;
         }
         if (a->json) {
-            std::printf("%s\n", HintsJson(*r, PolicyOf(a->policy), a->out).dump(2).c_str());
+            PrintJsonResult(HintsJson(*r, PolicyOf(a->policy), a->out));
         } else {
             PrintHints(*r, a->out);
         }

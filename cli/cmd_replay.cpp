@@ -1,5 +1,6 @@
 // `ibdkit replay`: the IBD pipeline over block files.
 #include "commands.h"
+#include "json_output.h"
 #include "hints_cli.h"
 #include "interrupt.h"
 #include "progress.h"
@@ -169,7 +170,7 @@ const CommandRegistrar replay_cmd([](CLI::App& app) {
         if (a->out.json) {
             auto j = ToJson(r, o.policy);
             if (hintsfile) j["hints"] = HintsJson(*hintsfile, o.policy, hints->Out());
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
         } else {
             PrintHuman(r);
             if (hintsfile) PrintHints(*hintsfile, hints->Out());

@@ -1,5 +1,6 @@
 // `ibdkit serve`: a read-only P2P server over a Bitcoin Core data directory (serve/serve.h).
 #include "commands.h"
+#include "json_output.h"
 #include "interrupt.h"
 
 #include <ibdkit/serve/serve.h>
@@ -147,7 +148,7 @@ const CommandRegistrar serve_cmd([](CLI::App& app) {
                                    {"bspent_sent", r->bspent_sent}, {"spent_coins", r->spent_coins},
                                    {"bytes_sent", r->bytes_sent}, {"bytes_received", r->bytes_received},
                                    {"max_upload_rate", r->max_upload_rate}, {"upload_wait_seconds", r->upload_wait_seconds}};
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
         } else if (!a->quiet) {
             std::printf("served height %d to %llu peers: %llu blocks, %llu headers, %llu bspent, %.1f MB sent; %llu dropped, %llu refused\n",
                         r->height, (unsigned long long)r->connections, (unsigned long long)r->blocks_sent,

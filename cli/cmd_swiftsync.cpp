@@ -2,6 +2,7 @@
 // (docs/swiftsync.md) — range by range, as a distributed driver would, then one verdict: the
 // options and the printing around run::CheckSwiftSyncRanges (run/swiftsync_ranges.h).
 #include "commands.h"
+#include "json_output.h"
 #include "progress.h"
 #include "replay_cli.h"
 
@@ -79,7 +80,7 @@ const CommandRegistrar swiftsync_cmd([](CLI::App& app) {
         const swiftsync::Verdict& v = r->verdict;
         const uint32_t n = r->height;
         if (a->json) {
-            std::printf("%s\n", ToJson(SwiftSyncRangesFields(*r, o.policy)).dump(2).c_str());
+            PrintJsonResult(ToJson(SwiftSyncRangesFields(*r, o.policy)));
         } else {
             const std::string accepted = coins_mode ? "accepted (coins mode: Core's rules, scripts verified on " +
                                                           std::to_string(v.script_checked_inputs) + " inputs)"

@@ -1,5 +1,6 @@
 // `ibdkit sync`: initial block download from P2P peers.
 #include "commands.h"
+#include "json_output.h"
 #include "interrupt.h"
 #include "replay_cli.h"
 #include "utxo_export_cli.h"
@@ -102,7 +103,7 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, const HeightExport& height_ex
     }
     const SyncResult& r = run->sync.sync;
     if (a.out.json) {
-        std::printf("%s\n", ToJson(several ? SyncPeersFields(run->sync, o.policy) : SyncResultFields(r, o.policy)).dump(2).c_str());
+        PrintJsonResult(ToJson(several ? SyncPeersFields(run->sync, o.policy) : SyncResultFields(r, o.policy)));
     } else {
         PrintHuman(r);
         PrintPeers(run->sync.peers, run->sync.unreachable, false);

@@ -1,6 +1,7 @@
 // `ibdkit undo`: the undo data (rev files) of a Bitcoin Core data directory's best chain, read-only
 // through its block index; every record's checksum is verified against the block's parent.
 #include "commands.h"
+#include "json_output.h"
 
 #include <ibdkit/blockfile/locate.h>
 #include <ibdkit/blockfile/undo_reader.h>
@@ -84,7 +85,7 @@ const CommandRegistrar undo_cmd([](CLI::App& app) {
         if (a->json) {
             nlohmann::json out{{"network", std::string(ChainTypeName(loc->chain))}, {"blocks", std::move(blocks)},
                                {"records", records}, {"coins", coins}, {"without_undo", loc->without_undo}};
-            std::printf("%s\n", out.dump(2).c_str());
+            PrintJsonResult(out);
         } else {
             std::printf("%llu undo records verified, %llu coins; %llu best-chain blocks without undo data\n",
                         (unsigned long long)records, (unsigned long long)coins, (unsigned long long)loc->without_undo);

@@ -1,6 +1,7 @@
 // `ibdkit utxo stats|get|dump|balances|snapshot|load-snapshot` (and verify-snapshot: cmd_verify_snapshot.cpp): views of a chainstate in Core's format
 // (read-only) and assumeutxo snapshots in and out.
 #include "commands.h"
+#include "json_output.h"
 #include "interrupt.h"
 #include "progress.h"
 #include "utxo_export_cli.h"
@@ -329,7 +330,7 @@ void AddLoadSnapshot(CLI::App* utxo)
                              {"coins_loaded", r->stats.txouts}, {"total_amount_sat", r->stats.total_amount},
                              {"hash_serialized_3", r->stats.hash_serialized.ToHex()}};
             if (r->height) j["base_height"] = *r->height;
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
             return;
         }
         std::printf("chainstate         %s\nbase_blockhash     %s\n", ldir->c_str(), r->metadata.base_blockhash.ToHex().c_str());
@@ -401,7 +402,7 @@ void AddBalances(CLI::App* utxo)
             const nlohmann::json j{{"out", *bout}, {"rows", r->rows}, {"scripts", r->scripts}, {"coins", r->coins},
                                    {"txouts", r->stats.txouts}, {"value_sat", r->value}, {"total_amount_sat", r->stats.total_amount},
                                    {"runs", r->runs}};
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
             return;
         }
         std::printf("rows               %llu\nscripts            %llu\n", (unsigned long long)r->rows,

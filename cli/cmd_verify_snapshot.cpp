@@ -1,6 +1,7 @@
 // `ibdkit utxo verify-snapshot FILE --datadir D`: an assumeutxo snapshot proven to be exactly the
 // UTXO set of the chain at its base block, with SwiftSync's sums (swiftsync/verify_snapshot.h).
 #include "verify_snapshot_cli.h"
+#include "json_output.h"
 
 #include "progress.h"
 #include "replay_cli.h"
@@ -72,7 +73,7 @@ void AddVerifySnapshot(CLI::App* utxo)
         // snapshot is not certified, and the verdict and the exit code say so.
         const bool outpoints_only = v.ok && !r->Certified();
         if (a->json) {
-            std::printf("%s\n", ToJson(SnapshotVerdictFields(*r, o.policy)).dump(2).c_str());
+            PrintJsonResult(ToJson(SnapshotVerdictFields(*r, o.policy)));
         } else {
             std::printf("verdict            %s\nmode               %s\nbase block         %s (height %u)\n"
                         "snapshot           %llu coins, %s\nblocks             %llu, %llu inputs, %llu spendable outputs\n"

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "json_output.h"
 
 #include <ibdkit/common/write_guard.h>
 #include <ibdkit/memory/policy_id.h>
@@ -106,6 +107,7 @@ void PrintError(const std::string& message)
 {
     g_error_printed = true;
     std::fprintf(stderr, "ibdkit: error: %s\n", message.c_str());
+    NoteJsonError(message);
 }
 
 bool ErrorPrinted() { return g_error_printed; }

@@ -1,6 +1,7 @@
 // `ibdkit replay --swiftsync HINTS`: the run (run/swiftsync_run.h) with a progress line, its
 // result printed for people or as JSON (run/result_fields.h), its outcome as the exit code.
 #include "replay_cli.h"
+#include "json_output.h"
 
 #include "interrupt.h"
 
@@ -88,7 +89,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
         return;
     }
     if (out.json) {
-        std::printf("%s\n", ToJson(SwiftSyncRunFields(*r, policy)).dump(2).c_str());
+        PrintJsonResult(ToJson(SwiftSyncRunFields(*r, policy)));
     } else {
         PrintHuman(*r);
         if (r->fallback) PrintFallback(*r->fallback, r->swiftsync.height);

@@ -2,6 +2,7 @@
 // classic sync to their tip (run/swiftsync_sync.h), with a progress line; its result printed for
 // people or as JSON (run/result_fields.h); its outcome as the exit code.
 #include "replay_cli.h"
+#include "json_output.h"
 
 #include "interrupt.h"
 
@@ -201,7 +202,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
         return;
     }
     if (out.json) {
-        std::printf("%s\n", ToJson(SwiftSyncPeersFields(*r, policy)).dump(2).c_str());
+        PrintJsonResult(ToJson(SwiftSyncPeersFields(*r, policy)));
     } else {
         PrintHuman(*r);
     }

@@ -1,5 +1,6 @@
 // One export path for `utxo dump`, `utxo snapshot` and the `--height` exports of `replay`/`sync`.
 #include "utxo_export_cli.h"
+#include "json_output.h"
 
 #include <ibdkit/utxo/export.h>
 #include <ibdkit/utxo/snapshot.h>
@@ -54,7 +55,7 @@ void PrintUtxoExport(const run::ChainstateExport& e, const std::string& format, 
             const nlohmann::json j{{"snapshot", out.string()}, {"base_blockhash", r.metadata.base_blockhash.ToHex()},
                                    {"coins_written", r.metadata.coins_count}, {"bytes", r.bytes},
                                    {"txoutset_hash", r.chainstate_stats.hash_serialized.ToHex()}, {"verified_coins", r.file_stats.txouts}};
-            std::printf("%s\n", j.dump(2).c_str());
+            PrintJsonResult(j);
             return;
         }
         if (!summary) return;
@@ -73,7 +74,7 @@ void PrintUtxoExport(const run::ChainstateExport& e, const std::string& format, 
                                {"write_seconds", r.write_seconds}, {"verify_seconds", r.verify_seconds},
                                {"verified_coins", r.file_stats.txouts},
                                {"hash_serialized_3", r.file_stats.hash_serialized.ToHex()}};
-        std::printf("%s\n", j.dump(2).c_str());
+        PrintJsonResult(j);
         return;
     }
     if (!summary) return;

@@ -60,7 +60,7 @@ sys.stdin.read()
 @pytest.fixture(scope="module")
 def places(cli, tmp_path_factory):
     """DD (Core's regtest datadir), COPY (its chainstate, copied), NOTES, FILE, SKELETON, SNAPSHOT
-    (DD's UTXO set as a snapshot file), BROKEN (a copy of DD with block 130 damaged), LOCKED (a
+    (DD's UTXO set as a snapshot file), HINTS (a hintsfile of DD's tip), BROKEN (a copy of DD with block 130 damaged), LOCKED (a
     chainstate ibdkit wrote, its LOCK held as a running ibdkit writer holds it) and a TMP per row."""
     root = tmp_path_factory.mktemp("hostile")
     blocks = [payload for _, _, payload, _ in framed_records(DATA / "regtest", pattern="*.blk")]
@@ -80,6 +80,8 @@ def places(cli, tmp_path_factory):
     (skeleton / "IBDKIT_CHAINSTATE").write_text("A chainstate written by ibdkit\nnetwork=regtest\n")
     snap = root / "utxo.snapshot"
     run_cli(cli, "utxo", "snapshot", "--datadir", datadir, "--out", snap, "-q")
+    hints = root / "utxo.hints"
+    run_cli(cli, "hints", "-q", "--datadir", datadir, "--out", hints)
     broken = damaged_copy(datadir, root, blocks[129])
     locked = root / "locked"
     run_cli(cli, "replay", "-q", "--datadir", datadir, "--chainstate", locked, "--stop-height", 100)
@@ -88,7 +90,7 @@ def places(cli, tmp_path_factory):
     holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(locked / "LOCK")], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline() == "held\n"
-    yield {"DD": datadir, "COPY": copy, "NOTES": notes, "FILE": file, "SKELETON": skeleton, "SNAPSHOT": snap,
+    yield {"DD": datadir, "COPY": copy, "NOTES": notes, "FILE": file, "SKELETON": skeleton, "SNAPSHOT": snap, "HINTS": hints,
            "BROKEN": broken, "LOCKED": locked, "root": root}
     holder.stdin.close()
     holder.wait(timeout=60)
@@ -99,12 +101,12 @@ FOLDERS = ("DD", "COPY", "NOTES", "SKELETON", "BROKEN", "LOCKED")
 
 def kept(places):
     return ({k: snapshot(places[k]) for k in FOLDERS} |
-            {k: places[k].read_bytes() for k in ("FILE", "SNAPSHOT")})
+            {k: places[k].read_bytes() for k in ("FILE", "SNAPSHOT", "HINTS")})
 
 
 def expand(command, places, tmp):
     def one(word):
-        for name in (*FOLDERS, "FILE", "SNAPSHOT", "TMP"):
+        for name in (*FOLDERS, "FILE", "SNAPSHOT", "HINTS", "TMP"):
             if word == name or word.startswith(name + "/"):
                 base = tmp if name == "TMP" else places[name]
                 return str(base) + word[len(name):]

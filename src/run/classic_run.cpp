@@ -137,6 +137,7 @@ Result<SyncRunResult> RunSync(SyncOptions options, const std::vector<std::string
 {
     IBDKIT_EXPECTS(!connect.empty() && outputs.write_hints.empty(), "RunSync: at least one peer, and no hintsfile");
     std::optional<ScratchDir> scratch;
+    StartedDatadir started(options.datadir_out, options.chain);
     if (auto ready = Prepare(options, outputs, scratch); !ready) return ready.error();
     SyncRunResult run;
     if (connect.size() > 1) {
@@ -153,6 +154,7 @@ Result<SyncRunResult> RunSync(SyncOptions options, const std::vector<std::string
         run.sync.sync = std::move(*r);
     }
     const SyncResult& s = run.sync.sync;
+    if (s.blocks > 0 || s.recovered_blocks > 0 || (!s.failure && !s.interrupted)) started.Keep();
     const bool clean = !s.reject_reason && !s.interrupted && !s.failure;
     auto written = Finish(options, nullptr, s, clean, outputs);
     if (!written) return written.error();

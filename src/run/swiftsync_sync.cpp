@@ -104,6 +104,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     peers.fetch.window = options.window;
     peers.fetch.recent_blocks = options.keep_recent;
     peers.fetch.interrupt = options.interrupt;
+    StartedDatadir started(options.datadir, options.chain);
     std::unique_ptr<DatadirWriter> datadir;
     if (!options.datadir.empty()) {
         auto w = DatadirWriter::Open(NetworkDataDir(options.datadir, options.chain), GetChainParams(options.chain));
@@ -123,6 +124,7 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     out.spent_bytes_saved = r->spent_bytes_saved;
     out.header_height = r->headers ? r->headers->Height() : 0;
     if (out.swiftsync.verdict.ok) {
+        started.Keep();
         // The header chain beside the coins: what a resumed classic sync starts from.
         if (auto e = engine::PersistHeaders(*r->headers, o.chainstate / HEADERS_FILE, 1)) {
             return Error{Errc::Io, "writing the headers beside the chainstate: " + *e};

@@ -182,9 +182,7 @@ private:
         m_addresses.clear();
         for (const auto& p : m_peers) m_addresses.push_back(p.address);
         if (m_peers.empty() && !Interrupted()) {
-            std::string why;
-            for (const std::string& u : m_out.unreachable) why += (why.empty() ? "" : "; ") + u;
-            m_out.sync.failure = NetError{NetErrc::Connect, "no peer could be reached (" + why + ")"};
+            m_out.sync.failure = NetError{NetErrc::Connect, swiftsync::NoPeerReached(m_out.unreachable, m_o.chain)};
         }
         return std::nullopt;
     }

@@ -25,10 +25,24 @@ struct Connection {
     std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
 };
 
+/// The chain served; refused when no block connects to the network's genesis (a peer would see a
+/// node of that network holding nothing): with a network given, the files' own network is named.
 Result<LocatedChain> LocateServed(const ServeOptions& o)
 {
     if (!o.source.NamesOne()) return Error{Errc::InvalidValue, "give a datadir or a blocks directory (exactly one)"};
-    return LocateBlocks(o.source);
+    auto chain = LocateBlocks(o.source);
+    if (!chain || !chain->order.blocks.empty()) return chain;
+    const std::string where = (o.source.datadir.empty() ? o.source.blocks_dir : chain->blocks_dir).string();
+    const std::string given(ChainTypeName(chain->chain));
+    std::string fix = "serve a folder of " + given + " blocks";
+    if (o.source.chain) {
+        BlockFileSource own = o.source;
+        own.chain.reset();
+        if (auto found = LocateBlocks(own); found && !found->order.blocks.empty() && found->chain != chain->chain) {
+            fix = "they are " + std::string(ChainTypeName(found->chain)) + " blocks: give --network " + std::string(ChainTypeName(found->chain));
+        }
+    }
+    return Error{Errc::InvalidValue, "no block in " + where + " connects to the " + given + " genesis block: " + fix};
 }
 
 /// Joins the connections that ended; with `all`, every connection (after the interrupt).

@@ -498,6 +498,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     PeersRunResult out;
     auto connected = ConnectPeers(peers.connect, params, o.policy, peers.fetch.timeout, peers.fetch.interrupt, out.unreachable);
     if (!connected) return connected.error();
+    if (connected->empty()) return Error{Errc::NotFound, NoPeerReached(out.unreachable, peers.chain)};
     auto headers = DownloadHeaders(*connected, params, o.MinimumChainWork(params.consensus.minimum_chain_work), peers.fetch.timeout, out.notes);
     if (!headers) return headers.error();
     out.headers.emplace(std::move(*headers));

@@ -14,6 +14,7 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
                                                 std::vector<std::string>& failed)
 {
     std::vector<ConnectedPeer> peers;
+    std::optional<std::string> wrong_network; // the first peer of another network: the fix is --network
     std::random_device rd;
     for (const std::string& a : addresses) {
         auto hp = SplitHostPort(a, params.default_port);
@@ -27,11 +28,21 @@ Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& 
         const uint64_t nonce = (uint64_t(rd()) << 32 | rd()) | 1;
         if (auto e = peer->Handshake(0, timeout, nonce, FEATURE_NEGOTIATION_VERSION)) {
             failed.push_back(a + ": " + e->message);
+            if (e->code == NetErrc::WrongNetwork && !wrong_network) wrong_network = failed.back();
             continue;
         }
         peers.push_back(ConnectedPeer{a, std::move(peer)});
     }
+    if (peers.empty() && wrong_network) return Error{Errc::InvalidValue, *wrong_network};
     return peers;
+}
+
+std::string NoPeerReached(const std::vector<std::string>& failed, ChainType chain)
+{
+    std::string why;
+    for (const std::string& f : failed) why += (why.empty() ? "" : "; ") + f;
+    return "no peer could be reached (" + why + "): give the address of a running " + std::string(ChainTypeName(chain)) +
+           " node that accepts connections (HOST:PORT)";
 }
 
 namespace {

@@ -53,10 +53,15 @@ struct ConnectedPeer {
 /// Connects to each of `addresses` (HOST[:PORT], the network's port by default) and shakes hands
 /// announcing BIP 434 feature negotiation. A peer that cannot be reached or fails the handshake
 /// is left out, with its reason in `failed`; an address that does not parse is an error
-/// (Errc::InvalidValue).
+/// (Errc::InvalidValue), and so is no peer reached where one is of another network (its
+/// handshake's NetErrc::WrongNetwork message, which names the fix).
 Result<std::vector<ConnectedPeer>> ConnectPeers(const std::vector<std::string>& addresses, const ChainParams& params, PolicyId policy,
                                                 std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
                                                 std::vector<std::string>& failed);
+
+/// A run's failure when none of its peers could be reached: each address with why (ConnectPeers'
+/// `failed`), and what to do.
+std::string NoPeerReached(const std::vector<std::string>& failed, ChainType chain);
 
 /// The header chain from the peers, each asked in turn with getheaders until its answer is short;
 /// every header checked as Core checks one before asking for its block (HeaderChain::Append). A
@@ -122,7 +127,7 @@ public:
 
     /// Height h with its spent coins, waiting until a peer delivers it. Errc::NotFound when no
     /// peer is left to ask (the message names the dropped peers' reasons), Errc::Io on
-    /// the interrupt flag.
+    /// the interrupt flag, even when h has arrived (TryTake then gives nothing).
     Result<FetchedBlock> Take(uint32_t h);
     /// As Take, without waiting: nullopt when h has not arrived yet.
     std::optional<FetchedBlock> TryTake(uint32_t h);

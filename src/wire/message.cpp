@@ -42,6 +42,7 @@ public:
     virtual std::size_t PendingBytes() const noexcept = 0;
     virtual const ReceiverStats& Stats() const noexcept = 0;
     virtual bool Failed() const noexcept = 0;
+    virtual std::optional<MessageStart> WrongMagic() const noexcept = 0;
 };
 
 } // namespace detail
@@ -88,6 +89,11 @@ public:
     std::size_t PendingBytes() const noexcept override { return m_header_pos + m_payload.size(); }
     const ReceiverStats& Stats() const noexcept override { return m_stats; }
     bool Failed() const noexcept override { return m_failed.has_value(); }
+    std::optional<MessageStart> WrongMagic() const noexcept override
+    {
+        if (!m_failed || m_failed->code != Errc::BadMagic) return std::nullopt;
+        return m_header.magic;
+    }
 
 private:
     void Advance(std::span<const uint8_t>& data, std::size_t n)
@@ -170,5 +176,6 @@ NetMessage MessageReceiver::TakeMessage() { return m_state->TakeMessage(); }
 std::size_t MessageReceiver::PendingBytes() const noexcept { return m_state->PendingBytes(); }
 const ReceiverStats& MessageReceiver::stats() const noexcept { return m_state->Stats(); }
 bool MessageReceiver::failed() const noexcept { return m_state->Failed(); }
+std::optional<MessageStart> MessageReceiver::WrongMagic() const noexcept { return m_state->WrongMagic(); }
 
 } // namespace ibdkit

@@ -108,6 +108,8 @@ public:
     std::size_t PendingBytes() const noexcept;
     const ReceiverStats& stats() const noexcept;
     bool failed() const noexcept;
+    /// After a failure for a header in another magic (Errc::BadMagic): that magic.
+    std::optional<MessageStart> WrongMagic() const noexcept;
     PolicyId policy() const noexcept { return m_policy; }
 
 private:

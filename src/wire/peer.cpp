@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 namespace ibdkit {
 
@@ -54,6 +56,71 @@ void SetNonBlocking(int fd)
     if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
+/// The numeric address and port of the far end of `fd` ("" when not known).
+std::pair<std::string, uint16_t> RemoteOf(int fd)
+{
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    char host[NI_MAXHOST], service[NI_MAXSERV];
+    if (fd < 0 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, service, sizeof service, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        return {"", 0};
+    }
+    return {host, uint16_t(std::atoi(service))};
+}
+
+/// Our version message: nothing served, no relay.
+VersionMessage OurVersion(int32_t version, uint16_t port, uint64_t nonce, int32_t start_height)
+{
+    VersionMessage v;
+    v.version = version;
+    v.services = NODE_NONE;
+    v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    v.addr_recv = VersionAddress::FromIPv4({127, 0, 0, 1}, port);
+    v.addr_from = VersionAddress::FromIPv4({0, 0, 0, 0}, 0);
+    v.nonce = nonce;
+    v.start_height = start_height;
+    v.relay = false;
+    return v;
+}
+
+/// The most a probe of another network waits for each answer: a node answers a version of its own
+/// network at once and drops one of another network at once.
+constexpr auto PROBE_WAIT = std::chrono::seconds(3);
+
+/// The network of the node at host:port, when it is not `ours`: a node closes the connection at a
+/// message in another network's magic (Core's and ibdkit serve's rule) and answers a version in
+/// its own with its own, so a version in each other network's magic finds it.
+std::optional<ChainType> ProbeNetwork(const std::string& host, uint16_t port, ChainType ours, std::chrono::milliseconds timeout,
+                                      const std::atomic<bool>* interrupt)
+{
+    const auto wait = std::min<std::chrono::milliseconds>(timeout, PROBE_WAIT);
+    for (ChainType c : {ChainType::MAIN, ChainType::TESTNET, ChainType::TESTNET4, ChainType::SIGNET, ChainType::REGTEST}) {
+        if (c == ours) continue;
+        const ChainParams& p = GetChainParams(c);
+        auto s = Socket::Connect(host, port, wait, interrupt);
+        if (!s) return std::nullopt;
+        const auto deadline = NetClock::now() + wait;
+        if (s->SendAll(MakeMessage(p.message_start, "version", EncodeVersion(OurVersion(PROTOCOL_VERSION, port, 1, 0))), deadline, interrupt)) continue;
+        MessageStart got{};
+        std::size_t have = 0;
+        while (have < got.size()) {
+            auto n = s->Receive(std::span<uint8_t>(got).subspan(have), deadline, interrupt);
+            if (!n) break;
+            have += *n;
+        }
+        if (have == got.size() && got == p.message_start) return c;
+    }
+    return std::nullopt;
+}
+
+NetError WrongNetwork(ChainType ours, ChainType theirs, const std::string& how)
+{
+    const std::string name(ChainTypeName(theirs));
+    return NetError{NetErrc::WrongNetwork, "the peer is a " + name + " node, not " + std::string(ChainTypeName(ours)) + " (" + how +
+                                               "): give --network " + name};
+}
+
 } // namespace
 
 std::string_view NetErrcName(NetErrc c) noexcept
@@ -65,6 +132,7 @@ std::string_view NetErrcName(NetErrc c) noexcept
     case NetErrc::Io: return "Io";
     case NetErrc::Misbehaving: return "Misbehaving";
     case NetErrc::Interrupted: return "Interrupted";
+    case NetErrc::WrongNetwork: return "WrongNetwork";
     }
     return "?";
 }
@@ -180,6 +248,7 @@ NetResult<std::size_t> Socket::Receive(std::span<uint8_t> buf, NetClock::time_po
 Peer::Peer(Socket socket, const ChainParams& params, PolicyId policy, const std::atomic<bool>* interrupt)
     : m_socket(std::move(socket)), m_params(params), m_interrupt(interrupt), m_rx(params.message_start, policy), m_buf(256 * 1024)
 {
+    std::tie(m_remote_host, m_remote_port) = RemoteOf(m_socket.fd());
 }
 
 std::optional<NetError> Peer::Send(std::string_view command, std::span<const uint8_t> payload, std::chrono::milliseconds timeout)
@@ -201,7 +270,14 @@ NetResult<NetMessage> Peer::Receive(NetClock::time_point deadline)
     for (;;) {
         while (!m_pending.empty()) {
             auto r = m_rx.Feed(m_pending);
-            if (!r) return NetError{NetErrc::Misbehaving, "peer misbehaved: " + r.error().message};
+            if (!r) {
+                // The first message in another network's magic is a node of that network; a later
+                // one, after messages in ours, a peer that breaks the protocol.
+                const auto magic = m_rx.WrongMagic();
+                const auto theirs = magic && m_rx.stats().messages == 0 ? ChainTypeFromMagic(*magic) : std::nullopt;
+                if (theirs) return WrongNetwork(m_params.type, *theirs, "its messages carry that network's magic");
+                return NetError{NetErrc::Misbehaving, "peer misbehaved: " + r.error().message};
+            }
             if (!*r) continue;
             NetMessage msg = m_rx.TakeMessage();
             if (msg.command == "ping") {
@@ -250,16 +326,7 @@ NetResult<std::vector<BlockHeader>> Peer::AskHeaders(std::vector<BlockHash> loca
 
 std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce, int32_t version)
 {
-    VersionMessage v;
-    v.version = version;
-    v.services = NODE_NONE;
-    v.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    v.addr_recv = VersionAddress::FromIPv4({127, 0, 0, 1}, m_params.default_port);
-    v.addr_from = VersionAddress::FromIPv4({0, 0, 0, 0}, 0);
-    v.nonce = nonce;
-    v.start_height = start_height;
-    v.relay = false;
-    if (auto e = Send("version", EncodeVersion(v), timeout)) return e;
+    if (auto e = Send("version", EncodeVersion(OurVersion(version, m_params.default_port, nonce, start_height)), timeout)) return e;
     const auto deadline = NetClock::now() + timeout;
     bool got_version = false;
     while (!got_version || !m_info.verack) {
@@ -271,6 +338,14 @@ std::optional<NetError> Peer::Handshake(int32_t start_height, std::chrono::milli
                                                       RejectSuffix()};
             }
             if (m.error().code == NetErrc::Closed) {
+                // Closed before a byte came back: a node of another network does that to our version.
+                if (m_rx.stats().bytes == 0 && !m_remote_host.empty()) {
+                    if (auto theirs = ProbeNetwork(m_remote_host, m_remote_port, m_params.type, timeout, m_interrupt)) {
+                        return WrongNetwork(m_params.type, *theirs, "it closed the connection at our version in the magic of " +
+                                                                        std::string(ChainTypeName(m_params.type)) +
+                                                                        " and answered one in the magic of " + std::string(ChainTypeName(*theirs)));
+                    }
+                }
                 return NetError{NetErrc::Closed, "the peer closed the connection during the handshake" + RejectSuffix()};
             }
             return m.error();

@@ -104,7 +104,10 @@ public:
 
     /// version → (version + verack) ← → verack. `start_height` is our best height; `version` our
     /// protocol version (FEATURE_NEGOTIATION_VERSION to hear the peer's BIP 434 features, which
-    /// info().features then lists; a malformed one ends the handshake).
+    /// info().features then lists; a malformed one ends the handshake). A node of another network
+    /// is NetErrc::WrongNetwork naming both: its messages in that network's magic, or, when it
+    /// closes the connection without a word as nodes do at a foreign magic, the network a version in
+    /// each other magic finds it on (a connection each, only then).
     std::optional<NetError> Handshake(int32_t start_height, std::chrono::milliseconds timeout, uint64_t nonce,
                                       int32_t version = PROTOCOL_VERSION);
 
@@ -139,6 +142,8 @@ private:
     PeerInfo m_info;
     uint64_t m_bytes_sent{0};
     SendRateLimit* m_send_limit{nullptr};
+    std::string m_remote_host; ///< numeric, for a probe of the peer's network after a failed handshake
+    uint16_t m_remote_port{0};
 };
 
 } // namespace ibdkit

@@ -16,6 +16,7 @@ enum class NetErrc {
     Io,          ///< a socket error
     Misbehaving, ///< the peer broke the protocol (framing, malformed message, wrong chain)
     Interrupted, ///< our interrupt flag was set (Ctrl-C)
+    WrongNetwork, ///< the peer is a node of another network (its magic; the message names both)
 };
 std::string_view NetErrcName(NetErrc c) noexcept;
 
