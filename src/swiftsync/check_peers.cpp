@@ -522,10 +522,12 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
             out.unreachable.push_back(p.address + ": does not serve spent coins (no BIP 434 feature blockspentcoinsv1)");
         }
     }
-    if (serving.empty()) {
+    if (serving.empty()) { // coins mode: outpoints mode takes every peer connected
         std::string why;
         for (const std::string& u : out.unreachable) why += (why.empty() ? "" : "; ") + u;
-        return Error{Errc::NotFound, (coins ? "no peer serves spent coins (BIP 455) for SwiftSync: " : "no peer could be reached: ") + why};
+        return Error{Errc::NotFound, "no peer serves spent coins (BIP 455) for SwiftSync (" + why +
+                                         "): connect one that does (`ibdkit serve` over a datadir), or check blocks alone from any peer "
+                                         "(--swiftsync-mode outpoints, which checks much less), or drop --swiftsync for the classic sync"};
     }
     // The blocks ahead, a batch under check and the sort share --dbcache (CacheBudget).
     const SwiftSyncShares shares = CacheBudget::FromMiB(o.dbcache_mib).SwiftSyncFromPeers();
