@@ -544,6 +544,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
     run.headers = &*out.headers;
     run.hints = &*hints;
     run.sort_bytes = shares.sort;
+    run.interrupt = peers.fetch.interrupt;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) -> Result<Partial> {
         rules.emplace(*out.headers, peers.chain, *hints, hasher.emplace(salt), bool(ro.on_unspent), co);
         check.emplace(fetcher, *out.headers, peers.chain, *hints, *rules, ro, peers.mode, fetch.recent_blocks, shares.batch, peers.datadir,

@@ -378,7 +378,7 @@ std::optional<FetchedBlock> BlockFetcher::TryTake(uint32_t h)
 {
     std::lock_guard lk(m_state->mu);
     auto it = m_state->ready.find(h);
-    if (it == m_state->ready.end()) return std::nullopt;
+    if (it == m_state->ready.end() || m_state->Interrupted()) return std::nullopt;
     return m_state->TakeLocked(it);
 }
 
@@ -389,11 +389,12 @@ Result<FetchedBlock> BlockFetcher::Take(uint32_t h)
     s.waiting = h;
     s.cv.notify_all();
     for (;;) {
+        // Before the blocks that arrived: with a large --dbcache they may be the whole range.
+        if (s.Interrupted()) return Error{Errc::Io, "interrupted"};
         if (auto it = s.ready.find(h); it != s.ready.end()) {
             s.waiting = 0;
             return s.TakeLocked(it);
         }
-        if (s.Interrupted()) return Error{Errc::Io, "interrupted"};
         if (!s.AnyAliveFor(h)) {
             std::erase_if(s.retry, [h](const State::Retry& r) { return r.height == h; }); // none may serve them
             std::string why;

@@ -145,9 +145,11 @@ private:
     std::unique_ptr<CoinsDB> m_db;
 };
 
+bool Interrupted(const std::atomic<bool>* interrupt) noexcept { return interrupt && interrupt->load(std::memory_order_relaxed); }
+
 /// The sorted coins into the empty chainstate `db`, with `tip` as its best block, each part merged
-/// and written on a thread of its own; counts them.
-std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash& tip, uint64_t& written)
+/// and written on a thread of its own; counts them. Stops "interrupted" at `interrupt`.
+std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash& tip, uint64_t& written, const std::atomic<bool>* interrupt)
 {
     const std::size_t parts = sort.parts();
     auto load = SortedCoinsLoader::Begin(db, tip, parts);
@@ -161,9 +163,10 @@ std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash&
             const auto key = RecordKey(rec);
             st = load->Add(p, key, rec.subspan(1 + key.size()));
             ++counts[p];
-            return st.ok();
+            return st.ok() && !Interrupted(interrupt);
         });
         if (!errors[p] && !st.ok()) errors[p] = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+        if (!errors[p] && Interrupted(interrupt)) errors[p] = Error{Errc::Io, "interrupted"};
     });
     for (std::size_t p = 0; p < parts; ++p) {
         if (errors[p]) return errors[p];
@@ -265,11 +268,13 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     if (!partial) return partial.error();
     res.script_checked_inputs = partial->script_checked_inputs;
     res.verdict = Combine(std::span<const Partial>(&*partial, 1), res.height, run.chain);
+    if (Interrupted(run.interrupt)) return Error{Errc::Io, "interrupted"};
     if (res.verdict.ok && run.before_write) {
         if (auto e = run.before_write()) return *e;
     }
     if (res.verdict.ok && sorter) {
-        if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written)) return *e;
+        const std::atomic<bool>* interrupt = run.before_write ? nullptr : run.interrupt;
+        if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written, interrupt)) return *e;
         if (auto e = cs->Keep()) return *e;
     }
     if (!res.verdict.ok) res.coins_written = 0;

@@ -9,6 +9,7 @@
 
 #include "coins/budget.h"
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -24,11 +25,18 @@ struct ChainRun {
     std::function<Result<Partial>(const Salt& salt, const CheckRangeOptions& options, const CoinsModeOptions& coins)> check;
     /// The bytes of blocks 1..h, for the throughput; called with increasing h on the calling thread.
     std::function<uint64_t(uint32_t h)> bytes_through;
+    /// The peers still serving, for the progress (SwiftSyncProgress::peers). Empty: none (files).
+    std::function<std::size_t()> peers_alive;
     /// Called once the verdict accepts blocks 1..n, before the chainstate is written (what points
     /// at the blocks made durable first); its error ends the run. Empty: nothing to do.
     std::function<std::optional<Error>()> before_write;
     /// The sort's share of --dbcache (a SwiftSyncShares of the options' budget).
     std::size_t sort_bytes{CacheBudget::MIN_SORT_BYTES};
+    /// Ctrl-C: looked at after the check (which looks at it itself), before before_write, and
+    /// while the sorted coins are written when there is no before_write (once what points at the
+    /// blocks is durable, the chainstate is written to the end); the run then fails "interrupted"
+    /// (Errc::Io) and the new chainstate is removed. Null: never.
+    const std::atomic<bool>* interrupt{nullptr};
 };
 
 /// Runs `run` under `options` (its chainstate, threads, scripts, policy, progress); the sort keeps
