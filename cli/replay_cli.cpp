@@ -148,8 +148,8 @@ void StopOnInterrupt(std::atomic<bool>* flag, const std::string& chainstate)
 {
     SetInterruptNote(chainstate.empty()
                          ? "interrupted again during the flush; the temporary chainstate is left in the temporary directory"
-                         : "interrupted again during the flush; a rerun with --chainstate " + chainstate +
-                               " completes it (no block is lost)");
+                         : "interrupted again during the flush of the chainstate " + chainstate +
+                               ": the same command run again completes it (no block is lost)");
     InstallInterruptFlag(flag);
 }
 
@@ -161,7 +161,7 @@ void ReportInterrupted(const EngineResult& r, const std::string& chainstate)
     if (chainstate.empty()) {
         std::fprintf(stderr, "ibdkit: interrupted: stopped at height %d; the temporary chainstate is removed, nothing kept\n", r.height);
     } else {
-        std::fprintf(stderr, "ibdkit: interrupted: chainstate %s flushed at height %d; rerun with the same --chainstate to resume\n",
+        std::fprintf(stderr, "ibdkit: interrupted: chainstate %s flushed at height %d; run the same command again to resume\n",
                      chainstate.c_str(), r.height);
     }
     ExitCode() = EXIT_INTERRUPTED;

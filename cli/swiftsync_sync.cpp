@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -49,7 +50,8 @@ void PrintHuman(const run::SwiftSyncPeersResult& run)
     std::printf("headers            %d, from the peers\n", run.header_height);
     PrintPeers(run.peers, run.unreachable, true);
     if (run.resumed) {
-        std::printf("swiftsync          resumed: the chainstate held blocks 1..%u an earlier sync accepted; the classic sync continued\n", r.height);
+        std::printf("swiftsync          resumed: the chainstate held blocks 1..%u (an earlier sync's: SwiftSync's, then any the "
+                    "classic sync connected after them); the classic sync continued\n", r.height);
     } else {
         PrintChecked(run);
     }
@@ -170,8 +172,13 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "
                                                    "it starts over or resumes the classic sync after n");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
-    o.swiftsync.on_progress = [bar](uint32_t h, uint32_t n) {
-        bar->Update(n ? double(h) / n : 1.0, "swiftsync: block " + std::to_string(h) + " of " + std::to_string(n));
+    o.swiftsync.on_check_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
+        // As the classic sync's line: the rate so far, and the time left at it.
+        const double s = std::max(p.elapsed_s, 1e-9), bps = double(p.height) / s;
+        char text[200];
+        std::snprintf(text, sizeof text, "swiftsync: height %u/%u  %.0f blk/s  %.1f MB/s  peers %zu  ETA %s", p.height, p.n, bps,
+                      double(p.bytes) / 1e6 / s, p.peers, bps > 0 ? (std::to_string(int((p.n - p.height) / bps)) + " s").c_str() : "?");
+        bar->Update(p.n ? double(p.height) / p.n : 1.0, text);
     };
     auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.continuation) o.continuation->on_progress = ProgressPrinter(classic_bar, "classic");

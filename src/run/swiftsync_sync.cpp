@@ -133,6 +133,11 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
             auto c = Continue(options, out);
             if (!c) return c.error();
             out.continuation = std::move(*c);
+            if (out.continuation->height < 0) {
+                // Interrupted before it opened the chainstate: that holds SwiftSync's n.
+                out.continuation->height = int(out.swiftsync.height);
+                out.continuation->tip = out.swiftsync.tip;
+            }
             if (out.continuation->utxo) out.utxo = out.continuation->utxo;
         } else if (options.statistics) {
             auto s = StatsOf(o.chainstate);

@@ -562,6 +562,11 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
         };
     }
     run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };
+    run.peers_alive = [&] {
+        std::size_t alive = 0;
+        for (std::size_t p = 0; p < out.peers.size(); ++p) alive += fetcher.Alive(p) ? 1 : 0;
+        return alive;
+    };
     auto res = CheckAndWrite(o, run);
     if (!res) return res.error();
     out.run = std::move(*res);

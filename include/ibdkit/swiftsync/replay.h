@@ -31,6 +31,14 @@
 
 namespace ibdkit::swiftsync {
 
+/// Where the check of blocks 1..n is, for a rate and an ETA (SwiftSyncOptions::on_check_progress).
+struct SwiftSyncProgress {
+    uint32_t height{0}, n{0}; ///< blocks 1..height checked of 1..n
+    uint64_t bytes{0};        ///< their bytes
+    double elapsed_s{0};      ///< since the check began
+    std::size_t peers{0};     ///< over P2P: the peers still serving (0 from files)
+};
+
 /// The shared settings (settings/run_settings.h: dbcache_mib bounding the coins held while they
 /// are sorted; assumevalid and skip_scripts in coins mode) and SwiftSync's own.
 struct SwiftSyncOptions : RunSettings {
@@ -41,6 +49,8 @@ struct SwiftSyncOptions : RunSettings {
     std::filesystem::path chainstate;
     AggregateMode mode{AggregateMode::Coins};
     std::function<void(uint32_t height, uint32_t n)> on_progress; ///< on the calling thread
+    /// At on_progress's moments, what was measured (a progress line's rate and ETA); on the calling thread.
+    std::function<void(const SwiftSyncProgress& progress)> on_check_progress;
 };
 
 struct SwiftSyncResult {
