@@ -280,7 +280,10 @@ void ServeConnection(int fd, const std::string& address, ServeShared& shared)
     } else if (why->code == NetErrc::Interrupted) {
         shared.Event("peer " + address + " disconnected: the server stops");
     } else {
-        if (why->code == NetErrc::Misbehaving || why->code == NetErrc::Timeout) shared.dropped.fetch_add(1);
+        // A peer of another network is dropped as Core drops one (its first message's magic).
+        if (why->code == NetErrc::Misbehaving || why->code == NetErrc::Timeout || why->code == NetErrc::WrongNetwork) {
+            shared.dropped.fetch_add(1);
+        }
         shared.Event("peer " + address + " dropped: " + why->message);
     }
 }
