@@ -307,7 +307,7 @@ def sync(connect: Union[str, Sequence[str]], *, network: Optional[str] = None, c
     recorded in ``chainstate`` (a sync resumed), else in ``datadir`` (one an earlier sync wrote),
     else regtest, as the CLI's (C++ ``SyncNetwork``). Returns the statistics as a dict
     (with ``mode``, ``peer``). A peer that fails us (unreachable, stalled, misbehaving, gone) raises
-    :class:`Error` with ``kind`` Connect, Timeout, Closed, Io or Misbehaving, once the blocks
+    :class:`Error` with ``kind`` Connect, Timeout, Closed, Io, Misbehaving or WrongNetwork, once the blocks
     connected so far are flushed (as ``ibdkit sync`` exits 1); a block failing its checks is not an
     exception, as in :func:`replay`.
 
