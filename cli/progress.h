@@ -4,6 +4,8 @@
 
 #include "commands.h"
 
+#include <ibdkit/swiftsync/replay.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -54,5 +56,17 @@ private:
     bool m_drawn{false};
     Clock::time_point m_last{};
 };
+
+/// SwiftSync's progress text, as the classic sync's: height, blocks/s, MB/s, the peers still
+/// serving (over P2P) and the time left at the rate so far.
+inline std::string SwiftSyncProgressText(const swiftsync::SwiftSyncProgress& p, const std::string& label)
+{
+    const double s = std::max(p.elapsed_s, 1e-9), bps = double(p.height) / s;
+    const std::string peers = p.peers ? "  peers " + std::to_string(p.peers) : "";
+    char text[200];
+    std::snprintf(text, sizeof text, "%s: height %u/%u  %.0f blk/s  %.1f MB/s%s  ETA %s", label.c_str(), p.height, p.n, bps,
+                  double(p.bytes) / 1e6 / s, peers.c_str(), bps > 0 ? (std::to_string(int((p.n - p.height) / bps)) + " s").c_str() : "?");
+    return text;
+}
 
 } // namespace ibdkit::cli

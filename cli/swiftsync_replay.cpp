@@ -73,8 +73,8 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
     SetInterruptNote(chainstate.empty() ? "" : "nothing was written into the chainstate " + chainstate.string() +
                                                    " (an accepted history is written at the end): run the same command again, it starts over");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
-    o.swiftsync.on_progress = [bar](uint32_t h, uint32_t n) {
-        bar->Update(n ? double(h) / n : 1.0, "block " + std::to_string(h) + " of " + std::to_string(n));
+    o.swiftsync.on_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
+        bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, "swiftsync"));
     };
     auto fallback_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.fallback) o.fallback->on_progress = ProgressPrinter(fallback_bar, "fallback");
@@ -124,7 +124,9 @@ int SwiftSyncAllPolicies(const swiftsync::SwiftSyncOptions& base, bool quiet, in
             o.swiftsync = base;
             o.swiftsync.policy = id;
             o.swiftsync.chainstate.clear(); // a temporary one, for the statistics
-            o.swiftsync.on_progress = [&](uint32_t h, uint32_t n) { bar->Update(n ? double(h) / n : 1.0, label + ": block " + std::to_string(h) + " of " + std::to_string(n)); };
+            o.swiftsync.on_progress = [&](const swiftsync::SwiftSyncProgress& p) {
+                bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, label));
+            };
             auto r = run::RunSwiftSync(std::move(o));
             if (!r) return "!" + r.error().message;
             const swiftsync::SwiftSyncResult& s = r->swiftsync;

@@ -153,8 +153,8 @@ int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std:
             SyncOptions c = classic;
             c.policy = id;
             run::SwiftSyncPeersOptions o = PeersOptions(c, connect, args);
-            o.swiftsync.on_progress = [&](uint32_t h, uint32_t n) {
-                bar->Update(n ? double(h) / n : 1.0, label + ": swiftsync block " + std::to_string(h) + " of " + std::to_string(n));
+            o.swiftsync.on_progress = [&](const swiftsync::SwiftSyncProgress& p) {
+                bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, label + ": swiftsync"));
             };
             return PolicyRunJson(run::SyncSwiftSync(std::move(o)), id);
         });
@@ -172,13 +172,8 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                                                    " is written only once SwiftSync accepts blocks 1..n: run the same command again, "
                                                    "it starts over or resumes the classic sync after n");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
-    o.swiftsync.on_check_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
-        // As the classic sync's line: the rate so far, and the time left at it.
-        const double s = std::max(p.elapsed_s, 1e-9), bps = double(p.height) / s;
-        char text[200];
-        std::snprintf(text, sizeof text, "swiftsync: height %u/%u  %.0f blk/s  %.1f MB/s  peers %zu  ETA %s", p.height, p.n, bps,
-                      double(p.bytes) / 1e6 / s, p.peers, bps > 0 ? (std::to_string(int((p.n - p.height) / bps)) + " s").c_str() : "?");
-        bar->Update(p.n ? double(p.height) / p.n : 1.0, text);
+    o.swiftsync.on_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
+        bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, "swiftsync"));
     };
     auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.continuation) o.continuation->on_progress = ProgressPrinter(classic_bar, "classic");

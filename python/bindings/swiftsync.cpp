@@ -293,6 +293,17 @@ nb::dict RunStats(const std::vector<nb::bytes>& runs, const std::string& hash_ty
     return FieldsDict(UtxoStatsFields(stats));
 }
 
+/// SwiftSync's progress as the dict a progress callback receives: height and tip_height (n), as
+/// the classic run's, and the bytes checked, the seconds and the peers still serving.
+void SwiftSyncProgressInto(nb::dict& d, const swiftsync::SwiftSyncProgress& p)
+{
+    d["height"] = p.height;
+    d["tip_height"] = p.n;
+    d["bytes"] = p.bytes;
+    d["elapsed_s"] = p.elapsed_s;
+    d["peers"] = p.peers;
+}
+
 /// `ibdkit.replay(..., swiftsync=HINTS)`: the SwiftSync driver (run/swiftsync_run.h) without the
 /// GIL, its result as the CLI's `replay --swiftsync --json` fields.
 nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, std::optional<std::string> network,
@@ -313,12 +324,7 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     s.Settings() = settings;
     o.statistics = statistics;
     ProgressBridge bridge(progress);
-    s.on_progress = [&](uint32_t h, uint32_t n) {
-        bridge.Call([&](nb::dict& d) {
-            d["height"] = h;
-            d["tip_height"] = n;
-        });
-    };
+    s.on_progress = [&](const swiftsync::SwiftSyncProgress& p) { bridge.Call([&](nb::dict& d) { SwiftSyncProgressInto(d, p); }); };
     if (fallback) {
         ReplayOptions& c = o.fallback.emplace();
         c.source = s.source;
@@ -369,12 +375,7 @@ nb::dict SyncSwiftSync(const std::vector<std::string>& connect, const std::strin
     c.timeout = o.timeout;
     c.window = window;
     ProgressBridge bridge(progress);
-    s.on_progress = [&](uint32_t h, uint32_t n) {
-        bridge.Call([&](nb::dict& d) {
-            d["height"] = h;
-            d["tip_height"] = n;
-        });
-    };
+    s.on_progress = [&](const swiftsync::SwiftSyncProgress& p) { bridge.Call([&](nb::dict& d) { SwiftSyncProgressInto(d, p); }); };
     o.interrupt = bridge.flag();
     Result<run::SwiftSyncPeersResult> r = Error{};
     {

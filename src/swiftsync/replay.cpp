@@ -241,8 +241,7 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
         bytes_checked = run.bytes_through(h);
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
         tlog.Add(int(h), bytes_checked, elapsed);
-        if (o.on_progress) o.on_progress(h, n);
-        if (o.on_check_progress) o.on_check_progress(SwiftSyncProgress{h, n, bytes_checked, elapsed, run.peers_alive ? run.peers_alive() : 0});
+        if (o.on_progress) o.on_progress(SwiftSyncProgress{h, n, bytes_checked, elapsed, run.peers_alive ? run.peers_alive() : 0});
     };
     if (writer) {
         ro.on_unspent = [&](std::span<const std::pair<OutPoint, Coin>> coins) -> std::optional<Error> {

@@ -31,7 +31,7 @@
 
 namespace ibdkit::swiftsync {
 
-/// Where the check of blocks 1..n is, for a rate and an ETA (SwiftSyncOptions::on_check_progress).
+/// Where the check of blocks 1..n is, with what a rate and an ETA need (SwiftSyncOptions::on_progress).
 struct SwiftSyncProgress {
     uint32_t height{0}, n{0}; ///< blocks 1..height checked of 1..n
     uint64_t bytes{0};        ///< their bytes
@@ -48,9 +48,7 @@ struct SwiftSyncOptions : RunSettings {
     /// refusals apply). Empty: nothing is written, the verdict alone is the result.
     std::filesystem::path chainstate;
     AggregateMode mode{AggregateMode::Coins};
-    std::function<void(uint32_t height, uint32_t n)> on_progress; ///< on the calling thread
-    /// At on_progress's moments, what was measured (a progress line's rate and ETA); on the calling thread.
-    std::function<void(const SwiftSyncProgress& progress)> on_check_progress;
+    std::function<void(const SwiftSyncProgress& progress)> on_progress; ///< on the calling thread
 };
 
 struct SwiftSyncResult {
