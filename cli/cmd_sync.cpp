@@ -115,7 +115,7 @@ void RunClassic(SyncOptions& o, const SyncArgs& a, const HeightExport& height_ex
     ReportReject(r);
     if (r.interrupted) ExitCode() = EXIT_INTERRUPTED;
     height_export.Report(run->outputs);
-    if (!a.out.quiet) PrintDatadirHandover(o, o.chain);
+    if (ExitCode() == EXIT_OK && !a.out.quiet) PrintDatadirHandover(o, o.chain); // only a datadir bitcoind can start on
 }
 
 /// `sync --policy all`: the same sync once per policy (CompareAllPolicies), each in a child process
