@@ -59,10 +59,11 @@ def version_payload(version=70016, user_agent=b""):
 
 
 class Client:
-    """A bare P2P client over a socket: messages out, (command, payload) in."""
+    """A bare P2P endpoint over a socket: messages out, (command, payload) in. It connects to `port`,
+    or talks over `sock`, a connection a fake peer accepted."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    def __init__(self, port=None, sock=None):
+        self.sock = sock if sock is not None else socket.create_connection(("127.0.0.1", port), timeout=30)
         self.buf = bytearray()
         self.pos = 0  # what is read of buf: dropped when more arrives, so no message is copied twice
 
