@@ -5,7 +5,7 @@ set(IBDKIT_PY_TEST_COSTS
   test_sync_swiftsync 172
   test_swiftsync_coins 119
   test_sync_peers 105
-  test_sync_presync 95
+  test_sync_presync 60
   test_sync_datadir 72
   test_kill_campaign 69
   test_sync_btcd 57
