@@ -6,7 +6,7 @@
 # DataStream, blocks and P2P messages, CheckBlock, scripts. docs/core-allocators.md.
 set(IBDKIT_LIBCXX_AREAS memory stream encoding crypto primitives consensus chain script wire common tabular settings)
 set(IBDKIT_LIBCXX_BENCH bench_memory bench_wire bench_block bench_sha256 bench_crc32c)
-set(IBDKIT_LIBCXX_CLI main commands interrupt cmd_bench)
+set(IBDKIT_LIBCXX_CLI main commands interrupt json_output cmd_bench)
 set(IBDKIT_LIBCXX_TESTS test_memory test_stream test_encoding test_policy_list test_primitives
     test_primitives_blocks test_sha256 test_crc32c test_wire test_protocol test_consensus
     test_header_check test_bench)
