@@ -58,15 +58,27 @@ private:
 };
 
 /// SwiftSync's progress text, as the classic sync's: height, blocks/s, MB/s, the peers still
-/// serving (over P2P) and the time left at the rate so far.
+/// serving (over P2P) and the time left at the rate so far; then the chainstate's write, in coins.
 inline std::string SwiftSyncProgressText(const swiftsync::SwiftSyncProgress& p, const std::string& label)
 {
+    char text[200];
+    if (p.writing) {
+        std::snprintf(text, sizeof text, "%s: height %u checked, writing the chainstate: %llu/%llu coins", label.c_str(), p.n,
+                      static_cast<unsigned long long>(p.coins_written), static_cast<unsigned long long>(p.coins_to_write));
+        return text;
+    }
     const double s = std::max(p.elapsed_s, 1e-9), bps = double(p.height) / s;
     const std::string peers = p.peers ? "  peers " + std::to_string(p.peers) : "";
-    char text[200];
     std::snprintf(text, sizeof text, "%s: height %u/%u  %.0f blk/s  %.1f MB/s%s  ETA %s", label.c_str(), p.height, p.n, bps,
                   double(p.bytes) / 1e6 / s, peers.c_str(), bps > 0 ? (std::to_string(int((p.n - p.height) / bps)) + " s").c_str() : "?");
     return text;
+}
+
+/// How far a progress bar of SwiftSync is: the blocks checked, then the coins written.
+inline double SwiftSyncProgressFraction(const swiftsync::SwiftSyncProgress& p)
+{
+    if (p.writing) return p.coins_to_write ? double(p.coins_written) / double(p.coins_to_write) : 1.0;
+    return p.n ? double(p.height) / p.n : 1.0;
 }
 
 } // namespace ibdkit::cli

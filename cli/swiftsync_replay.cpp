@@ -74,7 +74,7 @@ void RunSwiftSyncReplay(run::SwiftSyncRunOptions o, const ConnectOutputArgs& out
                                                    " (an accepted history is written at the end): run the same command again, it starts over");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     o.swiftsync.on_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
-        bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, "swiftsync"));
+        bar->Update(SwiftSyncProgressFraction(p), SwiftSyncProgressText(p, "swiftsync"));
     };
     auto fallback_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.fallback) o.fallback->on_progress = ProgressPrinter(fallback_bar, "fallback");
@@ -125,7 +125,7 @@ int SwiftSyncAllPolicies(const swiftsync::SwiftSyncOptions& base, bool quiet, in
             o.swiftsync.policy = id;
             o.swiftsync.chainstate.clear(); // a temporary one, for the statistics
             o.swiftsync.on_progress = [&](const swiftsync::SwiftSyncProgress& p) {
-                bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, label));
+                bar->Update(SwiftSyncProgressFraction(p), SwiftSyncProgressText(p, label));
             };
             auto r = run::RunSwiftSync(std::move(o));
             if (!r) return "!" + r.error().message;

@@ -154,7 +154,7 @@ int SwiftSyncPeersAllPolicies(const SyncOptions& classic, const std::vector<std:
             c.policy = id;
             run::SwiftSyncPeersOptions o = PeersOptions(c, connect, args);
             o.swiftsync.on_progress = [&](const swiftsync::SwiftSyncProgress& p) {
-                bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, label + ": swiftsync"));
+                bar->Update(SwiftSyncProgressFraction(p), SwiftSyncProgressText(p, label + ": swiftsync"));
             };
             return PolicyRunJson(run::SyncSwiftSync(std::move(o)), id);
         });
@@ -173,7 +173,7 @@ void RunSwiftSyncFromPeers(const SyncOptions& classic, const std::vector<std::st
                                                    "it starts over or resumes the classic sync after n");
     auto bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     o.swiftsync.on_progress = [bar](const swiftsync::SwiftSyncProgress& p) {
-        bar->Update(p.n ? double(p.height) / p.n : 1.0, SwiftSyncProgressText(p, "swiftsync"));
+        bar->Update(SwiftSyncProgressFraction(p), SwiftSyncProgressText(p, "swiftsync"));
     };
     auto classic_bar = std::make_shared<ProgressLine>(!out.quiet && !out.json);
     if (o.continuation) o.continuation->on_progress = ProgressPrinter(classic_bar, "classic");

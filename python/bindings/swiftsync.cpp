@@ -294,7 +294,8 @@ nb::dict RunStats(const std::vector<nb::bytes>& runs, const std::string& hash_ty
 }
 
 /// SwiftSync's progress as the dict a progress callback receives: height and tip_height (n), as
-/// the classic run's, and the bytes checked, the seconds and the peers still serving.
+/// the classic run's, the bytes checked, the seconds and the peers still serving; the phase
+/// ("check", then "write") and the coins written of those to write.
 void SwiftSyncProgressInto(nb::dict& d, const swiftsync::SwiftSyncProgress& p)
 {
     d["height"] = p.height;
@@ -302,6 +303,9 @@ void SwiftSyncProgressInto(nb::dict& d, const swiftsync::SwiftSyncProgress& p)
     d["bytes"] = p.bytes;
     d["elapsed_s"] = p.elapsed_s;
     d["peers"] = p.peers;
+    d["phase"] = p.writing ? "write" : "check";
+    d["coins_written"] = p.coins_written;
+    d["coins_to_write"] = p.coins_to_write;
 }
 
 /// `ibdkit.replay(..., swiftsync=HINTS)`: the SwiftSync driver (run/swiftsync_run.h) without the

@@ -204,6 +204,9 @@ class _Bar:
                 self.bar.total = total
             if "flushing" in p:
                 self.bar.set_postfix_str("writing the chainstate" if p["flushing"] else "", refresh=False)
+            if p.get("phase") == "write":  # SwiftSync's accepted coins into the new chainstate
+                self.bar.set_postfix_str(f"writing the chainstate: {p['coins_written']:,}/{p['coins_to_write']:,} coins",
+                                         refresh=False)
             if "height" in p:
                 self.bar.n = max(p["height"], 0)
             elif "fraction" in p:

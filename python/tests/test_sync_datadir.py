@@ -179,13 +179,27 @@ def test_sync_refuses_a_datadir_it_did_not_write(cli, source, tmp_path):
 
 
 def test_python_sync_writes_a_datadir_too(cli, source, hints, tmp_path):
-    """``ibdkit.sync(datadir=...)`` writes what ``sync --datadir`` writes, with ``swiftsync=`` too,
-    and refuses the same."""
+    """``ibdkit.sync(datadir=...)`` writes what ``sync --datadir`` writes, with ``swiftsync=`` too
+    (rerun after a KeyboardInterrupt during SwiftSync's chainstate write), and refuses the same."""
     ibdkit = import_ibdkit()
     src, _, height, tip, expected = source
     server = Peer(cli, "--datadir", src)
+    phases = []
+
+    def stop_in_the_write(p):
+        phases.append(p["phase"])
+        if p["phase"] == "write":
+            raise KeyboardInterrupt
+
     try:
         got = ibdkit.sync(f"127.0.0.1:{server.port}", network="regtest", datadir=tmp_path / "py", timeout=20, progress=False)
+        # Ctrl-C while SwiftSync writes the accepted coins (the blocks and their index already on
+        # disk): the chainstate is discarded and the folder left as found, so the same call reruns.
+        with pytest.raises(KeyboardInterrupt):
+            ibdkit.sync([f"127.0.0.1:{server.port}"], network="regtest", datadir=tmp_path / "ss", swiftsync=hints, timeout=20,
+                        progress=stop_in_the_write)
+        assert phases[0] == "check" and phases[-1] == "write", phases
+        assert not (tmp_path / "ss").exists() or not any((tmp_path / "ss").iterdir()), list((tmp_path / "ss").rglob("*"))
         fast = ibdkit.sync([f"127.0.0.1:{server.port}"], network="regtest", datadir=tmp_path / "ss", swiftsync=hints,
                            timeout=20, progress=False)
     finally:

@@ -11,6 +11,7 @@ and a failed run's own leftovers refusing its rerun.
 """
 import json
 import os
+import pty
 import socket
 import subprocess
 import threading
@@ -168,6 +169,40 @@ def test_an_interrupt_stops_the_check_of_blocks_that_have_arrived(cli, chain, tm
         assert_core_utxo_set(got, height, tip, stats)
     finally:
         server.stop()
+
+
+def test_the_progress_line_follows_the_check_and_then_the_write(cli, chain, tmp_path):
+    """On a terminal SwiftSync's line shows the check (rate, peers, ETA), then the write of the
+    accepted coins into the chainstate, which on mainnet takes minutes: regression, the line stopped
+    at the last block checked while the coins were written."""
+    datadir, height, tip, stats, n, hints = chain
+    server = Peer(cli, "--datadir", datadir)
+    master, terminal = pty.openpty()
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # as run_cli: the CLI links its own runtime
+        proc = subprocess.Popen([str(cli), "sync", "--network", "regtest", "--swiftsync", str(hints), "--connect",
+                                 f"127.0.0.1:{server.port}", "--timeout", "5", "--assumevalid", "0", "--chainstate",
+                                 str(tmp_path / "cs")], stdout=subprocess.PIPE, stderr=terminal, env=env)
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                part = os.read(master, 65536)
+            except OSError:  # EIO: the CLI closed the terminal
+                break
+            if not part:
+                break
+            shown += part
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+        server.stop()
+    text = shown.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert f"swiftsync: height {n}/{n}" in text and "blk/s" in text and "peers 1" in text, text
+    written = [t.split("writing the chainstate: ")[1].split(" coins")[0] for t in text.split("\r") if "writing the chainstate: " in t]
+    assert written and written[0].startswith("0/") and written[-1].split("/")[0] == written[-1].split("/")[1], written
+    assert int(written[-1].split("/")[0]) > 0, written
 
 
 def test_a_run_on_the_wrong_network_leaves_no_obstacle_to_the_corrected_one(cli, chain, tmp_path):

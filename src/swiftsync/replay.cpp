@@ -23,8 +23,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 
 namespace ibdkit::swiftsync {
 
@@ -76,6 +82,8 @@ public:
     }
     std::size_t parts() const noexcept { return m_parts.size(); }
     CoinSorter& part(std::size_t p) { return *m_parts[p]; }
+    /// The coins added so far.
+    uint64_t added() const noexcept { return m_added; }
 
     /// Appends `coin` at `op` to its part as one record.
     std::optional<Error> Add(const OutPoint& op, const Coin& coin)
@@ -85,12 +93,14 @@ public:
         w << CoinKey{op};
         m_rec[0] = uint8_t(m_rec.size() - 1);
         w << coin;
+        ++m_added;
         return m_parts[std::size_t(op.hash.data()[0]) * m_parts.size() / 256]->Add(m_rec);
     }
 
 private:
     std::vector<std::unique_ptr<CoinSorter>> m_parts;
     std::vector<uint8_t> m_rec;
+    uint64_t m_added{0};
 };
 
 /// A new chainstate being filled: removed again unless Keep() is called. Marked unfinished from
@@ -148,31 +158,77 @@ private:
 bool Interrupted(const std::atomic<bool>* interrupt) noexcept { return interrupt && interrupt->load(std::memory_order_relaxed); }
 
 /// The sorted coins into the empty chainstate `db`, with `tip` as its best block, each part merged
-/// and written on a thread of its own; counts them. Stops "interrupted" at `interrupt`.
-std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash& tip, uint64_t& written, const std::atomic<bool>* interrupt)
+/// and written on a thread of its own; counts them. Stops "interrupted" at `interrupt`. The calling
+/// thread only watches: it calls `on_written` with the coins written so far at the start and about
+/// every WRITE_PROGRESS_EVERY (a progress callback may set `interrupt`: Python's Ctrl-C).
+std::optional<Error> WriteSorted(PartedSort& sort, CoinsDB& db, const BlockHash& tip, uint64_t& written, const std::atomic<bool>* interrupt,
+                                 const std::function<void(uint64_t)>& on_written)
 {
+    constexpr auto WRITE_PROGRESS_EVERY = std::chrono::milliseconds(250);
     const std::size_t parts = sort.parts();
     auto load = SortedCoinsLoader::Begin(db, tip, parts);
     if (!load) return Error{Errc::Corrupt, "the new chainstate is not empty"};
     std::vector<std::optional<Error>> errors(parts);
-    std::vector<uint64_t> counts(parts, 0);
-    TaskPool pool(parts - 1);
-    pool.Run(parts, [&](std::size_t p) {
-        StoreStatus st;
-        errors[p] = sort.part(p).Finish([&](std::span<const uint8_t> rec) {
-            const auto key = RecordKey(rec);
-            st = load->Add(p, key, rec.subspan(1 + key.size()));
-            ++counts[p];
-            return st.ok() && !Interrupted(interrupt);
+    std::vector<std::atomic<uint64_t>> counts(parts);
+    auto sum = [&] {
+        uint64_t n = 0;
+        for (const auto& c : counts) n += c.load(std::memory_order_relaxed);
+        return n;
+    };
+    if (on_written) on_written(0);
+    std::atomic<bool> callback_threw{false};
+    auto stopped = [&] { return Interrupted(interrupt) || callback_threw.load(std::memory_order_relaxed); };
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr thrown, callback_error;
+    try {
+        TaskPool pool(unsigned(parts - 1));
+        std::thread runner([&] {
+            try {
+                pool.Run(parts, [&](std::size_t p) {
+                    StoreStatus st;
+                    errors[p] = sort.part(p).Finish([&](std::span<const uint8_t> rec) {
+                        const auto key = RecordKey(rec);
+                        st = load->Add(p, key, rec.subspan(1 + key.size()));
+                        counts[p].fetch_add(1, std::memory_order_relaxed);
+                        return st.ok() && !stopped();
+                    });
+                    if (!errors[p] && !st.ok()) errors[p] = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+                    if (!errors[p] && stopped()) errors[p] = Error{Errc::Io, "interrupted"};
+                });
+            } catch (...) {
+                thrown = std::current_exception();
+            }
+            std::lock_guard lk(mu);
+            done = true;
+            cv.notify_all();
         });
-        if (!errors[p] && !st.ok()) errors[p] = Error{Errc::Corrupt, "writing the chainstate: " + st.message};
-        if (!errors[p] && Interrupted(interrupt)) errors[p] = Error{Errc::Io, "interrupted"};
-    });
+        std::unique_lock lk(mu);
+        while (!cv.wait_for(lk, WRITE_PROGRESS_EVERY, [&] { return done; })) {
+            if (!on_written || callback_error) continue;
+            lk.unlock();
+            try {
+                on_written(sum());
+            } catch (...) {
+                callback_error = std::current_exception(); // the writers stop; rethrown once they have
+                callback_threw = true;
+            }
+            lk.lock();
+        }
+        lk.unlock();
+        runner.join();
+    } catch (const std::system_error& e) {
+        return Error{Errc::Io, std::string("writing the chainstate: cannot start a thread: ") + e.what()};
+    }
+    if (thrown) std::rethrow_exception(thrown);
+    if (callback_error) std::rethrow_exception(callback_error);
     for (std::size_t p = 0; p < parts; ++p) {
         if (errors[p]) return errors[p];
-        written += counts[p];
     }
+    written += sum();
     if (StoreStatus st = load->Commit(); !st.ok()) return Error{Errc::Corrupt, "writing the chainstate: " + st.message};
+    if (on_written) on_written(written);
     return std::nullopt;
 }
 
@@ -274,8 +330,17 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
         if (auto e = run.before_write()) return *e;
     }
     if (res.verdict.ok && sorter) {
-        const std::atomic<bool>* interrupt = run.before_write ? nullptr : run.interrupt;
-        if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written, interrupt)) return *e;
+        const uint64_t to_write = sorter->added();
+        auto on_written = [&](uint64_t w) {
+            if (!o.on_progress) return;
+            SwiftSyncProgress p{res.height, res.height, bytes_checked, res.check_seconds, run.peers_alive ? run.peers_alive() : 0};
+            p.writing = true;
+            p.coins_written = w;
+            p.coins_to_write = to_write;
+            o.on_progress(p);
+        };
+        if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written, run.interrupt, on_written)) return *e;
+        if (Interrupted(run.interrupt)) return Error{Errc::Io, "interrupted"};
         if (auto e = cs->Keep()) return *e;
     }
     if (!res.verdict.ok) res.coins_written = 0;

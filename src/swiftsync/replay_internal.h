@@ -33,9 +33,9 @@ struct ChainRun {
     /// The sort's share of --dbcache (a SwiftSyncShares of the options' budget).
     std::size_t sort_bytes{CacheBudget::MIN_SORT_BYTES};
     /// Ctrl-C: looked at after the check (which looks at it itself), before before_write, and
-    /// while the sorted coins are written when there is no before_write (once what points at the
-    /// blocks is durable, the chainstate is written to the end); the run then fails "interrupted"
-    /// (Errc::Io) and the new chainstate is removed. Null: never.
+    /// while the sorted coins are written; the run then fails "interrupted" (Errc::Io) and the new
+    /// chainstate is removed (what before_write made durable is the caller's to discard: a sync's
+    /// StartedDatadir). Null: never.
     const std::atomic<bool>* interrupt{nullptr};
 };
 

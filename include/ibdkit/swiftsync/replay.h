@@ -35,8 +35,13 @@ namespace ibdkit::swiftsync {
 struct SwiftSyncProgress {
     uint32_t height{0}, n{0}; ///< blocks 1..height checked of 1..n
     uint64_t bytes{0};        ///< their bytes
-    double elapsed_s{0};      ///< since the check began
+    double elapsed_s{0};      ///< since the check began (while writing: the check's time)
     std::size_t peers{0};     ///< over P2P: the peers still serving (0 from files)
+    /// Once blocks 1..n are accepted the chainstate is written (when one is named): `writing`,
+    /// coins_written of coins_to_write, reported at its start, about four times a second and at
+    /// its end. Interrupting then discards the chainstate as during the check.
+    bool writing{false};
+    uint64_t coins_written{0}, coins_to_write{0};
 };
 
 /// The shared settings (settings/run_settings.h: dbcache_mib bounding the coins held while they
