@@ -75,6 +75,11 @@ def test_no_reachable_peer_is_named_and_leaves_nothing(cli, chain, tmp_path, swi
         assert "no peer could be reached (127.0.0.1:1: cannot connect to 127.0.0.1:1" in got["error"], got
         assert "give the address of a running regtest node" in got["error"], got
     assert not node.exists() and not any(empty.iterdir()), "a run that wrote nothing usable leaves nothing"
+    # One peer: the classic sync's own connect (regression: the cause without the fix).
+    one = run_cli(cli, "sync", "-q", "--json", "--network", "regtest", "--timeout", "5", "--connect", "127.0.0.1:1",
+                  *(["--swiftsync", hints] if swift else []), check=False)
+    got = failure(one, 1)
+    assert "cannot connect to 127.0.0.1:1" in got["error"] and "give the address of a running regtest node" in got["error"], got
 
 
 def test_a_peer_of_another_network_is_named_with_the_fix(cli, chain, tmp_path):

@@ -461,6 +461,7 @@ Result<SyncResult> Sync(const SyncOptions& opts)
             res.interrupted = true;
         } else {
             res.failure = socket.error();
+            if (res.failure->code == NetErrc::Connect) res.failure->message += ": " + ReachablePeerFix(opts.chain);
         }
         res.header_height = chain.Height();
         res.total_seconds = SecondsSince(t_start);

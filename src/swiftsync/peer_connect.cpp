@@ -41,8 +41,7 @@ std::string NoPeerReached(const std::vector<std::string>& failed, ChainType chai
 {
     std::string why;
     for (const std::string& f : failed) why += (why.empty() ? "" : "; ") + f;
-    return "no peer could be reached (" + why + "): give the address of a running " + std::string(ChainTypeName(chain)) +
-           " node that accepts connections (HOST:PORT)";
+    return "no peer could be reached (" + why + "): " + ReachablePeerFix(chain);
 }
 
 namespace {

@@ -35,6 +35,12 @@ using NetClock = std::chrono::steady_clock;
 /// Seconds from `since` to now, as a run's results report the time a phase took.
 inline double SecondsSince(NetClock::time_point since) { return std::chrono::duration<double>(NetClock::now() - since).count(); }
 
+/// What to do when no peer could be reached on `chain`: the fix every sync names after a failed connect.
+inline std::string ReachablePeerFix(ChainType chain)
+{
+    return "give the address of a running " + std::string(ChainTypeName(chain)) + " node that accepts connections (HOST:PORT)";
+}
+
 /// A connected stream socket (owns the descriptor).
 class Socket {
 public:
