@@ -329,10 +329,12 @@ nb::dict ReplaySwiftSync(const std::string& blocks, const std::string& hints, st
     o.statistics = statistics;
     ProgressBridge bridge(progress);
     s.on_progress = [&](const swiftsync::SwiftSyncProgress& p) { bridge.Call([&](nb::dict& d) { SwiftSyncProgressInto(d, p); }); };
+    s.interrupt = bridge.flag();
     if (fallback) {
         ReplayOptions& c = o.fallback.emplace();
         c.source = s.source;
         c.Settings() = settings;
+        c.interrupt = bridge.flag();
     }
     Result<run::SwiftSyncRunResult> r = Error{};
     {

@@ -7,6 +7,8 @@ import hashlib
 import json
 import shutil
 
+import pytest
+
 from conftest import import_pbk, run_cli
 
 pbk = import_pbk()
@@ -346,3 +348,30 @@ def test_swiftsync_json_and_python_dict_agree(cli, tmp_path):
         assert got_py["policy"] == "secure" and got_py["height"] == height and got_py["bestblock"] == tip
     assert got_py["fallback"]["valid"] and got_py["fallback"]["hash_serialized_3"] == exp["hash_serialized_3"]
     assert not got_py["swiftsync"]["ok"] and got_py["swiftsync"]["reason"]
+
+
+@pytest.mark.parametrize("phase", ["check", "write"])
+def test_python_replay_stops_at_a_keyboard_interrupt_in_either_phase(cli, tmp_path, phase):
+    """Regression: `ibdkit.replay(..., swiftsync=...)` never looked at Ctrl-C (or a progress callback
+    that raises): it checked and wrote everything, kept the chainstate, and only then raised. Now the
+    check and the chainstate's write stop, no chainstate claims a height, and the same call completes."""
+    from conftest import import_ibdkit
+    ibdkit = import_ibdkit()
+    blocks = gen_blocks(cli, tmp_path, 40, seed=47)
+    datadir, height, tip, exp = core_datadir(tmp_path, blocks, seed=17)
+    good, _ = good_and_wrong_hints(cli, datadir, height, tmp_path)
+    cs = tmp_path / "cs"
+    seen = []
+
+    def interrupt(p):
+        seen.append(p["phase"])
+        if p["phase"] == phase:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ibdkit.replay(datadir, swiftsync=good, chainstate=cs, progress=interrupt)
+    assert seen[-1] == phase and seen.count(phase) == 1, seen
+    assert not cs.exists() or (cs / "IBDKIT_UNFINISHED").exists() or not any(cs.iterdir()), list(cs.iterdir())
+    got = ibdkit.replay(datadir, swiftsync=good, chainstate=cs, progress=False)
+    assert got["swiftsync"]["ok"] and (got["height"], got["bestblock"]) == (height, tip), got
+    assert got["hash_serialized_3"] == exp["hash_serialized_3"]

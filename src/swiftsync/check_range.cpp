@@ -125,6 +125,7 @@ Result<Partial> CheckRange(const LocatedChain& blocks, const Hints& hints, const
 
 std::optional<Error> MergeBlock(Partial& partial, Partial& block, const CheckRangeOptions& options)
 {
+    if (options.interrupt && options.interrupt->load(std::memory_order_relaxed)) return Error{Errc::Io, "interrupted"};
     const bool failed = block.failure.has_value();
     if (options.on_unspent && !block.unspent.empty()) {
         if (auto e = options.on_unspent(block.unspent)) return e;

@@ -289,6 +289,7 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
     ro.threads = o.threads;
     ro.policy = o.policy;
     ro.collect_unspent = false;
+    ro.interrupt = run.interrupt;
     ThroughputLog tlog;
     tlog.Start(0);
     uint64_t bytes_checked = 0;
@@ -369,6 +370,7 @@ Result<SwiftSyncResult> SwiftSyncReplay(const SwiftSyncOptions& options)
     run.headers = &loc->headers;
     run.hints = &*hints;
     run.sort_bytes = CacheBudget::FromMiB(o.dbcache_mib).SwiftSyncFromFiles().sort;
+    run.interrupt = o.interrupt;
     run.check = [&](const Salt& salt, const CheckRangeOptions& ro, const CoinsModeOptions& co) {
         return CheckFromGenesis(*loc, o.source.datadir, *hints, salt, n, o.mode, ro, co);
     };

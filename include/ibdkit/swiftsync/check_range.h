@@ -29,6 +29,7 @@
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/hints.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -89,6 +90,9 @@ struct CheckRangeOptions {
     /// calling thread and in height order (a chainstate writer's feed); an error stops the check.
     std::function<std::optional<Error>(std::span<const std::pair<OutPoint, Coin>> coins)> on_unspent;
     PolicyId policy{PolicyId::Hardened}; ///< the buffer policy of each block's bytes as read (memory/policy.h)
+    /// Ctrl-C: looked at before each block's outcome is taken; set, the check ends with the error
+    /// "interrupted" (Errc::Io) within the batch being checked. Null: never.
+    const std::atomic<bool>* interrupt{nullptr};
 };
 
 /// Checks blocks `from`..`to` (1 ≤ from ≤ to ≤ hints.height()) of `blocks` against `hints` with

@@ -20,6 +20,7 @@
 #include <ibdkit/swiftsync/aggregate.h>
 #include <ibdkit/swiftsync/check_range.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -54,6 +55,10 @@ struct SwiftSyncOptions : RunSettings {
     std::filesystem::path chainstate;
     AggregateMode mode{AggregateMode::Coins};
     std::function<void(const SwiftSyncProgress& progress)> on_progress; ///< on the calling thread
+    /// Ctrl-C for SwiftSyncReplay (a sync from peers has SwiftSyncPeersOptions::interrupt): looked
+    /// at within every batch of the check and while the chainstate is written; set, the run fails
+    /// "interrupted" (Errc::Io) and the new chainstate is removed. Null: never.
+    const std::atomic<bool>* interrupt{nullptr};
 };
 
 struct SwiftSyncResult {
