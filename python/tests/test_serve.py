@@ -171,6 +171,21 @@ def served(cli, tmp_path_factory):
     return datadir, height, tip, expected
 
 
+def test_serve_beside_a_running_bitcoind_says_what_it_serves(cli, served):
+    """Regression: beside a running bitcoind (its datadir lock held, as bitcoind holds it) serve
+    read a snapshot of the block index without a word; it now says so, with the height served,
+    as replay and undo do (docs/live-node.md)."""
+    import fcntl
+    datadir, height, tip, _ = served
+    with open(datadir / "regtest" / ".lock", "a+") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        server = Server(cli, "--datadir", datadir)
+        stats, err = server.stop()
+    assert stats["height"] == height, stats
+    assert (f"ibdkit serve: bitcoind is running: reading a snapshot of its block index; data consistent up to height {height} "
+            f"({tip})") in err, err
+
+
 @pytest.mark.parametrize("getblocks", [False, True])
 def test_sync_from_serve_ends_on_the_replays_utxo_set(cli, served, tmp_path, getblocks):
     datadir, height, tip, expected = served

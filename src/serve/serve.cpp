@@ -70,6 +70,7 @@ Result<ServeStats> Serve(const ServeOptions& o)
     auto listener = Listener::Bind(o.listen_host, o.port.value_or(params.default_port));
     if (!listener) return listener.error();
     if (o.on_listening) o.on_listening(o.listen_host, listener->port());
+    if (chain->live && o.on_event) o.on_event(LiveDatadirMessage(chain->TipHeight(), chain->headers.Hash(chain->TipHeight())));
 
     // BIP 455's spent coins come from the datadir's rev files: without them the feature is not offered.
     std::optional<DatadirUndo> undo;

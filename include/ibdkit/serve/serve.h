@@ -44,7 +44,9 @@ struct ServeOptions {
     /// Called once, on the calling thread, when the socket listens: the address and the bound port.
     std::function<void(const std::string& host, uint16_t port)> on_listening;
     /// One line per connection's start and end (peer address, user agent, why it ended); called
-    /// from the connections' threads, one at a time.
+    /// from the connections' threads, one at a time. Before them, on the calling thread, notes on
+    /// what is served: beside a running bitcoind, the height its block index's snapshot holds
+    /// (LiveDatadirMessage).
     std::function<void(const std::string& line)> on_event;
 };
 
