@@ -1,5 +1,6 @@
 #include <ibdkit/blockfile/blockfile.h>
 
+#include "blockfile/open_files.h"
 #include "common/pread.h"
 
 #include <ibdkit/encoding/endian.h>
@@ -237,31 +238,17 @@ Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::pat
 }
 
 BlockFileReader::BlockFileReader(std::vector<std::filesystem::path> files, const ObfuscationKey& key)
-    : m_files(std::move(files)), m_key(key), m_fds(m_files.size(), -1)
+    : m_files(std::move(files)), m_key(key), m_open(std::make_unique<OpenFiles>())
 {
 }
 
-BlockFileReader::~BlockFileReader()
-{
-    for (int fd : m_fds) {
-        if (fd >= 0) ::close(fd);
-    }
-}
+BlockFileReader::~BlockFileReader() = default;
 
 Result<std::size_t> BlockFileReader::ReadInto(uint32_t file, uint64_t offset, std::span<std::byte> dst)
 {
     if (file >= m_files.size()) return Error{Errc::InvalidValue, "block file index " + std::to_string(file) + " out of range"};
-    int& fd = m_fds[file];
-    if (fd < 0) {
-        CloseBeyond(m_max_open - 1);
-        fd = ::open(m_files[file].c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return EnvError(m_files[file], std::string("cannot open for reading: ") + std::strerror(errno));
-        m_open.push_back(file);
-    } else if (m_max_open != SIZE_MAX && m_open.back() != file) {
-        // Least recently read first: this file moves to the end (a short list: KeepOpenAtMost's count).
-        m_open.erase(std::find(m_open.begin(), m_open.end(), file));
-        m_open.push_back(file);
-    }
+    const int fd = m_open->Get(file, [&] { return m_files[file]; });
+    if (fd < 0) return EnvError(m_files[file], std::string("cannot open for reading: ") + std::strerror(errno));
     const ssize_t r = PreadFull(fd, dst.data(), dst.size(), offset);
     if (r < 0) return EnvError(m_files[file], std::string("read failed: ") + std::strerror(errno));
     m_bytes_read += uint64_t(r);
@@ -273,20 +260,7 @@ Result<std::size_t> BlockFileReader::ReadInto(uint32_t file, uint64_t offset, st
     return dst.size();
 }
 
-void BlockFileReader::KeepOpenAtMost(std::size_t n)
-{
-    IBDKIT_EXPECTS(n >= 1, "a reader keeps at least one file open");
-    m_max_open = n;
-    CloseBeyond(n);
-}
-
-void BlockFileReader::CloseBeyond(std::size_t keep)
-{
-    while (m_open.size() > keep) {
-        ::close(std::exchange(m_fds[m_open.front()], -1));
-        m_open.erase(m_open.begin());
-    }
-}
+void BlockFileReader::KeepOpenAtMost(std::size_t n) { m_open->KeepOpenAtMost(n); }
 
 Result<std::vector<uint8_t>> BlockFileReader::Read(const BlockRecordPos& pos)
 {

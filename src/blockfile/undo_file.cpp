@@ -1,5 +1,6 @@
 #include "blockfile/undo_file.h"
 
+#include "blockfile/open_files.h"
 #include "common/buffered_writer.h"
 #include "common/pread.h"
 
@@ -117,49 +118,19 @@ std::filesystem::path UndoFilePath(const std::filesystem::path& dir, uint32_t fi
 // ---- reader ---------------------------------------------------------------------------------------
 
 UndoFileReader::UndoFileReader(std::filesystem::path dir, const ObfuscationKey& key, const MessageStart& magic)
-    : m_dir(std::move(dir)), m_key(key), m_magic(magic)
+    : m_dir(std::move(dir)), m_key(key), m_magic(magic), m_open(std::make_unique<OpenFiles>())
 {
 }
 
-UndoFileReader::~UndoFileReader()
-{
-    for (auto& [file, fd] : m_fds) {
-        if (fd >= 0) ::close(fd);
-    }
-}
+UndoFileReader::~UndoFileReader() = default;
 
-void UndoFileReader::KeepOpenAtMost(std::size_t n)
-{
-    IBDKIT_EXPECTS(n >= 1, "a reader keeps at least one file open");
-    m_max_open = n;
-    CloseBeyond(n);
-}
-
-void UndoFileReader::CloseBeyond(std::size_t keep)
-{
-    while (m_open.size() > keep) {
-        const auto it = m_fds.find(m_open.front());
-        ::close(it->second);
-        m_fds.erase(it);
-        m_open.erase(m_open.begin());
-    }
-}
+void UndoFileReader::KeepOpenAtMost(std::size_t n) { m_open->KeepOpenAtMost(n); }
 
 Result<std::size_t> UndoFileReader::ReadAt(uint32_t file, uint64_t offset, std::span<std::byte> dst)
 {
-    auto it = m_fds.find(file);
-    if (it == m_fds.end()) {
-        CloseBeyond(m_max_open - 1);
-        const auto p = UndoFilePath(m_dir, file);
-        const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return FileError(p, std::string("cannot open for reading: ") + std::strerror(errno));
-        it = m_fds.emplace(file, fd).first;
-        m_open.push_back(file);
-    } else if (m_max_open != SIZE_MAX && m_open.back() != file) {
-        m_open.erase(std::find(m_open.begin(), m_open.end(), file));
-        m_open.push_back(file);
-    }
-    const ssize_t r = PreadFull(it->second, dst.data(), dst.size(), offset);
+    const int fd = m_open->Get(file, [&] { return UndoFilePath(m_dir, file); });
+    if (fd < 0) return FileError(UndoFilePath(m_dir, file), std::string("cannot open for reading: ") + std::strerror(errno));
+    const ssize_t r = PreadFull(fd, dst.data(), dst.size(), offset);
     if (r < 0) return FileError(UndoFilePath(m_dir, file), std::string("read failed: ") + std::strerror(errno));
     m_bytes_read += uint64_t(r);
     XorBytes(dst.first(std::size_t(r)), m_key, std::size_t(offset));

@@ -308,3 +308,25 @@ TEST(BlockFile, ReaderKeepsAtMostTheFilesItIsToldOpenTheLeastRecentlyReadClosedF
     EXPECT_EQ(test::OpenFilesUnder(t.path), (std::set<fs::path>{files[3]}));
     EXPECT_EQ(two.bytes_read(), 11u * 4);
 }
+
+// A replay of a mainnet datadir reads thousands of blk files, under a common limit of 1,024
+// descriptors: a reader keeps at most 64 open unless told otherwise.
+TEST(BlockFile, ReaderKeepsAtMost64FilesOpenByDefault)
+{
+    TempDir t;
+    std::vector<fs::path> files;
+    for (int i = 0; i < 70; ++i) {
+        files.push_back(fs::canonical(t.path) / ("blk" + std::to_string(10000 + i) + ".dat"));
+        WriteFile(files.back(), std::vector<uint8_t>(16, uint8_t(i)));
+    }
+    BlockFileReader reader(files, ObfuscationKey{});
+    for (uint32_t i = 0; i < 70; ++i) {
+        std::array<std::byte, 1> got{};
+        ASSERT_TRUE(reader.ReadInto(i, 3, got).ok()) << i;
+        EXPECT_EQ(got[0], std::byte(i));
+    }
+    const auto open = test::OpenFilesUnder(t.path);
+    EXPECT_EQ(open.size(), 64u);
+    EXPECT_FALSE(open.contains(files[5])) << "the files read least recently were closed";
+    EXPECT_TRUE(open.contains(files[69]));
+}

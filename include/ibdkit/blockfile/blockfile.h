@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -66,8 +67,10 @@ Result<BlockFileScanStats> ScanBlockFiles(const std::vector<std::filesystem::pat
                                           std::span<const uint8_t, 4> magic, const ObfuscationKey& key,
                                           const std::function<void(const BlockRecordPos&, std::span<const uint8_t, 80>)>& fn);
 
-/// Random reads of block records: keeps the files open (read-only; all it has read, or at most
-/// KeepOpenAtMost's count), reads a record's block bytes into a caller's buffer, deobfuscates them,
+class OpenFiles; // blockfile/open_files.h (internal)
+
+/// Random reads of block records: keeps the files it reads open (read-only; at most 64 at once,
+/// or KeepOpenAtMost's count, the one read least recently closed first), reads a record's block bytes into a caller's buffer, deobfuscates them,
 /// and counts every byte it reads from disk.
 class BlockFileReader {
 public:
@@ -96,8 +99,7 @@ public:
     Result<BlockRecordPos> ReadFrame(uint32_t file, uint64_t data_offset, std::span<const uint8_t, 4> magic);
 
     /// From here on at most `n` (≥ 1) files are open at once: opening another closes the one read
-    /// least recently. A reader per connection of a server reads the whole chain: without a bound
-    /// each would hold every blk file it has reached (thousands on mainnet) open.
+    /// least recently. A reader per connection of a server keeps one: each reads the whole chain.
     void KeepOpenAtMost(std::size_t n);
 
     /// Bytes read from disk so far (block bytes and frames).
@@ -105,14 +107,9 @@ public:
     const std::vector<std::filesystem::path>& files() const noexcept { return m_files; }
 
 private:
-    /// Closes the files read least recently until `keep` are open.
-    void CloseBeyond(std::size_t keep);
-
     std::vector<std::filesystem::path> m_files;
     ObfuscationKey m_key;
-    std::vector<int> m_fds; ///< -1: not open
-    std::vector<uint32_t> m_open; ///< the open files, the one read least recently first
-    std::size_t m_max_open{SIZE_MAX};
+    std::unique_ptr<OpenFiles> m_open;
     uint64_t m_bytes_read{0};
 };
 

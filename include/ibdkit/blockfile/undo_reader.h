@@ -14,15 +14,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <map>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace ibdkit {
 
+class OpenFiles; // blockfile/open_files.h (internal)
+
 /// Random reads of undo records from the rev files of a directory (Core's blocks directory, or
-/// ibdkit's undo folder): files opened read-only on first use and kept open until the reader goes
-/// (or, after KeepOpenAtMost, until that many others were read since),
+/// ibdkit's undo folder): files opened read-only on first use and kept open until 64 others (or
+/// KeepOpenAtMost's count) were read since, or the reader goes,
 /// deobfuscated with `key` (a Core blocks directory's xor.dat; zero for ibdkit's). Nothing is
 /// written. One reader serves one thread at a time; readers of one directory may run at once.
 class UndoFileReader {
@@ -52,14 +54,10 @@ public:
 
 private:
     Result<std::size_t> ReadAt(uint32_t file, uint64_t offset, std::span<std::byte> dst);
-    /// Closes the files read least recently until `keep` are open.
-    void CloseBeyond(std::size_t keep);
     std::filesystem::path m_dir;
     ObfuscationKey m_key;
     MessageStart m_magic;
-    std::map<uint32_t, int> m_fds;
-    std::vector<uint32_t> m_open; ///< the keys of m_fds, the one read least recently first
-    std::size_t m_max_open{SIZE_MAX};
+    std::unique_ptr<OpenFiles> m_open;
     uint64_t m_bytes_read{0};
 };
 
