@@ -677,7 +677,9 @@ def test_a_killed_sync_reruns_to_the_same_utxo_set(cli, chain, tmp_path):
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
             if cs.exists() and any(cs.iterdir()) and not (cs / "IBDKIT_UNFINISHED").exists():
-                # Killed after the chainstate was kept: it is whole, at n or beyond (the classic rest).
+                # Killed after the chainstate was kept: it is whole, at n or beyond (the classic rest),
+                # and the peers' headers lie beside it (written first: the rerun resumes from them).
+                assert (cs / "ibdkit-headers.dat").is_file(), sorted(p.name for p in cs.iterdir())
                 r = run_cli(cli, "utxo", "stats", "--chainstate", cs, "--json", check=False)
                 assert r.returncode == 0, r.stderr
             if (node / "regtest" / "blocks" / "index").is_dir():

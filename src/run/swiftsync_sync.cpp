@@ -112,6 +112,14 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
         datadir = std::move(*w);
         peers.datadir = datadir.get();
     }
+    // The header chain beside the coins, written before the chainstate counts as finished: what a
+    // resumed classic sync starts from (SwiftSyncDone).
+    peers.before_keep = [&](const HeaderChain& headers) -> std::optional<Error> {
+        if (auto e = engine::PersistHeaders(headers, o.chainstate / HEADERS_FILE, 1)) {
+            return Error{Errc::Io, "writing the headers beside the chainstate: " + *e};
+        }
+        return std::nullopt;
+    };
     auto r = swiftsync::SwiftSyncFromPeers(o, peers);
     datadir.reset(); // the continuation opens the folder again, at the blocks the index names
     if (!r) return r.error();
@@ -125,10 +133,6 @@ Result<SwiftSyncPeersResult> SyncSwiftSync(SwiftSyncPeersOptions options)
     out.header_height = r->headers ? r->headers->Height() : 0;
     if (out.swiftsync.verdict.ok) {
         started.Keep();
-        // The header chain beside the coins: what a resumed classic sync starts from.
-        if (auto e = engine::PersistHeaders(*r->headers, o.chainstate / HEADERS_FILE, 1)) {
-            return Error{Errc::Io, "writing the headers beside the chainstate: " + *e};
-        }
         if (options.continuation) {
             auto c = Continue(options, out);
             if (!c) return c.error();

@@ -561,6 +561,7 @@ Result<PeersRunResult> SwiftSyncFromPeers(const SwiftSyncOptions& options, const
             return std::nullopt;
         };
     }
+    if (peers.before_keep) run.before_keep = [&] { return peers.before_keep(*out.headers); };
     run.bytes_through = [&](uint32_t h) { return check ? check->BytesThrough(h) : 0; };
     run.peers_alive = [&] {
         std::size_t alive = 0;

@@ -22,6 +22,7 @@
 #include "swiftsync/peer_fetch.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,12 @@ struct PeersRun {
     /// spent coins it was checked with (a liar's replaced by the others'); its index names them only
     /// once the aggregate accepts the run, just before the chainstate is written. Null: none.
     DatadirWriter* datadir{nullptr};
+    /// Called with the peers' header chain once the accepted coins are written, before the new
+    /// chainstate stops being marked unfinished: what must lie beside a finished chainstate (a
+    /// sync's headers file) is written first, so a kill at any moment leaves either an unfinished
+    /// chainstate (cleared by the rerun) or a finished one with it. Its error ends the run (the
+    /// chainstate is removed). Empty: nothing.
+    std::function<std::optional<Error>(const HeaderChain& headers)> before_keep;
 };
 
 struct PeersRunResult {

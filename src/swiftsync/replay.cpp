@@ -342,6 +342,9 @@ Result<SwiftSyncResult> CheckAndWrite(const SwiftSyncOptions& o, const ChainRun&
         };
         if (auto e = WriteSorted(*sorter, cs->db(), res.tip, res.coins_written, run.interrupt, on_written)) return *e;
         if (Interrupted(run.interrupt)) return Error{Errc::Io, "interrupted"};
+        if (run.before_keep) {
+            if (auto e = run.before_keep()) return *e;
+        }
         if (auto e = cs->Keep()) return *e;
     }
     if (!res.verdict.ok) res.coins_written = 0;

@@ -30,6 +30,9 @@ struct ChainRun {
     /// Called once the verdict accepts blocks 1..n, before the chainstate is written (what points
     /// at the blocks made durable first); its error ends the run. Empty: nothing to do.
     std::function<std::optional<Error>()> before_write;
+    /// Called once the accepted coins are written, before the chainstate stops being marked
+    /// unfinished (PeersRun::before_keep); its error ends the run. Empty: nothing to do.
+    std::function<std::optional<Error>()> before_keep;
     /// The sort's share of --dbcache (a SwiftSyncShares of the options' budget).
     std::size_t sort_bytes{CacheBudget::MIN_SORT_BYTES};
     /// Ctrl-C: looked at after the check (which looks at it itself), before before_write, and
