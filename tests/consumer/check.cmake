@@ -1,9 +1,12 @@
 # ctest driver (cmake -P): builds and runs tests/consumer against ibdkit.
 #   MODE=install : installs the already-built tree BUILD_DIR into a temporary prefix, then
 #                  find_package(ibdkit) from the consumer (no library rebuild).
-#   MODE=subdir  : add_subdirectory(SOURCE_DIR) — compiles the library again, unoptimised, so it
-#                  stays cheap; it also checks that only the library is defined and that a
-#                  consumer's default build (no -Werror) works.
+#   MODE=subdir  : add_subdirectory(SOURCE_DIR) — checks that only the library is defined, that
+#                  no compile command of a consumer's default build carries -Werror (so no warning
+#                  can fail it: `ninja -t commands` lists every one), and compiles the consumer's
+#                  own file against the headers add_subdirectory gives it. The library is not
+#                  compiled again (the install mode runs it; other generators than Ninja still build
+#                  and run everything).
 # Inputs: MODE, SOURCE_DIR, BUILD_DIR, WORK_DIR, CXX, GENERATOR, and optionally LAUNCHER (ccache).
 foreach(v MODE SOURCE_DIR BUILD_DIR WORK_DIR CXX GENERATOR)
   if(NOT DEFINED ${v})
@@ -39,8 +42,26 @@ if(MODE STREQUAL "install")
   endif()
   run(${CMAKE_COMMAND} ${args} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 elseif(MODE STREQUAL "subdir")
-  # No build type: CMake's default flags (no optimisation), the cheapest full library build.
+  # No build type: CMake's default flags, as a consumer's plain build has them.
   run(${CMAKE_COMMAND} ${args} -DIBDKIT_SUBDIR=${SOURCE_DIR})
+  if(GENERATOR MATCHES "Ninja")
+    run(${CMAKE_COMMAND} --build ${WORK_DIR}/build --target CMakeFiles/consumer.dir/main.cpp.o)
+    find_program(IBDKIT_NINJA NAMES ninja ninja-build REQUIRED)
+    run(${IBDKIT_NINJA} -C ${WORK_DIR}/build -t commands consumer) # every command, none run
+    string(REGEX MATCHALL "[^\n]*ibdkit[^\n]*\\.cpp[^\n]*" commands "${last_output}")
+    list(LENGTH commands n)
+    if(n LESS 50)
+      message(FATAL_ERROR "consumer (subdir): the dry run lists ${n} library compile commands:\n${last_output}")
+    endif()
+    if(last_output MATCHES "-Werror")
+      message(FATAL_ERROR "consumer (subdir): a compile command carries -Werror: a warning would fail a consumer's build:\n${last_output}")
+    endif()
+    string(TIMESTAMP t1 "%s")
+    math(EXPR secs "${t1} - ${t0}")
+    message(STATUS "consumer (subdir): ok in ${secs} s: ${n} library commands without -Werror; main.cpp compiled")
+    file(REMOVE_RECURSE ${WORK_DIR})
+    return()
+  endif()
 else()
   message(FATAL_ERROR "check.cmake: MODE must be install or subdir")
 endif()
